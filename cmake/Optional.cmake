@@ -1,0 +1,25 @@
+# Optional dependencies. Each is looked for once; what is missing is said once,
+# and the parts that need it are left out of the build (their tests SKIP).
+find_package(Threads REQUIRED)
+find_package(PkgConfig QUIET)
+
+function(sym_report name found what)
+  if(found)
+    message(STATUS "symtrain: ${name}: found — ${what}")
+  else()
+    message(STATUS "symtrain: ${name}: not found — ${what} left out")
+  endif()
+endfunction()
+
+set(SYM_HAVE_OFI OFF)
+set(SYM_HAVE_PMIX OFF)
+if(PkgConfig_FOUND)
+  pkg_check_modules(OFI QUIET IMPORTED_TARGET libfabric)
+  pkg_check_modules(PMIX QUIET IMPORTED_TARGET pmix)
+  if(OFI_FOUND)
+    set(SYM_HAVE_OFI ON)
+  endif()
+  if(PMIX_FOUND)
+    set(SYM_HAVE_PMIX ON)
+  endif()
+endif()

@@ -1,0 +1,64 @@
+/*
+ * bootstrap.c — choosing the bootstrap from the environment, and the trivial
+ * one-PE bootstrap for a program started without a launcher.
+ *
+ * Order: symrun's socket (SYMTRAIN_BOOT_FD), then PMIx (PMIX_RANK, set by mpirun
+ * and srun --mpi=pmix), then torchrun-style variables (RANK, WORLD_SIZE,
+ * MASTER_ADDR, MASTER_PORT), else a single PE. SYMTRAIN_BOOTSTRAP forces one.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../util/util.h"
+#include "bootstrap.h"
+
+int sym__boot_barrier(sym_boot_t *b) {
+    char dummy[1 << 6];
+    if (b->size > (int)sizeof dummy) {
+        char *buf = malloc((size_t)b->size);
+        if (!buf) return -1;
+        int rc = b->allgather(b, "", buf, 1);
+        free(buf);
+        return rc;
+    }
+    return b->allgather(b, "", dummy, 1);
+}
+
+/* ---- single: one PE, no launcher ---- */
+
+static int single_allgather(sym_boot_t *b, const void *in, void *out, size_t len) {
+    (void)b;
+    memcpy(out, in, len);
+    return 0;
+}
+static noreturn void single_abort(sym_boot_t *b, int status) {
+    (void)b;
+    _exit(status);
+}
+static void single_fini(sym_boot_t *b) { (void)b; }
+
+sym_boot_t *sym__boot_single_init(void) {
+    static sym_boot_t b = {"single", 0, 1, single_allgather, single_abort, single_fini, NULL};
+    return &b;
+}
+
+/* ---- choice ---- */
+
+static int env_set(const char *n) {
+    const char *s = getenv(n);
+    return s && *s;
+}
+
+sym_boot_t *sym__boot_init(void) {
+    const char *force = getenv("SYMTRAIN_BOOTSTRAP");
+    if (force && *force) {
+        if (!strcmp(force, "symrun")) return sym__boot_symrun_init();
+        if (!strcmp(force, "single")) return sym__boot_single_init();
+        sym__fatal("shmem_init",
+                   "SYMTRAIN_BOOTSTRAP='%s' is not a bootstrap; use symrun or single",
+                   force);
+    }
+    if (env_set("SYMTRAIN_BOOT_FD")) return sym__boot_symrun_init();
+    return sym__boot_single_init();
+}

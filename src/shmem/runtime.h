@@ -1,0 +1,159 @@
+/*
+ * runtime.h — state shared by the files of the OpenSHMEM layer: the runtime's
+ * life cycle, argument checks every call makes, teams and contexts, and the
+ * symmetric layout of the runtime's own memory.
+ */
+#ifndef SYM_RUNTIME_H
+#define SYM_RUNTIME_H
+
+#include <shmem.h>
+#include <stdatomic.h>
+
+#include "../bootstrap/bootstrap.h"
+#include "../transport/transport.h"
+#include "../util/util.h"
+
+/* ---- life cycle ---- */
+
+enum { SYM_RT_NEW = 0, SYM_RT_RUNNING = 1, SYM_RT_FINALIZED = 2 };
+
+typedef struct {
+    int state;
+    int thread_level;
+    sym_boot_t *boot;
+    size_t heap_user_size; /* what SYMTRAIN_SYMMETRIC_SIZE asked for */
+    size_t internal_size;  /* the runtime's part at the start of the heap segment */
+    char hostname[64];
+} sym_runtime_t;
+
+extern sym_runtime_t sym__rt;
+
+/* Every API call starts with this: calls before shmem_init (or after
+ * shmem_finalize) end the program with a message naming the call. */
+noreturn void sym__not_running(const char *fn);
+#define SYM_REQUIRE_INIT(fn)                                                         \
+    do {                                                                             \
+        if (SYM_UNLIKELY(sym__rt.state != SYM_RT_RUNNING)) sym__not_running(fn);     \
+    } while (0)
+
+noreturn void sym__bad_pe(const char *fn, int pe, int npes);
+noreturn void sym__bad_addr(const char *fn, const void *addr, int pe);
+
+/* ---- teams ---- */
+
+#define SYM_MAX_TEAMS 32
+#define SYM_SLOT_SIZE ((size_t)4 << 20)    /* each team's symmetric working memory */
+#define SYM_SLOT_HEADER ((size_t)64 << 10) /* sync words at the start of a slot */
+
+/* The symmetric words at the start of a team's slot. Counters only grow: a
+ * waiter compares with the number of events it expects, so no reset races. */
+typedef struct {
+    _Alignas(64) uint64_t barrier[64]; /* dissemination rounds */
+    _Alignas(64) uint64_t psync[64];   /* free for the collectives' own counters */
+    _Alignas(64) uint64_t peer[];      /* per-member words, up to the header's end */
+} sym_slot_hdr_t;
+
+#define SYM_SLOT_PEER_WORDS ((SYM_SLOT_HEADER - sizeof(sym_slot_hdr_t)) / sizeof(uint64_t))
+
+struct symi_team {
+    int size;       /* members */
+    int me;         /* my index in the team */
+    int *pes;       /* world PE of member i */
+    int *index_of;  /* team index of world PE p, or -1: npes entries */
+    int slot;       /* its slot in the runtime's part of the heap */
+    uint64_t epoch; /* barriers this PE has completed on the team */
+    shmem_team_config_t config;
+    long config_mask;
+    int n_ctx;      /* contexts created on it and not destroyed */
+};
+
+struct symi_ctx {
+    shmem_team_t team;
+    long options;
+    void *remote; /* the remote transport's per-context state */
+};
+
+extern struct symi_team sym__team_world, sym__team_shared;
+extern struct symi_ctx sym__ctx_default;
+
+/* This PE's slot of team t (symmetric: same offset on every member). */
+static inline sym_slot_hdr_t *sym__slot(shmem_team_t t) {
+    return (sym_slot_hdr_t *)(sym__world.seg[SYM_SEG_HEAP].base + (size_t)t->slot * SYM_SLOT_SIZE);
+}
+/* The working memory after the slot's header. */
+static inline char *sym__slot_scratch(shmem_team_t t) {
+    return (char *)sym__slot(t) + SYM_SLOT_HEADER;
+}
+#define SYM_SLOT_SCRATCH (SYM_SLOT_SIZE - SYM_SLOT_HEADER)
+
+/* World PE of team member i. */
+static inline int sym__team_pe(shmem_team_t t, int i) { return t->pes[i]; }
+
+/* Check a team handle passed by the user. */
+void sym__check_team(const char *fn, shmem_team_t t);
+void sym__team_init_world(void);
+void sym__team_fini_all(void);
+
+/* ---- synchronisation used inside the runtime ---- */
+
+/* Barrier over a team without a quiet first. */
+void sym__team_barrier(shmem_team_t t);
+
+/* 64-bit atomic add on a symmetric word of any PE (shm or remote). */
+void sym__atomic_add_u64(uint64_t *dest, uint64_t value, int pe);
+/* Wait until a local symmetric word reaches at least `value`. */
+static inline void sym__wait_ge(const uint64_t *w, uint64_t value) {
+    SYM_WAIT_UNTIL(__atomic_load_n(w, __ATOMIC_ACQUIRE) >= value);
+}
+
+/* ---- heap ---- */
+
+void sym__heap_init(void);
+void sym__heap_fini(void);
+
+/* ---- contexts ---- */
+
+/* The world PE a context's team-relative PE number names. */
+static inline int sym__ctx_pe(shmem_ctx_t ctx, int pe, const char *fn) {
+    shmem_team_t t = ctx->team;
+    if (SYM_UNLIKELY((unsigned)pe >= (unsigned)t->size)) sym__bad_pe(fn, pe, t->size);
+    return t->pes[pe];
+}
+
+extern struct symi_ctx sym__ctx_default;
+
+/* The world PE of (ctx, pe), checked. The default context's team is the world. */
+static inline int sym__world_pe(shmem_ctx_t ctx, int pe, const char *fn) {
+    if (SYM_LIKELY(ctx == &sym__ctx_default)) {
+        if (SYM_UNLIKELY((unsigned)pe >= (unsigned)sym__world.npes))
+            sym__bad_pe(fn, pe, sym__world.npes);
+        return pe;
+    }
+    if (SYM_UNLIKELY(ctx == SHMEM_CTX_INVALID))
+        sym__fatal(fn, "the context is SHMEM_CTX_INVALID (did shmem_ctx_create fail?)");
+    return sym__ctx_pe(ctx, pe, fn);
+}
+
+/* The peer's copy of [addr, addr+len) when the peer is mapped here, NULL for a
+ * remote peer. An address that is not symmetric, or a range that runs off the
+ * end of its segment, is fatal. */
+static inline void *sym__peer_range(const void *addr, size_t len, int pe, const char *fn) {
+    size_t off;
+    int s = sym__seg_of(addr, &off);
+    if (SYM_UNLIKELY(s < 0 || len > sym__world.seg[s].size - off)) sym__bad_addr(fn, addr, pe);
+    char *base = sym__world.peer[pe].seg[s];
+    return base ? base + off : NULL;
+}
+
+/* Ordering of operations on a context: same-host operations are complete when
+ * they return, so only the remote transport has anything to wait for. */
+static inline void sym__ctx_quiet(shmem_ctx_t ctx) {
+    atomic_thread_fence(memory_order_seq_cst);
+    if (sym__remote) sym__remote->quiet(ctx->remote);
+}
+static inline void sym__ctx_fence(shmem_ctx_t ctx) {
+    atomic_thread_fence(memory_order_seq_cst);
+    if (sym__remote) sym__remote->fence(ctx->remote);
+}
+
+#endif

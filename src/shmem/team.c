@@ -1,0 +1,281 @@
+/*
+ * team.c — teams: the world, the PEs of this host, and strided / 2-D splits.
+ *
+ * A team is the list of its members' world PE numbers plus a slot: a fixed
+ * piece of the runtime's symmetric memory holding the team's barrier counters
+ * and collective working memory. Slots are chosen collectively: the members of
+ * the parent team AND together their masks of free slots and every new team
+ * takes the lowest free one, so all members agree with no leader. Disjoint
+ * teams made by one split (the rows of a 2-D split, the hosts' shared teams)
+ * share a slot index: they never touch each other's memory.
+ *
+ * Slot 0 is the world, slot 1 SHMEM_TEAM_SHARED.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime.h"
+
+struct symi_team sym__team_world, sym__team_shared;
+shmem_team_t const symi_team_world = &sym__team_world;
+shmem_team_t const symi_team_shared = &sym__team_shared;
+
+static uint64_t slots_used; /* bit s: this PE is in a live team using slot s */
+
+/* ---- barrier ---- */
+
+void sym__atomic_add_u64(uint64_t *dest, uint64_t value, int pe) {
+    uint64_t *p = sym__peer_addr(dest, pe);
+    if (SYM_LIKELY(p != NULL)) {
+        __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST);
+        return;
+    }
+    sym__remote->amo(sym__ctx_default.remote, SYM_AMO_ADD, dest, &value, NULL, NULL, 8, pe, 1);
+}
+
+/* Dissemination barrier: in round r each member signals the member 2^r ahead
+ * and waits for the one 2^r behind; ceil(log2 n) rounds. The round counters
+ * only grow, and a member has completed `epoch` barriers, so "my counter has
+ * reached epoch" means "my predecessor has reached this round of this barrier". */
+void sym__team_barrier(shmem_team_t t) {
+    int n = t->size;
+    if (n == 1) return;
+    uint64_t e = ++t->epoch;
+    sym_slot_hdr_t *h = sym__slot(t);
+    for (int r = 0, d = 1; d < n; r++, d <<= 1) {
+        sym__atomic_add_u64(&h->barrier[r], 1, t->pes[(t->me + d) % n]);
+        sym__wait_ge(&h->barrier[r], e);
+    }
+}
+
+/* ---- building teams ---- */
+
+static shmem_team_t team_new(int size, const int *world_pes, int slot) {
+    shmem_team_t t = calloc(1, sizeof *t);
+    int *pes = malloc((size_t)size * sizeof *pes);
+    int *idx = malloc((size_t)sym__world.npes * sizeof *idx);
+    if (!t || !pes || !idx) sym__fatal("shmem_team_split", "out of memory");
+    for (int p = 0; p < sym__world.npes; p++) idx[p] = -1;
+    t->me = -1;
+    for (int i = 0; i < size; i++) {
+        pes[i] = world_pes[i];
+        idx[world_pes[i]] = i;
+        if (world_pes[i] == sym__world.me) t->me = i;
+    }
+    t->size = size;
+    t->pes = pes;
+    t->index_of = idx;
+    t->slot = slot;
+    return t;
+}
+
+static void team_fill(struct symi_team *dst, int size, const int *world_pes, int slot) {
+    shmem_team_t t = team_new(size, world_pes, slot);
+    *dst = *t;
+    free(t);
+    slots_used |= 1ull << slot;
+}
+
+void sym__team_init_world(void) {
+    int n = sym__world.npes;
+    int *all = malloc((size_t)n * sizeof *all);
+    if (!all) sym__fatal("shmem_init", "out of memory");
+    for (int i = 0; i < n; i++) all[i] = i;
+    /* The heap segment is fresh (zero) memory: no slot needs clearing here. */
+    team_fill(&sym__team_world, n, all, 0);
+    team_fill(&sym__team_shared, sym__world.n_local, sym__world.local_pes, 1);
+    free(all);
+    sym__ctx_default.team = &sym__team_world;
+}
+
+void sym__team_fini_all(void) {
+    struct symi_team *t[] = {&sym__team_world, &sym__team_shared};
+    for (size_t i = 0; i < SYM_ARRAY_LEN(t); i++) {
+        free(t[i]->pes);
+        free(t[i]->index_of);
+        t[i]->pes = t[i]->index_of = NULL;
+    }
+    slots_used = 0;
+}
+
+void sym__check_team(const char *fn, shmem_team_t t) {
+    if (t == SHMEM_TEAM_INVALID) sym__fatal(fn, "the team is SHMEM_TEAM_INVALID");
+    if (t->me < 0) sym__fatal(fn, "this PE is not a member of the team");
+}
+
+/* All-gather one 64-bit word over `parent`: each member writes its word into
+ * every member's slot, a barrier, read, a barrier (so the words may be reused). */
+static void team_allgather_u64(shmem_team_t parent, uint64_t v, uint64_t *out) {
+    sym_slot_hdr_t *h = sym__slot(parent);
+    for (int i = 0; i < parent->size; i++) {
+        int pe = parent->pes[i];
+        uint64_t *dst = sym__peer_addr(&h->peer[parent->me], pe);
+        if (dst)
+            __atomic_store_n(dst, v, __ATOMIC_RELAXED);
+        else
+            sym__remote->put(sym__ctx_default.remote, &h->peer[parent->me], &v, 8, pe, 1);
+    }
+    if (sym__remote) sym__remote->quiet(sym__ctx_default.remote);
+    sym__team_barrier(parent);
+    for (int i = 0; i < parent->size; i++) out[i] = __atomic_load_n(&h->peer[i], __ATOMIC_RELAXED);
+    sym__team_barrier(parent);
+}
+
+/* The `count` lowest slots free on every member of parent; 0 when there are
+ * not enough (every member sees the same answer). */
+static int agree_slots(shmem_team_t parent, int count, int *slot) {
+    uint64_t *masks = malloc((size_t)parent->size * sizeof *masks);
+    if (!masks) sym__fatal("shmem_team_split", "out of memory");
+    team_allgather_u64(parent, slots_used, masks);
+    uint64_t used = 0;
+    for (int i = 0; i < parent->size; i++) used |= masks[i];
+    free(masks);
+    int found = 0;
+    for (int s = 2; s < SYM_MAX_TEAMS && found < count; s++)
+        if (!(used & (1ull << s))) slot[found++] = s;
+    return found == count;
+}
+
+/* Make this PE a member of the team of `size` world PEs in `pes`, using `slot`. */
+static shmem_team_t join(int size, const int *pes, int slot, const shmem_team_config_t *config,
+                         long mask) {
+    shmem_team_t t = team_new(size, pes, slot);
+    slots_used |= 1ull << slot;
+    memset(sym__slot(t), 0, SYM_SLOT_HEADER);
+    if (config && (mask & SHMEM_TEAM_NUM_CONTEXTS)) t->config.num_contexts = config->num_contexts;
+    t->config_mask = mask;
+    return t;
+}
+
+int shmem_team_split_strided(shmem_team_t parent, int start, int stride, int size,
+                             const shmem_team_config_t *config, long config_mask,
+                             shmem_team_t *new_team) {
+    static const char fn[] = "shmem_team_split_strided";
+    SYM_REQUIRE_INIT(fn);
+    *new_team = SHMEM_TEAM_INVALID;
+    if (parent == SHMEM_TEAM_INVALID) return -1;
+    sym__check_team(fn, parent);
+    int n = parent->size;
+    /* Every member checks the same arguments, so every member returns the same. */
+    long last = (long)start + (long)stride * (size - 1);
+    if (size < 1 || start < 0 || start >= n || last < 0 || last >= n || (stride == 0 && size > 1))
+        return -1;
+    int *pes = malloc((size_t)size * sizeof *pes);
+    if (!pes) sym__fatal(fn, "out of memory");
+    int member = 0;
+    for (int i = 0; i < size; i++) {
+        pes[i] = parent->pes[start + i * stride];
+        if (pes[i] == sym__world.me) member = 1;
+    }
+    for (int i = 0; i < size; i++)
+        for (int j = 0; j < i; j++)
+            if (pes[i] == pes[j]) {
+                free(pes);
+                return -1; /* a zero or repeating stride names a PE twice */
+            }
+    int slot;
+    if (!agree_slots(parent, 1, &slot)) {
+        free(pes);
+        if (sym__world.me == parent->pes[0])
+            sym__warn(fn, "all %d team slots are in use; destroy teams that are no longer "
+                          "needed", SYM_MAX_TEAMS - 2);
+        return -1;
+    }
+    if (member) *new_team = join(size, pes, slot, config, config_mask);
+    free(pes);
+    sym__team_barrier(parent); /* the new slot is clear everywhere before use */
+    return 0;
+}
+
+int shmem_team_split_2d(shmem_team_t parent, int xrange, const shmem_team_config_t *xaxis_config,
+                        long xaxis_mask, shmem_team_t *xaxis_team,
+                        const shmem_team_config_t *yaxis_config, long yaxis_mask,
+                        shmem_team_t *yaxis_team) {
+    static const char fn[] = "shmem_team_split_2d";
+    SYM_REQUIRE_INIT(fn);
+    *xaxis_team = *yaxis_team = SHMEM_TEAM_INVALID;
+    if (parent == SHMEM_TEAM_INVALID || xrange < 1) return -1;
+    sym__check_team(fn, parent);
+    int n = parent->size;
+    if (xrange > n) xrange = n;
+    int me = parent->me, x = me % xrange, y = me / xrange;
+    int ny = (n + xrange - 1) / xrange;
+    int slot[2];
+    if (!agree_slots(parent, 2, slot)) {
+        if (sym__world.me == parent->pes[0])
+            sym__warn(fn, "not enough free team slots; destroy teams that are no longer needed");
+        return -1;
+    }
+    int *pes = malloc((size_t)(xrange > ny ? xrange : ny) * sizeof *pes);
+    if (!pes) sym__fatal(fn, "out of memory");
+    /* x-axis team: my row, members y*xrange .. y*xrange + xrange-1 (the last row
+     * may be short); y-axis team: my column, members x, x+xrange, ... */
+    int nx = 0;
+    for (int i = y * xrange; i < n && i < (y + 1) * xrange; i++) pes[nx++] = parent->pes[i];
+    *xaxis_team = join(nx, pes, slot[0], xaxis_config, xaxis_mask);
+    int nyc = 0;
+    for (int i = x; i < n; i += xrange) pes[nyc++] = parent->pes[i];
+    *yaxis_team = join(nyc, pes, slot[1], yaxis_config, yaxis_mask);
+    free(pes);
+    sym__team_barrier(parent);
+    return 0;
+}
+
+void shmem_team_destroy(shmem_team_t team) {
+    SYM_REQUIRE_INIT("shmem_team_destroy");
+    if (team == SHMEM_TEAM_INVALID) return;
+    if (team == SHMEM_TEAM_WORLD || team == SHMEM_TEAM_SHARED)
+        sym__fatal("shmem_team_destroy", "SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED cannot be "
+                                         "destroyed");
+    slots_used &= ~(1ull << team->slot);
+    free(team->pes);
+    free(team->index_of);
+    free(team);
+}
+
+/* ---- queries ---- */
+
+int shmem_team_my_pe(shmem_team_t team) {
+    SYM_REQUIRE_INIT("shmem_team_my_pe");
+    return team == SHMEM_TEAM_INVALID ? -1 : team->me;
+}
+
+int shmem_team_n_pes(shmem_team_t team) {
+    SYM_REQUIRE_INIT("shmem_team_n_pes");
+    return team == SHMEM_TEAM_INVALID ? -1 : team->size;
+}
+
+int shmem_team_get_config(shmem_team_t team, long config_mask, shmem_team_config_t *config) {
+    SYM_REQUIRE_INIT("shmem_team_get_config");
+    if (team == SHMEM_TEAM_INVALID || !config) return -1;
+    if (config_mask & SHMEM_TEAM_NUM_CONTEXTS) config->num_contexts = team->config.num_contexts;
+    return 0;
+}
+
+int shmem_team_translate_pe(shmem_team_t src_team, int src_pe, shmem_team_t dest_team) {
+    SYM_REQUIRE_INIT("shmem_team_translate_pe");
+    if (src_team == SHMEM_TEAM_INVALID || dest_team == SHMEM_TEAM_INVALID) return -1;
+    if (src_pe < 0 || src_pe >= src_team->size) return -1;
+    return dest_team->index_of[src_team->pes[src_pe]];
+}
+
+/* ---- synchronisation ---- */
+
+void shmem_barrier_all(void) {
+    SYM_REQUIRE_INIT("shmem_barrier_all");
+    sym__ctx_quiet(SHMEM_CTX_DEFAULT);
+    sym__team_barrier(SHMEM_TEAM_WORLD);
+}
+
+void shmem_sync_all(void) {
+    SYM_REQUIRE_INIT("shmem_sync_all");
+    sym__team_barrier(SHMEM_TEAM_WORLD);
+}
+
+int shmem_team_sync(shmem_team_t team) {
+    SYM_REQUIRE_INIT("shmem_team_sync");
+    if (team == SHMEM_TEAM_INVALID) return -1;
+    sym__check_team("shmem_team_sync", team);
+    sym__team_barrier(team);
+    return 0;
+}

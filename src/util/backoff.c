@@ -1,0 +1,24 @@
+/*
+ * backoff.c — the slow half of every polling wait. Spinning is fastest when each
+ * PE has a core; with more PEs than cores a spinning waiter steals the core from
+ * the PE it waits for, so after a short spin we yield, and after a longer wait
+ * we sleep in growing steps (capped at 50 us so a wake-up is never late by much).
+ */
+#include <sched.h>
+#include <time.h>
+
+#include "util.h"
+
+void sym__backoff_slow(sym_backoff_t *b) {
+    if (b->iter < 256 + 64) {
+        sched_yield();
+        return;
+    }
+    uint32_t extra = b->iter - (256 + 64);
+    long ns = 1000L << (extra < 6 ? extra : 6); /* 1 us .. 64 us */
+    if (ns > 50000) ns = 50000;
+    struct timespec ts = {0, ns};
+    nanosleep(&ts, NULL);
+    /* Every so often go back to yielding: a peer may have just become runnable. */
+    if ((b->iter & 63) == 0) sched_yield();
+}

@@ -1,0 +1,72 @@
+/*
+ * error.c — the one way symtrain reports a problem: a single line that names the
+ * PE, the call, the cause and the fix, then (for fatal errors) the whole job ends.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+int sym__log_pe = -1;
+
+static void default_abort(int status) { _exit(status); }
+void (*sym__abort_hook)(int status) = default_abort;
+
+static void vreport(const char *where, const char *fmt, va_list ap) {
+    char msg[1024];
+    int n = 0;
+    if (sym__log_pe >= 0)
+        n = snprintf(msg, sizeof msg, "symtrain: PE %d: %s: ", sym__log_pe, where);
+    else
+        n = snprintf(msg, sizeof msg, "symtrain: %s: ", where);
+    if (n < 0 || (size_t)n >= sizeof msg) n = 0;
+    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    /* One write, so lines from several PEs never interleave mid-line. */
+    size_t len = strlen(msg);
+    if (len + 1 < sizeof msg) msg[len++] = '\n';
+    ssize_t w = write(STDERR_FILENO, msg, len);
+    (void)w;
+}
+
+void sym__fatal(const char *where, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(where, fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+    sym__abort_hook(1);
+    _exit(1); /* the hook must not return; be sure */
+}
+
+void sym__warn(const char *where, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(where, fmt, ap);
+    va_end(ap);
+}
+
+int sym__verbose(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *s = getenv("SYMTRAIN_VERBOSE");
+        v = (s && *s && strcmp(s, "0") != 0) ? 1 : 0;
+    }
+    return v;
+}
+
+void sym__info(const char *fmt, ...) {
+    if (!sym__verbose()) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vreport("info", fmt, ap);
+    va_end(ap);
+}
+
+void sym__sys_fail(const char *file, int line, const char *call) {
+    int e = errno;
+    sym__fatal("internal", "%s failed at %s:%d: %s", call, file, line, strerror(e));
+}

@@ -1,0 +1,106 @@
+/*
+ * util.h — services every layer of symtrain uses: error reporting, environment
+ * parsing, clocks, the wait back-off, CRC32C.
+ *
+ * Nothing here knows about PEs beyond an integer the runtime sets once (so that
+ * every message can name the PE that printed it).
+ */
+#ifndef SYM_UTIL_H
+#define SYM_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdnoreturn.h>
+#include <time.h>
+
+#define SYM_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SYM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define SYM_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define SYM_ALIGN_UP(x, a) (((x) + (a) - 1) & ~((uintptr_t)(a) - 1))
+#define SYM_CACHELINE 64
+
+/* ---- errors ---- */
+
+/* Who is speaking, for message prefixes: "symtrain: PE 3: ...". -1 before the
+ * runtime knows its PE number. */
+extern int sym__log_pe;
+
+/* How the job is ended on a fatal error; the runtime installs one that tells the
+ * launcher to end every PE. The default exits the process. */
+extern void (*sym__abort_hook)(int status);
+
+/* Print "symtrain: PE n: <where>: <message>" and end the whole job (status 1).
+ * <where> names the call the user made (shmem_putmem, symrun, ...). */
+noreturn void sym__fatal(const char *where, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The same message without ending anything. */
+void sym__warn(const char *where, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Informational line, printed only when SYMTRAIN_VERBOSE is set. */
+void sym__info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int sym__verbose(void);
+
+/* A failed libc call: report file, line, call and errno, then end the job. */
+#define SYM_CHECK_SYS(call)                                                          \
+    do {                                                                             \
+        if ((call) < 0) sym__sys_fail(__FILE__, __LINE__, #call);                    \
+    } while (0)
+noreturn void sym__sys_fail(const char *file, int line, const char *call);
+
+/* ---- environment ---- */
+
+/* A size such as "512M", "2G", "1048576", "64k"; `dflt` when unset. A malformed
+ * value is fatal with a message naming the variable. */
+size_t sym__env_size(const char *name, size_t dflt);
+/* Parse a size string; returns 0 on success, -1 if malformed. */
+int sym__parse_size(const char *s, size_t *out);
+long sym__env_long(const char *name, long dflt);
+/* The first of `names` (NULL-terminated) that is set, or NULL. */
+const char *sym__env_first(const char *const *names);
+/* Human readable size: "1.5 GiB". Returns buf. */
+char *sym__fmt_size(size_t bytes, char *buf, size_t len);
+
+/* ---- clocks ---- */
+
+static inline uint64_t sym__now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+static inline double sym__now_s(void) { return (double)sym__now_ns() * 1e-9; }
+
+/* ---- waiting ---- */
+
+static inline void sym__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/* Back-off for a polling loop: spin briefly, then yield the core, then sleep in
+ * growing steps, so that more PEs than cores still make progress. */
+typedef struct {
+    uint32_t iter;
+} sym_backoff_t;
+
+void sym__backoff_slow(sym_backoff_t *b);
+static inline void sym__backoff(sym_backoff_t *b) {
+    if (SYM_LIKELY(++b->iter < 256)) {
+        sym__cpu_relax();
+        return;
+    }
+    sym__backoff_slow(b);
+}
+
+/* Poll `cond` with back-off until it holds. */
+#define SYM_WAIT_UNTIL(cond)                                                         \
+    do {                                                                             \
+        sym_backoff_t sym_bo_ = {0};                                                 \
+        while (!(cond)) sym__backoff(&sym_bo_);                                      \
+    } while (0)
+
+/* ---- CRC32C (Castagnoli), hardware accelerated where the CPU has it ---- */
+uint32_t sym__crc32c(uint32_t crc, const void *data, size_t len);
+
+#endif

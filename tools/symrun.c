@@ -1,0 +1,653 @@
+/*
+ * symrun — start the PEs of a job on this machine and watch over them.
+ *
+ *   symrun -n N [--timeout SECONDS] [--tag-output] [--max-restarts K] [--] program [args]
+ *
+ * symrun forks N processes, each holding one end of a socket pair through which
+ * it bootstraps (src/bootstrap/symrun.c): symrun answers all-gathers and
+ * global-exit requests. It returns 0 only if every PE exits 0. When a PE fails
+ * (non-zero exit, a signal, or an exit without shmem_finalize after shmem_init)
+ * symrun ends the others within a second and says which PE failed and how; with
+ * --max-restarts it then starts the whole job again, up to K times.
+ *
+ * Symmetric memory lives in memory files owned by the PEs (src/transport/shm.c),
+ * so nothing is left in /dev/shm however the PEs end.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../src/bootstrap/wire.h"
+
+#define EXIT_USAGE 2
+#define EXIT_TIMEOUT 124
+#define KILL_GRACE_MS 400 /* SIGTERM, then SIGKILL after this */
+
+typedef struct {
+    int argc;
+    char **argv; /* program and its arguments */
+    int npes;
+    double timeout; /* seconds; 0 = none */
+    int tag_output;
+    int max_restarts;
+} options_t;
+
+typedef struct {
+    pid_t pid;
+    int sock;        /* our end of its bootstrap socket; -1 once closed */
+    int out[2];      /* its stdout / stderr pipes with --tag-output; -1 once closed */
+    char *line[2];   /* partial output lines */
+    size_t line_len[2];
+    int running;
+    int status;      /* wait status once it ended */
+    int initialized; /* took part in the bootstrap */
+    int finalized;   /* told us shmem_finalize is done */
+    char *gather;    /* its part of the pending all-gather */
+    uint32_t gather_len;
+    int gather_ready;
+} pe_t;
+
+static int sig_pipe[2] = {-1, -1};
+static volatile sig_atomic_t got_signal;
+
+static void note(const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = snprintf(buf, sizeof buf, "symrun: ");
+    vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+    va_end(ap);
+    size_t len = strlen(buf);
+    if (len < sizeof buf - 1) buf[len++] = '\n';
+    ssize_t w = write(STDERR_FILENO, buf, len);
+    (void)w;
+}
+
+static void usage(const char *why) {
+    if (why) note("%s", why);
+    fprintf(stderr,
+            "usage: symrun -n N [--timeout SECONDS] [--tag-output] [--max-restarts K] [--] "
+            "program [args...]\n"
+            "  -n, -np N          number of PEs to start (N >= 1)\n"
+            "  --timeout S        end the job, failing, after S seconds\n"
+            "  --tag-output       prefix every output line with [PE n]\n"
+            "  --max-restarts K   when a PE fails, start the job again, up to K times\n");
+    exit(EXIT_USAGE);
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- arguments ---- */
+
+static long parse_int(const char *s, const char *what) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "%s '%s' is not a whole number", what, s);
+        usage(msg);
+    }
+    return v;
+}
+
+/* Is `prog` something execvp can run? */
+static int runnable(const char *prog, char *why, size_t len) {
+    if (strchr(prog, '/')) {
+        struct stat st;
+        if (stat(prog, &st) < 0) {
+            snprintf(why, len, "program '%s' does not exist", prog);
+            return 0;
+        }
+        if (S_ISDIR(st.st_mode) || access(prog, X_OK) < 0) {
+            snprintf(why, len, "program '%s' is not executable", prog);
+            return 0;
+        }
+        return 1;
+    }
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/bin:/bin";
+    char buf[PATH_MAX];
+    for (const char *p = path; *p;) {
+        const char *c = strchr(p, ':');
+        size_t n = c ? (size_t)(c - p) : strlen(p);
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)n, n ? p : ".", prog);
+        struct stat st;
+        if (stat(buf, &st) == 0 && !S_ISDIR(st.st_mode) && access(buf, X_OK) == 0) return 1;
+        p += n + (c ? 1 : 0);
+        if (!c) break;
+    }
+    snprintf(why, len, "program '%s' was not found in PATH", prog);
+    return 0;
+}
+
+static void parse_args(int argc, char **argv, options_t *o) {
+    memset(o, 0, sizeof *o);
+    o->npes = -1;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        if (a[0] != '-') break;
+        const char *val = NULL;
+        if (!strcmp(a, "-n") || !strcmp(a, "-np") || !strcmp(a, "--np") ||
+            !strcmp(a, "--timeout") || !strcmp(a, "--max-restarts")) {
+            if (i + 1 >= argc) {
+                char msg[64];
+                snprintf(msg, sizeof msg, "%s needs a value", a);
+                usage(msg);
+            }
+            val = argv[++i];
+        }
+        if (!strcmp(a, "-n") || !strcmp(a, "-np") || !strcmp(a, "--np")) {
+            long n = parse_int(val, "the number of PEs");
+            if (n < 1 || n > 4096) usage("the number of PEs must be between 1 and 4096");
+            o->npes = (int)n;
+        } else if (!strcmp(a, "--timeout")) {
+            char *end;
+            o->timeout = strtod(val, &end);
+            if (*end || o->timeout <= 0) usage("--timeout takes a positive number of seconds");
+        } else if (!strcmp(a, "--max-restarts")) {
+            long k = parse_int(val, "--max-restarts");
+            if (k < 0) usage("--max-restarts must be 0 or more");
+            o->max_restarts = (int)k;
+        } else if (!strcmp(a, "--tag-output")) {
+            o->tag_output = 1;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(NULL);
+        } else {
+            char msg[128];
+            snprintf(msg, sizeof msg, "unknown option '%s'", a);
+            usage(msg);
+        }
+    }
+    if (o->npes < 0) usage("give the number of PEs with -n N");
+    if (i >= argc) usage("no program to run");
+    char why[PATH_MAX + 64];
+    if (!runnable(argv[i], why, sizeof why)) usage(why);
+    o->argv = argv + i;
+    o->argc = argc - i;
+}
+
+/* ---- signals ---- */
+
+static void on_signal(int sig) {
+    int saved = errno;
+    if (sig != SIGCHLD) got_signal = sig;
+    char c = (char)sig;
+    ssize_t w = write(sig_pipe[1], &c, 1);
+    (void)w;
+    errno = saved;
+}
+
+static void setup_signals(void) {
+    if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+        perror("symrun: pipe");
+        exit(1);
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGCHLD, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* ---- starting PEs ---- */
+
+static void start_pe(const options_t *o, pe_t *pes, int rank, int restart) {
+    pe_t *p = &pes[rank];
+    int sv[2], out[2][2] = {{-1, -1}, {-1, -1}};
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+        perror("symrun: socketpair");
+        exit(1);
+    }
+    if (o->tag_output)
+        for (int s = 0; s < 2; s++)
+            if (pipe2(out[s], O_CLOEXEC) < 0) {
+                perror("symrun: pipe");
+                exit(1);
+            }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("symrun: fork");
+        exit(1);
+    }
+    if (pid == 0) {
+        /* Die with symrun, however it ends. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(1);
+        signal(SIGPIPE, SIG_DFL);
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = SIG_DFL;
+        sigaction(SIGCHLD, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        int fd = dup(sv[1]); /* without CLOEXEC: the program inherits it */
+        if (o->tag_output) {
+            dup2(out[0][1], STDOUT_FILENO);
+            dup2(out[1][1], STDERR_FILENO);
+        }
+        if (rank != 0) {
+            int dn = open("/dev/null", O_RDONLY);
+            if (dn >= 0) dup2(dn, STDIN_FILENO);
+        }
+        char v[32];
+        snprintf(v, sizeof v, "%d", fd);
+        setenv("SYMTRAIN_BOOT_FD", v, 1);
+        snprintf(v, sizeof v, "%d", rank);
+        setenv("SYMTRAIN_RANK", v, 1);
+        snprintf(v, sizeof v, "%d", o->npes);
+        setenv("SYMTRAIN_SIZE", v, 1);
+        snprintf(v, sizeof v, "%d", restart);
+        setenv("SYMTRAIN_RESTART_COUNT", v, 1);
+        execvp(o->argv[0], o->argv);
+        fprintf(stderr, "symrun: PE %d: cannot run %s: %s\n", rank, o->argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(sv[1]);
+    memset(p, 0, sizeof *p);
+    p->pid = pid;
+    p->sock = sv[0];
+    p->running = 1;
+    for (int s = 0; s < 2; s++) {
+        p->out[s] = out[s][0];
+        if (out[s][1] >= 0) close(out[s][1]);
+        if (p->out[s] >= 0) fcntl(p->out[s], F_SETFL, O_NONBLOCK);
+    }
+}
+
+/* ---- output tagging ---- */
+
+static void emit(int fd, int rank, const char *s, size_t n) {
+    char prefix[32];
+    int pl = snprintf(prefix, sizeof prefix, "[PE %d] ", rank);
+    char *buf = malloc((size_t)pl + n + 1);
+    if (!buf) return;
+    memcpy(buf, prefix, (size_t)pl);
+    memcpy(buf + pl, s, n);
+    size_t len = (size_t)pl + n;
+    if (!n || s[n - 1] != '\n') buf[len++] = '\n';
+    sym__wire_write(fd, buf, len);
+    free(buf);
+}
+
+/* Read what PE `rank` wrote to stream s (0 stdout, 1 stderr) and pass on whole
+ * lines. With `last`, nothing more is awaited: an empty pipe counts as closed. */
+static void drain_output(pe_t *p, int rank, int s, int eof, int last) {
+    int fd = s == 0 ? STDOUT_FILENO : STDERR_FILENO;
+    if (!eof) {
+        char buf[4096];
+        ssize_t n = read(p->out[s], buf, sizeof buf);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR) && !last) return;
+        if (n <= 0) {
+            eof = 1;
+        } else {
+            char *nl = realloc(p->line[s], p->line_len[s] + (size_t)n);
+            if (!nl) return;
+            p->line[s] = nl;
+            memcpy(nl + p->line_len[s], buf, (size_t)n);
+            p->line_len[s] += (size_t)n;
+        }
+    }
+    /* Emit every whole line; keep the rest. */
+    size_t start = 0;
+    for (size_t i = 0; i < p->line_len[s]; i++)
+        if (p->line[s][i] == '\n') {
+            emit(fd, rank, p->line[s] + start, i + 1 - start);
+            start = i + 1;
+        }
+    if (eof && start < p->line_len[s]) {
+        emit(fd, rank, p->line[s] + start, p->line_len[s] - start);
+        start = p->line_len[s];
+    }
+    memmove(p->line[s], p->line[s] + start, p->line_len[s] - start);
+    p->line_len[s] -= start;
+    if (eof) {
+        close(p->out[s]);
+        p->out[s] = -1;
+        free(p->line[s]);
+        p->line[s] = NULL;
+        p->line_len[s] = 0;
+    }
+}
+
+/* ---- the job ---- */
+
+typedef enum { JOB_OK, JOB_FAILED, JOB_TIMEOUT, JOB_SIGNALLED, JOB_GLOBAL_EXIT } outcome_t;
+
+typedef struct {
+    pe_t *pes;
+    int npes;
+    int gathered; /* PEs whose part of the all-gather has arrived */
+    outcome_t outcome;
+    int exit_code;
+} job_t;
+
+static void describe_end(const pe_t *p, int rank, char *buf, size_t len) {
+    if (WIFEXITED(p->status))
+        snprintf(buf, len, "PE %d (pid %d) exited with status %d", rank, (int)p->pid,
+                 WEXITSTATUS(p->status));
+    else if (WIFSIGNALED(p->status))
+        snprintf(buf, len, "PE %d (pid %d) was killed by signal %d (%s)", rank, (int)p->pid,
+                 WTERMSIG(p->status), strsignal(WTERMSIG(p->status)));
+    else
+        snprintf(buf, len, "PE %d (pid %d) ended", rank, (int)p->pid);
+}
+
+static int running_count(const job_t *j) {
+    int n = 0;
+    for (int i = 0; i < j->npes; i++) n += j->pes[i].running;
+    return n;
+}
+
+static void reap(job_t *j) {
+    for (;;) {
+        int st;
+        pid_t pid = waitpid(-1, &st, WNOHANG);
+        if (pid <= 0) return;
+        for (int i = 0; i < j->npes; i++)
+            if (j->pes[i].pid == pid && j->pes[i].running) {
+                j->pes[i].running = 0;
+                j->pes[i].status = st;
+            }
+    }
+}
+
+/* SIGTERM every running PE, then SIGKILL whatever is left after the grace time. */
+static void end_all(job_t *j, int first_sig) {
+    for (int i = 0; i < j->npes; i++)
+        if (j->pes[i].running) kill(j->pes[i].pid, first_sig);
+    double deadline = now() + KILL_GRACE_MS / 1000.0;
+    while (running_count(j) && now() < deadline) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        reap(j);
+    }
+    for (int i = 0; i < j->npes; i++)
+        if (j->pes[i].running) kill(j->pes[i].pid, SIGKILL);
+    while (running_count(j)) {
+        int st;
+        pid_t pid = waitpid(-1, &st, 0);
+        if (pid < 0 && errno != EINTR) break;
+        for (int i = 0; i < j->npes; i++)
+            if (j->pes[i].pid == pid && j->pes[i].running) {
+                j->pes[i].running = 0;
+                j->pes[i].status = st;
+            }
+    }
+}
+
+static void fail(job_t *j, outcome_t why, int code) {
+    if (j->outcome == JOB_OK) {
+        j->outcome = why;
+        j->exit_code = code;
+    }
+}
+
+static void close_sock(pe_t *p) {
+    if (p->sock >= 0) close(p->sock);
+    p->sock = -1;
+}
+
+/* Answer the all-gather once every PE has sent its part. */
+static void complete_gather(job_t *j) {
+    uint32_t len = j->pes[0].gather_len;
+    for (int i = 0; i < j->npes; i++)
+        if (j->pes[i].gather_len != len) {
+            note("PE %d sent %u bytes to an all-gather and PE 0 %u: the PEs run different "
+                 "programs; ending the job",
+                 i, j->pes[i].gather_len, len);
+            fail(j, JOB_FAILED, 1);
+            return;
+        }
+    size_t total = (size_t)len * (size_t)j->npes;
+    char *all = malloc(total ? total : 1);
+    if (!all) {
+        note("out of memory");
+        fail(j, JOB_FAILED, 1);
+        return;
+    }
+    for (int i = 0; i < j->npes; i++) {
+        memcpy(all + (size_t)i * len, j->pes[i].gather, len);
+        free(j->pes[i].gather);
+        j->pes[i].gather = NULL;
+        j->pes[i].gather_ready = 0;
+    }
+    for (int i = 0; i < j->npes; i++)
+        if (j->pes[i].sock >= 0) sym__wire_send(j->pes[i].sock, SYM_WIRE_ALLGATHER, all, (uint32_t)total);
+    j->gathered = 0;
+    free(all);
+}
+
+static void handle_message(job_t *j, int rank) {
+    pe_t *p = &j->pes[rank];
+    sym_wire_hdr_t h;
+    if (sym__wire_read(p->sock, &h, sizeof h)) {
+        close_sock(p); /* it exited or finalized; its exit status tells the rest */
+        return;
+    }
+    char *payload = NULL;
+    if (h.len) {
+        payload = malloc(h.len);
+        if (!payload || sym__wire_read(p->sock, payload, h.len)) {
+            free(payload);
+            close_sock(p);
+            return;
+        }
+    }
+    switch (h.type) {
+    case SYM_WIRE_ALLGATHER:
+        p->initialized = 1;
+        if (p->gather_ready) {
+            note("PE %d started a second all-gather before the first ended", rank);
+            fail(j, JOB_FAILED, 1);
+            free(payload);
+            return;
+        }
+        p->gather = payload;
+        p->gather_len = h.len;
+        p->gather_ready = 1;
+        if (++j->gathered == j->npes) complete_gather(j);
+        return;
+    case SYM_WIRE_ABORT: {
+        int32_t st = 1;
+        if (payload && h.len >= sizeof st) memcpy(&st, payload, sizeof st);
+        note("PE %d called shmem_global_exit(%d); ending the job", rank, (int)st);
+        fail(j, JOB_GLOBAL_EXIT, st);
+        break;
+    }
+    case SYM_WIRE_FINI:
+        p->finalized = 1;
+        break;
+    default:
+        note("PE %d sent an unknown message (type %u)", rank, h.type);
+        fail(j, JOB_FAILED, 1);
+        break;
+    }
+    free(payload);
+}
+
+/* Look at PEs that ended: a failure ends the job. */
+static void check_ended(job_t *j, int *seen) {
+    for (int i = 0; i < j->npes; i++) {
+        pe_t *p = &j->pes[i];
+        if (p->running || seen[i]) continue;
+        seen[i] = 1;
+        char what[160];
+        describe_end(p, i, what, sizeof what);
+        if (WIFEXITED(p->status) && WEXITSTATUS(p->status) == 0) {
+            if (p->initialized && !p->finalized && running_count(j)) {
+                note("%s without calling shmem_finalize while other PEs still run; ending "
+                     "the job",
+                     what);
+                fail(j, JOB_FAILED, 1);
+            }
+            continue;
+        }
+        if (j->outcome != JOB_OK) continue; /* already ending; this is the fallout */
+        int code = WIFEXITED(p->status) ? WEXITSTATUS(p->status)
+                                        : 128 + (WIFSIGNALED(p->status) ? WTERMSIG(p->status) : 0);
+        int others = running_count(j);
+        if (others)
+            note("%s; ending the other %d PE%s", what, others, others == 1 ? "" : "s");
+        else
+            note("%s", what);
+        fail(j, JOB_FAILED, code);
+    }
+}
+
+static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
+    job_t j = {0};
+    j.npes = o->npes;
+    j.pes = calloc((size_t)o->npes, sizeof(pe_t));
+    int *seen = calloc((size_t)o->npes, sizeof(int));
+    struct pollfd *fds = calloc((size_t)o->npes * 3 + 1, sizeof *fds);
+    int *owner = calloc((size_t)o->npes * 3 + 1, sizeof *owner);
+    if (!j.pes || !seen || !fds || !owner) {
+        note("out of memory");
+        exit(1);
+    }
+    for (int r = 0; r < o->npes; r++) start_pe(o, j.pes, r, restart);
+    double deadline = o->timeout > 0 ? now() + o->timeout : 0;
+    int forwarded = 0;
+
+    for (;;) {
+        reap(&j);
+        check_ended(&j, seen);
+        int outputs_open = 0;
+        for (int i = 0; i < j.npes; i++) outputs_open += (j.pes[i].out[0] >= 0) + (j.pes[i].out[1] >= 0);
+        if (j.outcome != JOB_OK || (!running_count(&j) && !outputs_open)) break;
+        if (got_signal && forwarded != got_signal) {
+            /* Pass it on (training saves a checkpoint on SIGTERM/SIGINT); a second
+             * signal of the same kind is not repeated. */
+            forwarded = got_signal;
+            note("received %s; passing it to the PEs", strsignal(got_signal));
+            for (int i = 0; i < j.npes; i++)
+                if (j.pes[i].running) kill(j.pes[i].pid, got_signal);
+        }
+        int n = 0;
+        fds[n].fd = sig_pipe[0];
+        fds[n].events = POLLIN;
+        owner[n++] = -1;
+        for (int i = 0; i < j.npes; i++) {
+            if (j.pes[i].sock >= 0) {
+                fds[n].fd = j.pes[i].sock;
+                fds[n].events = POLLIN;
+                owner[n++] = i * 3;
+            }
+            for (int s = 0; s < 2; s++)
+                if (j.pes[i].out[s] >= 0) {
+                    fds[n].fd = j.pes[i].out[s];
+                    fds[n].events = POLLIN;
+                    owner[n++] = i * 3 + 1 + s;
+                }
+        }
+        int wait_ms = 1000;
+        if (deadline) {
+            double left = deadline - now();
+            if (left <= 0) {
+                note("timeout: the job ran longer than %g s; ending %d PE%s", o->timeout,
+                     running_count(&j), running_count(&j) == 1 ? "" : "s");
+                fail(&j, JOB_TIMEOUT, EXIT_TIMEOUT);
+                break;
+            }
+            if (left * 1000 < wait_ms) wait_ms = (int)(left * 1000) + 1;
+        }
+        int rc = poll(fds, (nfds_t)n, wait_ms);
+        if (rc < 0 && errno != EINTR) {
+            perror("symrun: poll");
+            fail(&j, JOB_FAILED, 1);
+            break;
+        }
+        for (int k = 0; k < n && rc > 0; k++) {
+            if (!fds[k].revents) continue;
+            if (owner[k] < 0) {
+                char buf[64];
+                while (read(sig_pipe[0], buf, sizeof buf) > 0) {
+                }
+                continue;
+            }
+            int rank = owner[k] / 3, what = owner[k] % 3;
+            if (what == 0)
+                handle_message(&j, rank);
+            else
+                drain_output(&j.pes[rank], rank, what - 1, !(fds[k].revents & POLLIN), 0);
+            if (j.outcome != JOB_OK) break;
+        }
+    }
+
+    if (running_count(&j)) end_all(&j, SIGTERM);
+    for (int i = 0; i < j.npes; i++) {
+        for (int s = 0; s < 2; s++)
+            while (j.pes[i].out[s] >= 0) drain_output(&j.pes[i], i, s, 0, 1);
+        close_sock(&j.pes[i]);
+        free(j.pes[i].gather);
+    }
+    if (j.outcome == JOB_OK) {
+        for (int i = 0; i < j.npes; i++) seen[i] = 0;
+        check_ended(&j, seen); /* a last look at exit statuses */
+    }
+    if (j.outcome == JOB_OK && got_signal) {
+        /* Every PE ended cleanly after our signal: graceful stop. */
+        j.outcome = JOB_SIGNALLED;
+        j.exit_code = 0;
+    }
+    *exit_code = j.exit_code;
+    outcome_t out = j.outcome;
+    free(j.pes);
+    free(seen);
+    free(fds);
+    free(owner);
+    return out;
+}
+
+int main(int argc, char **argv) {
+    options_t o;
+    parse_args(argc, argv, &o);
+    setup_signals();
+    for (int restart = 0;; restart++) {
+        int code = 0;
+        outcome_t out = run_job(&o, restart, &code);
+        if (out == JOB_OK || out == JOB_SIGNALLED) {
+            if (restart) note("the job succeeded after %d restart%s", restart, restart == 1 ? "" : "s");
+            return 0;
+        }
+        if (out == JOB_FAILED && restart < o.max_restarts && !got_signal) {
+            note("restarting the job (restart %d of %d)", restart + 1, o.max_restarts);
+            continue;
+        }
+        if (out == JOB_GLOBAL_EXIT) return code;
+        if (out == JOB_FAILED && o.max_restarts)
+            note("giving up after %d restart%s", restart, restart == 1 ? "" : "s");
+        return code ? code : 1;
+    }
+}
