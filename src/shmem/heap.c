@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "buddy.h"
+#include "../util/buddy.h"
 #include "runtime.h"
 
 static sym_buddy_t heap;

@@ -1,0 +1,127 @@
+/*
+ * shmemx.h — symtrain's extensions to OpenSHMEM.
+ *
+ * Training collectives
+ *   All-reduce, reduce-scatter, all-gather and broadcast over a team, for the
+ *   element types training needs (fp32, fp64, fp16, bf16, int32, int64) and the
+ *   operations sum, avg, min, max, prod. fp16 and bf16 are stored as uint16_t
+ *   and accumulated in fp32, rounded to nearest-even when stored.
+ *
+ *   Buffers may be symmetric (shmem_malloc, globals) or private (malloc, the
+ *   stack): a symmetric source lets peers read it in place, which is fastest;
+ *   a private one is staged through the team's working memory in chunks. In
+ *   place (dest == source) is allowed everywhere. Every member of the team calls
+ *   with the same count, dtype, op and root.
+ *
+ *   Partition: reduce-scatter splits `count` elements into one block per
+ *   member, block i holding count / n elements plus one more for i < count % n
+ *   (shmemx_block_range gives a member's block).
+ *
+ *   Non-blocking forms return a request and run on a progress thread, so the
+ *   collective advances while the caller computes, without calls into the
+ *   library; shmemx_req_wait / shmemx_req_test complete it. Requests on one
+ *   team complete in the order they were started. Buffers must not be touched
+ *   until the request completes.
+ *
+ *   Every function returns 0, or a negative SHMEMX_E* code after printing one
+ *   line saying what was wrong.
+ */
+#ifndef SHMEMX_H
+#define SHMEMX_H
+
+#include <shmem.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    SHMEMX_FLOAT32 = 0,
+    SHMEMX_FLOAT64,
+    SHMEMX_FLOAT16, /* IEEE binary16 in a uint16_t */
+    SHMEMX_BFLOAT16, /* bfloat16 in a uint16_t */
+    SHMEMX_INT32,
+    SHMEMX_INT64,
+    SHMEMX_DTYPE_COUNT
+} shmemx_dtype_t;
+
+typedef enum {
+    SHMEMX_SUM = 0,
+    SHMEMX_AVG, /* sum divided by the team size (integer types: truncated) */
+    SHMEMX_MIN,
+    SHMEMX_MAX,
+    SHMEMX_PROD,
+    SHMEMX_OP_COUNT
+} shmemx_op_t;
+
+/* Error codes: an X-macro list, so names and messages stay together. */
+#define SHMEMX_ERRNO_MAP(X)                                                          \
+    X(EINVAL, -1, "invalid argument")                                                \
+    X(ENOMEM, -2, "out of memory")                                                   \
+    X(ETEAM, -3, "invalid team, or this PE is not a member")                         \
+    X(EBUSY, -4, "request still in progress")
+#define SHMEMX_ERRNO_DEF(name, code, msg) SHMEMX_##name = code,
+enum { SHMEMX_OK = 0, SHMEMX_ERRNO_MAP(SHMEMX_ERRNO_DEF) };
+#undef SHMEMX_ERRNO_DEF
+const char *shmemx_strerror(int err);
+
+size_t shmemx_dtype_size(shmemx_dtype_t dtype);
+
+/* The block of a `count`-element vector that member `pe` of an `npes`-member
+ * team owns in a reduce-scatter: elements [*offset, *offset + *len). */
+void shmemx_block_range(size_t count, int npes, int pe, size_t *offset, size_t *len);
+
+/* ---- blocking ---- */
+
+/* dest[i] = op over members of source[i], i < count, on every member. */
+int shmemx_allreduce(shmem_team_t team, void *dest, const void *source, size_t count,
+                     shmemx_dtype_t dtype, shmemx_op_t op);
+/* dest (this member's block, see shmemx_block_range) = op over members of the
+ * matching block of source (count elements). */
+int shmemx_reduce_scatter(shmem_team_t team, void *dest, const void *source, size_t count,
+                          shmemx_dtype_t dtype, shmemx_op_t op);
+/* dest[m * count + i] = member m's source[i]: count elements from each member. */
+int shmemx_allgather(shmem_team_t team, void *dest, const void *source, size_t count,
+                     shmemx_dtype_t dtype);
+/* dest[i] = root's source[i] on every member (root: a team PE number). */
+int shmemx_broadcast(shmem_team_t team, void *dest, const void *source, size_t count,
+                     shmemx_dtype_t dtype, int root);
+
+/* ---- non-blocking ---- */
+
+typedef struct shmemx_req *shmemx_req_t;
+
+int shmemx_allreduce_nb(shmem_team_t team, void *dest, const void *source, size_t count,
+                        shmemx_dtype_t dtype, shmemx_op_t op, shmemx_req_t *req);
+int shmemx_reduce_scatter_nb(shmem_team_t team, void *dest, const void *source, size_t count,
+                             shmemx_dtype_t dtype, shmemx_op_t op, shmemx_req_t *req);
+int shmemx_allgather_nb(shmem_team_t team, void *dest, const void *source, size_t count,
+                        shmemx_dtype_t dtype, shmemx_req_t *req);
+int shmemx_broadcast_nb(shmem_team_t team, void *dest, const void *source, size_t count,
+                        shmemx_dtype_t dtype, int root, shmemx_req_t *req);
+/* Block until the request is complete, then free it. Returns its status. */
+int shmemx_req_wait(shmemx_req_t req);
+/* *done = 1 (and the request freed, its status returned) if complete, else 0. */
+int shmemx_req_test(shmemx_req_t req, int *done);
+
+/* ---- algorithm choice (benchmarks and tests; the default is the tuned table) ---- */
+
+typedef enum {
+    SHMEMX_ALGO_AUTO = 0,
+    SHMEMX_ALGO_DIRECT, /* same host: read peers' memory directly */
+    SHMEMX_ALGO_RING,   /* reduce-scatter + all-gather ring on put-with-signal */
+    SHMEMX_ALGO_RD,     /* recursive doubling on put-with-signal */
+    SHMEMX_ALGO_COUNT
+} shmemx_algo_t;
+/* Force an all-reduce algorithm for this PE (every member must force the same);
+ * SYMTRAIN_ALLREDUCE_ALGO=ring|direct|rd|auto does the same at init. */
+void shmemx_set_allreduce_algo(shmemx_algo_t algo);
+const char *shmemx_algo_name(shmemx_algo_t algo);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
