@@ -25,16 +25,16 @@ void sym__heap_init(void) {
 void sym__heap_fini(void) { sym_buddy_fini(&heap); }
 
 static void exhausted(const char *fn, size_t size) {
-    char want[32], have[32], big[32];
+    char want[32], have[32], big[32], now[32];
     /* Every PE fails the same way; one message is enough. */
     if (sym__world.me == 0)
         sym__warn(fn,
                   "symmetric heap exhausted: asked %s, %s free (largest block %s); raise "
-                  "SYMTRAIN_SYMMETRIC_SIZE (now %zu MiB)",
+                  "SYMTRAIN_SYMMETRIC_SIZE (now %s)",
                   sym__fmt_size(size, want, sizeof want),
                   sym__fmt_size(heap.free_bytes, have, sizeof have),
                   sym__fmt_size(sym_buddy_largest_free(&heap), big, sizeof big),
-                  sym__rt.heap_user_size >> 20);
+                  sym__fmt_size(sym__rt.heap_user_size, now, sizeof now));
 }
 
 /* Allocate without the closing barrier; NULL on exhaustion (reported). */
