@@ -5,3 +5,44 @@
 
 # The allocator against a reference model (links src/util/buddy.c directly).
 sym_unit_test(shmem_buddy SOURCES ${PROJECT_SOURCE_DIR}/src/util/buddy.c)
+
+# shmem_pe_exe(name [SOURCES ...]): a multi-PE test program.
+function(shmem_pe_exe name)
+  cmake_parse_arguments(T "" "" "SOURCES" ${ARGN})
+  add_executable(${name} ${name}.c ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE symshmem m)
+endfunction()
+
+# shmem_pe_run(test target [NPES n...] [ARGS ...] [ENV VAR=value...]): run
+# `target ARGS` through symrun at each PE count, with the environment given
+# (the heap-size variables are cleared first, so the caller's shell cannot
+# change what a test measures).
+function(shmem_pe_run tname target)
+  cmake_parse_arguments(T "" "" "NPES;ARGS;ENV" ${ARGN})
+  if(NOT T_NPES)
+    set(T_NPES 1 2 4)
+  endif()
+  set(envmod "SYMTRAIN_SYMMETRIC_SIZE=unset:" "SHMEM_SYMMETRIC_SIZE=unset:")
+  foreach(e ${T_ENV})
+    list(APPEND envmod "${e}")
+  endforeach()
+  list(TRANSFORM envmod REPLACE "^([A-Z_]+)=([^u].*|u[^n].*|)$" "\\1=set:\\2")
+  foreach(n ${T_NPES})
+    add_test(NAME ${tname}_np${n}
+      COMMAND ${SYMRUN} -n ${n} --timeout ${SYM_TEST_TIMEOUT} $<TARGET_FILE:${target}> ${T_ARGS})
+    set_tests_properties(${tname}_np${n} PROPERTIES TIMEOUT 200 SKIP_RETURN_CODE 77
+      ENVIRONMENT_MODIFICATION "${envmod}" LABELS shmem)
+  endforeach()
+endfunction()
+
+# The heap API on a small heap (exhaustion is reached for real), then the heap
+# size read from each variable and suffix.
+shmem_pe_exe(shmem_heap)
+shmem_pe_run(shmem_heap shmem_heap ARGS api 4194304 ENV SYMTRAIN_SYMMETRIC_SIZE=4M)
+shmem_pe_run(shmem_heap_size_M shmem_heap ARGS sizes 3145728 ENV SHMEM_SYMMETRIC_SIZE=3M)
+shmem_pe_run(shmem_heap_size_k shmem_heap ARGS sizes 1572864 ENV SHMEM_SYMMETRIC_SIZE=1536k)
+shmem_pe_run(shmem_heap_size_G shmem_heap ARGS sizes 1073741824 ENV SYMTRAIN_SYMMETRIC_SIZE=1G)
+shmem_pe_run(shmem_heap_size_frac shmem_heap ARGS sizes 2621440 ENV SHMEM_SYMMETRIC_SIZE=2.5MiB)
+shmem_pe_run(shmem_heap_size_bytes shmem_heap ARGS sizes 16384 ENV SHMEM_SYMMETRIC_SIZE=12345)
+shmem_pe_run(shmem_heap_size_precedence shmem_heap ARGS sizes 2097152
+  ENV SHMEM_SYMMETRIC_SIZE=64M SYMTRAIN_SYMMETRIC_SIZE=2M)
