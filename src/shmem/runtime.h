@@ -65,6 +65,7 @@ struct symi_team {
     shmem_team_config_t config;
     long config_mask;
     int n_ctx;      /* contexts created on it and not destroyed */
+    uint64_t coll_round; /* the collectives' step counter (src/coll), equal on all members */
 };
 
 struct symi_ctx {

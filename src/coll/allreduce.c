@@ -1,0 +1,368 @@
+/*
+ * allreduce.c — all-reduce algorithms and the table that chooses among them.
+ *
+ *   oneshot  every member pushes its whole input into every other member's
+ *            inbox and each reduces all inputs itself: one synchronisation,
+ *            N x the data read; best for small messages.
+ *   direct   (same host) each member reduces its slice of the vector, reading
+ *            every member's input in place, and writes the result into every
+ *            member's output: a fused reduce-scatter + all-gather with two
+ *            synchronisations per round. Private buffers go through the team's
+ *            staging memory in rounds of SYM_COLL_STAGE_BYTES.
+ *   ring     reduce-scatter then all-gather around the ring, n-1 steps each,
+ *            pipelined in segments through double-buffered inboxes with
+ *            put-with-signal and credits; works between hosts.
+ *   rd       recursive doubling (with the usual fold for non-powers of two),
+ *            whole vectors exchanged with a partner per step; log2 n steps.
+ *
+ * Every member ends with the same bits: each element is reduced by one member
+ * (direct, ring) or by every member in member order (oneshot, rd folds in a
+ * fixed order), then copied.
+ *
+ * Scratch use and synchronisation: oneshot uses only the inbox area, in two
+ * halves by round parity; every other algorithm starts with all members
+ * "ready" before touching staging memory and ends with all members "done", so
+ * consecutive collectives never overwrite memory a member still reads.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll.h"
+
+/* ---- choice ---- */
+
+static shmemx_algo_t forced = SHMEMX_ALGO_AUTO;
+static int forced_read;
+
+static const char *const algo_names[SHMEMX_ALGO_COUNT] = {"auto", "direct", "ring", "rd"};
+
+const char *shmemx_algo_name(shmemx_algo_t algo) {
+    return (unsigned)algo < SHMEMX_ALGO_COUNT ? algo_names[algo] : "unknown";
+}
+
+void shmemx_set_allreduce_algo(shmemx_algo_t algo) {
+    if ((unsigned)algo >= SHMEMX_ALGO_COUNT)
+        sym__fatal("shmemx_set_allreduce_algo", "algorithm %d does not exist", (int)algo);
+    forced = algo;
+    forced_read = 1;
+}
+
+shmemx_algo_t sym__allreduce_algo_forced(void) {
+    if (!forced_read) {
+        forced_read = 1;
+        const char *s = getenv("SYMTRAIN_ALLREDUCE_ALGO");
+        if (s && *s) {
+            int found = 0;
+            for (int a = 0; a < SHMEMX_ALGO_COUNT; a++)
+                if (!strcmp(s, algo_names[a])) {
+                    forced = (shmemx_algo_t)a;
+                    found = 1;
+                }
+            if (!found)
+                sym__fatal("shmemx_allreduce",
+                           "SYMTRAIN_ALLREDUCE_ALGO='%s' is not one of auto, direct, ring, rd", s);
+        }
+    }
+    return forced;
+}
+
+/* Bytes each member may push into an inbox half. */
+static size_t oneshot_capacity(shmem_team_t t) {
+    return (SYM_COLL_INBOX_BYTES / (2 * (size_t)t->size)) & ~(size_t)63;
+}
+
+/* The tuning table: the largest message (bytes) oneshot takes, by team size,
+ * on one host. Measured with symbench allreduce (docs/performance.md). */
+static size_t oneshot_limit(shmem_team_t t) {
+    size_t cap = oneshot_capacity(t);
+    size_t lim = t->size <= 2 ? 32768 : t->size <= 4 ? 16384 : 4096;
+    return lim < cap ? lim : cap;
+}
+
+/* ---- oneshot ---- */
+
+static char *inbox_slot(shmem_team_t t, uint64_t round, int from) {
+    return sym__coll_inbox(t) + ((round & 1) * (size_t)t->size + (size_t)from) * oneshot_capacity(t);
+}
+
+static void oneshot(shmem_team_t t, void *dest, const void *source, size_t count,
+                    const sym_redop_t *r, const void **in) {
+    int n = t->size, me = t->me;
+    size_t bytes = count * r->esize;
+    uint64_t round = ++t->coll_round;
+    char *mine = inbox_slot(t, round, me);
+    for (int k = 1; k < n; k++) {
+        int m = (me + k) % n;
+        sym__coll_put(t, m, mine, source, bytes);
+        sym__coll_signal(t, m, SYM_COLL_READY, round);
+    }
+    for (int k = 0; k < n; k++) {
+        if (k == me) {
+            in[k] = source;
+            continue;
+        }
+        sym__coll_wait(t, k, SYM_COLL_READY, round);
+        in[k] = inbox_slot(t, round, k);
+    }
+    r->fn(dest, in, n, count, r->avg ? n : 0);
+}
+
+/* ---- direct ---- */
+
+static void direct(shmem_team_t t, void *dest, const void *source, size_t count,
+                   const sym_redop_t *r, const void **in) {
+    int n = t->size, me = t->me;
+    size_t es = r->esize;
+    int src_sym = sym__is_symmetric(source, count * es);
+    int dst_sym = sym__is_symmetric(dest, count * es);
+    size_t chunk = count;
+    if (!src_sym || !dst_sym) chunk = SYM_COLL_STAGE_BYTES / es;
+    char *stage_in = sym__coll_stage_in(t), *stage_out = sym__coll_stage_out(t);
+
+    for (size_t off = 0; off < count; off += chunk) {
+        size_t cnt = count - off < chunk ? count - off : chunk, lo, len;
+        uint64_t round = ++t->coll_round;
+        if (!src_sym) memcpy(stage_in, (const char *)source + off * es, cnt * es);
+        sym__coll_signal_all(t, SYM_COLL_READY, round);
+        sym__coll_wait_all(t, SYM_COLL_READY, round);
+
+        shmemx_block_range(cnt, n, me, &lo, &len);
+        for (int k = 0; k < n; k++)
+            in[k] = (const char *)sym__coll_peer(t, k, src_sym ? (const char *)source + off * es
+                                                              : stage_in) +
+                    lo * es;
+        if (len && dst_sym) {
+            char *res = (char *)dest + (off + lo) * es;
+            r->fn(res, in, n, len, r->avg ? n : 0);
+            for (int k = 1; k < n; k++) {
+                int m = (me + k) % n;
+                memcpy(sym__coll_peer(t, m, res), res, len * es);
+            }
+        } else if (len) {
+            r->fn(stage_out + lo * es, in, n, len, r->avg ? n : 0);
+        }
+        sym__coll_signal_all(t, SYM_COLL_DONE, round);
+        sym__coll_wait_all(t, SYM_COLL_DONE, round);
+
+        if (!dst_sym)
+            for (int k = 0; k < n; k++) {
+                size_t klo, klen;
+                shmemx_block_range(cnt, n, k, &klo, &klen);
+                memcpy((char *)dest + (off + klo) * es,
+                       (const char *)sym__coll_peer(t, k, stage_out) + klo * es, klen * es);
+            }
+    }
+}
+
+/* ---- ring ---- */
+
+/* Put data into member m's copy of `dst`, then set m's word `word` for this PE
+ * to `value`; the signal is never visible before the data. */
+static void put_signal(shmem_team_t t, int m, void *dst, const void *src, size_t len,
+                       int word, uint64_t value) {
+    uint64_t *w = &sym__slot(t)->peer[word + t->me];
+    void *d = sym__peer_addr(dst, t->pes[m]);
+    if (SYM_LIKELY(d != NULL)) {
+        memcpy(d, src, len);
+        __atomic_store_n((uint64_t *)sym__peer_addr(w, t->pes[m]), value, __ATOMIC_RELEASE);
+        return;
+    }
+    sym__remote->put_signal(sym__ctx_default.remote, dst, src, len, w, value, SHMEM_SIGNAL_SET,
+                            t->pes[m], 1);
+}
+
+static void sync_all(shmem_team_t t, int word) {
+    uint64_t round = ++t->coll_round;
+    sym__coll_signal_all(t, word, round);
+    sym__coll_wait_all(t, word, round);
+}
+
+/* Segment g of block b: [*lo, *lo + *len) elements. */
+static void segment(size_t count, int n, int b, size_t seg, size_t g, size_t *lo, size_t *len) {
+    size_t blo, blen;
+    shmemx_block_range(count, n, b, &blo, &blen);
+    size_t s = g * seg;
+    *lo = blo + (s < blen ? s : blen);
+    *len = s < blen ? (blen - s < seg ? blen - s : seg) : 0;
+}
+
+static void ring(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r) {
+    int n = t->size, me = t->me, left = (me + n - 1) % n, right = (me + 1) % n;
+    size_t es = r->esize;
+    size_t seg = (SYM_COLL_STAGE_BYTES / 2) / es;
+    size_t maxblk = (count + (size_t)n - 1) / (size_t)n;
+    size_t nseg = (maxblk + seg - 1) / seg;
+    char *inbox = sym__coll_stage_in(t);
+    char *d = dest;
+
+    sync_all(t, SYM_COLL_READY); /* everyone's inboxes are free */
+    uint64_t base = t->coll_round, msg = 0;
+    for (int phase = 0; phase < 2; phase++) { /* 0: reduce-scatter, 1: all-gather */
+        for (int s = 0; s < n - 1; s++) {
+            int send_blk = phase == 0 ? (me - s + n) % n : (me + 1 - s + n) % n;
+            int recv_blk = phase == 0 ? (me - s - 1 + 2 * n) % n : (me - s + n) % n;
+            for (size_t g = 0; g < nseg; g++) {
+                uint64_t seq = base + ++msg;
+                size_t slo, slen, rlo, rlen;
+                segment(count, n, send_blk, seg, g, &slo, &slen);
+                segment(count, n, recv_blk, seg, g, &rlo, &rlen);
+                char *slot = inbox + (seq & 1) * seg * es;
+                if (msg > 2) sym__coll_wait(t, right, SYM_COLL_DONE, seq - 2); /* credit */
+                put_signal(t, right, slot, d + slo * es, slen * es, SYM_COLL_READY, seq);
+                sym__coll_wait(t, left, SYM_COLL_READY, seq);
+                if (phase == 0) {
+                    const void *in2[2] = {d + rlo * es, slot};
+                    r->fn(d + rlo * es, in2, 2, rlen, 0);
+                } else {
+                    memcpy(d + rlo * es, slot, rlen * es);
+                }
+                sym__coll_signal(t, left, SYM_COLL_DONE, seq);
+            }
+            if (phase == 0 && s == n - 2 && r->avg) { /* my block is complete: average it */
+                size_t lo, len;
+                shmemx_block_range(count, n, (me + 1) % n, &lo, &len);
+                const void *in1[1] = {d + lo * es};
+                r->fn(d + lo * es, in1, 1, len, n);
+            }
+        }
+    }
+    t->coll_round = base + msg;
+    sync_all(t, SYM_COLL_DONE);
+}
+
+/* ---- recursive doubling ---- */
+
+/* One segment from `from` into our inbox, rendezvous style: we announce the
+ * inbox is free (done = seq), the sender waits for that, puts and signals. */
+static void rd_send(shmem_team_t t, int to, uint64_t seq, const void *src, size_t len) {
+    sym__coll_wait(t, to, SYM_COLL_DONE, seq);
+    put_signal(t, to, sym__coll_stage_in(t), src, len, SYM_COLL_READY, seq);
+}
+static const char *rd_recv_open(shmem_team_t t, int from, uint64_t seq) {
+    sym__coll_signal(t, from, SYM_COLL_DONE, seq);
+    return sym__coll_stage_in(t);
+}
+static void rd_recv_wait(shmem_team_t t, int from, uint64_t seq) {
+    sym__coll_wait(t, from, SYM_COLL_READY, seq);
+}
+
+static void rd(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r) {
+    int n = t->size, me = t->me;
+    size_t es = r->esize, seg = SYM_COLL_STAGE_BYTES / es;
+    size_t nseg = (count + seg - 1) / seg;
+    char *d = dest;
+    int p2 = 1;
+    while (p2 * 2 <= n) p2 *= 2;
+    int rem = n - p2, steps = 0;
+    while ((1 << steps) < p2) steps++;
+
+    sync_all(t, SYM_COLL_READY);
+    uint64_t base = t->coll_round;
+    /* Message g of phase p has sequence number base + p * nseg + g + 1 on both sides. */
+#define SEQ(p, g) (base + (uint64_t)(p) * nseg + (g) + 1)
+
+    /* Fold in: of each pair (2i, 2i+1) below 2*rem, the even member hands its
+     * vector to the odd one and sits out. */
+    int vrank = me < 2 * rem ? (me % 2 ? me / 2 : -1) : me - rem;
+    if (me < 2 * rem) {
+        for (size_t g = 0; g < nseg; g++) {
+            size_t lo = g * seg, len = count - lo < seg ? count - lo : seg;
+            if (me % 2 == 0) {
+                rd_send(t, me + 1, SEQ(0, g), d + lo * es, len * es);
+            } else {
+                const char *box = rd_recv_open(t, me - 1, SEQ(0, g));
+                rd_recv_wait(t, me - 1, SEQ(0, g));
+                const void *in2[2] = {box, d + lo * es}; /* lower member first */
+                r->fn(d + lo * es, in2, 2, len, 0);
+            }
+        }
+    }
+    if (vrank >= 0) {
+        for (int k = 0; k < steps; k++) {
+            int vp = vrank ^ (1 << k);
+            int partner = vp < rem ? vp * 2 + 1 : vp + rem;
+            for (size_t g = 0; g < nseg; g++) {
+                size_t lo = g * seg, len = count - lo < seg ? count - lo : seg;
+                uint64_t seq = SEQ(1 + k, g);
+                const char *box = rd_recv_open(t, partner, seq);
+                rd_send(t, partner, seq, d + lo * es, len * es);
+                rd_recv_wait(t, partner, seq);
+                const void *in2[2] = {vrank < vp ? (const void *)(d + lo * es) : box,
+                                      vrank < vp ? (const void *)box : d + lo * es};
+                r->fn(d + lo * es, in2, 2, len, 0);
+            }
+        }
+    }
+    /* Fold out: the odd member of each pair returns the result. */
+    if (me < 2 * rem) {
+        for (size_t g = 0; g < nseg; g++) {
+            size_t lo = g * seg, len = count - lo < seg ? count - lo : seg;
+            uint64_t seq = SEQ(1 + steps, g);
+            if (me % 2) {
+                rd_send(t, me - 1, seq, d + lo * es, len * es);
+            } else {
+                const char *box = rd_recv_open(t, me + 1, seq);
+                rd_recv_wait(t, me + 1, seq);
+                memcpy(d + lo * es, box, len * es);
+            }
+        }
+    }
+#undef SEQ
+    t->coll_round = base + (uint64_t)(2 + steps) * nseg;
+    if (r->avg) {
+        const void *in1[1] = {d};
+        r->fn(d, in1, 1, count, n);
+    }
+    sync_all(t, SYM_COLL_DONE);
+}
+
+/* ---- entry ---- */
+
+int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
+                   const sym_redop_t *r, shmemx_algo_t algo) {
+    int n = t->size;
+    if (count == 0) return 0;
+    if (n == 1) {
+        const void *in1[1] = {source};
+        r->fn(dest, in1, 1, count, 0);
+        return 0;
+    }
+    if (n > SYM_COLL_MAX_MEMBERS) {
+        sym__warn("shmemx_allreduce", "teams of more than %d members are not supported",
+                  SYM_COLL_MAX_MEMBERS);
+        return SHMEMX_EINVAL;
+    }
+    size_t bytes = count * r->esize;
+    int local = sym__coll_all_local(t);
+    if (algo == SHMEMX_ALGO_AUTO) algo = sym__allreduce_algo_forced();
+    if (algo == SHMEMX_ALGO_DIRECT && !local) algo = SHMEMX_ALGO_AUTO; /* needs shared memory */
+    if (algo == SHMEMX_ALGO_AUTO) {
+        if (local)
+            algo = SHMEMX_ALGO_DIRECT;
+        else
+            algo = bytes <= 65536 ? SHMEMX_ALGO_RD : SHMEMX_ALGO_RING;
+    }
+
+    const void *small[16];
+    const void **in = n <= 16 ? small : malloc((size_t)n * sizeof *in);
+    if (!in) return SHMEMX_ENOMEM;
+    switch (algo) {
+    case SHMEMX_ALGO_DIRECT:
+        if (bytes <= oneshot_limit(t))
+            oneshot(t, dest, source, count, r, in);
+        else
+            direct(t, dest, source, count, r, in);
+        break;
+    case SHMEMX_ALGO_RING:
+    case SHMEMX_ALGO_RD:
+        if (dest != source) memmove(dest, source, bytes);
+        if (algo == SHMEMX_ALGO_RING)
+            ring(t, dest, count, r);
+        else
+            rd(t, dest, count, r);
+        break;
+    default: break;
+    }
+    if (in != small) free(in);
+    return 0;
+}

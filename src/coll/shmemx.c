@@ -1,0 +1,251 @@
+/*
+ * shmemx.c — the training collectives' API (shmemx.h): argument checks, the
+ * mapping onto the reduction engine, and non-blocking requests.
+ *
+ * Non-blocking collectives run on one progress thread per PE, started on first
+ * use, in the order they were started; so a request advances while the caller
+ * computes, without the caller calling into the library. A blocking collective
+ * (or any collective through sym__coll_enter) first waits for the queued ones,
+ * so on every team collectives execute one at a time and in call order — the
+ * same order on every member, which is what makes them match up.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll.h"
+
+/* ---- errors and small helpers ---- */
+
+const char *shmemx_strerror(int err) {
+#define SHMEMX_STRERROR_CASE(name, code, msg)                                        \
+    case code: return msg;
+    switch (err) {
+    case SHMEMX_OK: return "success";
+        SHMEMX_ERRNO_MAP(SHMEMX_STRERROR_CASE)
+    default: return "unknown error";
+    }
+#undef SHMEMX_STRERROR_CASE
+}
+
+static const sym_dtype_t dtype_map[SHMEMX_DTYPE_COUNT] = {
+    [SHMEMX_FLOAT32] = SYM_F32, [SHMEMX_FLOAT64] = SYM_F64, [SHMEMX_FLOAT16] = SYM_F16,
+    [SHMEMX_BFLOAT16] = SYM_BF16, [SHMEMX_INT32] = SYM_I32, [SHMEMX_INT64] = SYM_I64,
+};
+static const sym_op_t op_map[SHMEMX_OP_COUNT] = {
+    [SHMEMX_SUM] = SYM_SUM, [SHMEMX_AVG] = SYM_SUM, [SHMEMX_MIN] = SYM_MIN,
+    [SHMEMX_MAX] = SYM_MAX, [SHMEMX_PROD] = SYM_PROD,
+};
+
+size_t shmemx_dtype_size(shmemx_dtype_t dtype) {
+    return (unsigned)dtype < SHMEMX_DTYPE_COUNT ? sym__dtype_size[dtype_map[dtype]] : 0;
+}
+
+void shmemx_block_range(size_t count, int npes, int pe, size_t *offset, size_t *len) {
+    size_t n = (size_t)npes, p = (size_t)pe, q = count / n, rem = count % n;
+    *offset = p * q + (p < rem ? p : rem);
+    *len = q + (p < rem ? 1 : 0);
+}
+
+static int check(const char *fn, shmem_team_t team, shmemx_dtype_t dtype, int op, size_t count,
+                 const void *dest, const void *source) {
+    SYM_REQUIRE_INIT(fn);
+    if (team == SHMEM_TEAM_INVALID || team->me < 0) {
+        sym__warn(fn, "the team is invalid or this PE is not a member");
+        return SHMEMX_ETEAM;
+    }
+    if ((unsigned)dtype >= SHMEMX_DTYPE_COUNT) {
+        sym__warn(fn, "dtype %d is not a shmemx_dtype_t", (int)dtype);
+        return SHMEMX_EINVAL;
+    }
+    if (op >= 0 && (unsigned)op >= SHMEMX_OP_COUNT) {
+        sym__warn(fn, "op %d is not a shmemx_op_t", op);
+        return SHMEMX_EINVAL;
+    }
+    if (count && (!dest || !source)) {
+        sym__warn(fn, "%s is NULL with count %zu", dest ? "source" : "dest", count);
+        return SHMEMX_EINVAL;
+    }
+    return 0;
+}
+
+/* ---- one operation, as queued or run ---- */
+
+typedef enum { OP_ALLREDUCE, OP_REDUCE_SCATTER, OP_ALLGATHER, OP_BROADCAST } kind_t;
+
+struct shmemx_req {
+    kind_t kind;
+    shmem_team_t team;
+    void *dest;
+    const void *source;
+    size_t count;
+    shmemx_dtype_t dtype;
+    shmemx_op_t op;
+    int root;
+    int status;
+    int done; /* atomic: set by the progress thread */
+    struct shmemx_req *next;
+};
+
+static int execute(const struct shmemx_req *q) {
+    sym_redop_t r;
+    size_t es = sym__dtype_size[dtype_map[q->dtype]];
+    switch (q->kind) {
+    case OP_ALLREDUCE:
+        sym__redop(&r, dtype_map[q->dtype], op_map[q->op], q->op == SHMEMX_AVG);
+        return sym__allreduce(q->team, q->dest, q->source, q->count, &r, SHMEMX_ALGO_AUTO);
+    case OP_REDUCE_SCATTER:
+        sym__redop(&r, dtype_map[q->dtype], op_map[q->op], q->op == SHMEMX_AVG);
+        return sym__reduce_scatter(q->team, q->dest, q->source, q->count, &r);
+    case OP_ALLGATHER: return sym__allgather(q->team, q->dest, q->source, q->count * es);
+    case OP_BROADCAST:
+        return sym__broadcast(q->team, q->dest, q->source, q->count * es, q->root, 1);
+    }
+    return SHMEMX_EINVAL;
+}
+
+/* ---- the progress thread ---- */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
+static struct shmemx_req *head, *tail;
+static int outstanding; /* queued or running; atomic reads outside the lock */
+static int thread_started;
+static __thread int on_progress_thread;
+
+static void *progress_main(void *arg) {
+    (void)arg;
+    on_progress_thread = 1;
+    for (;;) {
+        pthread_mutex_lock(&lock);
+        while (!head) pthread_cond_wait(&work, &lock);
+        struct shmemx_req *q = head;
+        head = q->next;
+        if (!head) tail = NULL;
+        pthread_mutex_unlock(&lock);
+        q->status = execute(q);
+        __atomic_store_n(&q->done, 1, __ATOMIC_RELEASE);
+        __atomic_fetch_sub(&outstanding, 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+static int enqueue(struct shmemx_req *q, shmemx_req_t *out) {
+    pthread_mutex_lock(&lock);
+    if (!thread_started) {
+        pthread_t th;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&th, &attr, progress_main, NULL);
+        pthread_attr_destroy(&attr);
+        if (rc) {
+            pthread_mutex_unlock(&lock);
+            sym__warn("shmemx_*_nb", "cannot start the progress thread");
+            return SHMEMX_ENOMEM;
+        }
+        thread_started = 1;
+    }
+    q->next = NULL;
+    if (tail)
+        tail->next = q;
+    else
+        head = q;
+    tail = q;
+    __atomic_fetch_add(&outstanding, 1, __ATOMIC_RELAXED);
+    pthread_cond_signal(&work);
+    pthread_mutex_unlock(&lock);
+    *out = q;
+    return 0;
+}
+
+void sym__coll_enter(shmem_team_t t) {
+    (void)t; /* every queued request is waited for: simple, and order-preserving */
+    if (on_progress_thread) return;
+    SYM_WAIT_UNTIL(__atomic_load_n(&outstanding, __ATOMIC_ACQUIRE) == 0);
+}
+
+int shmemx_req_wait(shmemx_req_t req) {
+    if (!req) return SHMEMX_EINVAL;
+    SYM_WAIT_UNTIL(__atomic_load_n(&req->done, __ATOMIC_ACQUIRE));
+    int st = req->status;
+    free(req);
+    return st;
+}
+
+int shmemx_req_test(shmemx_req_t req, int *done) {
+    if (!req || !done) return SHMEMX_EINVAL;
+    *done = __atomic_load_n(&req->done, __ATOMIC_ACQUIRE);
+    if (!*done) return SHMEMX_EBUSY;
+    int st = req->status;
+    free(req);
+    return st;
+}
+
+/* ---- the API ---- */
+
+static int start(const char *fn, kind_t kind, shmem_team_t team, void *dest, const void *source,
+                 size_t count, shmemx_dtype_t dtype, int op, int root, shmemx_req_t *req) {
+    int rc = check(fn, team, dtype, op, count, dest, source);
+    if (rc) return rc;
+    if (kind == OP_BROADCAST && (root < 0 || root >= team->size)) {
+        sym__warn(fn, "root %d is not a PE of the team (0 .. %d)", root, team->size - 1);
+        return SHMEMX_EINVAL;
+    }
+    struct shmemx_req q = {kind, team, dest, source, count, dtype, (shmemx_op_t)op, root, 0, 0,
+                           NULL};
+    if (!req) {
+        sym__coll_enter(team);
+        return execute(&q);
+    }
+    struct shmemx_req *p = malloc(sizeof *p);
+    if (!p) return SHMEMX_ENOMEM;
+    *p = q;
+    return enqueue(p, req);
+}
+
+int shmemx_allreduce(shmem_team_t team, void *dest, const void *source, size_t count,
+                     shmemx_dtype_t dtype, shmemx_op_t op) {
+    return start(__func__, OP_ALLREDUCE, team, dest, source, count, dtype, op, 0, NULL);
+}
+int shmemx_reduce_scatter(shmem_team_t team, void *dest, const void *source, size_t count,
+                          shmemx_dtype_t dtype, shmemx_op_t op) {
+    return start(__func__, OP_REDUCE_SCATTER, team, dest, source, count, dtype, op, 0, NULL);
+}
+int shmemx_allgather(shmem_team_t team, void *dest, const void *source, size_t count,
+                     shmemx_dtype_t dtype) {
+    return start(__func__, OP_ALLGATHER, team, dest, source, count, dtype, -1, 0, NULL);
+}
+int shmemx_broadcast(shmem_team_t team, void *dest, const void *source, size_t count,
+                     shmemx_dtype_t dtype, int root) {
+    return start(__func__, OP_BROADCAST, team, dest, source, count, dtype, -1, root, NULL);
+}
+
+static int need_req(const char *fn, shmemx_req_t *req) {
+    if (req) return 0;
+    sym__warn(fn, "req is NULL");
+    return SHMEMX_EINVAL;
+}
+
+int shmemx_allreduce_nb(shmem_team_t team, void *dest, const void *source, size_t count,
+                        shmemx_dtype_t dtype, shmemx_op_t op, shmemx_req_t *req) {
+    int rc = need_req(__func__, req);
+    return rc ? rc : start(__func__, OP_ALLREDUCE, team, dest, source, count, dtype, op, 0, req);
+}
+int shmemx_reduce_scatter_nb(shmem_team_t team, void *dest, const void *source, size_t count,
+                             shmemx_dtype_t dtype, shmemx_op_t op, shmemx_req_t *req) {
+    int rc = need_req(__func__, req);
+    return rc ? rc
+              : start(__func__, OP_REDUCE_SCATTER, team, dest, source, count, dtype, op, 0, req);
+}
+int shmemx_allgather_nb(shmem_team_t team, void *dest, const void *source, size_t count,
+                        shmemx_dtype_t dtype, shmemx_req_t *req) {
+    int rc = need_req(__func__, req);
+    return rc ? rc : start(__func__, OP_ALLGATHER, team, dest, source, count, dtype, -1, 0, req);
+}
+int shmemx_broadcast_nb(shmem_team_t team, void *dest, const void *source, size_t count,
+                        shmemx_dtype_t dtype, int root, shmemx_req_t *req) {
+    int rc = need_req(__func__, req);
+    return rc ? rc
+              : start(__func__, OP_BROADCAST, team, dest, source, count, dtype, -1, root, req);
+}
