@@ -46,3 +46,7 @@ shmem_pe_run(shmem_heap_size_frac shmem_heap ARGS sizes 2621440 ENV SHMEM_SYMMET
 shmem_pe_run(shmem_heap_size_bytes shmem_heap ARGS sizes 16384 ENV SHMEM_SYMMETRIC_SIZE=12345)
 shmem_pe_run(shmem_heap_size_precedence shmem_heap ARGS sizes 2097152
   ENV SHMEM_SYMMETRIC_SIZE=64M SYMTRAIN_SYMMETRIC_SIZE=2M)
+
+# Every RMA type and form, into the heap, globals and statics.
+shmem_pe_exe(shmem_rma)
+shmem_pe_run(shmem_rma shmem_rma)
