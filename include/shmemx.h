@@ -11,7 +11,10 @@
  *   stack): a symmetric source lets peers read it in place, which is fastest;
  *   a private one is staged through the team's working memory in chunks. In
  *   place (dest == source) is allowed everywhere. Every member of the team calls
- *   with the same count, dtype, op and root.
+ *   with the same count, dtype, op and root, and with buffers of the same kind
+ *   (all symmetric or all private, for dest and for source): the algorithm is
+ *   chosen from them on each member. A broadcast reads only the root's source;
+ *   the other members may pass NULL.
  *
  *   Partition: reduce-scatter splits `count` elements into one block per
  *   member, block i holding count / n elements plus one more for i < count % n

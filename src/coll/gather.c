@@ -90,24 +90,24 @@ int sym__allgather(shmem_team_t t, void *dest, const void *source, size_t bytes)
         return 0;
     }
     int src_sym = sym__is_symmetric(source, bytes);
+    /* In place, each member's source is its own block of dest, so member m's
+     * input is at dest + m * bytes, not at our source address. */
+    int in_place = (const char *)source == d + (size_t)me * bytes;
     size_t chunk = src_sym ? bytes : SYM_COLL_STAGE_BYTES;
     char *stage = sym__coll_stage_in(t);
     for (size_t off = 0; off < bytes; off += chunk) {
         size_t len = bytes - off < chunk ? bytes - off : chunk;
         uint64_t round = ++t->coll_round;
-        const char *src = (const char *)source + off;
-        if (!src_sym) {
-            memcpy(stage, src, len);
-            src = stage;
-        }
+        if (!src_sym) memcpy(stage, (const char *)source + off, len);
         sync_all(t, SYM_COLL_READY, round);
         for (int k = 0; k < n; k++) {
             int m = (me + k) % n; /* start with ourselves, then spread the load */
             char *to = d + (size_t)m * bytes + off;
+            const char *from = !src_sym ? stage : in_place ? to : (const char *)source + off;
             if (m == me) {
-                if (to != (const char *)source + off) memmove(to, (const char *)source + off, len);
+                if (!in_place) memmove(to, (const char *)source + off, len);
             } else {
-                sym__coll_get(t, m, to, src, len);
+                sym__coll_get(t, m, to, from, len);
             }
         }
         sync_all(t, SYM_COLL_DONE, ++t->coll_round);

@@ -186,7 +186,9 @@ int shmemx_req_test(shmemx_req_t req, int *done) {
 
 static int start(const char *fn, kind_t kind, shmem_team_t team, void *dest, const void *source,
                  size_t count, shmemx_dtype_t dtype, int op, int root, shmemx_req_t *req) {
-    int rc = check(fn, team, dtype, op, count, dest, source);
+    /* A broadcast reads only the root's source; the others may pass NULL. */
+    int rc = check(fn, team, dtype, op, count, dest,
+                   kind == OP_BROADCAST && team && team->me != root ? dest : source);
     if (rc) return rc;
     if (kind == OP_BROADCAST && (root < 0 || root >= team->size)) {
         sym__warn(fn, "root %d is not a PE of the team (0 .. %d)", root, team->size - 1);
