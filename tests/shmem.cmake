@@ -50,3 +50,8 @@ shmem_pe_run(shmem_heap_size_precedence shmem_heap ARGS sizes 2097152
 # Every RMA type and form, into the heap, globals and statics.
 shmem_pe_exe(shmem_rma)
 shmem_pe_run(shmem_rma shmem_rma)
+
+# Atomics: contention totals, every type x operation x flavour, deprecated
+# names, compare_swap and shmem_set_lock mutual exclusion.
+shmem_pe_exe(shmem_amo)
+shmem_pe_run(shmem_amo shmem_amo)
