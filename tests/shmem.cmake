@@ -55,3 +55,7 @@ shmem_pe_run(shmem_rma shmem_rma)
 # names, compare_swap and shmem_set_lock mutual exclusion.
 shmem_pe_exe(shmem_amo)
 shmem_pe_run(shmem_amo shmem_amo)
+
+# wait_until / test in every form and type, status masks, remote wake-up.
+shmem_pe_exe(shmem_wait)
+shmem_pe_run(shmem_wait shmem_wait)
