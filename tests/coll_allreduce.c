@@ -1,6 +1,7 @@
 /*
  * coll_allreduce — shmemx_allreduce for every algorithm x dtype x op, odd and
- * zero counts, counts larger than the staging memory, in place and not, on
+ * zero counts, counts larger than the staging memory and than the streaming
+ * threshold, in place and not, on
  * private and on symmetric buffers, back to back on the same buffers; each
  * element against an fp64 reference, and every PE must end with the same bits.
  */
@@ -48,8 +49,8 @@ int main(void) {
     int n = shmem_n_pes();
     /* Counts: nothing, one, fewer than the PEs, odd, one past the oneshot limit,
      * and more than one staging round (1.5 MiB) for 4-byte types. */
-    size_t counts[] = {0, 1, 3, (size_t)n + 1, 1001, 9000, 40000, 600000};
-    size_t maxc = 600000;
+    size_t counts[] = {0, 1, 3, (size_t)n + 1, 1001, 9000, 40000, 600000, 2200000};
+    size_t maxc = 2200000;
     char *sbuf = shmem_malloc(maxc * 8), *dbuf = shmem_malloc(maxc * 8);
     CHECK(sbuf && dbuf, "symmetric heap too small");
     int cases = 0;
@@ -57,8 +58,11 @@ int main(void) {
         for (int dt = 0; dt < SHMEMX_DTYPE_COUNT; dt++)
             for (int op = 0; op < SHMEMX_OP_COUNT; op++)
                 for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
-                    /* The largest count only for sum/avg: it is there for the staging. */
-                    if (counts[c] == maxc && op != SHMEMX_SUM && op != SHMEMX_AVG) continue;
+                    /* The large counts are there for the staging rounds (sum and avg)
+                     * and for the streaming stores of messages over 8 MiB (fp32 sum). */
+                    if (counts[c] >= 600000 && op != SHMEMX_SUM && op != SHMEMX_AVG) continue;
+                    if (counts[c] == maxc && (dt != SHMEMX_FLOAT32 || op != SHMEMX_SUM))
+                        continue;
                     for (int place = 0; place < 4; place++) {
                         run_case(seed + (uint64_t)cases, (shmemx_algo_t)algo,
                                  (shmemx_dtype_t)dt, (shmemx_op_t)op, counts[c], place & 1,

@@ -172,7 +172,7 @@ static void to_all(const char *fn, void *dest, const void *source, int nreduce,
             memcpy(acc, src, bytes);
         } else {
             const void *two[2] = {acc, src};
-            r.fn(acc, two, 2, (size_t)nreduce, 0);
+            sym__reduce1(&r, acc, two, 2, (size_t)nreduce, 0);
         }
     }
     aset_sync(&a, pSync);

@@ -74,8 +74,16 @@ static size_t oneshot_capacity(shmem_team_t t) {
 /* The tuning table: the largest message (bytes) oneshot takes, by team size,
  * on one host. Measured with symbench allreduce (docs/performance.md). */
 static size_t oneshot_limit(shmem_team_t t) {
+    static size_t env_limit; /* SYMTRAIN_ONESHOT_MAX overrides the table (benchmarks) */
+    static int env_read;
+    if (!env_read) {
+        env_limit = getenv("SYMTRAIN_ONESHOT_MAX") ? sym__env_size("SYMTRAIN_ONESHOT_MAX", 0)
+                                                   : SIZE_MAX;
+        env_read = 1;
+    }
     size_t cap = oneshot_capacity(t);
-    size_t lim = t->size <= 2 ? 32768 : t->size <= 4 ? 16384 : 4096;
+    size_t lim = t->size <= 2 ? 512 : t->size <= 4 ? 1024 : 256;
+    if (env_limit != SIZE_MAX) lim = env_limit;
     return lim < cap ? lim : cap;
 }
 
@@ -104,13 +112,17 @@ static void oneshot(shmem_team_t t, void *dest, const void *source, size_t count
         sym__coll_wait(t, k, SYM_COLL_READY, round);
         in[k] = inbox_slot(t, round, k);
     }
-    r->fn(dest, in, n, count, r->avg ? n : 0);
+    sym__reduce1(r, dest, in, n, count, r->avg ? n : 0);
 }
 
 /* ---- direct ---- */
 
+/* Messages at least this large (all buffers together far beyond the last-level
+ * cache) are stored with non-temporal writes. */
+#define STREAM_MIN_BYTES ((size_t)8 << 20)
+
 static void direct(shmem_team_t t, void *dest, const void *source, size_t count,
-                   const sym_redop_t *r, const void **in) {
+                   const sym_redop_t *r, const void **in, void **out) {
     int n = t->size, me = t->me;
     size_t es = r->esize;
     int src_sym = sym__is_symmetric(source, count * es);
@@ -131,15 +143,12 @@ static void direct(shmem_team_t t, void *dest, const void *source, size_t count,
             in[k] = (const char *)sym__coll_peer(t, k, src_sym ? (const char *)source + off * es
                                                               : stage_in) +
                     lo * es;
-        if (len && dst_sym) {
+        if (len && dst_sym) { /* one pass: the result goes to every member's dest */
             char *res = (char *)dest + (off + lo) * es;
-            r->fn(res, in, n, len, r->avg ? n : 0);
-            for (int k = 1; k < n; k++) {
-                int m = (me + k) % n;
-                memcpy(sym__coll_peer(t, m, res), res, len * es);
-            }
+            for (int k = 0; k < n; k++) out[k] = sym__coll_peer(t, (me + k) % n, res);
+            r->fn(out, n, in, n, len, r->avg ? n : 0, count * es >= STREAM_MIN_BYTES);
         } else if (len) {
-            r->fn(stage_out + lo * es, in, n, len, r->avg ? n : 0);
+            sym__reduce1(r, stage_out + lo * es, in, n, len, r->avg ? n : 0);
         }
         sym__coll_signal_all(t, SYM_COLL_DONE, round);
         sym__coll_wait_all(t, SYM_COLL_DONE, round);
@@ -212,7 +221,7 @@ static void ring(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r)
                 sym__coll_wait(t, left, SYM_COLL_READY, seq);
                 if (phase == 0) {
                     const void *in2[2] = {d + rlo * es, slot};
-                    r->fn(d + rlo * es, in2, 2, rlen, 0);
+                    sym__reduce1(r, d + rlo * es, in2, 2, rlen, 0);
                 } else {
                     memcpy(d + rlo * es, slot, rlen * es);
                 }
@@ -222,7 +231,7 @@ static void ring(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r)
                 size_t lo, len;
                 shmemx_block_range(count, n, (me + 1) % n, &lo, &len);
                 const void *in1[1] = {d + lo * es};
-                r->fn(d + lo * es, in1, 1, len, n);
+                sym__reduce1(r, d + lo * es, in1, 1, len, n);
             }
         }
     }
@@ -273,7 +282,7 @@ static void rd(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r) {
                 const char *box = rd_recv_open(t, me - 1, SEQ(0, g));
                 rd_recv_wait(t, me - 1, SEQ(0, g));
                 const void *in2[2] = {box, d + lo * es}; /* lower member first */
-                r->fn(d + lo * es, in2, 2, len, 0);
+                sym__reduce1(r, d + lo * es, in2, 2, len, 0);
             }
         }
     }
@@ -289,7 +298,7 @@ static void rd(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r) {
                 rd_recv_wait(t, partner, seq);
                 const void *in2[2] = {vrank < vp ? (const void *)(d + lo * es) : box,
                                       vrank < vp ? (const void *)box : d + lo * es};
-                r->fn(d + lo * es, in2, 2, len, 0);
+                sym__reduce1(r, d + lo * es, in2, 2, len, 0);
             }
         }
     }
@@ -311,7 +320,7 @@ static void rd(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r) {
     t->coll_round = base + (uint64_t)(2 + steps) * nseg;
     if (r->avg) {
         const void *in1[1] = {d};
-        r->fn(d, in1, 1, count, n);
+        sym__reduce1(r, d, in1, 1, count, n);
     }
     sync_all(t, SYM_COLL_DONE);
 }
@@ -324,7 +333,7 @@ int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
     if (count == 0) return 0;
     if (n == 1) {
         const void *in1[1] = {source};
-        r->fn(dest, in1, 1, count, 0);
+        sym__reduce1(r, dest, in1, 1, count, 0);
         return 0;
     }
     if (n > SYM_COLL_MAX_MEMBERS) {
@@ -343,15 +352,23 @@ int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
             algo = bytes <= 65536 ? SHMEMX_ALGO_RD : SHMEMX_ALGO_RING;
     }
 
-    const void *small[16];
-    const void **in = n <= 16 ? small : malloc((size_t)n * sizeof *in);
-    if (!in) return SHMEMX_ENOMEM;
+    const void *small_in[16];
+    void *small_out[16];
+    const void **in = n <= 16 ? small_in : malloc((size_t)n * sizeof *in);
+    void **out = n <= 16 ? small_out : malloc((size_t)n * sizeof *out);
+    if (!in || !out) {
+        if (n > 16) {
+            free(in);
+            free(out);
+        }
+        return SHMEMX_ENOMEM;
+    }
     switch (algo) {
     case SHMEMX_ALGO_DIRECT:
         if (bytes <= oneshot_limit(t))
             oneshot(t, dest, source, count, r, in);
         else
-            direct(t, dest, source, count, r, in);
+            direct(t, dest, source, count, r, in, out);
         break;
     case SHMEMX_ALGO_RING:
     case SHMEMX_ALGO_RD:
@@ -363,6 +380,9 @@ int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
         break;
     default: break;
     }
-    if (in != small) free(in);
+    if (n > 16) {
+        free(in);
+        free(out);
+    }
     return 0;
 }

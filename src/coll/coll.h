@@ -26,11 +26,15 @@ typedef enum { SYM_SUM, SYM_PROD, SYM_MIN, SYM_MAX, SYM_AND, SYM_OR, SYM_XOR, SY
 
 extern const size_t sym__dtype_size[SYM_NTYPES];
 
-/* out[i] = in[0][i] op in[1][i] op ... op in[nin-1][i] for i < n, inputs taken in
+/* r[i] = in[0][i] op in[1][i] op ... op in[nin-1][i] for i < n, inputs taken in
  * that order (so every PE that reduces the same inputs gets the same bits);
- * then, when avg_n > 0, out[i] /= avg_n. out may be one of the inputs.
- * Half types are accumulated in fp32 and rounded once. */
-typedef void (*sym_reduce_fn)(void *out, const void *const *in, int nin, size_t n, int avg_n);
+ * then, when avg_n > 0, r[i] /= avg_n; r is stored to each of out[0..nout)
+ * (a block at a time, so extra copies cost no extra pass). An output may be
+ * one of the inputs. Half types are accumulated in fp32 and rounded once. */
+typedef void (*sym_reduce_fn)(void *const *out, int nout, const void *const *in, int nin,
+                              size_t n, int avg_n, int stream);
+/* stream != 0: store with non-temporal writes, for outputs far larger than the
+ * caches (saves the read-for-ownership of every output line). */
 
 /* The kernel for (dtype, op), or NULL if the standard defines no such pair. */
 sym_reduce_fn sym__reduce_kernel(sym_dtype_t dtype, sym_op_t op);
@@ -46,6 +50,13 @@ typedef struct {
 } sym_redop_t;
 
 int sym__redop(sym_redop_t *r, sym_dtype_t dtype, sym_op_t op, int avg);
+
+/* The common case: one output. */
+static inline void sym__reduce1(const sym_redop_t *r, void *out, const void *const *in, int nin,
+                                size_t n, int avg_n) {
+    void *o[1] = {out};
+    r->fn(o, 1, in, nin, n, avg_n, 0);
+}
 
 /* ---- synchronisation words in a team's slot ---- */
 

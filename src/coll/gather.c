@@ -30,7 +30,7 @@ int sym__reduce_scatter(shmem_team_t t, void *dest, const void *source, size_t c
     if (count == 0) return 0;
     if (n == 1) {
         const void *in1[1] = {source};
-        r->fn(dest, in1, 1, count, 0);
+        sym__reduce1(r, dest, in1, 1, count, 0);
         return 0;
     }
     int src_sym = sym__is_symmetric(source, count * es);
@@ -70,7 +70,7 @@ int sym__reduce_scatter(shmem_team_t t, void *dest, const void *source, size_t c
                     in[k] = tmp + (size_t)k * piece * es;
                 }
             }
-            r->fn((char *)dest + p0 * es, in, n, m, r->avg ? n : 0);
+            sym__reduce1(r, (char *)dest + p0 * es, in, n, m, r->avg ? n : 0);
         }
         sync_all(t, SYM_COLL_DONE, ++t->coll_round);
     }

@@ -23,6 +23,38 @@
 #define SYM_CLONES
 #endif
 
+/* Copy a finished block to an output: plain stores, or (stream) non-temporal
+ * 32-byte stores for the aligned middle. */
+#if defined(__x86_64__)
+#include <immintrin.h>
+__attribute__((target("avx"))) static void store_stream(char *dst, const char *src, size_t len) {
+    size_t head = (32 - ((uintptr_t)dst & 31)) & 31;
+    if (head > len) head = len;
+    memcpy(dst, src, head);
+    size_t i = head;
+    for (; i + 32 <= len; i += 32)
+        _mm256_stream_si256((__m256i *)(dst + i), _mm256_loadu_si256((const __m256i *)(src + i)));
+    memcpy(dst + i, src + i, len - i);
+}
+static int have_avx;
+__attribute__((constructor)) static void detect_avx(void) { have_avx = __builtin_cpu_supports("avx"); }
+static inline void store_block(void *dst, const void *src, size_t len, int stream) {
+    if (stream && have_avx)
+        store_stream(dst, src, len);
+    else
+        memcpy(dst, src, len);
+}
+static inline void store_done(int stream) {
+    if (stream) _mm_sfence(); /* streamed stores are ordered before what follows */
+}
+#else
+static inline void store_block(void *dst, const void *src, size_t len, int stream) {
+    (void)stream;
+    memcpy(dst, src, len);
+}
+static inline void store_done(int stream) { (void)stream; }
+#endif
+
 #define OP_SUM(a, b) ((a) + (b))
 #define OP_PROD(a, b) ((a) * (b))
 #define OP_MIN(a, b) ((b) < (a) ? (b) : (a))
@@ -33,9 +65,8 @@
 
 /* A kernel for element type T whose values combine with OP. */
 #define KERNEL(name, T, OP)                                                          \
-    SYM_CLONES static void name(void *out, const void *const *in, int nin, size_t n, \
-                                int avg_n) {                                         \
-        T *o = out;                                                                  \
+    SYM_CLONES static void name(void *const *out, int nout, const void *const *in,   \
+                                int nin, size_t n, int avg_n, int stream) {          \
         for (size_t b = 0; b < n; b += BLK) {                                        \
             size_t m = n - b < BLK ? n - b : BLK;                                    \
             T acc[BLK];                                                              \
@@ -52,8 +83,10 @@
             }                                                                        \
             if (avg_n > 0)                                                           \
                 for (size_t j = 0; j < m; j++) acc[j] = (T)(acc[j] / (T)avg_n);      \
-            memcpy(o + b, acc, m * sizeof(T));                                       \
+            for (int q = 0; q < nout; q++)                                           \
+                store_block((T *)out[q] + b, acc, m * sizeof(T), stream);            \
         }                                                                            \
+        store_done(stream);                                                          \
     }
 
 /* Integer types: every operation. */
@@ -109,7 +142,6 @@ static void f16_narrow_sw(uint16_t *dst, const float *src, size_t m) {
 }
 
 #if defined(__x86_64__)
-#include <immintrin.h>
 __attribute__((target("avx,f16c"))) static void f16_widen_hw(float *dst, const uint16_t *src,
                                                              size_t m) {
     size_t j = 0;
@@ -140,9 +172,8 @@ __attribute__((constructor)) static void pick_f16_path(void) {
 }
 
 #define HALF_KERNEL(name, WIDEN, NARROW, OP)                                         \
-    SYM_CLONES static void name(void *out, const void *const *in, int nin, size_t n, \
-                                int avg_n) {                                         \
-        uint16_t *o = out;                                                           \
+    SYM_CLONES static void name(void *const *out, int nout, const void *const *in,   \
+                                int nin, size_t n, int avg_n, int stream) {          \
         for (size_t b = 0; b < n; b += BLK) {                                        \
             size_t m = n - b < BLK ? n - b : BLK;                                    \
             float acc[BLK], x[BLK];                                                  \
@@ -153,8 +184,12 @@ __attribute__((constructor)) static void pick_f16_path(void) {
             }                                                                        \
             if (avg_n > 0)                                                           \
                 for (size_t j = 0; j < m; j++) acc[j] /= (float)avg_n;               \
-            NARROW(o + b, acc, m);                                                   \
+            uint16_t h[BLK];                                                         \
+            NARROW(h, acc, m);                                                       \
+            for (int q = 0; q < nout; q++)                                           \
+                store_block((uint16_t *)out[q] + b, h, m * 2, stream);               \
         }                                                                            \
+        store_done(stream);                                                          \
     }
 #define HALF_KERNELS(tag, WIDEN, NARROW)                                             \
     HALF_KERNEL(tag##_sum, WIDEN, NARROW, OP_SUM)                                    \
