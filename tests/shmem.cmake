@@ -59,3 +59,8 @@ shmem_pe_run(shmem_amo shmem_amo)
 # wait_until / test in every form and type, status masks, remote wake-up.
 shmem_pe_exe(shmem_wait)
 shmem_pe_run(shmem_wait shmem_wait)
+
+# put_signal in every form (SET/ADD, nbi, ctx, generic), signal_fetch,
+# signal_wait_until with every comparison, many PEs adding into one signal.
+shmem_pe_exe(shmem_signal)
+shmem_pe_run(shmem_signal shmem_signal)
