@@ -1,0 +1,103 @@
+/*
+ * symtrain/ckpt.h — checkpoints: crash-safe directories written in the
+ * background, and finding the newest good one.
+ *
+ * A checkpoint is a directory DIR/step-NNNNNNNN/ holding data files (model.bin,
+ * optim.bin, ...) and manifest.json: the training position (step, epoch,
+ * sample), RNG states, world size, model config, and each file's size and
+ * CRC32C. It is written under a temporary name, every file and the directory
+ * fsync'd, then renamed into place and the parent fsync'd: a crash leaves
+ * either a whole checkpoint or a temporary directory that readers ignore.
+ * The newest `keep` checkpoints are kept; older ones are removed.
+ *
+ * sym_ckpt_save copies what it is given (an in-memory snapshot) and returns;
+ * a background thread writes it, so training does not wait for the disk.
+ */
+#ifndef SYMTRAIN_CKPT_H
+#define SYMTRAIN_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SYM_CKPT_MAX_FILES 4
+
+typedef struct {
+    int64_t step;          /* optimizer steps taken */
+    int64_t epoch;         /* the epoch the next step belongs to */
+    int64_t sample;        /* samples of that epoch already consumed */
+    int world_size;        /* PEs of the run that wrote it */
+    int global_batch;
+    uint64_t seed;
+    uint64_t data_key;     /* the permutation stream of `epoch` */
+    uint64_t data_counter; /* its draws taken (the shuffle is whole) */
+    uint64_t dropout_key;  /* the first dropout layer's stream; counter = step */
+    char model[128];       /* "mlp:784-512-256-10" */
+    char activation[16];
+    float dropout;
+    uint64_t params;
+    char optimizer[16];
+    uint64_t optim_steps;
+    char dataset[64];
+    int64_t train_samples;
+} sym_ckpt_meta_t;
+
+typedef struct {
+    char name[32];     /* a plain file name: [A-Za-z0-9._-]+ */
+    const void *data;
+    size_t size;
+    uint32_t crc32c;   /* filled in on load (and by the writer) */
+} sym_ckpt_file_t;
+
+/* ---- writing ---- */
+
+typedef struct sym_ckpt_writer sym_ckpt_writer_t; /* opaque */
+
+/* Write into `dir` (created if missing), keeping the newest `keep` (>= 1). */
+int sym_ckpt_writer_create(const char *dir, int keep, sym_ckpt_writer_t **out);
+/* Snapshot meta and files and hand them to the writer thread. A save still in
+ * progress is waited for first; its status is returned (0 or a SYM_E* code,
+ * with sym_last_error saying what went wrong), so failures are not lost. */
+int sym_ckpt_save(sym_ckpt_writer_t *w, const sym_ckpt_meta_t *meta,
+                  const sym_ckpt_file_t *files, int nfiles);
+/* Wait until nothing is being written; the last save's status. */
+int sym_ckpt_wait(sym_ckpt_writer_t *w);
+/* The path of the last checkpoint written completely ("" if none). */
+const char *sym_ckpt_last_path(const sym_ckpt_writer_t *w);
+/* Wait, stop the thread, free. */
+void sym_ckpt_writer_destroy(sym_ckpt_writer_t *w);
+
+/* The same, synchronously, in the calling thread: write one checkpoint
+ * directory under `dir` and prune to `keep`. */
+int sym_ckpt_write(const char *dir, int keep, const sym_ckpt_meta_t *meta,
+                   const sym_ckpt_file_t *files, int nfiles, char *path, size_t path_len);
+
+/* ---- reading ---- */
+
+typedef struct {
+    char path[4096];
+    sym_ckpt_meta_t meta;
+    int nfiles;
+    sym_ckpt_file_t files[SYM_CKPT_MAX_FILES]; /* data owned by the checkpoint */
+} sym_ckpt_t;
+
+/* Read and verify one checkpoint directory: SYM_ECORRUPT (a file's size or
+ * CRC32C differs from the manifest, or the manifest is unreadable), SYM_ENOENT. */
+int sym_ckpt_load(const char *path, sym_ckpt_t *out);
+/* Load the newest checkpoint in `dir` that verifies. For each newer one that
+ * does not, report (may be NULL) is called with a sentence naming it and the
+ * cause. SYM_ENOENT when `dir` holds no good checkpoint. */
+int sym_ckpt_load_latest(const char *dir, sym_ckpt_t *out,
+                         void (*report)(void *user, const char *msg), void *user);
+/* The file named `name`, or NULL. */
+const sym_ckpt_file_t *sym_ckpt_file(const sym_ckpt_t *ck, const char *name);
+void sym_ckpt_release(sym_ckpt_t *ck);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,29 @@
+/*
+ * symtrain/symtrain.h — the training stack in one include.
+ *
+ *   error.h    status codes, sym_strerror, sym_last_error
+ *   tensor.h   tensors, memory pools (private and symmetric), matrix products
+ *   rng.h      counter-based random streams
+ *   nn.h       layers (linear, ReLU, GELU, dropout), softmax cross-entropy, MLP
+ *   optim.h    SGD + momentum, AdamW, warmup + cosine schedule, clipping
+ *   data.h     Fashion-MNIST / generated data sets, the sharded loader
+ *   dist.h     data parallelism: bucketed, overlapped gradient all-reduce
+ *   ckpt.h     crash-safe checkpoints, written in the background
+ *   metrics.h  the per-step metrics file and its SVG plot
+ *   train.h    the training loop behind `symtrain train`
+ */
+#ifndef SYMTRAIN_SYMTRAIN_H
+#define SYMTRAIN_SYMTRAIN_H
+
+#include "ckpt.h"
+#include "data.h"
+#include "dist.h"
+#include "error.h"
+#include "metrics.h"
+#include "nn.h"
+#include "optim.h"
+#include "rng.h"
+#include "tensor.h"
+#include "train.h"
+
+#endif

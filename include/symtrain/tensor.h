@@ -1,0 +1,105 @@
+/*
+ * symtrain/tensor.h — tensors, the memory pools they live in, matrix products.
+ *
+ * A sym_tensor_t is a plain descriptor: a data pointer, a shape and strides (in
+ * elements), a dtype (fp32 for now) and a device (the CPU for now). It owns its
+ * memory only when it came from sym_tensor_alloc; views (sym_tensor_view,
+ * sym_tensor_rows, sym_tensor_t2) share their parent's memory.
+ *
+ * Memory comes from pools. A pool is one region carved up by the deterministic
+ * buddy allocator (src/util/buddy.h): private pools take their region from
+ * malloc, symmetric pools from shmem_malloc. Creating a symmetric pool is
+ * collective, and since every PE makes the same allocations in the same order,
+ * every tensor in it sits at the same offset on every PE — which is what lets
+ * the gradient all-reduce run in place on symmetric memory.
+ *
+ * Matrix products use OpenBLAS's cblas_sgemm when the build found it, and a
+ * cache-blocked kernel otherwise (sym_blas_name says which).
+ */
+#ifndef SYMTRAIN_TENSOR_H
+#define SYMTRAIN_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SYM_MAX_DIMS 4
+
+typedef enum { SYM_F32 = 0 } sym_dtype_t;
+typedef enum { SYM_CPU = 0 } sym_device_t;
+
+/* ---- pools ---- */
+
+typedef struct sym_pool sym_pool_t; /* opaque */
+
+/* A pool of `bytes` (rounded up to 64) named `name` (used in messages).
+ * symmetric != 0: the region comes from shmem_malloc, so this call is
+ * collective (every PE, same arguments). Returns 0 or a SYM_E* code. */
+int sym_pool_create(const char *name, size_t bytes, int symmetric, sym_pool_t **out);
+/* Free the region (collective for a symmetric pool). NULL is ignored. */
+void sym_pool_destroy(sym_pool_t *pool);
+/* `bytes` of zeroed memory, 64-byte aligned; NULL (and sym_last_error says
+ * how full the pool is) when no block is large enough. */
+void *sym_pool_alloc(sym_pool_t *pool, size_t bytes);
+/* Give back memory from sym_pool_alloc. Returns 0, or SYM_EINVAL if `ptr`
+ * is not a live allocation of this pool. */
+int sym_pool_free(sym_pool_t *pool, void *ptr);
+size_t sym_pool_size(const sym_pool_t *pool);
+size_t sym_pool_free_bytes(const sym_pool_t *pool);
+int sym_pool_is_symmetric(const sym_pool_t *pool);
+/* The pool's region: [base, base + sym_pool_size). */
+void *sym_pool_base(const sym_pool_t *pool);
+
+/* ---- tensors ---- */
+
+typedef struct {
+    float *data;
+    int ndim;
+    int64_t shape[SYM_MAX_DIMS];
+    int64_t stride[SYM_MAX_DIMS]; /* elements between neighbours along each dim */
+    sym_dtype_t dtype;
+    sym_device_t device;
+    sym_pool_t *pool; /* the owner when allocated; NULL for a view */
+    void *data_slot;  /* for the user; the library never touches it */
+} sym_tensor_t;
+
+/* A contiguous zeroed tensor of `shape` (ndim 1..SYM_MAX_DIMS) from `pool`. */
+int sym_tensor_alloc(sym_tensor_t *t, sym_pool_t *pool, int ndim, const int64_t *shape);
+/* Return an allocated tensor's memory to its pool; a view is just cleared. */
+void sym_tensor_free(sym_tensor_t *t);
+/* A contiguous view of existing memory. */
+sym_tensor_t sym_tensor_view(float *data, int ndim, const int64_t *shape);
+/* The 2-D contiguous view data (rows, cols), the common case. */
+sym_tensor_t sym_tensor_2d(float *data, int64_t rows, int64_t cols);
+/* Rows [first, first + count) of a 2-D tensor, as a view. */
+sym_tensor_t sym_tensor_rows(const sym_tensor_t *t, int64_t first, int64_t count);
+/* The transpose of a 2-D tensor, as a view (strides swapped, no copy). */
+sym_tensor_t sym_tensor_t2(const sym_tensor_t *t);
+int64_t sym_tensor_numel(const sym_tensor_t *t);
+int sym_tensor_is_contiguous(const sym_tensor_t *t);
+
+/* ---- matrix products ---- */
+
+/* Row-major C (m,n) = alpha * op(A) (m,k) * op(B) (k,n) + beta * C, where op(X)
+ * is X or its transpose (ta / tb != 0); lda, ldb, ldc are row strides of A, B, C
+ * as stored. beta == 0 overwrites C (NaNs in it do not leak through). */
+void sym_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *A, int lda,
+              const float *B, int ldb, float beta, float *C, int ldc);
+/* c = alpha * a @ b + beta * c for 2-D tensors. Each of a, b may be a
+ * transposed view (unit stride along dim 0) or row-major (unit stride along
+ * dim 1); c must be row-major. Returns 0 or SYM_EINVAL (shapes or layouts). */
+int sym_matmul(sym_tensor_t *c, const sym_tensor_t *a, const sym_tensor_t *b, float alpha,
+               float beta);
+/* "OpenBLAS 0.3.21 (cblas_sgemm)" or "built-in blocked kernel". */
+const char *sym_blas_name(void);
+/* Threads a matrix product may use (OpenBLAS); the built-in kernel uses one. */
+void sym_blas_set_threads(int threads);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * symtrain/train.h — the data-parallel training loop behind `symtrain train`.
+ *
+ * Every PE runs sym_train_run with the same config after shmem_init. Each step:
+ * gather this PE's block of the global batch, forward, loss, backward with the
+ * gradient buckets all-reduced as they become ready, clip, one optimizer step.
+ * Weights stay identical on every PE (same init, same averaged gradients), so
+ * PE 0 alone prints, writes the metrics file and writes checkpoints.
+ *
+ * SIGTERM or SIGINT: the PEs agree (a flag travels with the gradients), finish
+ * the step, PE 0 saves a checkpoint, and sym_train_run returns normally.
+ */
+#ifndef SYMTRAIN_TRAIN_H
+#define SYMTRAIN_TRAIN_H
+
+#include <stdint.h>
+
+#include "nn.h"
+#include "optim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    /* model */
+    sym_model_config_t model;
+    /* data */
+    const char *data_dir;   /* NULL: SYM_FASHION_MNIST_DIR, falling back to generated */
+    int generated;          /* use the generated data set */
+    int64_t train_samples;  /* use the first N training samples (0 = all) */
+    int64_t test_samples;   /* evaluate on the first N test samples (0 = all) */
+    /* schedule */
+    int epochs;
+    int global_batch;
+    int64_t max_steps;      /* stop after this many steps in all (0 = no limit) */
+    sym_optim_config_t optim;
+    float lr;               /* peak */
+    float final_lr_ratio;   /* the cosine ends at lr * this */
+    float warmup_epochs;    /* warmup length, in epochs (fractions allowed) */
+    float clip;             /* max global gradient norm (0 = off) */
+    double bucket_mb;       /* gradient bucket size */
+    int threads;            /* BLAS threads per PE (0 = cores / PEs on this host) */
+    /* checkpoints */
+    const char *ckpt_dir;   /* NULL: no checkpoints */
+    double ckpt_every_s;    /* 0 = not by time */
+    int64_t ckpt_steps;     /* 0 = not by step count */
+    int ckpt_keep;
+    int resume;
+    /* what a person sees */
+    const char *metrics_path;
+    double log_interval_s;  /* progress lines when stdout is not a terminal */
+    int quiet;              /* no progress output (errors still print) */
+} sym_train_config_t;
+
+typedef struct {
+    int64_t steps;          /* steps done in all (including before a resume) */
+    int64_t epochs_done;
+    double test_acc;        /* after the last epoch; -1 if not evaluated */
+    double test_loss;
+    double seconds;         /* wall time of this run */
+    int stopped;            /* ended early by SIGTERM / SIGINT */
+    char checkpoint[4096];  /* the last checkpoint written ("" if none) */
+} sym_train_result_t;
+
+/* The defaults of `symtrain train`. */
+void sym_train_defaults(sym_train_config_t *cfg);
+/* Check a config; SYM_EINVAL with sym_last_error saying which option is wrong. */
+int sym_train_validate(const sym_train_config_t *cfg, int npes);
+/* Train. Call on every PE, after shmem_init. Returns 0 or a SYM_E* code; on
+ * error the message has been printed (once, by PE 0 when every PE sees it). */
+int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

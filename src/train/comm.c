@@ -1,0 +1,33 @@
+/*
+ * comm.c — the one file of the training stack that calls the training
+ * collectives (shmemx_allreduce and friends, src/coll): the models and the
+ * trainer see these three calls and never a transport.
+ */
+#include <shmem.h>
+#include <shmemx.h>
+
+#include "internal.h"
+
+int sym__comm_avg_start(float *x, size_t n, sym__req_t *req) {
+    int rc = shmemx_allreduce_nb(SHMEM_TEAM_WORLD, x, x, n, SHMEMX_FLOAT32, SHMEMX_AVG, req);
+    if (rc)
+        return sym__error(SYM_ECOMM, "shmemx_allreduce_nb of %zu floats failed: %s", n,
+                          shmemx_strerror(rc));
+    return SYM_OK;
+}
+
+int sym__comm_wait(sym__req_t req) {
+    int rc = shmemx_req_wait(req);
+    if (rc)
+        return sym__error(SYM_ECOMM, "an all-reduce of the gradients failed: %s",
+                          shmemx_strerror(rc));
+    return SYM_OK;
+}
+
+int sym__comm_sum(float *x, size_t n) {
+    int rc = shmemx_allreduce(SHMEM_TEAM_WORLD, x, x, n, SHMEMX_FLOAT32, SHMEMX_SUM);
+    if (rc)
+        return sym__error(SYM_ECOMM, "shmemx_allreduce of %zu floats failed: %s", n,
+                          shmemx_strerror(rc));
+    return SYM_OK;
+}

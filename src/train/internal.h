@@ -1,0 +1,73 @@
+/*
+ * internal.h — what the files of src/train share and nothing else sees: the
+ * error recorder behind sym_last_error, the built-in matrix kernel (tests
+ * compare it with OpenBLAS), the small JSON reader/writer used by checkpoint
+ * manifests, metrics and plots, and the comm seam (the one file that calls the
+ * training collectives).
+ */
+#ifndef SYM_TRAIN_INTERNAL_H
+#define SYM_TRAIN_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <symtrain/error.h>
+
+/* ---- errors ---- */
+
+/* Record `code`'s sentence for sym_last_error and return code. */
+int sym__error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- the built-in matrix kernel (same contract as sym_gemm) ---- */
+
+void sym__gemm_blocked(int ta, int tb, int m, int n, int k, float alpha, const float *A,
+                       int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
+/* ---- comm: the training collectives (src/coll) as the trainer uses them ---- */
+
+typedef struct shmemx_req *sym__req_t;
+/* Start x (n floats, symmetric) = average over all PEs, in place. */
+int sym__comm_avg_start(float *x, size_t n, sym__req_t *req);
+int sym__comm_wait(sym__req_t req);
+/* Blocking sum over all PEs, in place (x symmetric). */
+int sym__comm_sum(float *x, size_t n);
+
+/* ---- JSON ---- */
+
+typedef enum { SYM_JNULL, SYM_JBOOL, SYM_JNUM, SYM_JSTR, SYM_JARR, SYM_JOBJ } sym_jtype_t;
+
+typedef struct sym_json {
+    sym_jtype_t type;
+    char *key;              /* member name inside an object */
+    char *str;              /* string value, or a number's text */
+    double num;             /* number value (also bool: 0 / 1) */
+    struct sym_json *child; /* first element / member */
+    struct sym_json *next;  /* next sibling */
+} sym_json_t;
+
+/* Parse text[0..len) as one JSON value. NULL on malformed input, with *err
+ * (may be NULL) set to a short description and where. */
+sym_json_t *sym__json_parse(const char *text, size_t len, char *err, size_t err_len);
+void sym__json_free(sym_json_t *j);
+/* Member `key` of an object, or NULL. */
+const sym_json_t *sym__json_get(const sym_json_t *obj, const char *key);
+/* Typed getters: 0 on success, -1 when missing or of another type. Integers
+ * are read from the number's text, so 64-bit values survive. */
+int sym__json_i64(const sym_json_t *obj, const char *key, int64_t *out);
+int sym__json_u64(const sym_json_t *obj, const char *key, uint64_t *out);
+int sym__json_num(const sym_json_t *obj, const char *key, double *out);
+int sym__json_str(const sym_json_t *obj, const char *key, char *out, size_t len);
+
+/* A growing text buffer for writing JSON. */
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int failed; /* an allocation failed: the text is incomplete */
+} sym_jbuf_t;
+
+void sym__jbuf_printf(sym_jbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append s as a quoted, escaped JSON string. */
+void sym__jbuf_string(sym_jbuf_t *b, const char *s);
+void sym__jbuf_free(sym_jbuf_t *b);
+
+#endif

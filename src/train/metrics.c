@@ -1,0 +1,72 @@
+/*
+ * metrics.c — the metrics file: one JSON object per line, appended and flushed
+ * line by line, so a plot or a test can read it while training runs.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <symtrain/metrics.h>
+
+#include "internal.h"
+
+struct sym_metrics {
+    FILE *f;
+    char path[4096];
+    int failed;
+};
+
+int sym_metrics_open(const char *path, sym_metrics_t **out) {
+    *out = NULL;
+    sym_metrics_t *m = calloc(1, sizeof *m);
+    if (!m) return sym__error(SYM_ENOMEM, "out of memory");
+    m->f = fopen(path, "a");
+    if (!m->f) {
+        int e = errno;
+        free(m);
+        return sym__error(SYM_EIO, "cannot open metrics file %s: %s", path, strerror(e));
+    }
+    setvbuf(m->f, NULL, _IOLBF, 0);
+    snprintf(m->path, sizeof m->path, "%s", path);
+    *out = m;
+    return SYM_OK;
+}
+
+static int done(sym_metrics_t *m, int n) {
+    if (n < 0 || ferror(m->f)) {
+        if (!m->failed)
+            sym__error(SYM_EIO, "cannot write metrics file %s: %s", m->path, strerror(errno));
+        m->failed = 1;
+        return SYM_EIO;
+    }
+    return SYM_OK;
+}
+
+int sym_metrics_step(sym_metrics_t *m, const sym_step_record_t *r) {
+    int n = fprintf(m->f,
+                    "{\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.6g,"
+                    "\"samples_per_s\":%.1f,\"compute_s\":%.6f,\"comm_s\":%.6f,"
+                    "\"bytes_allreduced\":%llu}\n",
+                    (long long)r->step, (long long)r->epoch, (double)r->loss, (double)r->lr,
+                    r->grad_norm, r->samples_per_s, r->compute_s, r->comm_s,
+                    (unsigned long long)r->bytes_allreduced);
+    return done(m, n);
+}
+
+int sym_metrics_eval(sym_metrics_t *m, int64_t step, int64_t epoch, double test_loss,
+                     double test_acc) {
+    int n = fprintf(m->f, "{\"eval\":1,\"step\":%lld,\"epoch\":%lld,\"test_loss\":%.6f,"
+                          "\"test_acc\":%.6f}\n",
+                    (long long)step, (long long)epoch, test_loss, test_acc);
+    return done(m, n);
+}
+
+int sym_metrics_close(sym_metrics_t *m) {
+    if (!m) return SYM_OK;
+    int rc = m->failed ? SYM_EIO : SYM_OK;
+    if (fclose(m->f) != 0 && !rc) rc = sym__error(SYM_EIO, "cannot write metrics file %s: %s",
+                                                  m->path, strerror(errno));
+    free(m);
+    return rc;
+}

@@ -1,0 +1,111 @@
+/*
+ * pool.c — memory pools for tensors: one region, carved up by the buddy
+ * allocator of src/util/buddy.h.
+ *
+ * A private pool's region comes from aligned_alloc; a symmetric pool's from
+ * shmem_align, so creating and destroying one is collective. Allocation inside
+ * a pool is local, and deterministic: PEs that make the same calls in the same
+ * order get the same offsets, so a tensor in a symmetric pool is itself
+ * symmetric (same offset from the pool base on every PE).
+ */
+#include <shmem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <symtrain/tensor.h>
+
+#include "../util/buddy.h"
+#include "../util/util.h"
+#include "internal.h"
+
+#define POOL_ALIGN 64
+
+struct sym_pool {
+    char name[32];
+    char *base;
+    size_t size;
+    int symmetric;
+    sym_buddy_t buddy;
+};
+
+/* ---- creation ---- */
+
+int sym_pool_create(const char *name, size_t bytes, int symmetric, sym_pool_t **out) {
+    *out = NULL;
+    sym_pool_t *p = calloc(1, sizeof *p);
+    if (!p) return sym__error(SYM_ENOMEM, "out of memory creating pool '%s'", name);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    size_t size = SYM_ALIGN_UP(bytes ? bytes : 1, SYM_BUDDY_MIN);
+    p->size = size;
+    p->symmetric = symmetric;
+    if (symmetric) {
+        p->base = shmem_align(POOL_ALIGN, size);
+        if (!p->base) {
+            char want[32];
+            free(p);
+            return sym__error(SYM_ENOMEM,
+                              "the symmetric heap has no room for pool '%s' (%s); raise "
+                              "SYMTRAIN_SYMMETRIC_SIZE (default 512M)",
+                              name, sym__fmt_size(size, want, sizeof want));
+        }
+    } else {
+        p->base = aligned_alloc(POOL_ALIGN, size);
+        if (!p->base) {
+            char want[32];
+            free(p);
+            return sym__error(SYM_ENOMEM, "out of memory for pool '%s' (%s)", name,
+                              sym__fmt_size(size, want, sizeof want));
+        }
+    }
+    if (sym_buddy_init(&p->buddy, size)) {
+        if (symmetric)
+            shmem_free(p->base);
+        else
+            free(p->base);
+        free(p);
+        return sym__error(SYM_ENOMEM, "out of memory for the bookkeeping of pool '%s'", name);
+    }
+    *out = p;
+    return SYM_OK;
+}
+
+void sym_pool_destroy(sym_pool_t *p) {
+    if (!p) return;
+    sym_buddy_fini(&p->buddy);
+    if (p->symmetric)
+        shmem_free(p->base);
+    else
+        free(p->base);
+    free(p);
+}
+
+/* ---- allocation ---- */
+
+void *sym_pool_alloc(sym_pool_t *p, size_t bytes) {
+    uint64_t off = sym_buddy_alloc(&p->buddy, bytes ? bytes : 1, POOL_ALIGN);
+    if (off == SYM_BUDDY_EMPTY) {
+        char want[32], have[32], big[32];
+        sym__error(SYM_ENOMEM, "pool '%s' is full: asked %s, %s free (largest block %s)",
+                   p->name, sym__fmt_size(bytes, want, sizeof want),
+                   sym__fmt_size(p->buddy.free_bytes, have, sizeof have),
+                   sym__fmt_size(sym_buddy_largest_free(&p->buddy), big, sizeof big));
+        return NULL;
+    }
+    memset(p->base + off, 0, bytes);
+    return p->base + off;
+}
+
+int sym_pool_free(sym_pool_t *p, void *ptr) {
+    if (!ptr) return SYM_OK;
+    uintptr_t off = (uintptr_t)ptr - (uintptr_t)p->base;
+    if ((uintptr_t)ptr < (uintptr_t)p->base || off >= p->size ||
+        sym_buddy_free(&p->buddy, off) != 0)
+        return sym__error(SYM_EINVAL, "%p is not a live allocation of pool '%s'", ptr, p->name);
+    return SYM_OK;
+}
+
+size_t sym_pool_size(const sym_pool_t *p) { return p->size; }
+size_t sym_pool_free_bytes(const sym_pool_t *p) { return p->buddy.free_bytes; }
+int sym_pool_is_symmetric(const sym_pool_t *p) { return p->symmetric; }
+void *sym_pool_base(const sym_pool_t *p) { return p->base; }

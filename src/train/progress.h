@@ -1,0 +1,33 @@
+/*
+ * progress.h — what PE 0 shows while training: a progress bar per epoch on a
+ * terminal (redrawn in place, at most ten times a second), or one plain line
+ * per interval when stdout is a file or a pipe; both end each epoch with a
+ * summary line.
+ */
+#ifndef SYM_TRAIN_PROGRESS_H
+#define SYM_TRAIN_PROGRESS_H
+
+#include <stdint.h>
+
+typedef struct {
+    int enabled;
+    int tty;
+    double interval_s;  /* plain lines: one per interval */
+    int64_t epoch, epochs;
+    int64_t total;      /* samples in the epoch */
+    int64_t done0;      /* samples already done when this run entered the epoch */
+    double t0, last;    /* epoch start, last output */
+    int drawn;          /* a bar is on the screen */
+} sym_progress_t;
+
+void sym__progress_init(sym_progress_t *p, int enabled, double interval_s);
+void sym__progress_epoch(sym_progress_t *p, int64_t epoch, int64_t epochs, int64_t total,
+                         int64_t done);
+/* done: samples of the epoch done; loss: the epoch's running mean loss. */
+void sym__progress_update(sym_progress_t *p, int64_t done, double loss);
+/* The summary line; test_acc < 0 when not evaluated. */
+void sym__progress_end_epoch(sym_progress_t *p, int64_t done, double loss, double test_acc);
+/* Clear a half-drawn bar before other output. */
+void sym__progress_clear(sym_progress_t *p);
+
+#endif

@@ -1,0 +1,614 @@
+/*
+ * trainer.c — the data-parallel training loop (see symtrain/train.h).
+ *
+ * One step on every PE:
+ *   gather this PE's rows of the global batch -> forward -> softmax cross-entropy
+ *   (gradient scaled by npes / global batch, so averaging over PEs gives the
+ *   global-batch mean) -> backward, each finished gradient bucket's all-reduce
+ *   started at once -> wait -> clip -> optimizer step.
+ * Two control floats travel at the end of the gradient array: this PE's share
+ * of the mean loss (their average is the global batch's mean loss) and a stop
+ * flag (non-zero after a SIGTERM / SIGINT on any PE), so the PEs agree on where
+ * to stop without another message.
+ *
+ * Checkpoints: PE 0 snapshots weights, optimizer state and position after a
+ * step and hands them to the background writer; every PE reads one on --resume.
+ * The position (epoch, sample) plus the seed fix everything else: the
+ * permutation, the dropout masks and the learning rate are functions of them.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <sched.h>
+#include <shmem.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <symtrain/ckpt.h>
+#include <symtrain/data.h>
+#include <symtrain/dist.h>
+#include <symtrain/metrics.h>
+#include <symtrain/rng.h>
+#include <symtrain/train.h>
+
+#include "../util/util.h"
+#include "internal.h"
+#include "progress.h"
+
+#define CTRL_LOSS 0 /* control floats after the gradients */
+#define CTRL_STOP 1
+#define EVAL_ROWS 512
+
+/* ---- defaults and validation ---- */
+
+void sym_train_defaults(sym_train_config_t *c) {
+    memset(c, 0, sizeof *c);
+    sym_model_parse("mlp:784-512-256-10", &c->model);
+    c->model.act = SYM_ACT_RELU;
+    c->model.dropout = 0.2f;
+    c->model.seed = 1;
+    c->epochs = 10;
+    c->global_batch = 128;
+    c->optim.kind = SYM_OPT_ADAMW;
+    c->optim.momentum = 0.9f;
+    c->optim.beta1 = 0.9f;
+    c->optim.beta2 = 0.999f;
+    c->optim.eps = 1e-8f;
+    c->optim.weight_decay = 0.01f;
+    c->lr = 1e-3f;
+    c->final_lr_ratio = 0.01f;
+    c->warmup_epochs = 0.25f;
+    c->clip = 1.0f;
+    c->bucket_mb = 25;
+    c->ckpt_keep = 3;
+    c->log_interval_s = 10;
+}
+
+int sym_train_validate(const sym_train_config_t *c, int npes) {
+    if (c->epochs < 1) return sym__error(SYM_EINVAL, "--epochs must be at least 1");
+    if (c->global_batch < 1 || c->global_batch > (1 << 20))
+        return sym__error(SYM_EINVAL, "--batch must be between 1 and %d", 1 << 20);
+    if (c->global_batch < npes)
+        return sym__error(SYM_EINVAL,
+                          "--batch %d is smaller than the number of PEs (%d): every PE needs at "
+                          "least one sample per step; raise --batch or use fewer PEs",
+                          c->global_batch, npes);
+    if (!(c->lr > 0) || !isfinite(c->lr)) return sym__error(SYM_EINVAL, "--lr must be positive");
+    if (!(c->final_lr_ratio >= 0 && c->final_lr_ratio <= 1))
+        return sym__error(SYM_EINVAL, "--final-lr-ratio must be in [0, 1]");
+    if (!(c->warmup_epochs >= 0 && c->warmup_epochs <= c->epochs))
+        return sym__error(SYM_EINVAL, "--warmup must be between 0 and --epochs");
+    if (!(c->clip >= 0)) return sym__error(SYM_EINVAL, "--clip must be 0 (off) or positive");
+    if (!(c->model.dropout >= 0 && c->model.dropout < 1))
+        return sym__error(SYM_EINVAL, "--dropout must be in [0, 1)");
+    if (!(c->optim.momentum >= 0 && c->optim.momentum < 1))
+        return sym__error(SYM_EINVAL, "--momentum must be in [0, 1)");
+    if (!(c->optim.beta1 >= 0 && c->optim.beta1 < 1 && c->optim.beta2 >= 0 && c->optim.beta2 < 1))
+        return sym__error(SYM_EINVAL, "Adam's betas must be in [0, 1)");
+    if (!(c->optim.weight_decay >= 0)) return sym__error(SYM_EINVAL, "--weight-decay must be >= 0");
+    if (!(c->bucket_mb > 0)) return sym__error(SYM_EINVAL, "--bucket-mb must be positive");
+    if (c->max_steps < 0 || c->train_samples < 0 || c->test_samples < 0 || c->threads < 0)
+        return sym__error(SYM_EINVAL, "step, sample and thread counts cannot be negative");
+    if (c->ckpt_keep < 1) return sym__error(SYM_EINVAL, "--ckpt-keep must be at least 1");
+    if (!c->ckpt_dir && (c->resume || c->ckpt_every_s > 0 || c->ckpt_steps > 0))
+        return sym__error(SYM_EINVAL, "--resume, --ckpt-every and --ckpt-steps need --ckpt-dir DIR");
+    if (c->ckpt_every_s < 0 || c->ckpt_steps < 0)
+        return sym__error(SYM_EINVAL, "--ckpt-every and --ckpt-steps cannot be negative");
+    return SYM_OK;
+}
+
+/* ---- signals ---- */
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig) { stop_signal = sig; }
+
+/* ---- fault injection for the restart tests ----
+ * SYMTRAIN_TEST_KILL_AT="PE:STEP": on the job's first attempt
+ * (SYMTRAIN_RESTART_COUNT unset or 0) PE `PE` kills itself with SIGKILL once
+ * step STEP is done, the way a crashed machine ends: no checkpoint, no flush. */
+static int kill_pe = -1;
+static int64_t kill_step = -1;
+
+static void read_kill_spec(void) {
+    const char *s = getenv("SYMTRAIN_TEST_KILL_AT");
+    const char *restart = getenv("SYMTRAIN_RESTART_COUNT");
+    if (!s || !*s || (restart && strcmp(restart, "0") != 0)) return;
+    int pe;
+    long long step;
+    if (sscanf(s, "%d:%lld", &pe, &step) == 2) {
+        kill_pe = pe;
+        kill_step = step;
+    }
+}
+
+/* ---- the run's state ---- */
+
+typedef struct {
+    const sym_train_config_t *cfg;
+    int me, npes, speak;
+    sym_dataset_t train, test;
+    sym_model_t *model;
+    size_t P;
+    sym_optim_t *opt;
+    sym_ddp_t *ddp;
+    sym_loader_t loader;
+    sym_lr_schedule_t sched;
+    int64_t steps_per_epoch;
+    float *x, *dlog;   /* (local max, dim), (local max, classes) */
+    uint8_t *y;
+    int64_t *eidx;     /* (EVAL_ROWS) */
+    float *evalbuf;    /* symmetric, 4 floats */
+    int max_local;
+    sym_ckpt_writer_t *writer;
+    sym_metrics_t *metrics;
+    sym_progress_t progress;
+    int64_t step, epoch, sample; /* position: steps done; the next sample */
+    int64_t saved_step;          /* the newest checkpoint's step (-1 none) */
+    double last_save;
+} run_t;
+
+/* Errors every PE sees alike are printed by PE 0 alone. */
+static int report(run_t *r, int rc, int replicated) {
+    if (rc && (!replicated || r->me == 0)) sym__warn("symtrain train", "%s", sym_last_error());
+    return rc;
+}
+
+static void note(run_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(run_t *r, const char *fmt, ...) {
+    if (r->me != 0) return;
+    sym__progress_clear(&r->progress);
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("symtrain: ", stdout);
+    vprintf(fmt, ap);
+    fputc('\n', stdout);
+    va_end(ap);
+    fflush(stdout);
+}
+
+/* ---- data ---- */
+
+static int load_data(run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    int64_t ntrain = c->train_samples ? c->train_samples : 60000;
+    int64_t ntest = c->test_samples ? c->test_samples : 10000;
+    int rc, generated = c->generated;
+    if (!generated) {
+        const char *dir = c->data_dir ? c->data_dir : SYM_FASHION_MNIST_DIR;
+        rc = sym_dataset_load_fashion(dir, 1, &r->train);
+        if (rc == SYM_ENOENT && !c->data_dir) {
+            if (r->me == 0) sym__warn("symtrain train", "%s", sym_last_error());
+            note(r, "falling back to a generated data set (%lld training and %lld test images "
+                    "of 28x28, 10 classes)", (long long)ntrain, (long long)ntest);
+            generated = 1;
+        } else if (rc) {
+            return report(r, rc, 1);
+        } else if ((rc = sym_dataset_load_fashion(dir, 0, &r->test))) {
+            return report(r, rc, 1);
+        }
+    }
+    if (generated) {
+        if ((rc = sym_dataset_generate(ntrain, r->cfg->model.seed, 1, &r->train)) ||
+            (rc = sym_dataset_generate(ntest, r->cfg->model.seed, 0, &r->test)))
+            return report(r, rc, 1);
+    }
+    if (c->train_samples) sym_dataset_truncate(&r->train, c->train_samples);
+    if (c->test_samples) sym_dataset_truncate(&r->test, c->test_samples);
+    r->test.mean = r->train.mean; /* normalise with the training statistics */
+    r->test.std = r->train.std;
+    const sym_model_config_t *m = &c->model;
+    if (m->dims[0] != r->train.dim || m->dims[m->nlayers] != r->train.classes)
+        return report(r,
+                      sym__error(SYM_EINVAL,
+                                 "--model %s does not fit the data: it takes %d inputs and gives "
+                                 "%d outputs, the data has %d values per sample and %d classes; "
+                                 "use mlp:%d-...-%d",
+                                 m->spec, m->dims[0], m->dims[m->nlayers], r->train.dim,
+                                 r->train.classes, r->train.dim, r->train.classes),
+                      1);
+    return SYM_OK;
+}
+
+/* ---- checkpoints ---- */
+
+static void say_damaged(void *user, const char *msg) {
+    run_t *r = user;
+    if (r->me == 0) sym__warn("symtrain train", "%s", msg);
+}
+
+static int resume(run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    sym_ckpt_t ck;
+    int rc = sym_ckpt_load_latest(c->ckpt_dir, &ck, say_damaged, r);
+    if (rc == SYM_ENOENT) {
+        note(r, "--resume: %s; starting from the beginning", sym_last_error());
+        return SYM_OK;
+    }
+    if (rc) return report(r, rc, 1);
+    const sym_ckpt_meta_t *m = &ck.meta;
+    const sym_ckpt_file_t *mf = sym_ckpt_file(&ck, "model.bin");
+    const sym_ckpt_file_t *of = sym_ckpt_file(&ck, "optim.bin");
+    if (strcmp(m->model, c->model.spec) || strcmp(m->activation, sym_act_name(c->model.act)))
+        rc = sym__error(SYM_EMISMATCH,
+                        "%s holds a %s model (%s) and this run asks for %s (%s); pass the same "
+                        "--model and --activation, or another --ckpt-dir",
+                        ck.path, m->model, m->activation, c->model.spec, sym_act_name(c->model.act));
+    else if (m->seed != c->model.seed)
+        rc = sym__error(SYM_EMISMATCH, "%s was trained with --seed %llu, this run has --seed %llu",
+                        ck.path, (unsigned long long)m->seed, (unsigned long long)c->model.seed);
+    else if (m->global_batch != c->global_batch)
+        rc = sym__error(SYM_EMISMATCH,
+                        "%s was trained with --batch %d (the global batch), this run asks for "
+                        "%d; resume with --batch %d",
+                        ck.path, m->global_batch, c->global_batch, m->global_batch);
+    else if (strcmp(m->optimizer, sym_optim_name(c->optim.kind)))
+        rc = sym__error(SYM_EMISMATCH, "%s used the %s optimizer, this run asks for %s", ck.path,
+                        m->optimizer, sym_optim_name(c->optim.kind));
+    else if (strcmp(m->dataset, r->train.name) || m->train_samples != r->train.n)
+        rc = sym__error(SYM_EMISMATCH,
+                        "%s was trained on %lld samples of %s, this run has %lld of %s", ck.path,
+                        (long long)m->train_samples, m->dataset, (long long)r->train.n,
+                        r->train.name);
+    else if (m->epoch < 0 || m->sample < 0 || m->sample >= r->train.n || m->step < 0)
+        rc = sym__error(SYM_ECORRUPT, "%s holds an impossible position (epoch %lld, sample %lld)",
+                        ck.path, (long long)m->epoch, (long long)m->sample);
+    else if (!mf || mf->size != r->P * sizeof(float) || m->params != r->P)
+        rc = sym__error(SYM_EMISMATCH, "%s: model.bin does not hold the %zu parameters of %s",
+                        ck.path, r->P, c->model.spec);
+    else if (!of)
+        rc = sym__error(SYM_ECORRUPT, "%s has no optim.bin", ck.path);
+    else
+        rc = sym_optim_state_load(r->opt, of->data, of->size);
+    if (rc) {
+        sym_ckpt_release(&ck);
+        return report(r, rc, 1);
+    }
+    memcpy(sym_model_params(r->model), mf->data, mf->size);
+    r->step = m->step;
+    r->epoch = m->epoch;
+    r->sample = m->sample;
+    r->saved_step = m->step;
+    note(r, "resumed from %s: step %lld, epoch %lld, sample %lld of %lld", ck.path,
+         (long long)m->step, (long long)m->epoch + 1, (long long)m->sample, (long long)r->train.n);
+    if (m->world_size != r->npes)
+        note(r, "the checkpoint was written by %d PE%s and this run has %d: the global batch "
+                "stays %d, so training continues as before, equal up to fp32 rounding in the "
+                "gradient average (bit for bit only with %d PE%s)",
+             m->world_size, m->world_size == 1 ? "" : "s", r->npes, c->global_batch,
+             m->world_size, m->world_size == 1 ? "" : "s");
+    sym_ckpt_release(&ck);
+    return SYM_OK;
+}
+
+/* PE 0: hand a snapshot of the current state to the writer. */
+static int save(run_t *r) {
+    if (r->me != 0 || !r->writer || r->saved_step == r->step) return SYM_OK;
+    const sym_train_config_t *c = r->cfg;
+    sym_ckpt_meta_t m;
+    memset(&m, 0, sizeof m);
+    m.step = r->step;
+    m.epoch = r->epoch;
+    m.sample = r->sample;
+    m.world_size = r->npes;
+    m.global_batch = c->global_batch;
+    m.seed = c->model.seed;
+    sym_loader_set_epoch(&r->loader, r->epoch); /* the stream of the epoch saved */
+    m.data_key = r->loader.key;
+    m.data_counter = r->loader.draws;
+    m.dropout_key = sym_rng_key(c->model.seed, SYM_RNG_DROPOUT, 0);
+    snprintf(m.model, sizeof m.model, "%s", c->model.spec);
+    snprintf(m.activation, sizeof m.activation, "%s", sym_act_name(c->model.act));
+    m.dropout = c->model.dropout;
+    m.params = r->P;
+    snprintf(m.optimizer, sizeof m.optimizer, "%s", sym_optim_name(c->optim.kind));
+    m.optim_steps = sym_optim_steps(r->opt);
+    snprintf(m.dataset, sizeof m.dataset, "%s", r->train.name);
+    m.train_samples = r->train.n;
+    size_t osize = sym_optim_state_size(r->opt);
+    void *ostate = malloc(osize);
+    if (!ostate) return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);
+    sym_optim_state_save(r->opt, ostate);
+    sym_ckpt_file_t files[2] = {
+        {"model.bin", sym_model_params(r->model), r->P * sizeof(float), 0},
+        {"optim.bin", ostate, osize, 0},
+    };
+    int rc = sym_ckpt_save(r->writer, &m, files, 2);
+    free(ostate);
+    if (rc) /* the previous save failed; say so, keep training */
+        sym__warn("symtrain train", "a checkpoint could not be written: %s", sym_last_error());
+    r->saved_step = r->step;
+    r->last_save = sym__now_s();
+    return SYM_OK;
+}
+
+/* ---- evaluation ---- */
+
+/* Test loss and accuracy over the whole test set; each PE takes a block. */
+static int evaluate(run_t *r, double *loss, double *acc) {
+    int64_t off, len;
+    sym_shard_range(r->test.n, r->npes, r->me, &off, &len);
+    double lsum = 0;
+    int64_t right = 0;
+    sym_forward_t f = {0, 0, 0};
+    for (int64_t i = 0; i < len; i += EVAL_ROWS) {
+        int rows = (int)(len - i < EVAL_ROWS ? len - i : EVAL_ROWS);
+        for (int k = 0; k < rows; k++) r->eidx[k] = off + i + k;
+        sym_dataset_gather(&r->test, r->eidx, rows, r->x, r->y);
+        sym_tensor_t logits;
+        int rc = sym_model_forward(r->model, r->x, rows, &f, &logits);
+        if (rc) return report(r, rc, 0);
+        int64_t c;
+        lsum += sym_softmax_xent(&logits, r->y, 1.0f, NULL, &c);
+        right += c;
+    }
+    r->evalbuf[0] = (float)right;
+    r->evalbuf[1] = (float)lsum;
+    int rc = sym_allreduce_sum_f32(r->evalbuf, 2);
+    if (rc) return report(r, rc, 1);
+    *acc = r->evalbuf[0] / (double)r->test.n;
+    *loss = r->evalbuf[1] / (double)r->test.n;
+    return SYM_OK;
+}
+
+/* ---- setup ---- */
+
+static int blas_threads(const sym_train_config_t *c) {
+    if (c->threads) return c->threads;
+    cpu_set_t set;
+    int cpus = 1;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
+    int local = shmem_team_n_pes(SHMEM_TEAM_SHARED);
+    int t = cpus / (local > 0 ? local : 1);
+    return t < 1 ? 1 : t;
+}
+
+static int setup(run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    int rc = sym_train_validate(c, r->npes);
+    if (rc) return report(r, rc, 1);
+    int threads = blas_threads(c);
+    sym_blas_set_threads(threads);
+    if ((rc = load_data(r))) return rc;
+
+    r->max_local = (c->global_batch + r->npes - 1) / r->npes;
+    int rows = r->max_local > EVAL_ROWS ? r->max_local : EVAL_ROWS;
+    if ((rc = sym_model_create(&c->model, rows, 1, &r->model))) return report(r, rc, 1);
+    r->P = sym_model_num_params(r->model);
+    if ((rc = sym_optim_create(&c->optim, r->P, &r->opt))) return report(r, rc, 1);
+    int nt = sym_model_num_tensors(r->model);
+    size_t cuts[2 * SYM_MAX_LAYERS];
+    for (int i = 0; i < nt; i++) {
+        size_t off, n;
+        int is_bias;
+        sym_model_tensor_info(r->model, i, &off, &n, &is_bias);
+        cuts[i] = off;
+        if (is_bias && (rc = sym_optim_no_decay(r->opt, off, n))) return report(r, rc, 1);
+    }
+    size_t bucket = (size_t)(c->bucket_mb * 1024 * 1024);
+    if ((rc = sym_ddp_create(sym_model_grads(r->model), r->P + SYM_GRAD_CTRL, cuts, nt, bucket,
+                             &r->ddp)))
+        return report(r, rc, 1);
+    if ((rc = sym_loader_init(&r->loader, r->train.n, c->global_batch, r->npes, r->me,
+                              c->model.seed)))
+        return report(r, rc, 1);
+    r->steps_per_epoch = sym_loader_steps_per_epoch(&r->loader);
+    r->sched.peak = c->lr;
+    r->sched.final = c->lr * c->final_lr_ratio;
+    r->sched.total_steps = r->steps_per_epoch * c->epochs;
+    r->sched.warmup = (int64_t)llround(c->warmup_epochs * (double)r->steps_per_epoch);
+
+    int dim = r->train.dim, classes = r->train.classes;
+    r->x = malloc(sizeof(float) * (size_t)rows * (size_t)dim);
+    r->y = malloc((size_t)rows);
+    r->dlog = malloc(sizeof(float) * (size_t)rows * (size_t)classes);
+    r->eidx = malloc(sizeof(int64_t) * EVAL_ROWS);
+    r->evalbuf = shmem_calloc(4, sizeof(float)); /* collective */
+    if (!r->x || !r->y || !r->dlog || !r->eidx || !r->evalbuf)
+        return report(r, sym__error(SYM_ENOMEM, "out of memory for the batch buffers"), 0);
+
+    r->saved_step = -1;
+    if (c->resume && (rc = resume(r))) return rc;
+    if (r->me == 0 && c->ckpt_dir && (rc = sym_ckpt_writer_create(c->ckpt_dir, c->ckpt_keep, &r->writer)))
+        return report(r, rc, 0);
+    if (r->me == 0 && c->metrics_path && (rc = sym_metrics_open(c->metrics_path, &r->metrics)))
+        return report(r, rc, 0);
+
+    if (r->speak) {
+        char bsz[32];
+        int nb = sym_ddp_num_buckets(r->ddp);
+        note(r, "%s (%s, dropout %g), %zu parameters; %s: %lld training / %lld test samples",
+             c->model.spec, sym_act_name(c->model.act), (double)c->model.dropout, r->P,
+             r->train.name, (long long)r->train.n, (long long)r->test.n);
+        note(r, "%d PE%s x %d BLAS thread%s (%s); global batch %d (%d per PE); %s, lr %g; "
+                "%d epoch%s = %lld steps; %d gradient bucket%s (%s)",
+             r->npes, r->npes == 1 ? "" : "s", threads, threads == 1 ? "" : "s", sym_blas_name(),
+             c->global_batch, r->max_local, sym_optim_name(c->optim.kind), (double)c->lr,
+             c->epochs, c->epochs == 1 ? "" : "s", (long long)r->sched.total_steps, nb,
+             nb == 1 ? "" : "s", sym__fmt_size((r->P + SYM_GRAD_CTRL) * 4, bsz, sizeof bsz));
+    }
+    return SYM_OK;
+}
+
+static void teardown(run_t *r) {
+    if (r->writer) sym_ckpt_writer_destroy(r->writer);
+    if (r->metrics && sym_metrics_close(r->metrics))
+        sym__warn("symtrain train", "%s", sym_last_error());
+    if (r->evalbuf) shmem_free(r->evalbuf);
+    free(r->x);
+    free(r->y);
+    free(r->dlog);
+    free(r->eidx);
+    sym_loader_free(&r->loader);
+    sym_ddp_destroy(r->ddp);
+    sym_optim_destroy(r->opt);
+    sym_model_destroy(r->model);
+    sym_dataset_free(&r->train);
+    sym_dataset_free(&r->test);
+}
+
+/* ---- one step ---- */
+
+/* Returns 0 or an error; *stop gets the agreed stop flag. */
+static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *rec, int *stop) {
+    const sym_train_config_t *c = r->cfg;
+    double t0 = sym__now_s();
+    sym_batch_t b = sym_loader_batch(&r->loader, r->sample);
+    sym_dataset_gather(&r->train, b.idx, b.count, r->x, r->y);
+    sym_forward_t f = {1, (uint64_t)r->step, b.row0};
+    sym_tensor_t logits;
+    int rc = sym_model_forward(r->model, r->x, b.count, &f, &logits);
+    if (rc) return report(r, rc, 0);
+    /* Scaled so that the average over PEs is the mean over the global batch. */
+    float scale = (float)r->npes / (float)b.gsize;
+    sym_tensor_t dlog = sym_tensor_2d(r->dlog, b.count, logits.shape[1]);
+    double lsum = sym_softmax_xent(&logits, r->y, scale, &dlog, NULL);
+    float *g = sym_model_grads(r->model);
+    g[r->P + CTRL_LOSS] = (float)(lsum * r->npes / b.gsize);
+    g[r->P + CTRL_STOP] = stop_signal ? 1.0f : 0.0f;
+
+    sym_ddp_begin(r->ddp);
+    rc = sym_model_backward(r->model, r->x, &dlog, sym_ddp_ready, r->ddp);
+    if (rc) return report(r, rc, 0);
+    if ((rc = sym_ddp_finish(r->ddp))) return report(r, rc, 0);
+    *loss_out = g[r->P + CTRL_LOSS];
+    *stop = g[r->P + CTRL_STOP] > 0.0f;
+
+    *norm_out = sym_grad_clip(g, r->P, c->clip);
+    float lr = sym_lr_at(&r->sched, r->step);
+    sym_optim_step(r->opt, sym_model_params(r->model), g, lr);
+    r->step++;
+    r->sample += b.gsize;
+
+    double dt = sym__now_s() - t0;
+    sym_ddp_stats_t st = sym_ddp_stats(r->ddp);
+    rec->step = r->step;
+    rec->epoch = r->epoch;
+    rec->loss = *loss_out;
+    rec->lr = lr;
+    rec->grad_norm = *norm_out;
+    rec->samples_per_s = b.gsize / (dt > 1e-9 ? dt : 1e-9);
+    rec->comm_s = st.wait_s + st.issue_s;
+    rec->compute_s = dt - rec->comm_s;
+    rec->bytes_allreduced = st.bytes_reduced;
+    return SYM_OK;
+}
+
+/* ---- the loop ---- */
+
+int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
+    memset(res, 0, sizeof *res);
+    res->test_acc = -1;
+    double t_start = sym__now_s();
+    run_t r;
+    memset(&r, 0, sizeof r);
+    r.cfg = cfg;
+    r.me = shmem_my_pe();
+    r.npes = shmem_n_pes();
+    r.speak = r.me == 0 && !cfg->quiet;
+    sym__progress_init(&r.progress, r.speak, cfg->log_interval_s);
+    read_kill_spec();
+
+    struct sigaction sa, old_term, old_int;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    stop_signal = 0;
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGINT, &sa, &old_int);
+
+    int rc = setup(&r), stopped = 0;
+    r.last_save = sym__now_s();
+    int64_t epoch_rows = 0;
+    double epoch_loss = 0, test_loss = -1, test_acc = -1;
+    int evaluated = 0;
+    while (!rc && r.epoch < cfg->epochs && !stopped &&
+           !(cfg->max_steps && r.step >= cfg->max_steps)) {
+        sym_loader_set_epoch(&r.loader, r.epoch);
+        sym__progress_epoch(&r.progress, r.epoch, cfg->epochs, r.train.n, r.sample);
+        epoch_rows = 0;
+        epoch_loss = 0;
+        evaluated = 0;
+        while (r.sample < r.train.n && !(cfg->max_steps && r.step >= cfg->max_steps)) {
+            float loss;
+            double norm;
+            sym_step_record_t rec;
+            int stop = 0;
+            int64_t before = r.sample;
+            if ((rc = step(&r, &loss, &norm, &rec, &stop))) break;
+            epoch_loss += (double)loss * (double)(r.sample - before);
+            epoch_rows += r.sample - before;
+            if (r.metrics && sym_metrics_step(r.metrics, &rec))
+                sym__warn("symtrain train", "%s", sym_last_error());
+            sym__progress_update(&r.progress, r.sample, epoch_loss / (double)epoch_rows);
+            if (r.me == kill_pe && r.step == kill_step) raise(SIGKILL);
+            /* Where a checkpoint taken now would resume. */
+            if (r.sample >= r.train.n) break; /* the epoch's end: evaluate first */
+            if (stop) {
+                stopped = 1;
+                break;
+            }
+            if (r.writer && ((cfg->ckpt_steps && r.step % cfg->ckpt_steps == 0) ||
+                             (cfg->ckpt_every_s > 0 && sym__now_s() - r.last_save >= cfg->ckpt_every_s)))
+                save(&r);
+        }
+        if (rc) break;
+        if (r.sample >= r.train.n) { /* the epoch is complete */
+            if ((rc = evaluate(&r, &test_loss, &test_acc))) break;
+            evaluated = 1;
+            if (r.metrics && sym_metrics_eval(r.metrics, r.step, r.epoch, test_loss, test_acc))
+                sym__warn("symtrain train", "%s", sym_last_error());
+            sym__progress_end_epoch(&r.progress, r.sample, epoch_rows ? epoch_loss / epoch_rows : 0,
+                                    test_acc);
+            r.epoch++;
+            r.sample = 0;
+            /* The stop flag of the epoch's last step, or a step-count checkpoint due there. */
+            const float *g = sym_model_grads(r.model);
+            if (g[r.P + CTRL_STOP] > 0.0f) stopped = 1;
+            if (r.writer && !stopped && r.epoch < cfg->epochs &&
+                ((cfg->ckpt_steps && r.step % cfg->ckpt_steps == 0) ||
+                 (cfg->ckpt_every_s > 0 && sym__now_s() - r.last_save >= cfg->ckpt_every_s)))
+                save(&r);
+        }
+    }
+    if (!rc && !evaluated && !stopped) {
+        /* Ended mid-epoch (--max-steps): evaluate where it stands. */
+        sym__progress_clear(&r.progress);
+        rc = evaluate(&r, &test_loss, &test_acc);
+        if (!rc && r.metrics) sym_metrics_eval(r.metrics, r.step, r.epoch, test_loss, test_acc);
+    }
+    if (!rc && r.writer) {
+        save(&r); /* the final (or preemption) checkpoint */
+        if ((rc = sym_ckpt_wait(r.writer)))
+            sym__warn("symtrain train", "the last checkpoint could not be written: %s",
+                      sym_last_error());
+        else
+            snprintf(res->checkpoint, sizeof res->checkpoint, "%s", sym_ckpt_last_path(r.writer));
+    }
+    double secs = sym__now_s() - t_start;
+    if (!rc && r.speak) {
+        if (stopped)
+            note(&r, "stopped by a signal after step %lld%s%s", (long long)r.step,
+                 res->checkpoint[0] ? "; checkpoint " : " (no --ckpt-dir: nothing saved)",
+                 res->checkpoint);
+        else if (res->checkpoint[0])
+            note(&r, "checkpoint %s", res->checkpoint);
+        if (test_acc >= 0)
+            note(&r, "test accuracy %.2f%% (loss %.4f) after %lld steps; total time %.1f s",
+                 100.0 * test_acc, test_loss, (long long)r.step, secs);
+    }
+    res->steps = r.step;
+    res->epochs_done = r.epoch;
+    res->test_acc = test_acc;
+    res->test_loss = test_loss;
+    res->seconds = secs;
+    res->stopped = stopped;
+    teardown(&r);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGINT, &old_int, NULL);
+    return rc;
+}

@@ -1,0 +1,291 @@
+/*
+ * symtrain — the training CLI.
+ *
+ *   symrun -n 4 symtrain train [options]     data-parallel training on 4 PEs
+ *   symtrain plot metrics.jsonl -o curve.svg draw the loss / accuracy curves
+ *
+ * `train` starts the runtime, then parses its options on every PE (they all
+ * see the same command line, so they all reach the same verdict); PE 0 alone
+ * prints. Exit status: 0 when training finished, or was stopped by SIGTERM /
+ * SIGINT after saving its checkpoint; 1 on an error; 2 on bad usage.
+ */
+#include <errno.h>
+#include <math.h>
+#include <shmem.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <symtrain/symtrain.h>
+
+#define EXIT_USAGE 2
+
+static const char usage_text[] =
+    "usage: symtrain train [options]          train (several PEs: symrun -n N symtrain train)\n"
+    "       symtrain plot METRICS -o OUT.svg [--title TEXT]\n"
+    "                                         draw the curves of a --metrics file\n"
+    "       symtrain --help\n"
+    "\n"
+    "model\n"
+    "  --model mlp:784-512-256-10   layer widths, input to classes\n"
+    "  --activation relu|gelu       hidden activation (default relu)\n"
+    "  --dropout P                  dropout after each hidden activation (default 0.2)\n"
+    "  --seed S                     weights, data order and dropout (default 1)\n"
+    "data\n"
+    "  --data DIR                   Fashion-MNIST IDX files (default " SYM_FASHION_MNIST_DIR ")\n"
+    "  --generated                  use the generated data set instead\n"
+    "  --train-samples N            use the first N training samples (default all)\n"
+    "  --test-samples N             evaluate on the first N test samples (default all)\n"
+    "optimization\n"
+    "  --epochs N                   (default 10)\n"
+    "  --batch B                    global batch, split over the PEs (default 128)\n"
+    "  --optimizer adamw|sgd        (default adamw)\n"
+    "  --lr LR                      peak learning rate (default 0.001)\n"
+    "  --warmup EPOCHS              linear warmup, then cosine decay (default 0.25)\n"
+    "  --final-lr-ratio R           the cosine ends at LR * R (default 0.01)\n"
+    "  --momentum M                 SGD momentum (default 0.9)\n"
+    "  --weight-decay WD            AdamW decoupled / SGD L2; not on biases (default 0.01)\n"
+    "  --clip NORM                  clip the global gradient norm; 0 = off (default 1)\n"
+    "  --max-steps N                stop after N steps in all\n"
+    "parallelism\n"
+    "  --bucket-mb MB               gradient all-reduce bucket size (default 25)\n"
+    "  --threads N                  BLAS threads per PE (default: cores / PEs on the host)\n"
+    "checkpoints (always written at the end, and on SIGTERM / SIGINT)\n"
+    "  --ckpt-dir DIR               where checkpoints go\n"
+    "  --ckpt-every T               also every T: 30s, 5m, 1h (seconds without a unit)\n"
+    "  --ckpt-steps N               also every N steps\n"
+    "  --ckpt-keep K                keep the newest K (default 3)\n"
+    "  --resume                     continue from the newest good checkpoint in --ckpt-dir\n"
+    "output\n"
+    "  --metrics FILE               append one JSON line per step (and per evaluation)\n"
+    "  --log-interval S             seconds between progress lines when stdout is not a\n"
+    "                               terminal (default 10)\n"
+    "  --quiet                      no progress output\n";
+
+static int runtime_started; /* shmem_init was called */
+static int speaker = 1;     /* this process prints (PE 0) */
+
+static void leave(int code) __attribute__((noreturn));
+static void leave(int code) {
+    fflush(stdout);
+    if (runtime_started) shmem_finalize();
+    exit(code);
+}
+
+static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void usage_error(const char *fmt, ...) {
+    if (speaker) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("symtrain: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputs("\nusage: symtrain train [options] | symtrain plot METRICS -o OUT.svg "
+              "(symtrain --help lists the options)\n",
+              stderr);
+        va_end(ap);
+    }
+    leave(EXIT_USAGE);
+}
+
+/* ---- option values ---- */
+
+static long long int_value(const char *opt, const char *s, long long lo, long long hi) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        usage_error("%s '%s': expected a whole number from %lld to %lld", opt, s, lo, hi);
+    return v;
+}
+
+static double num_value(const char *opt, const char *s, double lo, double hi) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
+        usage_error("%s '%s': expected a number from %g to %g", opt, s, lo, hi);
+    return v;
+}
+
+/* "30", "30s", "5m", "1.5h" -> seconds */
+static double duration_value(const char *opt, const char *s) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    double mul = 1;
+    if (*end == 's')
+        end++;
+    else if (*end == 'm')
+        mul = 60, end++;
+    else if (*end == 'h')
+        mul = 3600, end++;
+    if (errno || end == s || *end || !isfinite(v) || v <= 0)
+        usage_error("%s '%s': expected a duration such as 30s, 5m or 1h", opt, s);
+    return v * mul;
+}
+
+/* ---- train ---- */
+
+/* Options that take a value; the rest are flags. */
+static const char *const valued[] = {
+    "--model", "--activation", "--dropout", "--seed", "--data", "--train-samples",
+    "--test-samples", "--epochs", "--batch", "--optimizer", "--lr", "--warmup",
+    "--final-lr-ratio", "--momentum", "--weight-decay", "--clip", "--max-steps", "--bucket-mb",
+    "--threads", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--metrics",
+    "--log-interval", NULL};
+
+static int takes_value(const char *opt) {
+    for (int i = 0; valued[i]; i++)
+        if (!strcmp(opt, valued[i])) return 1;
+    return 0;
+}
+
+static void parse_train(int argc, char **argv, sym_train_config_t *c) {
+    sym_train_defaults(c);
+    for (int i = 0; i < argc; i++) {
+        char opt[64];
+        const char *a = argv[i], *v = NULL, *eq = strchr(a, '=');
+        if (strncmp(a, "--", 2) != 0) usage_error("unexpected argument '%s'", a);
+        size_t n = eq ? (size_t)(eq - a) : strlen(a);
+        if (n >= sizeof opt) usage_error("unknown option '%s'", a);
+        memcpy(opt, a, n);
+        opt[n] = '\0';
+        if (takes_value(opt)) {
+            if (eq)
+                v = eq + 1;
+            else if (i + 1 < argc)
+                v = argv[++i];
+            else
+                usage_error("%s needs a value", opt);
+        } else if (eq) {
+            usage_error("%s takes no value", opt);
+        }
+        if (!strcmp(opt, "--help")) {
+            if (speaker) fputs(usage_text, stdout);
+            leave(0);
+        } else if (!strcmp(opt, "--model")) {
+            if (sym_model_parse(v, &c->model)) usage_error("%s", sym_last_error());
+        } else if (!strcmp(opt, "--activation")) {
+            if (sym_act_parse(v, &c->model.act)) usage_error("%s", sym_last_error());
+        } else if (!strcmp(opt, "--dropout")) {
+            c->model.dropout = (float)num_value(opt, v, 0, 0.95);
+        } else if (!strcmp(opt, "--seed")) {
+            c->model.seed = (uint64_t)int_value(opt, v, 0, INT64_MAX);
+        } else if (!strcmp(opt, "--data")) {
+            c->data_dir = v;
+        } else if (!strcmp(opt, "--generated")) {
+            c->generated = 1;
+        } else if (!strcmp(opt, "--train-samples")) {
+            c->train_samples = int_value(opt, v, 1, INT32_MAX);
+        } else if (!strcmp(opt, "--test-samples")) {
+            c->test_samples = int_value(opt, v, 1, INT32_MAX);
+        } else if (!strcmp(opt, "--epochs")) {
+            c->epochs = (int)int_value(opt, v, 1, 100000);
+        } else if (!strcmp(opt, "--batch")) {
+            c->global_batch = (int)int_value(opt, v, 1, 1 << 20);
+        } else if (!strcmp(opt, "--optimizer")) {
+            if (sym_optim_parse(v, &c->optim.kind)) usage_error("%s", sym_last_error());
+        } else if (!strcmp(opt, "--lr")) {
+            c->lr = (float)num_value(opt, v, 1e-9, 100);
+        } else if (!strcmp(opt, "--warmup")) {
+            c->warmup_epochs = (float)num_value(opt, v, 0, 100000);
+        } else if (!strcmp(opt, "--final-lr-ratio")) {
+            c->final_lr_ratio = (float)num_value(opt, v, 0, 1);
+        } else if (!strcmp(opt, "--momentum")) {
+            c->optim.momentum = (float)num_value(opt, v, 0, 0.9999);
+        } else if (!strcmp(opt, "--weight-decay")) {
+            c->optim.weight_decay = (float)num_value(opt, v, 0, 10);
+        } else if (!strcmp(opt, "--clip")) {
+            c->clip = (float)num_value(opt, v, 0, 1e9);
+        } else if (!strcmp(opt, "--max-steps")) {
+            c->max_steps = int_value(opt, v, 1, INT64_MAX);
+        } else if (!strcmp(opt, "--bucket-mb")) {
+            c->bucket_mb = num_value(opt, v, 1e-6, 1 << 20);
+        } else if (!strcmp(opt, "--threads")) {
+            c->threads = (int)int_value(opt, v, 1, 1024);
+        } else if (!strcmp(opt, "--ckpt-dir")) {
+            if (!*v) usage_error("--ckpt-dir needs a directory");
+            c->ckpt_dir = v;
+        } else if (!strcmp(opt, "--ckpt-every")) {
+            c->ckpt_every_s = duration_value(opt, v);
+        } else if (!strcmp(opt, "--ckpt-steps")) {
+            c->ckpt_steps = int_value(opt, v, 1, INT64_MAX);
+        } else if (!strcmp(opt, "--ckpt-keep")) {
+            c->ckpt_keep = (int)int_value(opt, v, 1, 1000000);
+        } else if (!strcmp(opt, "--resume")) {
+            c->resume = 1;
+        } else if (!strcmp(opt, "--metrics")) {
+            c->metrics_path = v;
+        } else if (!strcmp(opt, "--log-interval")) {
+            c->log_interval_s = num_value(opt, v, 0.01, 1e6);
+        } else if (!strcmp(opt, "--quiet")) {
+            c->quiet = 1;
+        } else {
+            usage_error("unknown option '%s'", a);
+        }
+    }
+}
+
+static int train_main(int argc, char **argv) {
+    shmem_init();
+    runtime_started = 1;
+    speaker = shmem_my_pe() == 0;
+    sym_train_config_t cfg;
+    parse_train(argc, argv, &cfg);
+    if (sym_train_validate(&cfg, shmem_n_pes())) usage_error("%s", sym_last_error());
+    sym_train_result_t res;
+    if (sym_train_run(&cfg, &res)) {
+        /* The message is out. Other PEs may be inside a collective, so do not
+         * finalize (it would wait for them); symrun ends the job. */
+        fflush(stdout);
+        exit(1);
+    }
+    leave(0);
+    return 0;
+}
+
+/* ---- plot ---- */
+
+static int plot_main(int argc, char **argv) {
+    const char *in = NULL, *out = NULL, *title = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--title")) {
+            if (i + 1 >= argc) usage_error("%s needs a value", a);
+            if (!strcmp(a, "--title"))
+                title = argv[++i];
+            else
+                out = argv[++i];
+        } else if (!strcmp(a, "--help")) {
+            fputs(usage_text, stdout);
+            exit(0);
+        } else if (a[0] == '-' && a[1]) {
+            usage_error("plot: unknown option '%s'", a);
+        } else if (in) {
+            usage_error("plot: one metrics file at a time ('%s' and '%s')", in, a);
+        } else {
+            in = a;
+        }
+    }
+    if (!in) usage_error("plot: name the metrics file (written by symtrain train --metrics FILE)");
+    if (!out) usage_error("plot: name the picture to write with -o OUT.svg");
+    if (sym_plot_svg(in, out, title)) {
+        fprintf(stderr, "symtrain: plot: %s\n", sym_last_error());
+        return 1;
+    }
+    printf("symtrain: wrote %s\n", out);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) usage_error("say what to do: train or plot");
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "train")) return train_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "plot")) return plot_main(argc - 2, argv + 2);
+    usage_error("unknown command '%s'; use train or plot", cmd);
+}
