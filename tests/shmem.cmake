@@ -64,3 +64,19 @@ shmem_pe_run(shmem_wait shmem_wait)
 # signal_wait_until with every comparison, many PEs adding into one signal.
 shmem_pe_exe(shmem_signal)
 shmem_pe_run(shmem_signal shmem_signal)
+
+# Driver scripts that run symrun as a child: SCRIPT SYMRUN CHILD NPES.
+function(shmem_script_test tname script child)
+  foreach(n 1 2 4)
+    add_test(NAME ${tname}_np${n}
+      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/${script} $<TARGET_FILE:symrun>
+              $<TARGET_FILE:${child}> ${n})
+    set_tests_properties(${tname}_np${n} PROPERTIES TIMEOUT 200 LABELS shmem
+      ENVIRONMENT_MODIFICATION "SYMTRAIN_SYMMETRIC_SIZE=unset:;SHMEM_SYMMETRIC_SIZE=unset:")
+  endforeach()
+endfunction()
+
+# symrun's failure handling: aborts, SIGKILL, timeouts, global exit, bad
+# arguments, --tag-output, --max-restarts; no process or /dev/shm entry left.
+shmem_pe_exe(shmem_symrun_child)
+shmem_script_test(shmem_symrun shmem_symrun.sh shmem_symrun_child)
