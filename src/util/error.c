@@ -38,7 +38,7 @@ void sym__fatal(const char *where, const char *fmt, ...) {
     vreport(where, fmt, ap);
     va_end(ap);
     fflush(stdout);
-    sym__abort_hook(1);
+    if (sym__abort_hook) sym__abort_hook(1); /* NULL once the runtime has finalized */
     _exit(1); /* the hook must not return; be sure */
 }
 
