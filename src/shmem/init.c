@@ -26,6 +26,10 @@ const sym_remote_ops_t *sym__remote;
 /* ---- messages for misuse ---- */
 
 void sym__not_running(const char *fn) {
+    if (sym__log_pe < 0) { /* before shmem_init: name the PE the launcher started */
+        const char *rank = getenv("SYMTRAIN_RANK");
+        if (rank && *rank) sym__log_pe = atoi(rank);
+    }
     if (sym__rt.state == SYM_RT_FINALIZED)
         sym__fatal(fn, "called after shmem_finalize; OpenSHMEM calls end at shmem_finalize");
     sym__fatal(fn, "called before shmem_init; call shmem_init (or shmem_init_thread) first");
@@ -37,6 +41,15 @@ void sym__bad_pe(const char *fn, int pe, int npes) {
 }
 
 void sym__bad_addr(const char *fn, const void *addr, int pe) {
+    size_t off;
+    int s = sym__seg_of(addr, &off);
+    if (s >= 0) /* a symmetric start, but the range runs off its segment */
+        sym__fatal(fn,
+                   "the range at %p (for PE %d) runs past the end of the %s: it starts %zu "
+                   "bytes from the end",
+                   addr, pe,
+                   s == SYM_SEG_HEAP ? "symmetric heap" : "program's global and static data",
+                   sym__world.seg[s].size - off);
     sym__fatal(fn,
                "address %p (for PE %d) is not symmetric: it is neither in the symmetric heap "
                "(shmem_malloc) nor a global or static variable of the program",
