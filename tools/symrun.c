@@ -481,7 +481,9 @@ static void handle_message(job_t *j, int rank) {
     case SYM_WIRE_ABORT: {
         int32_t st = 1;
         if (payload && h.len >= sizeof st) memcpy(&st, payload, sizeof st);
-        note("PE %d called shmem_global_exit(%d); ending the job", rank, (int)st);
+        /* The runtime's fatal errors end the job this way too, after their message. */
+        note("PE %d ended the job with status %d (shmem_global_exit(%d), or the error it "
+             "reported)", rank, (int)st, (int)st);
         fail(j, JOB_GLOBAL_EXIT, st);
         break;
     }
