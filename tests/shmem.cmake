@@ -80,3 +80,9 @@ endfunction()
 # arguments, --tag-output, --max-restarts; no process or /dev/shm entry left.
 shmem_pe_exe(shmem_symrun_child)
 shmem_script_test(shmem_symrun shmem_symrun.sh shmem_symrun_child)
+
+# Misuse: one message naming PE, call and cause; the job ends, nothing hangs.
+shmem_pe_exe(shmem_misuse_child)
+shmem_script_test(shmem_misuse shmem_misuse.sh shmem_misuse_child)
+
+set_tests_properties(shmem_buddy PROPERTIES LABELS shmem)
