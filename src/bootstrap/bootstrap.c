@@ -3,8 +3,9 @@
  * one-PE bootstrap for a program started without a launcher.
  *
  * Order: symrun's socket (SYMTRAIN_BOOT_FD), then PMIx (PMIX_RANK, set by mpirun
- * and srun --mpi=pmix), then torchrun-style variables (RANK, WORLD_SIZE,
- * MASTER_ADDR, MASTER_PORT), else a single PE. SYMTRAIN_BOOTSTRAP forces one.
+ * and srun --mpi=pmix), then torchrun-style variables (RANK, WORLD_SIZE; the
+ * env bootstrap then insists on MASTER_ADDR and MASTER_PORT), else a single PE.
+ * SYMTRAIN_BOOTSTRAP forces one.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,11 @@ sym_boot_t *sym__boot_single_init(void) {
     return &b;
 }
 
+#ifndef SYM_HAVE_PMIX
+/* Built without libpmix: a PMIx launch falls back to the other bootstraps. */
+sym_boot_t *sym__boot_pmix_init(void) { return NULL; }
+#endif
+
 /* ---- choice ---- */
 
 static int env_set(const char *n) {
@@ -55,10 +61,25 @@ sym_boot_t *sym__boot_init(void) {
     if (force && *force) {
         if (!strcmp(force, "symrun")) return sym__boot_symrun_init();
         if (!strcmp(force, "single")) return sym__boot_single_init();
+        if (!strcmp(force, "env")) return sym__boot_env_init();
+        if (!strcmp(force, "pmix")) {
+            sym_boot_t *b = sym__boot_pmix_init();
+            if (!b)
+                sym__fatal("shmem_init", "SYMTRAIN_BOOTSTRAP=pmix, but this build has no PMIx "
+                                         "support; install libpmix-dev and rebuild");
+            return b;
+        }
         sym__fatal("shmem_init",
-                   "SYMTRAIN_BOOTSTRAP='%s' is not a bootstrap; use symrun or single",
+                   "SYMTRAIN_BOOTSTRAP='%s' is not a bootstrap; use symrun, pmix, env or single",
                    force);
     }
     if (env_set("SYMTRAIN_BOOT_FD")) return sym__boot_symrun_init();
+    if (env_set("PMIX_RANK") && env_set("PMIX_NAMESPACE")) {
+        sym_boot_t *b = sym__boot_pmix_init();
+        if (b) return b;
+        sym__warn("shmem_init", "started by a PMIx launcher, but this build has no PMIx "
+                                "support (install libpmix-dev and rebuild)");
+    }
+    if (env_set("RANK") && env_set("WORLD_SIZE")) return sym__boot_env_init();
     return sym__boot_single_init();
 }

@@ -33,6 +33,8 @@ sym_boot_t *sym__boot_init(void);
 
 sym_boot_t *sym__boot_symrun_init(void);
 sym_boot_t *sym__boot_single_init(void);
+sym_boot_t *sym__boot_env_init(void);
+sym_boot_t *sym__boot_pmix_init(void); /* NULL when built without PMIx */
 
 /* An all-gather with no payload. */
 int sym__boot_barrier(sym_boot_t *b);

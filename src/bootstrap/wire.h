@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 enum sym_wire_type {
@@ -21,11 +22,13 @@ typedef struct {
     uint32_t len;
 } sym_wire_hdr_t;
 
-/* 0 on success, -1 on error or end of stream. */
+/* 0 on success, -1 on error or end of stream. A closed peer is an error, not
+ * a SIGPIPE. */
 static inline int sym__wire_write(int fd, const void *buf, size_t len) {
     const char *p = (const char *)buf;
     while (len) {
-        ssize_t n = write(fd, p, len);
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == ENOTSOCK) n = write(fd, p, len);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return -1;
         p += n;
