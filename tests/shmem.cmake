@@ -86,3 +86,14 @@ shmem_pe_exe(shmem_misuse_child)
 shmem_script_test(shmem_misuse shmem_misuse.sh shmem_misuse_child)
 
 set_tests_properties(shmem_buddy PROPERTIES LABELS shmem)
+
+# symbench prints well-formed tables for every test (cmake/bench.cmake must be
+# included before tests/ for the target to exist here).
+if(TARGET symbench)
+  foreach(n 1 2 4)
+    add_test(NAME shmem_symbench_np${n}
+      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/shmem_symbench.sh $<TARGET_FILE:symrun>
+              $<TARGET_FILE:symbench> ${n})
+    set_tests_properties(shmem_symbench_np${n} PROPERTIES TIMEOUT 200 LABELS shmem)
+  endforeach()
+endif()

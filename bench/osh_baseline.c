@@ -1,0 +1,217 @@
+/*
+ * osh_baseline — the point-to-point benchmarks of tools/symbench.c, built
+ * against Open MPI's OpenSHMEM (oshcc), so bench/run_shmem.sh can put the two
+ * side by side. The loops, iteration counts, warm-up and "best of --reps"
+ * rule are symbench's; the tables have the same shape, titled
+ * "# osh_baseline <test> <measure>: ...".
+ *
+ *   oshcc -O2 osh_baseline.c -o osh_baseline
+ *   SHMEM_SYMMETRIC_SIZE=256M UCX_TLS=sm,self oshrun -np 2 ./osh_baseline all
+ *
+ * Open MPI's OpenSHMEM may crash inside shmem_finalize on this machine: every
+ * result is printed and flushed before it is called.
+ */
+#include <shmem.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static long iters = 20000, iters_large = 100;
+static int reps = 5, window = 64;
+static size_t min_size = 1, max_size = (size_t)64 << 20;
+static int me, npes, peer;
+static char *sym_buf, *local_buf;
+static long pp_flag, amo_word;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static long iters_for(size_t size) {
+    if (size <= 8192) return iters;
+    long n = (long)((double)iters_large * (1 << 20) / (double)size);
+    if (n > iters) n = iters;
+    return n < 4 ? 4 : n;
+}
+
+static long win_for(size_t size) { return size >= ((size_t)1 << 20) ? 1 : window; }
+
+static void table(const char *test, const char *measure, const char *what, const char *col) {
+    if (me) return;
+    printf("# osh_baseline %s %s: %s, %d PEs\n# size %s\n", test, measure, what, npes, col);
+    fflush(stdout);
+}
+
+static void row(size_t size, double v) {
+    if (me) return;
+    printf("%-10zu %12.4f\n", size, v);
+    fflush(stdout);
+}
+
+typedef void body_fn(size_t size, long n, void *arg);
+
+static double measure(body_fn *body, size_t size, long n, void *arg) {
+    body(size, n / 10 + 1, arg);
+    double best = 0;
+    for (int r = 0; r < reps; r++) {
+        shmem_barrier_all();
+        double t0 = now_s();
+        body(size, n, arg);
+        double t = (now_s() - t0) / (double)n;
+        if (r == 0 || t < best) best = t;
+    }
+    shmem_barrier_all();
+    return best;
+}
+
+static void pingpong_body(size_t size, long n, void *arg) {
+    (void)size;
+    long *base = arg;
+    if (me == 0) {
+        for (long i = 1; i <= n; i++) {
+            long v = *base + i;
+            shmem_long_p(&pp_flag, v, peer);
+            shmem_long_wait_until(&pp_flag, SHMEM_CMP_EQ, v);
+        }
+    } else if (me == peer) {
+        for (long i = 1; i <= n; i++) {
+            long v = *base + i;
+            shmem_long_wait_until(&pp_flag, SHMEM_CMP_EQ, v);
+            shmem_long_p(&pp_flag, v, 0);
+        }
+    }
+    *base += n;
+}
+
+static void put_lat(size_t s, long n, void *a) {
+    (void)a;
+    if (me) return;
+    for (long i = 0; i < n; i++) {
+        shmem_putmem(sym_buf, local_buf, s, peer);
+        shmem_quiet();
+    }
+}
+static void put_bw(size_t s, long n, void *a) {
+    (void)a;
+    if (me) return;
+    long w = win_for(s);
+    for (long i = 0; i < n; i += w) {
+        for (long k = 0; k < w; k++) shmem_putmem_nbi(sym_buf, local_buf, s, peer);
+        shmem_quiet();
+    }
+}
+static void get_lat(size_t s, long n, void *a) {
+    (void)a;
+    if (me) return;
+    for (long i = 0; i < n; i++) {
+        shmem_getmem(local_buf, sym_buf, s, peer);
+        shmem_quiet();
+    }
+}
+static void get_bw(size_t s, long n, void *a) {
+    (void)a;
+    if (me) return;
+    long w = win_for(s);
+    for (long i = 0; i < n; i += w) {
+        for (long k = 0; k < w; k++) shmem_getmem_nbi(local_buf, sym_buf, s, peer);
+        shmem_quiet();
+    }
+}
+static void atomic_body(size_t s, long n, void *a) {
+    (void)s;
+    (void)a;
+    if (me) return;
+    long sink = 0;
+    for (long i = 0; i < n; i++) sink += shmem_long_atomic_fetch_add(&amo_word, 1, peer);
+    __asm__ __volatile__("" ::"r"(sink));
+}
+static void barrier_body(size_t s, long n, void *a) {
+    (void)s;
+    (void)a;
+    for (long i = 0; i < n; i++) shmem_barrier_all();
+}
+
+static void sweep(const char *test, const char *what_lat, body_fn *lat, const char *what_bw,
+                  body_fn *bw) {
+    table(test, "latency", what_lat, "latency_us");
+    for (size_t s = min_size; s <= max_size; s *= 2) row(s, measure(lat, s, iters_for(s), NULL) * 1e6);
+    table(test, "bandwidth", what_bw, "bandwidth_GBs");
+    for (size_t s = min_size; s <= max_size; s *= 2) {
+        long n = (iters_for(s) + win_for(s) - 1) / win_for(s) * win_for(s);
+        row(s, (double)s / measure(bw, s, n, NULL) * 1e-9);
+    }
+}
+
+static int want(const char *test, const char *name) {
+    return !strcmp(test, "all") || !strcmp(test, name);
+}
+
+static size_t parse_size(const char *v) {
+    char *end;
+    double x = strtod(v, &end);
+    if (*end == 'K' || *end == 'k') x *= 1024;
+    if (*end == 'M' || *end == 'm') x *= 1024 * 1024;
+    if (*end == 'G' || *end == 'g') x *= 1024.0 * 1024 * 1024;
+    return (size_t)x;
+}
+
+int main(int argc, char **argv) {
+    shmem_init();
+    me = shmem_my_pe();
+    npes = shmem_n_pes();
+    peer = npes > 1 ? 1 : 0;
+    const char *test = argc > 1 ? argv[1] : "all";
+    for (int i = 2; i + 1 < argc; i += 2) {
+        const char *a = argv[i], *v = argv[i + 1];
+        if (!strcmp(a, "-i") || !strcmp(a, "--iters")) iters = atol(v);
+        else if (!strcmp(a, "--iters-large")) iters_large = atol(v);
+        else if (!strcmp(a, "-r") || !strcmp(a, "--reps")) reps = atoi(v);
+        else if (!strcmp(a, "-w") || !strcmp(a, "--window")) window = atoi(v);
+        else if (!strcmp(a, "--min-size")) min_size = parse_size(v);
+        else if (!strcmp(a, "--max-size")) max_size = parse_size(v);
+        else {
+            if (!me) fprintf(stderr, "osh_baseline: unknown option %s\n", a);
+            shmem_global_exit(2);
+        }
+    }
+    sym_buf = shmem_malloc(max_size);
+    local_buf = malloc(max_size);
+    if (!sym_buf || !local_buf) {
+        if (!me) fprintf(stderr, "osh_baseline: cannot allocate %zu bytes; raise "
+                                 "SHMEM_SYMMETRIC_SIZE\n", max_size);
+        shmem_global_exit(1);
+    }
+    memset(sym_buf, 3, max_size);
+    memset(local_buf, 1, max_size);
+    shmem_barrier_all();
+
+    if (want(test, "pingpong") && npes > 1) {
+        table("pingpong", "latency", "shmem_long_p + shmem_long_wait_until, one way", "latency_us");
+        long base = 0;
+        row(sizeof(long), measure(pingpong_body, 8, iters * 20, &base) * 1e6 / 2);
+    }
+    if (want(test, "put"))
+        sweep("put", "shmem_putmem + shmem_quiet, PE 0 to PE 1", put_lat,
+              "shmem_putmem_nbi x window + shmem_quiet, PE 0 to PE 1", put_bw);
+    if (want(test, "get"))
+        sweep("get", "shmem_getmem + shmem_quiet, PE 0 from PE 1", get_lat,
+              "shmem_getmem_nbi x window + shmem_quiet, PE 0 from PE 1", get_bw);
+    if (want(test, "atomic")) {
+        table("atomic", "latency", "shmem_long_atomic_fetch_add, PE 0 on PE 1", "latency_us");
+        row(sizeof(long), measure(atomic_body, 8, iters * 20, NULL) * 1e6);
+    }
+    if (want(test, "barrier")) {
+        table("barrier", "latency", "shmem_barrier_all, all PEs", "latency_us");
+        row(0, measure(barrier_body, 0, iters * 5, NULL) * 1e6);
+    }
+    if (!me) printf("# osh_baseline: done\n");
+    fflush(stdout);
+    fflush(stderr);
+    shmem_barrier_all();
+    shmem_finalize(); /* may crash in Open MPI here; the results are out */
+    return 0;
+}

@@ -1,0 +1,409 @@
+/*
+ * symbench — OSU-style micro-benchmarks of symshmem, one table per measure.
+ *
+ *   symrun -n 2 symbench pingpong|put|get|atomic|barrier|memcpy|all [options]
+ *
+ * Every table starts with a title line "# symbench <test> <measure>: <what>"
+ * and a column line "# size latency_us" or "# size bandwidth_GBs", then one
+ * row per size: the best of --reps timed repetitions (the least time: noise
+ * from other processes only ever adds time), each of which runs a number of
+ * iterations that shrinks with the size (see iters_for). The active
+ * side is PE 0, talking to PE 1 (to itself when it runs alone); the other PEs
+ * wait in a barrier. Only the public OpenSHMEM API is used, so the loops are
+ * the same as in the baseline harness (bench/osh_baseline.c). Each PE is bound
+ * to one CPU (PE i to the i-th CPU it may run on), as mpirun and oshrun bind
+ * ranks by default; --no-bind leaves placement to the scheduler.
+ *
+ *   pingpong  shmem_long_p + shmem_long_wait_until, one way (= round trip / 2)
+ *   put, get  latency: one blocking shmem_putmem / shmem_getmem + shmem_quiet;
+ *             bandwidth: a window of _nbi transfers + shmem_quiet
+ *   atomic    shmem_long_atomic_fetch_add latency
+ *   barrier   shmem_barrier_all latency, all PEs
+ *   memcpy    single-core memcpy bandwidth between private buffers, the same
+ *             loop as put bandwidth: the ceiling a same-host put can reach
+ *
+ * Collective benchmarks (allreduce, reduce_scatter, allgather, broadcast) are
+ * added to the table of tests below by the collectives' own file.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <shmem.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    long iters;        /* iterations per repetition for small sizes */
+    long iters_large;  /* ... at 1 MiB; fewer above, more below */
+    int reps;          /* timed repetitions; the best is printed */
+    int window;        /* _nbi transfers per quiet in the bandwidth tests */
+    size_t min_size, max_size;
+} opts_t;
+
+static opts_t opt = {20000, 100, 5, 64, 1, (size_t)64 << 20};
+static int bind = 1;
+static int me, npes, peer;
+
+/* ---- helpers ---- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Iterations for one repetition at `size`: opt.iters up to 8 KiB, then about
+ * the same number of bytes per repetition as opt.iters_large at 1 MiB. */
+static long iters_for(size_t size) {
+    if (size <= 8192) return opt.iters;
+    double bytes = (double)opt.iters_large * (1 << 20);
+    long n = (long)(bytes / (double)size);
+    if (n > opt.iters) n = opt.iters;
+    return n < 4 ? 4 : n;
+}
+
+static int parse_size(const char *s, size_t *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v < 0) return -1;
+    double mul = 1;
+    switch (*end) {
+    case 'k': case 'K': mul = 1024.0; end++; break;
+    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
+    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (*end) return -1;
+    *out = (size_t)(v * mul);
+    return 0;
+}
+
+static void table(const char *test, const char *measure, const char *what, const char *column) {
+    if (me != 0) return;
+    printf("# symbench %s %s: %s, %d PE%s\n# size %s\n", test, measure, what, npes,
+           npes == 1 ? "" : "s", column);
+    fflush(stdout);
+}
+
+static void row(size_t size, double value) {
+    if (me != 0) return;
+    printf("%-10zu %12.4f\n", size, value);
+    fflush(stdout);
+}
+
+/* Run `body` (timed on PE 0) opt.reps times after one warm-up; the least
+ * seconds per iteration. Every PE calls it; the barrier keeps them in step. */
+typedef void body_fn(size_t size, long iters, void *arg);
+
+static double measure(body_fn *body, size_t size, long iters, void *arg) {
+    body(size, iters / 10 + 1, arg); /* warm-up: pages faulted in, caches and TLBs warm */
+    double best = 0;
+    for (int r = 0; r < opt.reps; r++) {
+        shmem_barrier_all();
+        double t0 = now_s();
+        body(size, iters, arg);
+        double t = (now_s() - t0) / (double)iters;
+        if (r == 0 || t < best) best = t;
+    }
+    shmem_barrier_all();
+    return best;
+}
+
+/* Pin this PE to the (me mod n)-th CPU of those it may run on. */
+static void bind_to_cpu(void) {
+    cpu_set_t allowed, one;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+    int n = CPU_COUNT(&allowed), want = me % (n ? n : 1), k = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &allowed)) continue;
+        if (k++ != want) continue;
+        CPU_ZERO(&one);
+        CPU_SET(c, &one);
+        if (sched_setaffinity(0, sizeof one, &one) != 0 && me == 0)
+            perror("symbench: sched_setaffinity");
+        return;
+    }
+}
+
+/* ---- symmetric buffers ---- */
+
+static char *sym_buf;     /* max_size bytes on every PE: the remote end */
+static char *local_buf;   /* max_size private bytes: the local end */
+static char *local_buf2;  /* for memcpy */
+static long pp_flag;      /* ping-pong word */
+static long amo_word;
+
+/* ---- the tests ---- */
+
+static void pingpong_body(size_t size, long iters, void *arg) {
+    (void)size;
+    long *base = arg; /* ping numbers continue across calls */
+    if (me == 0) {
+        for (long i = 1; i <= iters; i++) {
+            long v = *base + i;
+            shmem_long_p(&pp_flag, v, peer);
+            shmem_long_wait_until(&pp_flag, SHMEM_CMP_EQ, v);
+        }
+    } else if (me == peer) {
+        for (long i = 1; i <= iters; i++) {
+            long v = *base + i;
+            shmem_long_wait_until(&pp_flag, SHMEM_CMP_EQ, v);
+            shmem_long_p(&pp_flag, v, 0);
+        }
+    }
+    *base += iters;
+}
+
+static void bench_pingpong(void) {
+    if (npes < 2) {
+        if (me == 0) printf("# symbench pingpong: needs 2 PEs (symrun -n 2), skipped\n");
+        return;
+    }
+    table("pingpong", "latency", "shmem_long_p + shmem_long_wait_until, one way", "latency_us");
+    long base = 0;
+    double t = measure(pingpong_body, 8, opt.iters * 20, &base);
+    row(sizeof(long), t * 1e6 / 2);
+}
+
+static void put_lat_body(size_t size, long iters, void *arg) {
+    (void)arg;
+    if (me != 0) return;
+    for (long i = 0; i < iters; i++) {
+        shmem_putmem(sym_buf, local_buf, size, peer);
+        shmem_quiet();
+    }
+}
+
+static void put_bw_body(size_t size, long iters, void *arg) {
+    (void)arg;
+    if (me != 0) return;
+    long w = size >= ((size_t)1 << 20) ? 1 : opt.window;
+    for (long i = 0; i < iters; i += w) {
+        for (long k = 0; k < w; k++) shmem_putmem_nbi(sym_buf, local_buf, size, peer);
+        shmem_quiet();
+    }
+}
+
+static void get_lat_body(size_t size, long iters, void *arg) {
+    (void)arg;
+    if (me != 0) return;
+    for (long i = 0; i < iters; i++) {
+        shmem_getmem(local_buf, sym_buf, size, peer);
+        shmem_quiet();
+    }
+}
+
+static void get_bw_body(size_t size, long iters, void *arg) {
+    (void)arg;
+    if (me != 0) return;
+    long w = size >= ((size_t)1 << 20) ? 1 : opt.window;
+    for (long i = 0; i < iters; i += w) {
+        for (long k = 0; k < w; k++) shmem_getmem_nbi(local_buf, sym_buf, size, peer);
+        shmem_quiet();
+    }
+}
+
+static void memcpy_body(size_t size, long iters, void *arg) {
+    (void)arg;
+    if (me != 0) return;
+    for (long i = 0; i < iters; i++) {
+        memcpy(local_buf2, local_buf, size);
+        __asm__ __volatile__("" ::: "memory"); /* every copy happens */
+    }
+}
+
+/* iters rounded up to whole windows, so seconds per iteration stay honest */
+static long round_window(long iters, size_t size) {
+    long w = size >= ((size_t)1 << 20) ? 1 : opt.window;
+    return (iters + w - 1) / w * w;
+}
+
+static void sweep_latency(const char *test, const char *what, body_fn *body) {
+    table(test, "latency", what, "latency_us");
+    for (size_t s = opt.min_size; s <= opt.max_size; s *= 2) {
+        double t = measure(body, s, iters_for(s), NULL);
+        row(s, t * 1e6);
+    }
+}
+
+static void sweep_bandwidth(const char *test, const char *what, body_fn *body) {
+    table(test, "bandwidth", what, "bandwidth_GBs");
+    for (size_t s = opt.min_size; s <= opt.max_size; s *= 2) {
+        long it = round_window(iters_for(s), s);
+        double t = measure(body, s, it, NULL);
+        row(s, (double)s / t * 1e-9);
+    }
+}
+
+static void bench_put(void) {
+    sweep_latency("put", "shmem_putmem + shmem_quiet, PE 0 to PE 1", put_lat_body);
+    sweep_bandwidth("put", "shmem_putmem_nbi x window + shmem_quiet, PE 0 to PE 1",
+                    put_bw_body);
+}
+
+static void bench_get(void) {
+    sweep_latency("get", "shmem_getmem + shmem_quiet, PE 0 from PE 1", get_lat_body);
+    sweep_bandwidth("get", "shmem_getmem_nbi x window + shmem_quiet, PE 0 from PE 1",
+                    get_bw_body);
+}
+
+static void bench_memcpy(void) {
+    sweep_bandwidth("memcpy", "single-core memcpy between private buffers on PE 0",
+                    memcpy_body);
+}
+
+static void atomic_body(size_t size, long iters, void *arg) {
+    (void)size;
+    (void)arg;
+    if (me != 0) return;
+    long sink = 0;
+    for (long i = 0; i < iters; i++) sink += shmem_long_atomic_fetch_add(&amo_word, 1, peer);
+    __asm__ __volatile__("" ::"r"(sink));
+}
+
+static void bench_atomic(void) {
+    table("atomic", "latency", "shmem_long_atomic_fetch_add, PE 0 on PE 1", "latency_us");
+    row(sizeof(long), measure(atomic_body, 8, opt.iters * 20, NULL) * 1e6);
+}
+
+static void barrier_body(size_t size, long iters, void *arg) {
+    (void)size;
+    (void)arg;
+    for (long i = 0; i < iters; i++) shmem_barrier_all();
+}
+
+static void bench_barrier(void) {
+    table("barrier", "latency", "shmem_barrier_all, all PEs", "latency_us");
+    row(0, measure(barrier_body, 0, opt.iters * 5, NULL) * 1e6);
+}
+
+/* ---- the table of tests ---- */
+
+typedef struct {
+    const char *name;
+    void (*run)(void);
+    const char *help;
+} bench_t;
+
+static const bench_t benches[] = {
+    {"pingpong", bench_pingpong, "p + wait_until ping-pong latency (needs 2 PEs)"},
+    {"put", bench_put, "put latency and bandwidth"},
+    {"get", bench_get, "get latency and bandwidth"},
+    {"atomic", bench_atomic, "fetch_add latency"},
+    {"barrier", bench_barrier, "barrier_all latency"},
+    {"memcpy", bench_memcpy, "single-core memcpy bandwidth (the put ceiling)"},
+};
+#define N_BENCHES (sizeof benches / sizeof benches[0])
+
+static void usage(const char *why) {
+    if (me == 0) {
+        if (why) fprintf(stderr, "symbench: %s\n", why);
+        fprintf(stderr,
+                "usage: symrun -n 2 symbench TEST [options]\n"
+                "tests:\n");
+        for (size_t i = 0; i < N_BENCHES; i++)
+            fprintf(stderr, "  %-10s %s\n", benches[i].name, benches[i].help);
+        fprintf(stderr,
+                "  %-10s every test above, in that order\n"
+                "options:\n"
+                "  -i, --iters N        iterations per repetition up to 8 KiB (default %ld)\n"
+                "  --iters-large N      iterations at 1 MiB, scaled by size (default %ld)\n"
+                "  -r, --reps N         timed repetitions; the best is printed (default %d)\n"
+                "  -w, --window N       _nbi transfers per quiet below 1 MiB (default %d)\n"
+                "  --min-size SIZE      smallest transfer, e.g. 1, 4K (default %zu)\n"
+                "  --max-size SIZE      largest transfer, e.g. 64M (default %zu)\n"
+                "  --no-bind            do not bind each PE to a CPU\n",
+                "all", opt.iters, opt.iters_large, opt.reps, opt.window, opt.min_size,
+                opt.max_size);
+    }
+    shmem_finalize();
+    exit(2);
+}
+
+static long parse_long(const char *name, const char *v, long lo) {
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*end || end == v || x < lo) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "%s takes a whole number >= %ld, not '%s'", name, lo, v);
+        usage(msg);
+    }
+    return x;
+}
+
+int main(int argc, char **argv) {
+    shmem_init();
+    me = shmem_my_pe();
+    npes = shmem_n_pes();
+    peer = npes > 1 ? 1 : 0;
+    if (argc < 2) usage("name a test");
+    const char *test = argv[1];
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = strcmp(a, "-h") && strcmp(a, "--help") && strcmp(a, "--no-bind");
+        if (!strcmp(a, "--no-bind")) {
+            bind = 0;
+            continue;
+        }
+        if (takes && !v) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "%s needs a value", a);
+            usage(msg);
+        }
+        if (!strcmp(a, "-i") || !strcmp(a, "--iters")) opt.iters = parse_long(a, v, 1);
+        else if (!strcmp(a, "--iters-large")) opt.iters_large = parse_long(a, v, 1);
+        else if (!strcmp(a, "-r") || !strcmp(a, "--reps")) opt.reps = (int)parse_long(a, v, 1);
+        else if (!strcmp(a, "-w") || !strcmp(a, "--window")) opt.window = (int)parse_long(a, v, 1);
+        else if (!strcmp(a, "--min-size") || !strcmp(a, "--max-size")) {
+            size_t s;
+            if (parse_size(v, &s) || s == 0) usage("sizes are positive, e.g. 1, 4K, 64M");
+            if (!strcmp(a, "--min-size")) opt.min_size = s;
+            else opt.max_size = s;
+        } else if (!takes) usage(NULL);
+        else {
+            char msg[96];
+            snprintf(msg, sizeof msg, "unknown option '%s'", a);
+            usage(msg);
+        }
+        i++;
+    }
+    if (opt.min_size > opt.max_size) usage("--min-size is above --max-size");
+    if (bind) bind_to_cpu();
+
+    const bench_t *run = NULL;
+    for (size_t i = 0; i < N_BENCHES; i++)
+        if (!strcmp(test, benches[i].name)) run = &benches[i];
+    if (!run && strcmp(test, "all")) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "unknown test '%s'", test);
+        usage(msg);
+    }
+
+    sym_buf = shmem_malloc(opt.max_size);
+    local_buf = malloc(opt.max_size);
+    local_buf2 = malloc(opt.max_size);
+    if (!sym_buf || !local_buf || !local_buf2) {
+        if (me == 0)
+            fprintf(stderr, "symbench: cannot allocate %zu bytes (symmetric heap: raise "
+                    "SYMTRAIN_SYMMETRIC_SIZE)\n", opt.max_size);
+        shmem_global_exit(1);
+    }
+    memset(local_buf, 1, opt.max_size);
+    memset(local_buf2, 2, opt.max_size);
+    memset(sym_buf, 3, opt.max_size);
+    shmem_barrier_all();
+
+    if (run) {
+        run->run();
+    } else {
+        for (size_t i = 0; i < N_BENCHES; i++) benches[i].run();
+    }
+    shmem_barrier_all();
+    shmem_free(sym_buf);
+    free(local_buf);
+    free(local_buf2);
+    shmem_finalize();
+    return 0;
+}
