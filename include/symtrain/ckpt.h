@@ -8,7 +8,9 @@
  * CRC32C. It is written under a temporary name, every file and the directory
  * fsync'd, then renamed into place and the parent fsync'd: a crash leaves
  * either a whole checkpoint or a temporary directory that readers ignore.
- * The newest `keep` checkpoints are kept; older ones are removed.
+ * After each write the newest `keep` checkpoints up to its step are kept;
+ * older ones, and any of a later step (damaged ones --resume passed over, or
+ * an earlier run's that this run replaces), are removed.
  *
  * sym_ckpt_save copies what it is given (an in-memory snapshot) and returns;
  * a background thread writes it, so training does not wait for the disk.
@@ -59,11 +61,12 @@ typedef struct sym_ckpt_writer sym_ckpt_writer_t; /* opaque */
 /* Write into `dir` (created if missing), keeping the newest `keep` (>= 1). */
 int sym_ckpt_writer_create(const char *dir, int keep, sym_ckpt_writer_t **out);
 /* Snapshot meta and files and hand them to the writer thread. A save still in
- * progress is waited for first; its status is returned (0 or a SYM_E* code,
- * with sym_last_error saying what went wrong), so failures are not lost. */
+ * progress is waited for first. A failed earlier save is returned by the next
+ * sym_ckpt_save or sym_ckpt_wait (a SYM_E* code, sym_last_error saying what
+ * went wrong), once, so failures are neither lost nor repeated; 0 otherwise. */
 int sym_ckpt_save(sym_ckpt_writer_t *w, const sym_ckpt_meta_t *meta,
                   const sym_ckpt_file_t *files, int nfiles);
-/* Wait until nothing is being written; the last save's status. */
+/* Wait until nothing is being written; 0, or a failure not yet returned. */
 int sym_ckpt_wait(sym_ckpt_writer_t *w);
 /* The path of the last checkpoint written completely ("" if none). */
 const char *sym_ckpt_last_path(const sym_ckpt_writer_t *w);
@@ -92,6 +95,8 @@ int sym_ckpt_load(const char *path, sym_ckpt_t *out);
  * cause. SYM_ENOENT when `dir` holds no good checkpoint. */
 int sym_ckpt_load_latest(const char *dir, sym_ckpt_t *out,
                          void (*report)(void *user, const char *msg), void *user);
+/* The step of the newest step-* directory in `dir` (not verified), or -1. */
+int64_t sym_ckpt_newest_step(const char *dir);
 /* The file named `name`, or NULL. */
 const sym_ckpt_file_t *sym_ckpt_file(const sym_ckpt_t *ck, const char *name);
 void sym_ckpt_release(sym_ckpt_t *ck);

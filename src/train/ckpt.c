@@ -225,7 +225,7 @@ static void manifest_json(sym_jbuf_t *b, const sym_ckpt_meta_t *m, const sym_ckp
     sym__jbuf_string(b, m->model);
     sym__jbuf_printf(b, ", \"activation\": ");
     sym__jbuf_string(b, m->activation);
-    sym__jbuf_printf(b, ", \"dropout\": %.9g, \"params\": %llu},\n", (double)m->dropout,
+    sym__jbuf_printf(b, ", \"dropout\": %g, \"params\": %llu},\n", (double)m->dropout,
                      (unsigned long long)m->params);
     sym__jbuf_printf(b, "  \"optimizer\": {\"name\": ");
     sym__jbuf_string(b, m->optimizer);
@@ -327,13 +327,22 @@ out:
 
 /* ---- writing ---- */
 
-static int prune(const char *dir, int keep) {
+/* After writing step `written`: remove every checkpoint of a later step (a
+ * damaged one that --resume passed over, or one of an earlier run this run
+ * replaces: left in place it would shadow this run's on the next --resume),
+ * keep the newest `keep` of the rest, and remove writers' leftovers. */
+static int prune(const char *dir, int keep, int64_t written) {
     int64_t *steps;
     int n;
     int rc = list_steps(dir, &steps, &n);
     if (rc) return rc;
     char path[PATH_MAX];
-    for (int i = keep; i < n; i++) {
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        if (steps[i] <= written && kept < keep) {
+            kept++;
+            continue;
+        }
         snprintf(path, sizeof path, "%s/step-%08lld", dir, (long long)steps[i]);
         remove_dir(path);
     }
@@ -404,7 +413,7 @@ int sym_ckpt_write(const char *dir, int keep, const sym_ckpt_meta_t *meta,
     if (had_old) remove_dir(old);
     if ((rc = fsync_dir(dir))) return rc;
     if (out_path) snprintf(out_path, out_len, "%s", final);
-    return prune(dir, keep < 1 ? 1 : keep);
+    return prune(dir, keep < 1 ? 1 : keep, meta->step);
 fail:
     sym__jbuf_free(&man);
     remove_dir(tmp);
@@ -478,10 +487,12 @@ int sym_ckpt_writer_create(const char *dir, int keep, sym_ckpt_writer_t **out) {
     return SYM_OK;
 }
 
+/* Wait for the writer; return a failed save's status once (then forget it). */
 static int wait_locked(sym_ckpt_writer_t *w) {
     while (w->pending) pthread_cond_wait(&w->cv, &w->mu);
     int rc = w->status;
     if (rc) sym__error(rc, "%s", w->error);
+    w->status = 0;
     return rc;
 }
 
@@ -618,6 +629,15 @@ int sym_ckpt_load_latest(const char *dir, sym_ckpt_t *out,
     if (bad)
         return sym__error(SYM_ENOENT, "%s holds no usable checkpoint (%d damaged)", dir, bad);
     return sym__error(SYM_ENOENT, "%s holds no checkpoint", dir);
+}
+
+int64_t sym_ckpt_newest_step(const char *dir) {
+    int64_t *steps, newest = -1;
+    int n;
+    if (list_steps(dir, &steps, &n)) return -1;
+    if (n) newest = steps[0];
+    free(steps);
+    return newest;
 }
 
 const sym_ckpt_file_t *sym_ckpt_file(const sym_ckpt_t *ck, const char *name) {

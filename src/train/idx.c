@@ -44,8 +44,11 @@ static int gz_fail(gzFile f, const char *path, const char *what) {
     if (zerr == Z_OK || zerr == Z_BUF_ERROR)
         return sym__error(SYM_ECORRUPT, "%s is truncated: it ends inside the %s; replace it (%s)",
                           path, what, REINSTALL);
-    return sym__error(SYM_ECORRUPT, "%s is damaged (%s, in the %s); replace it (%s)", path, msg,
-                      what, REINSTALL);
+    /* zlib's message reads "<path>: <what went wrong>" */
+    const char *colon = strstr(msg, ": ");
+    if (colon && !strncmp(msg, path, (size_t)(colon - msg))) msg = colon + 2;
+    return sym__error(SYM_ECORRUPT, "%s is damaged (gzip: %s); replace it (%s)", path, msg,
+                      REINSTALL);
 }
 
 static int read_exact(gzFile f, void *buf, size_t len, const char *path, const char *what) {

@@ -3,9 +3,9 @@
  * machines without Fashion-MNIST and for quick tests.
  *
  * Each class has a template of three soft blobs (drawn from the seed). A sample
- * is its class template, shifted by up to 2 pixels, scaled in brightness, with
- * a faint second class's template mixed in and pixel noise on top: learnable,
- * not trivially. Sample i of a split draws from its own stream, so generating
+ * is its class template, shifted by up to 3 pixels, scaled in brightness, with
+ * another class's template mixed in (up to 0.8 of it) and pixel noise on top:
+ * learnable, not trivially. Sample i of a split draws from its own stream, so generating
  * the first n samples gives the first n of any larger set.
  */
 #include <math.h>
@@ -62,9 +62,9 @@ int sym_dataset_generate(int64_t n, uint64_t seed, int train, sym_dataset_t *out
         sym_rng_t r = sym_rng_stream(sym_rng_key(seed, SYM_RNG_SYNTH, (split << 40) + (uint64_t)i));
         int c = (int)sym_rng_below(&r, CLASSES);
         int other = (int)sym_rng_below(&r, CLASSES);
-        int sx = (int)sym_rng_below(&r, 5) - 2, sy = (int)sym_rng_below(&r, 5) - 2;
+        int sx = (int)sym_rng_below(&r, 7) - 3, sy = (int)sym_rng_below(&r, 7) - 3;
         float bright = 0.7f + 0.5f * sym_rng_uniform(&r);
-        float mix = 0.45f * sym_rng_uniform(&r);
+        float mix = 0.8f * sym_rng_uniform(&r);
         uint8_t *px = out->pixels + (size_t)i * DIM;
         for (int y = 0; y < SIDE; y++)
             for (int x = 0; x < SIDE; x++) {
@@ -74,7 +74,7 @@ int sym_dataset_generate(int64_t n, uint64_t seed, int train, sym_dataset_t *out
                     t = tmpl[c][ty * SIDE + tx];
                     o = tmpl[other][ty * SIDE + tx];
                 }
-                float v = bright * t + mix * o + 0.3f * (sym_rng_uniform(&r) - 0.5f);
+                float v = bright * t + mix * o + 0.6f * (sym_rng_uniform(&r) - 0.5f);
                 v = v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
                 px[y * SIDE + x] = (uint8_t)lrintf(v * 255.0f);
             }

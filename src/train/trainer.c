@@ -412,6 +412,10 @@ static int setup(run_t *r) {
 
     r->saved_step = -1;
     if (c->resume && (rc = resume(r))) return rc;
+    if (!c->resume && c->ckpt_dir && sym_ckpt_newest_step(c->ckpt_dir) >= 0)
+        note(r, "%s holds checkpoints of an earlier run (up to step %lld); without --resume this "
+                "run starts over and replaces them as it saves",
+             c->ckpt_dir, (long long)sym_ckpt_newest_step(c->ckpt_dir));
     if (r->me == 0 && c->ckpt_dir && (rc = sym_ckpt_writer_create(c->ckpt_dir, c->ckpt_keep, &r->writer)))
         return report(r, rc, 0);
     if (r->me == 0 && c->metrics_path && (rc = sym_metrics_open(c->metrics_path, &r->metrics)))
@@ -597,9 +601,12 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
                  res->checkpoint);
         else if (res->checkpoint[0])
             note(&r, "checkpoint %s", res->checkpoint);
-        if (test_acc >= 0)
+        if (test_acc >= 0 && !stopped)
             note(&r, "test accuracy %.2f%% (loss %.4f) after %lld steps; total time %.1f s",
                  100.0 * test_acc, test_loss, (long long)r.step, secs);
+        else if (test_acc >= 0)
+            note(&r, "test accuracy at the last epoch's end %.2f%%; total time %.1f s",
+                 100.0 * test_acc, secs);
     }
     res->steps = r.step;
     res->epochs_done = r.epoch;

@@ -1,0 +1,33 @@
+# The training stack's tests (src/train, tools/symtrain.c). Left out when the
+# training stack is (no zlib; cmake/train.cmake said so at configure time).
+if(NOT SYM_HAVE_TRAIN)
+  return()
+endif()
+
+# ---- units: one program, no PEs ----
+sym_unit_test(train_gradcheck LIBS symtrain)  # backward passes vs finite differences
+sym_unit_test(train_matmul LIBS symtrain)     # sgemm / blocked kernel vs fp64
+sym_unit_test(train_optim LIBS symtrain)      # SGD, AdamW, schedule, clipping vs formulas
+sym_unit_test(train_shard LIBS symtrain)      # every sample once per epoch across PEs
+sym_unit_test(train_data LIBS symtrain ZLIB::ZLIB) # IDX files, damaged ones, generated set
+sym_unit_test(train_ckpt LIBS symtrain)       # checkpoint write / verify / fall back / writer
+
+# ---- on PEs, through symrun ----
+sym_pe_test(train_tensor NPES 1 2 LIBS symtrain) # pools; symmetric tensors and model state
+sym_pe_test(train_ddp NPES 1 2 3 4 LIBS symtrain) # bucketed all-reduce vs fp64 average
+
+# ---- end to end: symrun + the symtrain CLI, as a user runs them ----
+# sym_train_e2e(name): tests/name.c, run as `name SYMRUN SYMTRAIN`.
+function(sym_train_e2e name)
+  add_executable(${name} ${name}.c)
+  target_link_libraries(${name} PRIVATE m)
+  add_test(NAME ${name} COMMAND ${name} $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli>)
+  set_tests_properties(${name} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+endfunction()
+
+sym_train_e2e(train_npes)    # N-PE == 1-PE with the same global batch
+sym_train_e2e(train_resume)  # SIGKILL + symrun --max-restarts: bit-identical
+sym_train_e2e(train_sigterm) # SIGTERM / SIGINT: checkpoint, exit 0, exact resume
+sym_train_e2e(train_corrupt) # damaged checkpoints: named, previous one used
+sym_train_e2e(train_resize)  # resume on another PE count
+sym_train_e2e(train_cli)     # usage, errors, progress, metrics, plot

@@ -1,0 +1,105 @@
+/*
+ * train_cli — what a person sees from `symtrain`: usage errors (exit 2, one
+ * message even with several PEs), data errors (exit 1, naming the file or the
+ * package to install), the progress lines and summary when stdout is not a
+ * terminal, the metrics file, and `symtrain plot` turning it into an SVG.
+ */
+#include "train_e2e.h"
+
+
+/* Run symtrain directly (one PE, no symrun) and expect `code` and `needle`. */
+static void direct(const char *what, int code, const char *needle, const char *args) {
+    const char *log = e2e_path("direct.log");
+    int rc = e2e_sh(log, "%s %s", e2e_symtrain, args);
+    if (rc != code || (needle && !e2e_log_has(log, needle))) e2e_show(log);
+    CHECK(rc == code, "%s: symtrain %s exited %d, expected %d", what, args, rc, code);
+    if (needle) CHECK(e2e_log_has(log, needle), "%s: the output does not say \"%s\"", what, needle);
+    printf("  %-30s exit %d\n", what, rc);
+}
+
+int main(int argc, char **argv) {
+    e2e_init(argc, argv, "train_cli");
+    printf("train_cli: usage and errors\n");
+    direct("no command", 2, "say what to do", "");
+    direct("unknown command", 2, "unknown command 'fly'", "fly");
+    direct("--help", 0, "--ckpt-every T", "--help");
+    direct("unknown option", 2, "unknown option '--bogus'", "train --bogus");
+    direct("malformed number", 2, "--batch 'many': expected a whole number", "train --batch many");
+    direct("value missing", 2, "--epochs needs a value", "train --epochs");
+    direct("bad model", 2, "--model 'mlp:784': give at least an input and an output width",
+           "train --model mlp:784");
+    direct("bad model kind", 2, "write mlp:IN-HIDDEN-...-OUT", "train --model cnn:1-2");
+    direct("--resume without dir", 2, "need --ckpt-dir DIR", "train --resume");
+    direct("bad duration", 2, "expected a duration such as 30s", "train --ckpt-dir x --ckpt-every soon");
+    char args[1024];
+    snprintf(args, sizeof args, "train --data %s", e2e_path("nowhere"));
+    direct("missing data directory", 1, "apt-get install dataset-fashion-mnist", args);
+    CHECK(e2e_log_has(e2e_path("direct.log"), "--data DIR"), "the message does not mention --data");
+    mkdir(e2e_path("bad"), 0755);
+    FILE *f = fopen(e2e_path("bad/train-images-idx3-ubyte.gz"), "w");
+    CHECK(f && fputs("not gzip, not IDX", f) >= 0 && fclose(f) == 0, "write");
+    f = fopen(e2e_path("bad/train-labels-idx1-ubyte.gz"), "w");
+    CHECK(f && fclose(f) == 0, "write");
+    snprintf(args, sizeof args, "train --data %s", e2e_path("bad"));
+    direct("damaged data file", 1, "bad/train-images-idx3-ubyte.gz", args);
+    direct("model does not fit data", 1, "use mlp:784-...-10", "train --generated --model mlp:100-10");
+
+    /* several PEs: usage errors exit 2, said once */
+    const char *log = e2e_path("np3.log");
+    e2e_run(3, NULL, NULL, log, 2, "--bogus");
+    CHECK(e2e_count(log, "unknown option '--bogus'") == 1, "3 PEs printed the usage error %d times",
+          e2e_count(log, "unknown option '--bogus'"));
+    e2e_run(3, NULL, NULL, log, 2, "--batch 2");
+    e2e_expect_log(log, "smaller than the number of PEs (3)");
+    printf("  %-30s exit 2, said once\n", "3 PEs, bad usage");
+
+    /* progress lines, summary, metrics */
+    printf("train_cli: a run as a person sees it\n");
+    const char *metrics = e2e_path("m.jsonl");
+    /* big enough that an epoch takes a while, so progress lines appear */
+    snprintf(args, sizeof args,
+             "--generated --train-samples 3000 --test-samples 200 --model mlp:784-256-10 --batch 50 "
+             "--threads 1 --epochs 2 --log-interval 0.01 --metrics %s", metrics);
+    log = e2e_path("run.log");
+    e2e_run(2, NULL, NULL, log, 0, args);
+    e2e_expect_log(log, "2 PEs x 1 BLAS thread");
+    e2e_expect_log(log, "global batch 50 (25 per PE)");
+    e2e_expect_log(log, "generated: 3000 training / 200 test samples");
+    e2e_expect_log(log, "epoch 1/2  ");   /* a plain progress line */
+    e2e_expect_log(log, "samples/s  loss ");
+    e2e_expect_log(log, "ETA");
+    e2e_expect_log(log, "test accuracy");
+    e2e_expect_log(log, "total time");
+    CHECK(!e2e_log_has(log, "\r") && !e2e_log_has(log, "\033["), "terminal control codes in a file");
+    long long steps;
+    free(e2e_losses(metrics, &steps));
+    CHECK(steps == 120, "metrics recorded %lld steps, expected 2 x 60", steps);
+    CHECK(e2e_count(metrics, "\"eval\":1") == 2, "expected 2 evaluation records");
+    static const char *fields[] = {"\"epoch\":", "\"lr\":", "\"samples_per_s\":", "\"compute_s\":",
+                                   "\"comm_s\":", "\"bytes_allreduced\":", "\"grad_norm\":", "\"test_acc\":"};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        CHECK(e2e_log_has(metrics, fields[i]), "the metrics file has no %s", fields[i]);
+    printf("  progress lines, summary and metrics records present\n");
+
+    /* plot */
+    const char *svg = e2e_path("curve.svg");
+    log = e2e_path("plot.log");
+    CHECK(e2e_sh(log, "%s plot %s -o %s --title 'cli test'", e2e_symtrain, metrics, svg) == 0, "plot failed");
+    char *pic = e2e_read(svg, NULL);
+    CHECK(pic && !strncmp(pic, "<svg", 4) && strstr(pic, "</svg>"), "%s is not an SVG", svg);
+    CHECK(e2e_count(svg, "<polyline") == 3, "expected 3 curves (raw loss, smoothed, accuracy)");
+    CHECK(e2e_count(svg, "<circle") == 2, "expected one accuracy marker per epoch");
+    CHECK(strstr(pic, "cli test") != NULL, "the title is missing");
+    free(pic);
+    CHECK(e2e_sh(log, "%s plot %s", e2e_symtrain, metrics) == 2, "plot without -o did not exit 2");
+    CHECK(e2e_sh(log, "%s plot %s -o %s", e2e_symtrain, e2e_path("run.log"), svg) == 1,
+          "plotting a non-metrics file did not fail");
+    e2e_expect_log(log, "holds no step records");
+    CHECK(e2e_sh(log, "%s plot %s -o %s", e2e_symtrain, e2e_path("none.jsonl"), svg) == 1,
+          "plotting a missing file did not fail");
+    e2e_expect_log(log, "cannot open");
+    printf("  plot: SVG with loss, smoothed loss and accuracy curves; bad input refused\n");
+    e2e_cleanup();
+    printf("train_cli: ok\n");
+    return 0;
+}

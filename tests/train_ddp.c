@@ -1,0 +1,130 @@
+/*
+ * train_ddp — the bucketed gradient all-reduce, on every PE of the job.
+ *
+ * A symmetric gradient array cut into "tensors" of random sizes; each PE fills
+ * it with its own random values (from the shared seed and its PE number, so
+ * every PE can compute every other PE's values and the exact average in
+ * double). A backward-like sequence reports the tensors finished from the last
+ * to the first; buckets must start as soon as they are wholly finished (before
+ * sym_ddp_finish), cover the array exactly, and end at tensor boundaries; after
+ * finish every element must equal the fp64 average to fp32 rounding, on every
+ * PE. Repeated over several steps and bucket sizes, one bucket included.
+ */
+#include <math.h>
+#include <shmem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <symtrain/symtrain.h>
+
+#include "test.h"
+
+enum { NT = 23 };
+
+static uint64_t seed_src, seed_dst;
+
+static float value(uint64_t seed, int pe, int step, size_t i) {
+    test_rng_t r = test_rng(seed ^ ((uint64_t)step << 32), (uint64_t)pe * 1000003u + i);
+    return (float)(2 * test_uniform(&r) - 1);
+}
+
+int main(void) {
+    shmem_init();
+    int me = shmem_my_pe(), n = shmem_n_pes();
+    test_pe = me;
+    seed_src = test_seed();
+    shmem_broadcastmem(SHMEM_TEAM_WORLD, &seed_dst, &seed_src, sizeof seed_src, 0);
+    uint64_t seed = me == 0 ? seed_src : seed_dst;
+    if (me == 0) printf("train_ddp: seed %llu, %d PEs\n", (unsigned long long)seed, n);
+
+    /* tensor boundaries: random sizes, the same on every PE */
+    test_rng_t r = test_rng(seed, 99);
+    size_t cuts[NT], count = 0;
+    for (int t = 0; t < NT; t++) {
+        cuts[t] = count;
+        count += 1 + (size_t)(test_next(&r) % (t % 5 == 0 ? 40000 : 900));
+    }
+    float *g = shmem_malloc(count * sizeof *g);
+    CHECK(g != NULL, "shmem_malloc of %zu floats", count);
+
+    static const double bucket_kib[] = {1, 16, 100, 100000};
+    for (size_t bk = 0; bk < sizeof bucket_kib / sizeof bucket_kib[0]; bk++) {
+        sym_ddp_t *d;
+        CHECK(sym_ddp_create(g, count, cuts, NT, (size_t)(bucket_kib[bk] * 1024), &d) == 0, "%s",
+              sym_last_error());
+        int nb = sym_ddp_num_buckets(d);
+        /* buckets: launch order from the end, contiguous, at tensor boundaries */
+        size_t expect_hi = count;
+        for (int b = 0; b < nb; b++) {
+            size_t lo, hi;
+            sym_ddp_bucket(d, b, &lo, &hi);
+            CHECK(hi == expect_hi && lo < hi, "bucket %d is [%zu, %zu), expected to end at %zu", b, lo, hi, expect_hi);
+            int at_cut = 0;
+            for (int t = 0; t < NT; t++) at_cut |= cuts[t] == lo;
+            CHECK(at_cut, "bucket %d starts at %zu, not a tensor boundary", b, lo);
+            CHECK(b == nb - 1 || (hi - lo) * 4 >= bucket_kib[bk] * 1024,
+                  "bucket %d holds %zu bytes, less than the bucket size", b, (hi - lo) * 4);
+            expect_hi = lo;
+        }
+        CHECK(expect_hi == 0, "buckets do not reach offset 0");
+        if (bucket_kib[bk] >= 100000) CHECK(nb == 1, "a bucket larger than everything gave %d buckets", nb);
+
+        for (int step = 0; step < 3; step++) {
+            for (size_t i = 0; i < count; i++) g[i] = value(seed, me, step, i);
+            sym_ddp_begin(d);
+            int started_early = 0;
+            for (int t = NT - 1; t >= 0; t--) {
+                sym_ddp_ready(d, cuts[t]);
+                /* every bucket wholly inside [cuts[t], count) must be started now */
+                int should = 0;
+                for (int b = 0; b < nb; b++) {
+                    size_t lo, hi;
+                    sym_ddp_bucket(d, b, &lo, &hi);
+                    should += lo >= cuts[t];
+                }
+                sym_ddp_stats_t st = sym_ddp_stats(d);
+                if (n > 1) {
+                    size_t bytes = 0;
+                    for (int b = 0; b < should; b++) {
+                        size_t lo, hi;
+                        sym_ddp_bucket(d, b, &lo, &hi);
+                        bytes += (hi - lo) * 4;
+                    }
+                    CHECK(st.bytes_reduced == bytes, "after tensor %d: %llu bytes started, expected %zu",
+                          t, (unsigned long long)st.bytes_reduced, bytes);
+                }
+                if (t > 0) started_early += should;
+            }
+            CHECK(sym_ddp_finish(d) == 0, "%s", sym_last_error());
+            if (nb > 1) CHECK(started_early > 0, "no bucket started before the backward pass ended");
+            double worst = 0;
+            for (size_t i = 0; i < count; i++) {
+                double avg = 0;
+                for (int pe = 0; pe < n; pe++) avg += value(seed, pe, step, i);
+                avg /= n;
+                double err = fabs(g[i] - avg);
+                worst = fmax(worst, err);
+                CHECK(err <= 4e-7 * (1 + fabs(avg)) * n, "bucket size %g KiB, step %d: element %zu is %.9g, "
+                      "average %.9g", bucket_kib[bk], step, i, (double)g[i], avg);
+            }
+            /* every PE holds the same result: compare with PE 0's */
+            shmem_barrier_all();
+            if (me != 0) {
+                float *mine = malloc(count * sizeof *mine);
+                shmem_getmem(mine, g, count * sizeof *mine, 0);
+                CHECK(!memcmp(mine, g, count * sizeof *mine), "PE %d's average differs from PE 0's", me);
+                free(mine);
+            }
+            shmem_barrier_all();
+            if (me == 0 && step == 0)
+                printf("  buckets of %8g KiB: %2d buckets over %zu floats, worst error %.2g\n",
+                       bucket_kib[bk], nb, count, worst);
+        }
+        sym_ddp_destroy(d);
+    }
+    shmem_free(g);
+    if (me == 0) printf("train_ddp: ok\n");
+    shmem_finalize();
+    return 0;
+}

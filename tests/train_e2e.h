@@ -1,0 +1,285 @@
+/*
+ * train_e2e.h — helpers for the end-to-end training tests: each test is a
+ * plain program that runs `symrun -n N symtrain train ...` as a user would
+ * (paths to both come as argv[1] and argv[2]) and checks what it leaves
+ * behind: exit status, output, checkpoints, metrics files.
+ *
+ * Every run gets a fresh directory under $TMPDIR, removed at the end unless
+ * the test fails (then its path is printed, to look inside).
+ */
+#ifndef SYM_TRAIN_E2E_H
+#define SYM_TRAIN_E2E_H
+
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+
+static const char *e2e_symrun, *e2e_symtrain;
+static char e2e_dir[512];
+
+static inline void e2e_cleanup(void) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", e2e_dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", e2e_dir);
+}
+
+/* Check argv, make the work directory. */
+static inline void e2e_init(int argc, char **argv, const char *name) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s SYMRUN SYMTRAIN\n", argv[0]);
+        exit(2);
+    }
+    e2e_symrun = argv[1];
+    e2e_symtrain = argv[2];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(e2e_dir, sizeof e2e_dir, "%s/%s.XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
+    CHECK(mkdtemp(e2e_dir) != NULL, "mkdtemp %s: %s", e2e_dir, strerror(errno));
+    printf("%s: working in %s\n", name, e2e_dir);
+    fflush(stdout);
+}
+
+/* A path inside the work directory (malloc'd; tests are short, it is not freed). */
+static inline const char *e2e_path(const char *fmt, ...) {
+    char rel[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rel, sizeof rel, fmt, ap);
+    va_end(ap);
+    size_t len = strlen(e2e_dir) + strlen(rel) + 2;
+    char *out = malloc(len);
+    CHECK(out != NULL, "out of memory");
+    snprintf(out, len, "%s/%s", e2e_dir, rel);
+    return out;
+}
+
+typedef struct {
+    pid_t pid;
+    char log[768];
+} e2e_proc_t;
+
+/* Start `symrun -n npes [symrun_opts] symtrain train <args>` with stdout and
+ * stderr going to log, and `env` (NAME=VALUE or NULL) added. args is one
+ * string split on spaces. */
+static inline e2e_proc_t e2e_start(int npes, const char *symrun_opts, const char *env, const char *log,
+                            const char *args) {
+    e2e_proc_t p;
+    snprintf(p.log, sizeof p.log, "%s", log);
+    char line[4096];
+    snprintf(line, sizeof line, "%s", args);
+    char *argv[128];
+    int n = 0;
+    char np[16];
+    snprintf(np, sizeof np, "%d", npes);
+    argv[n++] = (char *)e2e_symrun;
+    argv[n++] = "-n";
+    argv[n++] = np;
+    argv[n++] = "--timeout";
+    argv[n++] = "100";
+    char opts[256] = "";
+    if (symrun_opts) snprintf(opts, sizeof opts, "%s", symrun_opts);
+    for (char *t = strtok(opts, " "); t; t = strtok(NULL, " ")) argv[n++] = t;
+    argv[n++] = (char *)e2e_symtrain;
+    argv[n++] = "train";
+    for (char *t = strtok(line, " "); t && n < 126; t = strtok(NULL, " ")) argv[n++] = t;
+    argv[n] = NULL;
+    fflush(stdout);
+    p.pid = fork();
+    CHECK(p.pid >= 0, "fork: %s", strerror(errno));
+    if (p.pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) _exit(126);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        if (env) putenv((char *)env);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return p;
+}
+
+/* Wait for it; returns the exit status (128 + signal if killed). */
+static inline int e2e_wait(e2e_proc_t *p) {
+    int st;
+    while (waitpid(p->pid, &st, 0) < 0)
+        CHECK(errno == EINTR, "waitpid: %s", strerror(errno));
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The whole file (NUL-terminated, malloc'd), or NULL. *len may be NULL. */
+static inline char *e2e_read(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    CHECK(buf != NULL, "out of memory");
+    size_t got = fread(buf, 1, (size_t)n, f);
+    fclose(f);
+    buf[got] = '\0';
+    if (len) *len = got;
+    return buf;
+}
+
+static inline void e2e_show(const char *log) {
+    char *s = e2e_read(log, NULL);
+    fprintf(stderr, "---- %s ----\n%s---- end ----\n", log, s ? s : "(missing)\n");
+    free(s);
+}
+
+/* Run to completion; the exit status must be `want` (the log is shown if not). */
+static inline void e2e_run(int npes, const char *symrun_opts, const char *env, const char *log,
+                    int want, const char *args) {
+    e2e_proc_t p = e2e_start(npes, symrun_opts, env, log, args);
+    int rc = e2e_wait(&p);
+    if (rc != want) e2e_show(log);
+    CHECK(rc == want, "symrun -n %d symtrain train %s: exit status %d, expected %d", npes, args,
+          rc, want);
+}
+
+/* Run a shell command line with stdout and stderr into log; its exit status. */
+static inline int e2e_sh(const char *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline int e2e_sh(const char *log, const char *fmt, ...) {
+    char cmd[4096], full[5000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof full, "(%s) > '%s' 2>&1", cmd, log);
+    fflush(stdout);
+    int st = system(full);
+    CHECK(st != -1, "system: %s", strerror(errno));
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Occurrences of needle in a file. */
+static inline int e2e_count(const char *log, const char *needle) {
+    char *s = e2e_read(log, NULL);
+    int n = 0;
+    for (char *p = s; p && (p = strstr(p, needle)); p += strlen(needle)) n++;
+    free(s);
+    return n;
+}
+
+static inline int e2e_log_has(const char *log, const char *needle) {
+    char *s = e2e_read(log, NULL);
+    int found = s && strstr(s, needle);
+    free(s);
+    return found;
+}
+
+static inline void e2e_expect_log(const char *log, const char *needle) {
+    if (!e2e_log_has(log, needle)) e2e_show(log);
+    CHECK(e2e_log_has(log, needle), "%s does not say \"%s\"", log, needle);
+}
+
+/* The newest step-NNNNNNNN directory in ckdir; its step, or -1. */
+static inline long long e2e_newest(const char *ckdir, char *path, size_t len) {
+    DIR *d = opendir(ckdir);
+    if (!d) return -1;
+    long long best = -1;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (!strncmp(e->d_name, "step-", 5)) {
+            long long s = atoll(e->d_name + 5);
+            if (s > best) best = s;
+        }
+    closedir(d);
+    if (best >= 0 && path) snprintf(path, len, "%s/step-%08lld", ckdir, best);
+    return best;
+}
+
+/* The floats of the newest checkpoint's `file` in ckdir (malloc'd). */
+static inline float *e2e_weights(const char *ckdir, const char *file, size_t *n) {
+    char dir[700], path[800];
+    CHECK(e2e_newest(ckdir, dir, sizeof dir) >= 0, "no checkpoint in %s", ckdir);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    size_t len;
+    char *buf = e2e_read(path, &len);
+    CHECK(buf != NULL, "cannot read %s", path);
+    *n = len / sizeof(float);
+    return (float *)buf;
+}
+
+/* Loss per step from a metrics file: loss[step - 1], the last record of a step
+ * winning; *n = the highest step. Every step 1..n must be present. */
+static inline double *e2e_losses(const char *metrics, long long *n) {
+    char *s = e2e_read(metrics, NULL);
+    CHECK(s != NULL, "cannot read %s", metrics);
+    long long cap = 1024, hi = 0;
+    double *loss = calloc((size_t)cap, sizeof *loss);
+    char *seen = calloc((size_t)cap, 1);
+    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strstr(line, "\"eval\"")) continue;
+        char *ps = strstr(line, "\"step\":"), *pl = strstr(line, "\"loss\":");
+        CHECK(ps && pl, "%s: not a step record: %s", metrics, line);
+        long long step = atoll(ps + 7);
+        CHECK(step >= 1, "%s: bad step in %s", metrics, line);
+        while (step > cap) {
+            loss = realloc(loss, sizeof *loss * (size_t)cap * 2);
+            seen = realloc(seen, (size_t)cap * 2);
+            memset(seen + cap, 0, (size_t)cap);
+            cap *= 2;
+        }
+        loss[step - 1] = strtod(pl + 7, NULL);
+        seen[step - 1] = 1;
+        if (step > hi) hi = step;
+    }
+    for (long long i = 0; i < hi; i++) CHECK(seen[i], "%s has no record of step %lld", metrics, i + 1);
+    free(s);
+    free(seen);
+    *n = hi;
+    return loss;
+}
+
+/* Byte-identical files. */
+static inline void e2e_same_file(const char *a, const char *b) {
+    size_t la, lb;
+    char *x = e2e_read(a, &la), *y = e2e_read(b, &lb);
+    CHECK(x && y, "cannot read %s or %s", a, b);
+    CHECK(la == lb, "%s is %zu bytes, %s %zu", a, la, b, lb);
+    for (size_t i = 0; i < la; i++)
+        CHECK(x[i] == y[i], "%s and %s differ first at byte %zu", a, b, i);
+    free(x);
+    free(y);
+}
+
+/* The newest checkpoint's file in two directories: byte-identical. */
+static inline void e2e_same_ckpt_file(const char *ck1, const char *ck2, const char *file) {
+    char d1[700], d2[700], a[800], b[800];
+    CHECK(e2e_newest(ck1, d1, sizeof d1) >= 0, "no checkpoint in %s", ck1);
+    CHECK(e2e_newest(ck2, d2, sizeof d2) >= 0, "no checkpoint in %s", ck2);
+    snprintf(a, sizeof a, "%s/%s", d1, file);
+    snprintf(b, sizeof b, "%s/%s", d2, file);
+    e2e_same_file(a, b);
+}
+
+static inline void e2e_sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Lines in a file (0 if it does not exist). */
+static inline int e2e_lines(const char *path) {
+    char *s = e2e_read(path, NULL);
+    int n = 0;
+    for (char *p = s; p && *p; p++) n += *p == '\n';
+    free(s);
+    return n;
+}
+
+#endif
