@@ -43,6 +43,17 @@ int main(int argc, char **argv) {
     snprintf(args, sizeof args, "train --data %s", e2e_path("bad"));
     direct("damaged data file", 1, "bad/train-images-idx3-ubyte.gz", args);
     direct("model does not fit data", 1, "use mlp:784-...-10", "train --generated --model mlp:100-10");
+    /* the default location empty: say how to install, then train on generated data */
+    snprintf(args, sizeof args,
+             "SYMTRAIN_DATA_DIR=%s %s train --train-samples 300 --test-samples 100 --model mlp:784-8-10 "
+             "--epochs 1 --quiet", e2e_path("nowhere"), e2e_symtrain);
+    const char *fb = e2e_path("fallback.log");
+    CHECK(e2e_sh(fb, "%s", args) == 0, "the fallback run failed");
+    e2e_expect_log(fb, "apt-get install dataset-fashion-mnist");
+    e2e_expect_log(fb, "falling back to a generated data set (300 training and 100 test images");
+    e2e_expect_log(fb, "test accuracy");
+    CHECK(e2e_count(fb, "\n") == 3, "with --quiet: expected 3 lines (missing files, fallback, outcome)");
+    printf("  %-30s exit 0, generated data\n", "no data at the default place");
 
     /* several PEs: usage errors exit 2, said once */
     const char *log = e2e_path("np3.log");
@@ -57,9 +68,11 @@ int main(int argc, char **argv) {
     printf("train_cli: a run as a person sees it\n");
     const char *metrics = e2e_path("m.jsonl");
     /* big enough that an epoch takes a while, so progress lines appear */
+    const char *ck = e2e_path("ck");
     snprintf(args, sizeof args,
              "--generated --train-samples 3000 --test-samples 200 --model mlp:784-256-10 --batch 50 "
-             "--threads 1 --epochs 2 --log-interval 0.01 --metrics %s", metrics);
+             "--threads 1 --epochs 2 --log-interval 0.01 --metrics %s --ckpt-dir %s "
+             "--ckpt-every 0.01s --ckpt-keep 1000", metrics, ck);
     log = e2e_path("run.log");
     e2e_run(2, NULL, NULL, log, 0, args);
     e2e_expect_log(log, "2 PEs x 1 BLAS thread");
@@ -79,7 +92,15 @@ int main(int argc, char **argv) {
                                    "\"comm_s\":", "\"bytes_allreduced\":", "\"grad_norm\":", "\"test_acc\":"};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         CHECK(e2e_log_has(metrics, fields[i]), "the metrics file has no %s", fields[i]);
-    printf("  progress lines, summary and metrics records present\n");
+    /* checkpoints by time, and the final one */
+    int nck = 0;
+    DIR *d = opendir(ck);
+    CHECK(d != NULL, "no checkpoint directory %s", ck);
+    for (struct dirent *e; (e = readdir(d));) nck += !strncmp(e->d_name, "step-", 5);
+    closedir(d);
+    CHECK(nck >= 2, "--ckpt-every 0.01s wrote %d checkpoints in a run of 120 steps", nck);
+    CHECK(e2e_newest(ck, NULL, 0) == 120, "the final checkpoint is at step %lld", e2e_newest(ck, NULL, 0));
+    printf("  progress lines, summary, metrics records; %d checkpoints by time + the final one\n", nck - 1);
 
     /* plot */
     const char *svg = e2e_path("curve.svg");

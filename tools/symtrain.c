@@ -33,7 +33,8 @@ static const char usage_text[] =
     "  --dropout P                  dropout after each hidden activation (default 0.2)\n"
     "  --seed S                     weights, data order and dropout (default 1)\n"
     "data\n"
-    "  --data DIR                   Fashion-MNIST IDX files (default " SYM_FASHION_MNIST_DIR ")\n"
+    "  --data DIR                   Fashion-MNIST IDX files (default $SYMTRAIN_DATA_DIR, else\n"
+    "                               " SYM_FASHION_MNIST_DIR "; a generated set if absent)\n"
     "  --generated                  use the generated data set instead\n"
     "  --train-samples N            use the first N training samples (default all)\n"
     "  --test-samples N             evaluate on the first N test samples (default all)\n"
@@ -61,7 +62,7 @@ static const char usage_text[] =
     "  --metrics FILE               append one JSON line per step (and per evaluation)\n"
     "  --log-interval S             seconds between progress lines when stdout is not a\n"
     "                               terminal (default 10)\n"
-    "  --quiet                      no progress output\n";
+    "  --quiet                      only errors and the outcome (accuracy, time, checkpoint)\n";
 
 static int runtime_started; /* shmem_init was called */
 static int speaker = 1;     /* this process prints (PE 0) */

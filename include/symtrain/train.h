@@ -26,7 +26,8 @@ typedef struct {
     /* model */
     sym_model_config_t model;
     /* data */
-    const char *data_dir;   /* NULL: SYM_FASHION_MNIST_DIR, falling back to generated */
+    const char *data_dir;   /* NULL: $SYMTRAIN_DATA_DIR or SYM_FASHION_MNIST_DIR, and
+                               a generated set if the files are not there */
     int generated;          /* use the generated data set */
     int64_t train_samples;  /* use the first N training samples (0 = all) */
     int64_t test_samples;   /* evaluate on the first N test samples (0 = all) */
@@ -50,7 +51,7 @@ typedef struct {
     /* what a person sees */
     const char *metrics_path;
     double log_interval_s;  /* progress lines when stdout is not a terminal */
-    int quiet;              /* no progress output (errors still print) */
+    int quiet;              /* no banner or progress; errors and the outcome still print */
 } sym_train_config_t;
 
 typedef struct {

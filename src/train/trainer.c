@@ -178,7 +178,8 @@ static int load_data(run_t *r) {
     int64_t ntest = c->test_samples ? c->test_samples : 10000;
     int rc, generated = c->generated;
     if (!generated) {
-        const char *dir = c->data_dir ? c->data_dir : SYM_FASHION_MNIST_DIR;
+        const char *env = getenv("SYMTRAIN_DATA_DIR");
+        const char *dir = c->data_dir ? c->data_dir : env && *env ? env : SYM_FASHION_MNIST_DIR;
         rc = sym_dataset_load_fashion(dir, 1, &r->train);
         if (rc == SYM_ENOENT && !c->data_dir) {
             if (r->me == 0) sym__warn("symtrain train", "%s", sym_last_error());
@@ -594,7 +595,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             snprintf(res->checkpoint, sizeof res->checkpoint, "%s", sym_ckpt_last_path(r.writer));
     }
     double secs = sym__now_s() - t_start;
-    if (!rc && r.speak) {
+    if (!rc && r.me == 0) { /* the outcome is said even with --quiet */
         if (stopped)
             note(&r, "stopped by a signal after step %lld%s%s", (long long)r.step,
                  res->checkpoint[0] ? "; checkpoint " : " (no --ckpt-dir: nothing saved)",
