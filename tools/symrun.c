@@ -498,6 +498,21 @@ static void handle_message(job_t *j, int rank) {
     free(payload);
 }
 
+/* A PE that has exited may have said something first (shmem_finalize done,
+ * shmem_global_exit): read it before judging how the PE ended, or a PE reaped
+ * before its last message is read looks as if it never finalized. Only what is
+ * already there is read (a process it forked may still hold the socket). */
+static void drain_ended(job_t *j) {
+    for (int i = 0; i < j->npes && j->outcome == JOB_OK; i++) {
+        pe_t *p = &j->pes[i];
+        while (!p->running && p->sock >= 0 && j->outcome == JOB_OK) {
+            struct pollfd pfd = {p->sock, POLLIN, 0};
+            if (poll(&pfd, 1, 0) <= 0 || !(pfd.revents & (POLLIN | POLLHUP))) break;
+            handle_message(j, i);
+        }
+    }
+}
+
 /* Look at PEs that ended: a failure ends the job. */
 static void check_ended(job_t *j, int *seen) {
     for (int i = 0; i < j->npes; i++) {
@@ -544,6 +559,7 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
 
     for (;;) {
         reap(&j);
+        drain_ended(&j);
         check_ended(&j, seen);
         int outputs_open = 0;
         for (int i = 0; i < j.npes; i++) outputs_open += (j.pes[i].out[0] >= 0) + (j.pes[i].out[1] >= 0);
