@@ -108,6 +108,12 @@ int main(int argc, char **argv) {
     } else if (!strcmp(mode, "modes")) {
         shmem_barrier_all(); /* every PE has mapped every peer */
         if (check_modes()) return 1;
+    } else if (!strcmp(mode, "linger")) {
+        /* every PE finalizes; all but the victim then stay a while: the
+         * victim's quick exit after shmem_finalize is not a failure */
+        shmem_finalize();
+        if (!victim) usleep(300 * 1000);
+        return 0;
     } else if (!strcmp(mode, "preinit_abort")) {
         shmem_barrier_all(); /* never reached: the victim died before shmem_init */
     } else {
