@@ -97,3 +97,7 @@ if(TARGET symbench)
     set_tests_properties(shmem_symbench_np${n} PROPERTIES TIMEOUT 200 LABELS shmem)
   endforeach()
 endif()
+
+# barrier_all, sync_all and team_sync (world and a split team) release no PE early.
+shmem_pe_exe(shmem_barrier)
+shmem_pe_run(shmem_barrier shmem_barrier)
