@@ -4,7 +4,7 @@ PREFIX ?= /usr/local
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all build run test install clean
+.PHONY: all build run test test-gpu install clean
 
 all: build
 
@@ -19,6 +19,10 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# GPU tests only (they SKIP without a GPU; absent where nvcc or NVSHMEM was not found)
+test-gpu: build
+	cd $(BUILD) && ctest -L gpu --output-on-failure
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

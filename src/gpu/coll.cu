@@ -1,0 +1,244 @@
+/*
+ * coll.cu — the GPU collectives' entry points: argument checks, the one
+ * algorithm table (by collective, GPU count and size), the grid and chunk
+ * each algorithm gets, and the launch on the caller's stream. Nothing here
+ * synchronises with the GPU, so every collective can be captured in a graph.
+ */
+#include <string.h>
+
+#include <nvshmem.h>
+#include <nvshmemx.h>
+#include <shmem.h>
+
+#include "gpu.h"
+#include "kernels.cuh"
+
+/* ---- the tuning table ---- */
+
+/* Per GPU count: the largest collective (bytes: the input of all-reduce,
+ * reduce-scatter and broadcast, the output of all-gather) that goes one-shot,
+ * and the most blocks the two-shot and ring kernels use. One-shot sends the
+ * whole vector to every peer, so its limit falls as GPUs are added. */
+static const struct tune_row {
+    int max_pes;
+    size_t oneshot_max;
+    int twoshot_blocks;
+    int ring_blocks;
+} tune_table[] = {
+    {2, (size_t)256 << 10, 32, 16},
+    {4, (size_t)128 << 10, 32, 16},
+    {8, (size_t)64 << 10, 32, 16},
+    {SYM_GPU_MAXPES, 0, 32, 16},
+};
+
+#define TWOSHOT_MIN_CHUNK ((size_t)32 << 10) /* bytes of a part per block, at least */
+#define LL_LINES_PER_BLOCK 512
+
+static const struct tune_row *tune_for(int npes) {
+    for (size_t i = 0; i < sizeof tune_table / sizeof tune_table[0]; i++)
+        if (npes <= tune_table[i].max_pes) return &tune_table[i];
+    return &tune_table[sizeof tune_table / sizeof tune_table[0] - 1];
+}
+
+static const char *const coll_names[] = {"shmemx_gpu_allreduce", "shmemx_gpu_reduce_scatter",
+                                         "shmemx_gpu_allgather", "shmemx_gpu_broadcast"};
+static const char *const algo_names[] = {"auto", "oneshot", "twoshot", "ring"};
+
+static size_t div_up(size_t a, size_t b) { return (a + b - 1) / b; }
+static int clampi(size_t v, int lo, int hi) {
+    return v < (size_t)lo ? lo : v > (size_t)hi ? hi : (int)v;
+}
+
+/* Is [p, p+bytes) inside the GPU symmetric heap, and reachable on every peer?
+ * Then fill peer[] with the peers' addresses for it. */
+static int symmetric(const void *p, size_t bytes, uint8_t **peer) {
+    struct sym_gpu_state *g = &sym__gpu;
+    if (!g->p2p || !bytes) return 0;
+    const char *c = (const char *)p;
+    if (!nvshmem_ptr(c, g->me) || !nvshmem_ptr(c + bytes - 1, g->me)) return 0;
+    for (int q = 0; q < g->npes; q++) {
+        void *r = nvshmem_ptr(c, q);
+        if (!r) return 0;
+        if (peer) peer[q] = (uint8_t *)r;
+    }
+    return 1;
+}
+
+/* ---- one entry point for the four collectives ---- */
+
+static int run(int coll, void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
+               int op, int root, cudaStream_t stream) {
+    struct sym_gpu_state *g = &sym__gpu;
+    const char *fn = coll_names[coll];
+    if (!g->ready) {
+        sym__warn(fn, "called before shmemx_gpu_init; call shmemx_gpu_init() after shmem_init()");
+        return SHMEMX_GPU_ENOINIT;
+    }
+    if (dtype != SHMEMX_FLOAT32 && dtype != SHMEMX_FLOAT16 && dtype != SHMEMX_BFLOAT16) {
+        sym__warn(fn, "dtype %d is not supported on the GPU; use SHMEMX_FLOAT32, SHMEMX_FLOAT16 "
+                  "or SHMEMX_BFLOAT16", (int)dtype);
+        return SHMEMX_EINVAL;
+    }
+    if ((coll == SYM_GPU_ALLREDUCE || coll == SYM_GPU_REDUCE_SCATTER) &&
+        (op < SHMEMX_SUM || op > SHMEMX_PROD)) {
+        sym__warn(fn, "op %d is not a shmemx_op_t", op);
+        return SHMEMX_EINVAL;
+    }
+    if (coll == SYM_GPU_BROADCAST && (root < 0 || root >= g->npes)) {
+        sym__warn(fn, "root %d is not a PE (0..%d)", root, g->npes - 1);
+        return SHMEMX_EINVAL;
+    }
+    if (count == 0) return 0;
+    int n = g->npes, me = g->me;
+    if (n > SYM_GPU_MAXPES) {
+        sym__warn(fn, "%d PEs: the GPU collectives support up to %d", n, SYM_GPU_MAXPES);
+        return SHMEMX_EINVAL;
+    }
+    size_t es = dtype == SHMEMX_FLOAT32 ? 4 : 2;
+    bool src_needed = coll != SYM_GPU_BROADCAST || me == root;
+    if (!dest || (src_needed && !source)) {
+        sym__warn(fn, "dest or source is NULL with count %zu", count);
+        return SHMEMX_EINVAL;
+    }
+    const uint8_t *src = (const uint8_t *)source;
+    uint8_t *dst = (uint8_t *)dest;
+    size_t dst_bytes = coll == SYM_GPU_ALLGATHER ? (size_t)n * count * es
+                       : coll == SYM_GPU_REDUCE_SCATTER ? part_max(coll, count, n, (int)es) * es
+                                                        : count * es;
+    if (coll == SYM_GPU_ALLGATHER && src == dst) src = dst + (size_t)me * count * es;
+    if (coll == SYM_GPU_BROADCAST && me != root) src = dst;
+
+    /* one PE: a copy */
+    if (n == 1) {
+        if (dst != src)
+            SYM_GPU_CUDA(fn, cudaMemcpyAsync(dst, src, count * es, cudaMemcpyDeviceToDevice, stream));
+        g->last_algo = SHMEMX_GPU_ALGO_ONESHOT;
+        return 0;
+    }
+
+    struct sym_gpu_args a;
+    memset(&a, 0, sizeof a);
+    a.src = src;
+    a.dst = dst;
+    a.count = count;
+    a.coll = coll;
+    a.dtype = dtype;
+    a.op = op;
+    a.root = root;
+    a.me = me;
+    a.npes = n;
+    a.next = (me + 1) % n;
+    a.prev = (me - 1 + n) % n;
+    a.p2p = g->p2p;
+    a.timeout_ns = g->timeout_ns;
+    a.epoch = g->epoch;
+    a.scr = g->scr;
+    a.ll = g->ll;
+    a.flags = g->flags;
+    a.region = g->region;
+    if (g->p2p)
+        for (int q = 0; q < n; q++) {
+            size_t off_ll = (size_t)(g->ll - g->base), off_fl = (size_t)((uint8_t *)g->flags - g->base);
+            a.peer_scr[q] = g->peer_base[q];
+            a.peer_ll[q] = g->peer_base[q] + off_ll;
+            a.peer_flags[q] = (uint64_t *)(g->peer_base[q] + off_fl);
+        }
+    a.dst_sym = symmetric(dst, dst_bytes, a.peer_dst);
+    a.src_sym = nvshmem_ptr(src, me) && nvshmem_ptr(src + count * es - 1, me);
+
+    /* ---- choose ---- */
+    const struct tune_row *t = tune_for(n);
+    size_t bytes = coll == SYM_GPU_ALLGATHER ? (size_t)n * count * es : count * es;
+    size_t oneshot_max = g->oneshot_max ? g->oneshot_max : t->oneshot_max;
+    /* one-shot payload per peer, in lines, and the blocks it needs */
+    size_t payload = coll == SYM_GPU_REDUCE_SCATTER ? part_max(coll, count, n, (int)es) * es
+                                                    : count * es;
+    size_t lines = div_up(payload, 8);
+    bool ll_fits = g->p2p && div_up(lines, SYM_GPU_LLCAP) <= SYM_GPU_MAXB_LL;
+    shmemx_gpu_algo_t algo = g->force_algo;
+    if (algo == SHMEMX_GPU_ALGO_AUTO)
+        algo = !g->p2p                            ? SHMEMX_GPU_ALGO_RING
+               : (bytes <= oneshot_max && ll_fits) ? SHMEMX_GPU_ALGO_ONESHOT
+                                                   : SHMEMX_GPU_ALGO_TWOSHOT;
+    if (algo == SHMEMX_GPU_ALGO_ONESHOT && !ll_fits)
+        algo = g->p2p ? SHMEMX_GPU_ALGO_TWOSHOT : SHMEMX_GPU_ALGO_RING;
+    if (algo == SHMEMX_GPU_ALGO_TWOSHOT && !g->p2p) algo = SHMEMX_GPU_ALGO_RING;
+
+    cudaError_t ce;
+    int blocks;
+    if (algo == SHMEMX_GPU_ALGO_ONESHOT) {
+        int want = g->force_blocks ? g->force_blocks : (int)div_up(lines, LL_LINES_PER_BLOCK);
+        blocks = clampi((size_t)want, (int)div_up(lines, SYM_GPU_LLCAP), SYM_GPU_MAXB_LL);
+        if (blocks < 1) blocks = 1;
+        a.chunk = div_up(lines, (size_t)blocks);
+        size_t threads = (a.chunk + 31) / 32 * 32;
+        int th = clampi(threads, 32, SYM_GPU_THREADS);
+        ce = sym__gpu_launch_oneshot(&a, blocks, th, stream);
+    } else if (algo == SHMEMX_GPU_ALGO_TWOSHOT) {
+        int maxb = g->force_blocks ? clampi((size_t)g->force_blocks, 1, SYM_GPU_MAXB)
+                                   : t->twoshot_blocks;
+        if (coll == SYM_GPU_ALLREDUCE || coll == SYM_GPU_REDUCE_SCATTER) {
+            size_t pmax = part_max(coll, count, n, (int)es); /* elements */
+            size_t epv = 16 / es;
+            size_t che_max = (g->region / (2 * (size_t)n)) / 16 * 16 / es;
+            blocks = g->force_blocks ? maxb : clampi(div_up(pmax * es, TWOSHOT_MIN_CHUNK), 1, maxb);
+            size_t che = div_up(div_up(pmax, (size_t)blocks), epv) * epv;
+            if (che > che_max) che = che_max;
+            a.chunk = che;
+            a.iters = (int)div_up(div_up(pmax, che), (size_t)blocks);
+            ce = sym__gpu_launch_twoshot(&a, blocks, stream);
+        } else {
+            size_t len = count * es;
+            blocks = g->force_blocks ? maxb : clampi(div_up(len, TWOSHOT_MIN_CHUNK), 1, maxb);
+            size_t chb = div_up(div_up(len, (size_t)blocks), 16) * 16;
+            size_t chb_max = a.dst_sym ? ((size_t)4 << 20) : (g->region / (2 * (size_t)n)) / 16 * 16;
+            if (chb > chb_max) chb = chb_max;
+            a.chunk = chb;
+            a.iters = (int)div_up(div_up(len, chb), (size_t)blocks);
+            ce = sym__gpu_launch_push(&a, blocks, stream);
+        }
+    } else {
+        int maxb = g->force_blocks ? clampi((size_t)g->force_blocks, 1, SYM_GPU_MAXB)
+                                   : t->ring_blocks;
+        int R = coll == SYM_GPU_ALLREDUCE ? 2 * n - 2 : coll == SYM_GPU_BROADCAST ? 1 : n - 1;
+        size_t slot_max = (g->region / (2 * (size_t)(R + 1))) / 16 * 16;
+        bool reduce = coll == SYM_GPU_ALLREDUCE || coll == SYM_GPU_REDUCE_SCATTER;
+        size_t unit = reduce ? es : 1; /* chunk counts elements, or bytes */
+        size_t plen = reduce ? part_max(coll, count, n, (int)es) : count * es;
+        blocks = g->force_blocks ? maxb : clampi(div_up(plen * unit, TWOSHOT_MIN_CHUNK), 1, maxb);
+        size_t ch = div_up(div_up(plen, (size_t)blocks), 16 / unit) * (16 / unit);
+        if (ch * unit > slot_max) ch = slot_max / unit;
+        a.chunk = ch;
+        a.iters = (int)div_up(div_up(plen, ch), (size_t)blocks);
+        ce = sym__gpu_launch_ring(&a, blocks, stream);
+    }
+    if (ce != cudaSuccess) {
+        sym__warn(fn, "kernel launch (%s, %d blocks) failed: %s", algo_names[algo],
+                  blocks, cudaGetErrorString(ce));
+        return SHMEMX_GPU_ECUDA;
+    }
+    g->last_algo = algo;
+    return 0;
+}
+
+int sym__gpu_allreduce(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
+                       shmemx_op_t op, shmemx_gpu_stream_t stream) {
+    return run(SYM_GPU_ALLREDUCE, dest, source, count, dtype, op, 0, (cudaStream_t)stream);
+}
+
+int sym__gpu_reduce_scatter(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
+                            shmemx_op_t op, shmemx_gpu_stream_t stream) {
+    return run(SYM_GPU_REDUCE_SCATTER, dest, source, count, dtype, op, 0, (cudaStream_t)stream);
+}
+
+int sym__gpu_allgather(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
+                       shmemx_gpu_stream_t stream) {
+    return run(SYM_GPU_ALLGATHER, dest, source, count, dtype, SHMEMX_SUM, 0,
+               (cudaStream_t)stream);
+}
+
+int sym__gpu_broadcast(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
+                       int root, shmemx_gpu_stream_t stream) {
+    return run(SYM_GPU_BROADCAST, dest, source, count, dtype, SHMEMX_SUM, root,
+               (cudaStream_t)stream);
+}

@@ -1,0 +1,152 @@
+/*
+ * gpu.h — private to libsymgpu_nvshmem (the .cu files of src/gpu): the PE's
+ * GPU state, the layout of symtrain's symmetric working memory, the argument
+ * block every collective kernel takes, and the launchers.
+ *
+ * Working memory (one nvshmem_malloc at init, zeroed, same offsets on every PE):
+ *   scratch  SYM_GPU_MAXB regions of `region` bytes; block b of any kernel
+ *            only ever touches region b (its own and its peers'), so a block
+ *            count that changes from one collective to the next is harmless.
+ *   ll       one-shot lines: [block][epoch parity][sender][SYM_GPU_LLCAP lines]
+ *            of 16 bytes = 8 bytes of data + two copies of a 32-bit flag.
+ *   flags    64-bit handshake words (FLAG_* below), written by peers.
+ *
+ * Epochs: every block b keeps a counter epoch[b] in device memory, advanced by
+ * the kernel itself, so a collective replayed from a CUDA graph still gets a
+ * new epoch. Every PE runs the same collectives with the same grids, so block
+ * b's epoch agrees across PEs. Flags carry (epoch << 32 | step) and only grow;
+ * a wait is "flag >= expected", never a reset. At the end of each collective
+ * block b stores its epoch into ACK(b, me) on its peers: a PE writes into a
+ * peer's region b only after that peer's ACK shows it finished with it.
+ */
+#ifndef SYM_GPU_GPU_H
+#define SYM_GPU_GPU_H
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <shmemx_gpu.h>
+
+/* ---- limits ---- */
+
+#define SYM_GPU_MAXB 64    /* blocks of any collective kernel (= scratch regions) */
+#define SYM_GPU_MAXB_LL 32 /* blocks of the one-shot kernel */
+#define SYM_GPU_MAXP2P 8   /* PEs for the NVLink algorithms (one-shot, two-shot) */
+#define SYM_GPU_MAXPES 64  /* PEs for the ring */
+#define SYM_GPU_LLCAP 2048 /* one-shot lines per (block, parity, sender): 16 KiB of data */
+#define SYM_GPU_THREADS 512
+
+/* ---- flag words (uint64 index into the flag area) ---- */
+
+#define FLAG_ACK(b, p) ((size_t)(b) * SYM_GPU_MAXPES + (size_t)(p))
+#define FLAG_SIG_BASE ((size_t)SYM_GPU_MAXB * SYM_GPU_MAXPES)
+/* ph 0: data for step, ph 1: second-phase data or "consumed" credit */
+#define FLAG_SIG(b, ph, p) (FLAG_SIG_BASE + ((size_t)(b) * 2 + (ph)) * SYM_GPU_MAXP2P + (size_t)(p))
+#define FLAG_READY_BASE (FLAG_SIG_BASE + (size_t)SYM_GPU_MAXB * 2 * SYM_GPU_MAXP2P)
+#define FLAG_READY(b, p) (FLAG_READY_BASE + (size_t)(b) * SYM_GPU_MAXP2P + (size_t)(p))
+#define FLAG_RING_BASE (FLAG_READY_BASE + (size_t)SYM_GPU_MAXB * SYM_GPU_MAXP2P)
+#define SYM_GPU_RING_SLOTS (2 * SYM_GPU_MAXPES)
+#define FLAG_RING(b, par, s)                                                         \
+    (FLAG_RING_BASE + ((size_t)(b) * 2 + (par)) * SYM_GPU_RING_SLOTS + (size_t)(s))
+#define FLAG_RDONE_BASE (FLAG_RING_BASE + (size_t)SYM_GPU_MAXB * 2 * SYM_GPU_RING_SLOTS)
+#define FLAG_RDONE(b) (FLAG_RDONE_BASE + (size_t)(b))
+#define FLAG_COUNT (FLAG_RDONE_BASE + SYM_GPU_MAXB)
+
+/* one-shot line area: offset in 16-byte lines */
+#define LL_OFF(b, par, q)                                                            \
+    ((((size_t)(b) * 2 + (par)) * SYM_GPU_MAXP2P + (size_t)(q)) * SYM_GPU_LLCAP)
+#define LL_BYTES ((size_t)SYM_GPU_MAXB_LL * 2 * SYM_GPU_MAXP2P * SYM_GPU_LLCAP * 16)
+
+/* ---- collectives ---- */
+
+enum { SYM_GPU_ALLREDUCE = 0, SYM_GPU_REDUCE_SCATTER, SYM_GPU_ALLGATHER, SYM_GPU_BROADCAST };
+
+/* Everything a collective kernel needs, passed by value. Sizes:
+ *   src  AR, BC: count elements; RS: count (the whole vector); AG: count (this
+ *        PE's block, in place already resolved to dst + me*count)
+ *   dst  AR, BC: count; RS: this PE's block (shmemx_block_range); AG: npes*count */
+struct sym_gpu_args {
+    const uint8_t *src;
+    uint8_t *dst;
+    size_t count;
+    size_t chunk; /* one-shot: lines per block; AR/RS: elements; AG/BC: bytes */
+    int iters;    /* persistent-loop iterations per block */
+    int coll, dtype, op, root;
+    int me, npes, next, prev;
+    int dst_sym; /* dst is symmetric everywhere: peer_dst valid, peers write into it */
+    int src_sym; /* src is symmetric here (the ring puts from it without staging) */
+    int p2p;     /* every peer reachable by stores: handshakes are plain stores */
+    unsigned long long timeout_ns;
+    uint32_t *epoch;  /* [SYM_GPU_MAXB], this GPU's memory */
+    uint8_t *scr;     /* this PE's scratch (symmetric address) */
+    uint8_t *ll;      /* this PE's one-shot lines (symmetric address) */
+    uint64_t *flags;  /* this PE's flags (symmetric address) */
+    size_t region;    /* bytes of scratch per block */
+    uint8_t *peer_scr[SYM_GPU_MAXP2P];
+    uint8_t *peer_ll[SYM_GPU_MAXP2P];
+    uint64_t *peer_flags[SYM_GPU_MAXP2P];
+    uint8_t *peer_dst[SYM_GPU_MAXP2P];
+};
+
+/* Launchers (one per kernel family); return the launch's cudaError_t. */
+cudaError_t sym__gpu_launch_oneshot(const struct sym_gpu_args *a, int blocks, int threads,
+                                    cudaStream_t stream);
+cudaError_t sym__gpu_launch_twoshot(const struct sym_gpu_args *a, int blocks,
+                                    cudaStream_t stream);
+cudaError_t sym__gpu_launch_push(const struct sym_gpu_args *a, int blocks, cudaStream_t stream);
+cudaError_t sym__gpu_launch_ring(const struct sym_gpu_args *a, int blocks, cudaStream_t stream);
+
+/* ---- the PE's GPU state (init.cu) ---- */
+
+struct sym_gpu_state {
+    int ready;
+    int me, npes, dev;
+    int p2p;            /* every peer reachable by loads/stores (and npes <= MAXP2P) */
+    size_t heap;        /* user-visible symmetric heap (SYMTRAIN_GPU_HEAP_SIZE) */
+    size_t region;      /* scratch bytes per block */
+    uint8_t *base;      /* the working memory (nvshmem_malloc) */
+    uint8_t *scr, *ll;
+    uint64_t *flags;
+    uint32_t *epoch;    /* cudaMalloc'd [SYM_GPU_MAXB] */
+    uint8_t *peer_base[SYM_GPU_MAXP2P];
+    /* tuning */
+    shmemx_gpu_algo_t force_algo;
+    int force_blocks;
+    size_t oneshot_max; /* 0: the table's */
+    unsigned long long timeout_ns;
+    shmemx_gpu_algo_t last_algo;
+};
+extern struct sym_gpu_state sym__gpu;
+
+/* coll.cu */
+int sym__gpu_allreduce(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
+                       shmemx_op_t op, shmemx_gpu_stream_t stream);
+int sym__gpu_reduce_scatter(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
+                            shmemx_op_t op, shmemx_gpu_stream_t stream);
+int sym__gpu_allgather(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
+                       shmemx_gpu_stream_t stream);
+int sym__gpu_broadcast(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
+                       int root, shmemx_gpu_stream_t stream);
+
+/* ---- symshmem's util layer (src/util/util.h is C11; these are its C names) ---- */
+extern "C" {
+extern int sym__log_pe;
+void sym__warn(const char *where, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+size_t sym__env_size(const char *name, size_t dflt);
+long sym__env_long(const char *name, long dflt);
+char *sym__fmt_size(size_t bytes, char *buf, size_t len);
+}
+
+/* A failed CUDA call inside a public function: say where, return ECUDA. */
+#define SYM_GPU_CUDA(where, call)                                                    \
+    do {                                                                             \
+        cudaError_t e_ = (call);                                                     \
+        if (e_ != cudaSuccess) {                                                     \
+            sym__warn(where, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,    \
+                      cudaGetErrorString(e_));                                       \
+            return SHMEMX_GPU_ECUDA;                                                 \
+        }                                                                            \
+    } while (0)
+
+#endif

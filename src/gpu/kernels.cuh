@@ -1,0 +1,388 @@
+/*
+ * kernels.cuh — device building blocks shared by the collective kernels:
+ * element types (fp32, fp16, bf16 as 16-byte vectors, accumulated in fp32),
+ * the reduction operators, system-scope flags with a watchdog, the flagged
+ * one-shot lines, and block-wide copy/reduce loops over byte ranges.
+ *
+ * Loops are block-wide: every thread of the block calls them with the same
+ * arguments, and element i of a range is always handled by the same thread
+ * whatever the call, which is what makes in-place use safe. Data written by
+ * peers is read with ld.global.cg (L2, never a stale L1 line).
+ */
+#ifndef SYM_GPU_KERNELS_CUH
+#define SYM_GPU_KERNELS_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gpu.h"
+
+#define SYM_DEV static __device__ __forceinline__
+
+/* ---- element types ---- */
+
+template <int DT> struct sym_dt;
+template <> struct sym_dt<SHMEMX_FLOAT32> {
+    static constexpr int size = 4;
+    static __device__ __forceinline__ float load(const uint8_t *p) {
+        return __ldcg((const float *)p);
+    }
+    static __device__ __forceinline__ void store(uint8_t *p, float v) { *(float *)p = v; }
+    static __device__ __forceinline__ float from_bits(uint32_t b) { return __uint_as_float(b); }
+    static __device__ __forceinline__ uint32_t to_bits(float v) { return __float_as_uint(v); }
+};
+template <> struct sym_dt<SHMEMX_FLOAT16> {
+    static constexpr int size = 2;
+    static __device__ __forceinline__ float load(const uint8_t *p) {
+        return __half2float(__ushort_as_half(__ldcg((const unsigned short *)p)));
+    }
+    static __device__ __forceinline__ void store(uint8_t *p, float v) {
+        *(unsigned short *)p = __half_as_ushort(__float2half_rn(v));
+    }
+    static __device__ __forceinline__ float from_bits(uint32_t b) {
+        return __half2float(__ushort_as_half((unsigned short)b));
+    }
+    static __device__ __forceinline__ uint32_t to_bits(float v) {
+        return __half_as_ushort(__float2half_rn(v));
+    }
+};
+template <> struct sym_dt<SHMEMX_BFLOAT16> {
+    static constexpr int size = 2;
+    static __device__ __forceinline__ float load(const uint8_t *p) {
+        return __uint_as_float((uint32_t)__ldcg((const unsigned short *)p) << 16);
+    }
+    static __device__ __forceinline__ void store(uint8_t *p, float v) {
+        *(unsigned short *)p = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+    }
+    static __device__ __forceinline__ float from_bits(uint32_t b) {
+        return __uint_as_float(b << 16);
+    }
+    static __device__ __forceinline__ uint32_t to_bits(float v) {
+        return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+    }
+};
+
+/* Unpack W 32-bit words (16-bit types: two elements a word) into floats. */
+template <int DT, int W>
+SYM_DEV void unpack(const uint32_t *w, float *f) {
+#pragma unroll
+    for (int i = 0; i < W; i++) {
+        if (sym_dt<DT>::size == 4) {
+            f[i] = __uint_as_float(w[i]);
+        } else {
+            f[2 * i] = sym_dt<DT>::from_bits(w[i] & 0xffffu);
+            f[2 * i + 1] = sym_dt<DT>::from_bits(w[i] >> 16);
+        }
+    }
+}
+template <int DT, int W>
+SYM_DEV void pack(const float *f, uint32_t *w) {
+#pragma unroll
+    for (int i = 0; i < W; i++) {
+        if (sym_dt<DT>::size == 4)
+            w[i] = __float_as_uint(f[i]);
+        else
+            w[i] = sym_dt<DT>::to_bits(f[2 * i]) | (sym_dt<DT>::to_bits(f[2 * i + 1]) << 16);
+    }
+}
+
+/* ---- reduction operators (op is uniform across the block) ---- */
+
+SYM_DEV float op1(int op, float a, float b) {
+    switch (op) {
+    case SHMEMX_MIN: return fminf(a, b);
+    case SHMEMX_MAX: return fmaxf(a, b);
+    case SHMEMX_PROD: return a * b;
+    default: return a + b; /* SUM, AVG */
+    }
+}
+template <int N>
+SYM_DEV void opv(int op, float *acc, const float *x) {
+    switch (op) {
+    case SHMEMX_MIN:
+#pragma unroll
+        for (int i = 0; i < N; i++) acc[i] = fminf(acc[i], x[i]);
+        break;
+    case SHMEMX_MAX:
+#pragma unroll
+        for (int i = 0; i < N; i++) acc[i] = fmaxf(acc[i], x[i]);
+        break;
+    case SHMEMX_PROD:
+#pragma unroll
+        for (int i = 0; i < N; i++) acc[i] *= x[i];
+        break;
+    default:
+#pragma unroll
+        for (int i = 0; i < N; i++) acc[i] += x[i];
+    }
+}
+template <int N>
+SYM_DEV void opfinish(int op, int npes, float *acc) {
+    if (op == SHMEMX_AVG) {
+        float d = (float)npes;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc[i] = acc[i] / d;
+    }
+}
+
+/* ---- flags (system scope: the writer is another GPU) ---- */
+
+SYM_DEV uint64_t ld_volatile(const uint64_t *p) {
+    uint64_t v;
+    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+SYM_DEV uint64_t ld_acquire(const uint64_t *p) {
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+SYM_DEV void st_release(uint64_t *p, uint64_t v) {
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+SYM_DEV void st_relaxed(uint64_t *p, uint64_t v) {
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+SYM_DEV unsigned long long globaltimer(void) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* Wait until *p >= want: poll with volatile loads, then one acquire load so
+ * what the writer stored before its release is visible. A wait longer than the
+ * timeout means the PEs disagree about which collective comes next: say so
+ * and trap. */
+SYM_DEV void wait_ge(const uint64_t *p, uint64_t want, const struct sym_gpu_args &a,
+                     const char *what, int peer) {
+    uint64_t v = ld_volatile(p);
+    if (v < want) {
+        unsigned long long t0 = globaltimer();
+        unsigned spins = 0;
+        while ((v = ld_volatile(p)) < want) {
+            if (a.timeout_ns && (++spins & 1023) == 0 && globaltimer() - t0 > a.timeout_ns) {
+                printf("symtrain: PE %d: GPU collective stuck: block %d waited %.0f s for %s "
+                       "from PE %d (have %#llx, want %#llx); do all PEs call the same "
+                       "collectives in the same order?\n",
+                       a.me, (int)blockIdx.x, (double)a.timeout_ns * 1e-9, what, peer,
+                       (unsigned long long)v, (unsigned long long)want);
+                __trap();
+            }
+        }
+    }
+    (void)ld_acquire(p);
+}
+
+/* The block's epoch for this collective (see gpu.h). */
+SYM_DEV uint32_t block_epoch(const struct sym_gpu_args &a) {
+    return *(volatile uint32_t *)&a.epoch[blockIdx.x] + 1;
+}
+
+/* End of a collective for this block: record the epoch, and tell every peer
+ * that may write into this PE (all of them on NVLink) that region b is free.
+ * A relaxed store is enough: every read of region b fed a value this block
+ * used before the barrier, so those reads are complete. */
+SYM_DEV void block_done_p2p(const struct sym_gpu_args &a, uint32_t e) {
+    __syncthreads();
+    int t = threadIdx.x;
+    if (t == 0) a.epoch[blockIdx.x] = e;
+    if (t < a.npes && t != a.me) st_relaxed(a.peer_flags[t] + FLAG_ACK(blockIdx.x, a.me), e);
+}
+
+/* Threads 0..npes-1 wait for peer t's flag at `idx` to reach `want` (peers in
+ * `mask` only), then the block synchronises. */
+SYM_DEV void wait_peers(const struct sym_gpu_args &a, size_t idx_base, int per_peer,
+                        uint64_t want, const char *what, uint64_t mask) {
+    int t = threadIdx.x;
+    if (t < a.npes && t != a.me && ((mask >> t) & 1))
+        wait_ge(a.flags + idx_base + (size_t)per_peer * t, want, a, what, t);
+    __syncthreads();
+}
+
+/* After a block-wide barrier: raise flag `idx` on each peer in mask with a
+ * release store (the barrier makes the block's earlier stores part of it). */
+SYM_DEV void signal_peers(const struct sym_gpu_args &a, size_t idx, uint64_t val, uint64_t mask) {
+    int t = threadIdx.x;
+    if (t < a.npes && t != a.me && ((mask >> t) & 1)) st_release(a.peer_flags[t] + idx, val);
+}
+
+/* ---- one-shot lines: 8 data bytes + the flag twice, in one 16-byte store ---- */
+
+SYM_DEV void ll_store(uint8_t *line, uint2 v, uint32_t flag) {
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(line), "r"(v.x),
+                 "r"(flag), "r"(v.y), "r"(flag)
+                 : "memory");
+}
+SYM_DEV uint2 ll_load(const uint8_t *line, uint32_t flag, const struct sym_gpu_args &a, int peer) {
+    uint32_t x, f0, y, f1;
+    unsigned long long t0 = 0;
+    unsigned spins = 0;
+    for (;;) {
+        asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(x), "=r"(f0), "=r"(y), "=r"(f1)
+                     : "l"(line)
+                     : "memory");
+        if (f0 == flag && f1 == flag) break;
+        if (a.timeout_ns && (++spins & 1023) == 0) {
+            if (!t0)
+                t0 = globaltimer();
+            else if (globaltimer() - t0 > a.timeout_ns) {
+                printf("symtrain: PE %d: GPU collective stuck: block %d waited %.0f s for "
+                       "one-shot data from PE %d (flag %u, want %u); do all PEs call the "
+                       "same collectives in the same order?\n",
+                       a.me, (int)blockIdx.x, (double)a.timeout_ns * 1e-9, peer, f0, flag);
+                __trap();
+            }
+        }
+    }
+    return make_uint2(x, y);
+}
+
+/* Bytes [8l, 8l+8) of a `len`-byte range as one line (zero past the end). */
+SYM_DEV uint2 line_get(const uint8_t *base, size_t len, size_t l) {
+    size_t off = l * 8;
+    if (off + 8 <= len && (((uintptr_t)(base + off)) & 7) == 0)
+        return __ldcg((const uint2 *)(base + off));
+    uint32_t w[2] = {0, 0};
+    for (int k = 0; k < 8 && off + k < len; k++)
+        w[k >> 2] |= (uint32_t)base[off + k] << (8 * (k & 3));
+    return make_uint2(w[0], w[1]);
+}
+SYM_DEV void line_put(uint8_t *base, size_t len, size_t l, uint2 v) {
+    size_t off = l * 8;
+    if (off + 8 <= len && (((uintptr_t)(base + off)) & 7) == 0) {
+        *(uint2 *)(base + off) = v;
+        return;
+    }
+    uint32_t w[2] = {v.x, v.y};
+    for (int k = 0; k < 8 && off + k < len; k++)
+        base[off + k] = (uint8_t)(w[k >> 2] >> (8 * (k & 3)));
+}
+
+/* ---- block-wide copy: one source, up to MAXOUT destinations ---- */
+
+#define SYM_MAXOUT (SYM_GPU_MAXP2P + 1)
+
+template <typename T, int U, int MAXOUT>
+SYM_DEV void copy_w(uint8_t *const *out, int nout, const uint8_t *in, size_t n) {
+    const T *s = (const T *)in;
+    size_t T_ = blockDim.x;
+    size_t i = threadIdx.x;
+    for (; i + (U - 1) * T_ < n; i += U * T_) {
+        T v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) v[u] = __ldcg(s + i + u * T_);
+#pragma unroll
+        for (int o = 0; o < MAXOUT; o++)
+            if (o < nout) {
+#pragma unroll
+                for (int u = 0; u < U; u++) ((T *)out[o])[i + u * T_] = v[u];
+            }
+    }
+    for (; i < n; i += T_) {
+        T v = __ldcg(s + i);
+#pragma unroll
+        for (int o = 0; o < MAXOUT; o++)
+            if (o < nout) ((T *)out[o])[i] = v;
+    }
+}
+
+/* out[o][0..bytes) = in[0..bytes) for every o < nout <= MAXOUT. */
+template <int MAXOUT>
+SYM_DEV void copy_bytes(uint8_t *const *out, int nout, const uint8_t *in, size_t bytes) {
+    if (bytes == 0 || nout == 0) return;
+    uintptr_t al = (uintptr_t)in | bytes;
+    for (int o = 0; o < nout; o++) al |= (uintptr_t)out[o];
+    if ((al & 15) == 0) {
+        copy_w<uint4, 4, MAXOUT>(out, nout, in, bytes / 16);
+    } else if ((al & 3) == 0) {
+        copy_w<uint32_t, 4, MAXOUT>(out, nout, in, bytes / 4);
+    } else if ((al & 1) == 0) {
+        copy_w<unsigned short, 4, MAXOUT>(out, nout, in, bytes / 2);
+    } else {
+        copy_w<unsigned char, 4, MAXOUT>(out, nout, in, bytes);
+    }
+}
+SYM_DEV void copy1(uint8_t *out, const uint8_t *in, size_t bytes) {
+    uint8_t *o[1] = {out};
+    copy_bytes<1>(o, 1, in, bytes);
+}
+
+/* ---- block-wide reduce: n inputs (in PE order), up to SYM_MAXOUT outputs ---- */
+
+/* out[o][i] = op(in[0][i], ..., in[nin-1][i]) (then /npes for AVG), i < w
+ * elements, nin <= MAXIN, nout <= MAXOUT (compile-time bounds keep the
+ * pointers and loaded vectors in registers). 16-byte vectors when every
+ * pointer is 16-byte aligned, then an element tail; element-wise otherwise. */
+template <int DT, int MAXIN, int MAXOUT>
+SYM_DEV void reduce_elems(const uint8_t *const *in, int nin, uint8_t *const *out, int nout,
+                          size_t w, int op, int npes) {
+    constexpr int ES = sym_dt<DT>::size;
+    constexpr int EPV = 16 / ES;
+    if (w == 0) return;
+    uintptr_t al = 0;
+    for (int q = 0; q < nin; q++) al |= (uintptr_t)in[q];
+    for (int o = 0; o < nout; o++) al |= (uintptr_t)out[o];
+    size_t nv = (al & 15) == 0 ? w / EPV : 0;
+    size_t T_ = blockDim.x;
+    size_t v = threadIdx.x;
+    for (; v < nv; v += T_) {
+        uint4 x[MAXIN];
+#pragma unroll
+        for (int q = 0; q < MAXIN; q++)
+            if (q < nin) x[q] = __ldcg((const uint4 *)in[q] + v);
+        float acc[EPV], t[EPV];
+        unpack<DT, 4>((const uint32_t *)&x[0], acc);
+#pragma unroll
+        for (int q = 1; q < MAXIN; q++)
+            if (q < nin) {
+                unpack<DT, 4>((const uint32_t *)&x[q], t);
+                opv<EPV>(op, acc, t);
+            }
+        opfinish<EPV>(op, npes, acc);
+        uint4 r;
+        pack<DT, 4>(acc, (uint32_t *)&r);
+#pragma unroll
+        for (int o = 0; o < MAXOUT; o++)
+            if (o < nout) ((uint4 *)out[o])[v] = r;
+    }
+    for (size_t i = nv * EPV + threadIdx.x; i < w; i += T_) {
+        float acc = sym_dt<DT>::load(in[0] + i * ES);
+        for (int q = 1; q < nin; q++) acc = op1(op, acc, sym_dt<DT>::load(in[q] + i * ES));
+        opfinish<1>(op, npes, &acc);
+        for (int o = 0; o < nout; o++) sym_dt<DT>::store(out[o] + i * ES, acc);
+    }
+}
+
+/* ---- partitions ---- */
+
+/* Part p of an n-way split of `count` elements. The all-reduce's own split
+ * keeps parts a multiple of 16 bytes (so vectors stay aligned); the
+ * reduce-scatter's is the public one (shmemx_block_range). */
+static __host__ __device__ __forceinline__ void part_range(int coll, size_t count, int n, int p,
+                                                           int es, size_t *off, size_t *len) {
+    size_t N = (size_t)n, P = (size_t)p;
+    if (coll == SYM_GPU_REDUCE_SCATTER) {
+        size_t q = count / N, rem = count % N;
+        *off = P * q + (P < rem ? P : rem);
+        *len = q + (P < rem ? 1 : 0);
+    } else {
+        size_t epv = 16 / (size_t)es;
+        size_t pl = ((count + N - 1) / N + epv - 1) / epv * epv;
+        size_t o = P * pl < count ? P * pl : count;
+        *off = o;
+        *len = count - o < pl ? count - o : pl;
+    }
+}
+
+/* The longest part of that split. */
+static __host__ __device__ __forceinline__ size_t part_max(int coll, size_t count, int n,
+                                                          int es) {
+    size_t off, len;
+    part_range(coll, count, n, 0, es, &off, &len);
+    return len;
+}
+
+#endif

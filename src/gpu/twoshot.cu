@@ -1,0 +1,230 @@
+/*
+ * twoshot.cu — the NVLink algorithms for medium and large messages, pushed
+ * with stores (NVLink carries stores better than remote loads):
+ *
+ *   all-reduce  = reduce-scatter + all-gather. Each PE owns part `me` of the
+ *     vector. Per chunk: (1) push my copy of part p into PE p's slot for me;
+ *     (2) once every peer's copy of my part is in, reduce it (PE order), write
+ *     it to my dest and push it to every peer (into their dest when dest is
+ *     symmetric, else into their slot); (3) copy what peers pushed from the
+ *     slots to dest. Each byte crosses NVLink twice, the minimum.
+ *   reduce-scatter = steps 1 and 2 with no push of the result.
+ *   all-gather, broadcast (k_push) = every sender pushes its block to every
+ *     receiver, straight into a symmetric dest (after the receiver says it has
+ *     reached this collective), else through slots the receiver empties.
+ *
+ * Persistent grid: block b handles chunk i*G + b of every part in iteration i,
+ * always in its own scratch region b. Handshakes are per block and per peer:
+ * a flag store after a fence, (epoch << 32 | iteration + 1), waited on with
+ * ">=" — no grid-wide barrier anywhere. Where a slot is reused before the
+ * other side's next data proves it was read (reduce-scatter, slot all-gather,
+ * broadcast), slots alternate by iteration parity and the reader returns a
+ * "consumed" credit.
+ */
+#include "kernels.cuh"
+
+static __device__ __forceinline__ uint64_t step_val(uint32_t e, int i) {
+    return ((uint64_t)e << 32) | (uint32_t)(i + 1);
+}
+
+/* ---- all-reduce, reduce-scatter ---- */
+
+/* NP: a compile-time bound on npes (2, 4 or 8), so per-peer arrays stay in registers. */
+template <int NP> struct twoshot_threads {
+    static constexpr int value = NP >= 8 ? SYM_GPU_THREADS / 2 : SYM_GPU_THREADS; /* registers */
+};
+
+template <int DT, int NP>
+__global__ void __launch_bounds__(twoshot_threads<NP>::value) k_twoshot(const struct sym_gpu_args a) {
+    constexpr int ES = sym_dt<DT>::size;
+    const int b = blockIdx.x, G = gridDim.x, n = a.npes, me = a.me;
+    const bool ar = a.coll == SYM_GPU_ALLREDUCE;
+    const uint32_t e = block_epoch(a);
+    const size_t che = a.chunk;                       /* elements per chunk */
+    const size_t chb = (che * ES + 15) & ~(size_t)15; /* slot bytes */
+    uint8_t *region = a.scr + (size_t)b * a.region;
+    const size_t reg_off = (size_t)b * a.region;
+
+    /* Slot for sender q. AR: RS slots [0, n), AG slots [n, 2n). RS: parity x n. */
+#define RS_SLOT(base, par, q) ((base) + ((ar ? 0 : (size_t)(par) * n) + (size_t)(q)) * chb)
+#define AG_SLOT(base, q) ((base) + ((size_t)n + (size_t)(q)) * chb)
+
+    wait_peers(a, FLAG_ACK(b, 0), 1, e - 1, "two-shot credit", ~0ull);
+
+    size_t poff[NP], plen[NP];
+#pragma unroll
+    for (int p = 0; p < NP; p++)
+        if (p < n) part_range(a.coll, a.count, n, p, ES, &poff[p], &plen[p]);
+
+    for (int i = 0; i < a.iters; i++) {
+        const uint64_t val = step_val(e, i);
+        const int par = i & 1;
+        const size_t x0 = ((size_t)i * G + b) * che; /* element offset inside each part */
+#define WIDTH(p) (x0 < plen[p] ? (plen[p] - x0 < che ? plen[p] - x0 : che) : 0)
+
+        /* reduce-scatter reuses parity `par` slots: wait until peers consumed i-2 */
+        if (!ar && i >= 2)
+            wait_peers(a, FLAG_SIG(b, 1, 0), 1, step_val(e, i - 2), "reduce-scatter credit",
+                       ~0ull);
+
+        /* (1) push my copy of part p to PE p */
+        for (int k = 1; k < n; k++) {
+            int p = me + k < n ? me + k : me + k - n;
+            size_t w = WIDTH(p);
+            if (w) copy1(RS_SLOT(a.peer_scr[p] + reg_off, par, me), a.src + (poff[p] + x0) * ES, w * ES);
+        }
+        __syncthreads();
+        signal_peers(a, FLAG_SIG(b, 0, me), val, ~0ull);
+        wait_peers(a, FLAG_SIG(b, 0, 0), 1, val, "reduce-scatter data", ~0ull);
+
+        /* (2) reduce my part, in PE order */
+        {
+            size_t w = WIDTH(me);
+            const uint8_t *in[NP];
+            uint8_t *out[NP];
+            int nout = 0;
+#pragma unroll
+            for (int q = 0; q < NP; q++)
+                if (q < n) in[q] = q == me ? a.src + (poff[me] + x0) * ES : RS_SLOT(region, par, q);
+            if (ar) {
+                out[nout++] = a.dst + (poff[me] + x0) * ES;
+                for (int k = 1; k < n; k++) {
+                    int p = me + k < n ? me + k : me + k - n;
+                    out[nout++] = a.dst_sym ? a.peer_dst[p] + (poff[me] + x0) * ES
+                                            : AG_SLOT(a.peer_scr[p] + reg_off, me);
+                }
+            } else {
+                out[nout++] = a.dst + x0 * ES;
+            }
+            reduce_elems<DT, NP, NP>(in, n, out, nout, w, a.op, n);
+        }
+        __syncthreads();
+        if (!ar) { /* the slots of parity `par` are free again */
+            signal_peers(a, FLAG_SIG(b, 1, me), val, ~0ull);
+            continue;
+        }
+        signal_peers(a, FLAG_SIG(b, 1, me), val, ~0ull);
+        wait_peers(a, FLAG_SIG(b, 1, 0), 1, val, "all-gather data", ~0ull);
+
+        /* (3) results of the other parts */
+        if (!a.dst_sym)
+            for (int k = 1; k < n; k++) {
+                int q = me + k < n ? me + k : me + k - n;
+                size_t w = WIDTH(q);
+                if (w) copy1(a.dst + (poff[q] + x0) * ES, AG_SLOT(region, q), w * ES);
+            }
+        /* The next iteration's pushes into the peers' RS slots are safe: each peer
+         * sent its AG data for this iteration only after reading them. */
+#undef WIDTH
+    }
+#undef RS_SLOT
+#undef AG_SLOT
+    block_done_p2p(a, e);
+}
+
+/* ---- all-gather and broadcast ---- */
+
+/* Bytes: block `len` = count * element size. AG: PE q's block lands at
+ * dest + q*len; BC: root's block at dest. chunk = bytes per block per iteration. */
+template <int NP>
+__global__ void __launch_bounds__(SYM_GPU_THREADS) k_push(const struct sym_gpu_args a, int es) {
+    const int b = blockIdx.x, G = gridDim.x, n = a.npes, me = a.me;
+    const bool ag = a.coll == SYM_GPU_ALLGATHER;
+    const bool sender = ag || me == a.root;
+    const uint32_t e = block_epoch(a);
+    const size_t len = a.count * (size_t)es, chb = a.chunk;
+    uint8_t *region = a.scr + (size_t)b * a.region;
+    const size_t reg_off = (size_t)b * a.region;
+    /* whom I push to (all peers, or none) and whom I receive from */
+    const uint64_t all = ~0ull;
+    const uint64_t targets = sender ? all : 0;
+    const uint64_t sources = ag ? all : (me == a.root ? 0 : 1ull << a.root);
+    uint8_t *mine = ag ? a.dst + (size_t)me * len : a.dst; /* where my own block goes */
+
+    if (a.dst_sym) {
+        /* Push straight into the receivers' dest, once they are in this collective
+         * (their stream may still be using dest before it). */
+        signal_peers(a, FLAG_READY(b, me), e, sources);
+        wait_peers(a, FLAG_READY(b, 0), 1, sender ? e : 0, "ready", targets);
+        for (int i = 0; i < a.iters; i++) {
+            size_t x0 = ((size_t)i * G + b) * chb;
+            if (x0 >= len) break;
+            size_t w = len - x0 < chb ? len - x0 : chb;
+            if (!sender) continue;
+            uint8_t *out[NP];
+            int nout = 0;
+            if (mine != a.src) out[nout++] = mine + x0;
+            for (int k = 1; k < n; k++) {
+                int p = me + k < n ? me + k : me + k - n;
+                out[nout++] = a.peer_dst[p] + (ag ? (size_t)me * len : 0) + x0;
+            }
+            copy_bytes<NP>(out, nout, a.src + x0, w);
+        }
+        __syncthreads();
+        signal_peers(a, FLAG_SIG(b, 0, me), step_val(e, 0), targets);
+        wait_peers(a, FLAG_SIG(b, 0, 0), 1, step_val(e, 0), "pushed data", sources);
+        block_done_p2p(a, e);
+        return;
+    }
+
+    /* Through slots: [parity][sender] in each receiver's region b. */
+    wait_peers(a, FLAG_ACK(b, 0), 1, e - 1, "push credit", targets);
+    for (int i = 0; i < a.iters; i++) {
+        const uint64_t val = step_val(e, i);
+        const int par = i & 1;
+        size_t x0 = ((size_t)i * G + b) * chb;
+        size_t w = x0 < len ? (len - x0 < chb ? len - x0 : chb) : 0;
+        if (i >= 2) wait_peers(a, FLAG_SIG(b, 1, 0), 1, step_val(e, i - 2), "push credit", targets);
+        if (sender && w) {
+            uint8_t *out[NP];
+            int nout = 0;
+            if (mine != a.src) out[nout++] = mine + x0;
+            for (int k = 1; k < n; k++) {
+                int p = me + k < n ? me + k : me + k - n;
+                out[nout++] = a.peer_scr[p] + reg_off + ((size_t)par * n + me) * chb;
+            }
+            copy_bytes<NP>(out, nout, a.src + x0, w);
+        }
+        __syncthreads();
+        signal_peers(a, FLAG_SIG(b, 0, me), val, targets);
+        wait_peers(a, FLAG_SIG(b, 0, 0), 1, val, "pushed data", sources);
+        for (int q = 0; q < n; q++)
+            if (((sources >> q) & 1) && q != me && w)
+                copy1((ag ? a.dst + (size_t)q * len : a.dst) + x0,
+                      region + ((size_t)par * n + q) * chb, w);
+        __syncthreads();
+        signal_peers(a, FLAG_SIG(b, 1, me), val, sources);
+    }
+    block_done_p2p(a, e);
+}
+
+template <int DT>
+static void launch_twoshot(const struct sym_gpu_args *a, int blocks, cudaStream_t stream) {
+    if (a->npes <= 2)
+        k_twoshot<DT, 2><<<blocks, twoshot_threads<2>::value, 0, stream>>>(*a);
+    else if (a->npes <= 4)
+        k_twoshot<DT, 4><<<blocks, twoshot_threads<4>::value, 0, stream>>>(*a);
+    else
+        k_twoshot<DT, 8><<<blocks, twoshot_threads<8>::value, 0, stream>>>(*a);
+}
+
+cudaError_t sym__gpu_launch_twoshot(const struct sym_gpu_args *a, int blocks,
+                                    cudaStream_t stream) {
+    switch (a->dtype) {
+    case SHMEMX_FLOAT32: launch_twoshot<SHMEMX_FLOAT32>(a, blocks, stream); break;
+    case SHMEMX_FLOAT16: launch_twoshot<SHMEMX_FLOAT16>(a, blocks, stream); break;
+    default: launch_twoshot<SHMEMX_BFLOAT16>(a, blocks, stream); break;
+    }
+    return cudaGetLastError();
+}
+
+cudaError_t sym__gpu_launch_push(const struct sym_gpu_args *a, int blocks, cudaStream_t stream) {
+    int es = a->dtype == SHMEMX_FLOAT32 ? 4 : 2;
+    if (a->npes <= 2)
+        k_push<2><<<blocks, SYM_GPU_THREADS, 0, stream>>>(*a, es);
+    else if (a->npes <= 4)
+        k_push<4><<<blocks, SYM_GPU_THREADS, 0, stream>>>(*a, es);
+    else
+        k_push<8><<<blocks, SYM_GPU_THREADS, 0, stream>>>(*a, es);
+    return cudaGetLastError();
+}
