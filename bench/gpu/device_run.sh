@@ -31,7 +31,7 @@ if [ -z "${NCCL_HOME:-}" ] && [ -n "$PY" ]; then
 fi
 case "$MODE" in
   all) STEPS="tests ar_f32 ar_bf16 colls private put tune_blocks tune_cross ring share" ;;
-  first) STEPS="tests ar_f32 colls put tune_blocks tune_cross share" ;;
+  first) STEPS="tests ar_f32 tune_blocks tune_cross colls put share" ;;
   test) STEPS="tests share" ;;
   bench) STEPS="ar_f32 ar_bf16 colls private put" ;;
   tune) STEPS="tune_blocks tune_cross ring" ;;
@@ -100,6 +100,20 @@ bench() { # bench SECONDS_NEEDED OUTFILE symbench-gpu-args...
 : > "$OUT/allreduce.txt"
 want ar_f32 && bench 60 "$OUT/allreduce.txt" gpu-allreduce -b 8 -e 1G -t float
 want ar_bf16 && bench 40 "$OUT/allreduce.txt" gpu-allreduce -b 8 -e 1G -t bfloat16
+# ---- tuning sweeps: block counts and the one-shot/two-shot crossover ----
+: > "$OUT/tune.txt"
+if want tune_blocks; then
+  for nb in 16 32 64; do
+    bench 25 "$OUT/tune.txt" gpu-allreduce -b 4M -e 1G -f 4 --algo twoshot --blocks "$nb" --no-graph --no-nccl
+  done
+fi
+if want tune_cross; then
+  for al in oneshot twoshot; do
+    bench 20 "$OUT/tune.txt" gpu-allreduce -b 16K -e 4M --algo "$al" --no-nccl
+  done
+fi
+want ring && bench 20 "$OUT/tune.txt" gpu-allreduce -b 8 -e 256M -f 8 --algo ring --no-graph
+
 if want colls; then
   : > "$OUT/colls.txt"
   bench 40 "$OUT/colls.txt" gpu-reduce-scatter -b 8 -e 1G -f 4
@@ -127,20 +141,6 @@ if want put; then
   fi
 fi
 
-# ---- tuning sweeps: block counts and the one-shot/two-shot crossover ----
-: > "$OUT/tune.txt"
-if want tune_blocks; then
-  for nb in 16 32 64; do
-    bench 25 "$OUT/tune.txt" gpu-allreduce -b 4M -e 1G -f 4 --algo twoshot --blocks "$nb" --no-graph --no-nccl
-  done
-fi
-if want tune_cross; then
-  for al in oneshot twoshot; do
-    bench 20 "$OUT/tune.txt" gpu-allreduce -b 16K -e 4M --algo "$al" --no-nccl
-  done
-fi
-want ring && bench 20 "$OUT/tune.txt" gpu-allreduce -b 8 -e 256M -f 8 --algo ring --no-graph
-
 # ---- PEs sharing GPUs (time-sliced: last, and bounded) ----
 if want share; then
   if have_time 60; then
@@ -164,6 +164,18 @@ fi
            if (min=="" || $18+0 < min) {min=$18+0; at=$1} }
          END { printf "  stream ratio min %.2f at %s; sizes below NCCL: %d of %d\n", min, at, below, n }' "$OUT/allreduce.txt"
   fi
+  if [ -s "$OUT/tune.txt" ]; then
+    echo "tuning sweeps (ours, busbw GB/s):"
+    awk '/^## /{h=$0; sub(/.*gpu-allreduce /,"",h); sub(/ --no-nccl| --no-graph/,"",h)}
+         $1 ~ /^(64K|256K|1M|4M|16M|64M|256M|1G)$/ && NF>=10 && $1 !~ /^#/ {
+           printf "  %-44s %5s %-8s %8s\n", substr(h,1,44), $1, $4, $8 }' "$OUT/tune.txt"
+  fi
+  if [ -s "$OUT/colls.txt" ]; then
+    echo "other collectives (float): ours vs NCCL busbw, ratio"
+    awk '/^## /{h=$3} $1 ~ /^(8|64K|1M|16M|256M|1G)$/ && NF>=20 {
+           printf "  %-19s %6s %-8s %8s vs %8s  %5s\n", h, $1, $4, $8, $14, $18 }' "$OUT/colls.txt"
+  fi
+  grep -h "FAIL\|stuck\|error" "$OUT/tests.log" "$OUT"/*.txt 2>/dev/null | grep -v "^#" | head -8
   for n in "${NOTES[@]}"; do echo "note: $n"; done
 } > "$OUT/summary.txt"
 cat "$OUT/summary.txt"
