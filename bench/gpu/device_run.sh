@@ -175,7 +175,7 @@ fi
     awk '/^## /{h=$3} $1 ~ /^(8|64K|1M|16M|256M|1G)$/ && NF>=20 {
            printf "  %-19s %6s %-8s %8s vs %8s  %5s\n", h, $1, $4, $8, $14, $18 }' "$OUT/colls.txt"
   fi
-  grep -h "FAIL\|stuck\|error" "$OUT/tests.log" "$OUT"/*.txt 2>/dev/null | grep -v "^#" | head -8
+  (cd "$OUT" && grep -h "FAIL\|stuck\|rror" tests.log allreduce.txt colls.txt put.txt tune.txt 2>/dev/null) | grep -v "^#" | head -8
   for n in "${NOTES[@]}"; do echo "note: $n"; done
 } > "$OUT/summary.txt"
 cat "$OUT/summary.txt"
