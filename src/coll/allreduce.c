@@ -168,7 +168,7 @@ static void direct(shmem_team_t t, void *dest, const void *source, size_t count,
 /* Put data into member m's copy of `dst`, then set m's word `word` for this PE
  * to `value`; the signal is never visible before the data. */
 static void put_signal(shmem_team_t t, int m, void *dst, const void *src, size_t len,
-                       int word, uint64_t value) {
+                       int word, uint64_t value, int blocking) {
     uint64_t *w = &sym__slot(t)->peer[word + t->me];
     void *d = sym__peer_addr(dst, t->pes[m]);
     if (SYM_LIKELY(d != NULL)) {
@@ -177,7 +177,7 @@ static void put_signal(shmem_team_t t, int m, void *dst, const void *src, size_t
         return;
     }
     sym__remote->put_signal(sym__ctx_default.remote, dst, src, len, w, value, SHMEM_SIGNAL_SET,
-                            t->pes[m], 1);
+                            t->pes[m], blocking);
 }
 
 static void sync_all(shmem_team_t t, int word) {
@@ -217,7 +217,9 @@ static void ring(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r)
                 segment(count, n, recv_blk, seg, g, &rlo, &rlen);
                 char *slot = inbox + (seq & 1) * seg * es;
                 if (msg > 2) sym__coll_wait(t, right, SYM_COLL_DONE, seq - 2); /* credit */
-                put_signal(t, right, slot, d + slo * es, slen * es, SYM_COLL_READY, seq);
+                /* Non-blocking: a sent block is not written again until the
+                 * all-gather, and a quiet comes first (below). */
+                put_signal(t, right, slot, d + slo * es, slen * es, SYM_COLL_READY, seq, 0);
                 sym__coll_wait(t, left, SYM_COLL_READY, seq);
                 if (phase == 0) {
                     const void *in2[2] = {d + rlo * es, slot};
@@ -227,6 +229,8 @@ static void ring(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r)
                 }
                 sym__coll_signal(t, left, SYM_COLL_DONE, seq);
             }
+            if (phase == 0 && s == n - 2 && sym__remote) /* sends done before blocks change */
+                sym__remote->quiet(sym__ctx_default.remote);
             if (phase == 0 && s == n - 2 && r->avg) { /* my block is complete: average it */
                 size_t lo, len;
                 shmemx_block_range(count, n, (me + 1) % n, &lo, &len);
@@ -236,6 +240,7 @@ static void ring(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r)
         }
     }
     t->coll_round = base + msg;
+    if (sym__remote) sym__remote->quiet(sym__ctx_default.remote);
     sync_all(t, SYM_COLL_DONE);
 }
 
@@ -245,7 +250,7 @@ static void ring(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r)
  * inbox is free (done = seq), the sender waits for that, puts and signals. */
 static void rd_send(shmem_team_t t, int to, uint64_t seq, const void *src, size_t len) {
     sym__coll_wait(t, to, SYM_COLL_DONE, seq);
-    put_signal(t, to, sym__coll_stage_in(t), src, len, SYM_COLL_READY, seq);
+    put_signal(t, to, sym__coll_stage_in(t), src, len, SYM_COLL_READY, seq, 1);
 }
 static const char *rd_recv_open(shmem_team_t t, int from, uint64_t seq) {
     sym__coll_signal(t, from, SYM_COLL_DONE, seq);

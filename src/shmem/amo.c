@@ -24,7 +24,7 @@ static inline uint64_t amo_core(shmem_ctx_t ctx, sym_amo_op_t op, void *dest, ui
         sym__fatal(fn, "address %p is not aligned to the %zu-byte atomic type", dest, size);
     void *d = sym__peer_range(dest, size, pe, fn);
     uint64_t old = 0;
-    if (SYM_LIKELY(d != NULL)) {
+    if (SYM_LIKELY(d != NULL && !sym__amo_through_fabric)) {
         if (size == 4) {
             uint32_t *p = d, v32 = (uint32_t)v, c32 = (uint32_t)cmp;
             switch (op) {

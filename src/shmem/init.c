@@ -20,6 +20,7 @@
 sym_runtime_t sym__rt;
 sym_world_t sym__world;
 const sym_remote_ops_t *sym__remote;
+int sym__amo_through_fabric;
 
 #define DEFAULT_HEAP_SIZE ((size_t)512 << 20)
 
@@ -74,10 +75,17 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
  * memory files when they run on one kernel (boot id) and see each other's
  * /proc (PID namespace); separate network namespaces are treated as separate
  * hosts, which is how tests stand up several hosts on one machine. */
-static uint64_t host_key(void) {
+static uint64_t host_key(int rank) {
     uint64_t h = 0xcbf29ce484222325ull;
     const char *id = getenv("SYMTRAIN_HOST_ID");
     if (id && *id) return fnv1a(h, id, strlen(id));
+    /* Tests: pretend the PEs sit on hosts of SYMTRAIN_HOST_SIZE consecutive ranks,
+     * so the fabric transport runs between processes of one machine. */
+    long per_host = sym__env_long("SYMTRAIN_HOST_SIZE", 0);
+    if (per_host > 0) {
+        long host = rank / per_host;
+        h = fnv1a(h, &host, sizeof host);
+    }
     h = fnv1a(h, sym__rt.hostname, strlen(sym__rt.hostname));
     char boot[64] = {0};
     int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY);
@@ -194,7 +202,7 @@ static void runtime_start(int requested) {
     pe_record_t *rec = calloc((size_t)npes, sizeof *rec);
     if (!sym__world.peer || !rec) sym__fatal("shmem_init", "out of memory");
     pe_record_t mine = {0};
-    mine.host_key = host_key();
+    mine.host_key = host_key(boot->rank);
     for (int s = 0; s < SYM_SEG_COUNT; s++) mine.seg_size[s] = sym__world.seg[s].size;
     mine.heap_user_size = user;
     sym__shm_handle(&mine.shm);
@@ -219,11 +227,16 @@ static void runtime_start(int requested) {
     sym__shm_close_handles();
     free(rec);
 
-    if (sym__world.n_hosts > 1)
+    if (sym__world.n_hosts > 1) {
+#ifdef SYM_HAVE_OFI
+        sym__remote = sym__ofi_init(boot, &sym__ctx_default.remote);
+#else
         sym__fatal("shmem_init",
                    "the job spans %d hosts but this build has no fabric transport; build with "
                    "libfabric (libfabric-dev) or run every PE on one host",
                    sym__world.n_hosts);
+#endif
+    }
 
     sym__rt.thread_level = requested < SHMEM_THREAD_SINGLE     ? SHMEM_THREAD_SINGLE
                            : requested > SHMEM_THREAD_MULTIPLE ? SHMEM_THREAD_MULTIPLE
@@ -256,6 +269,10 @@ void shmem_finalize(void) {
     sym__heap_fini();
     sym__team_fini_all();
     sym__rt.state = SYM_RT_FINALIZED;
+#ifdef SYM_HAVE_OFI
+    if (sym__remote) sym__ofi_fini(sym__rt.boot);
+    sym__remote = NULL;
+#endif
     sym__shm_unmap_all();
     sym__rt.boot->fini(sym__rt.boot);
     sym__rt.boot = NULL;

@@ -26,7 +26,7 @@ static uint64_t slots_used; /* bit s: this PE is in a live team using slot s */
 
 void sym__atomic_add_u64(uint64_t *dest, uint64_t value, int pe) {
     uint64_t *p = sym__peer_addr(dest, pe);
-    if (SYM_LIKELY(p != NULL)) {
+    if (SYM_LIKELY(p != NULL && !sym__amo_through_fabric)) {
         __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST);
         return;
     }

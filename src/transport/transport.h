@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "../util/util.h"
+#include "../bootstrap/bootstrap.h"
 
 enum { SYM_SEG_HEAP = 0, SYM_SEG_DATA = 1, SYM_SEG_COUNT = 2 };
 
@@ -126,7 +127,8 @@ typedef struct sym_remote_ops {
      * With `blocking` == 0 the result arrives by the next quiet. */
     void (*amo)(void *ctx, sym_amo_op_t op, void *dest, const void *operand,
                 const void *compare, void *result, size_t size, int pe, int blocking);
-    /* Data then a 64-bit signal update (set or add), the signal never visible first. */
+    /* Data then a 64-bit signal update, the signal never visible first; sig_op is
+     * 0 for set, 1 for add (the values of SHMEM_SIGNAL_SET / _ADD). */
     void (*put_signal)(void *ctx, void *dest, const void *src, size_t len, uint64_t *sig,
                        uint64_t value, int sig_op, int pe, int blocking);
     void (*fence)(void *ctx);
@@ -135,5 +137,17 @@ typedef struct sym_remote_ops {
 
 /* NULL when every peer is on this host. */
 extern const sym_remote_ops_t *sym__remote;
+
+/* Set when atomics must all go through the fabric, the PE's own included: the
+ * provider's atomics are used and they are not atomic with CPU atomics. */
+extern int sym__amo_through_fabric;
+
+#ifdef SYM_HAVE_OFI
+struct sym_boot;
+/* Start the fabric transport (a collective over the bootstrap); returns its ops
+ * and the default context's state. */
+const sym_remote_ops_t *sym__ofi_init(struct sym_boot *boot, void **default_ctx);
+void sym__ofi_fini(struct sym_boot *boot);
+#endif
 
 #endif

@@ -1,0 +1,651 @@
+/*
+ * ofi.c — the fabric transport: PEs on other hosts through libfabric
+ * (verbs/RoCE, EFA, TCP ... whatever provider the fabric offers).
+ *
+ * Memory: both symmetric segments are registered once; every PE's endpoint
+ * name, keys and segment addresses are all-gathered at init.
+ * Puts and gets: fi_write / fi_inject_write / fi_read with delivery-complete
+ * semantics, so an operation's completion means it is visible at the target.
+ * Ordering: the endpoint is asked for write-after-write and send-after-write
+ * ordering, so shmem_fence has nothing to wait for; shmem_quiet waits until a
+ * context's issued operations have all completed.
+ * Atomics: where the provider offers them and every host runs one PE, fabric
+ * atomics (fi_atomic, fi_fetch_atomic, fi_compare_atomic), with the PE's own
+ * atomics sent through the fabric too. Otherwise — the common case, PEs of one
+ * host sharing memory — an atomic is an active message executed by the
+ * target's CPU: a fabric atomic is not atomic with respect to the CPU atomics
+ * the target's same-host peers use on the same word, a CPU atomic is.
+ * put-with-signal: fi_writedata, the signal encoded in the 64-bit immediate
+ * (op, segment, word offset, 32-bit value), applied by the target after the
+ * data has landed; larger signals go as an active message ordered after the
+ * write.
+ * Progress: one thread per PE waits on the completion queue. Providers with
+ * manual progress need it to move data at all; it also executes incoming
+ * active messages and applies signals.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../bootstrap/bootstrap.h"
+#include "transport.h"
+
+#define FI_VERSION_NEEDED FI_VERSION(1, 9)
+#define NAME_MAX_LEN 128
+#define AM_RECVS 64
+
+#define OFI_CHECK(call)                                                              \
+    do {                                                                             \
+        int rc_ = (int)(call);                                                       \
+        if (rc_) ofi_fail(#call, rc_, __FILE__, __LINE__);                           \
+    } while (0)
+
+static noreturn void ofi_fail(const char *call, int rc, const char *file, int line) {
+    sym__fatal("ofi", "%s failed: %s (%s:%d)", call, fi_strerror(-rc), file, line);
+}
+
+/* ---- state ---- */
+
+typedef struct {
+    uint64_t issued;    /* operations posted on this context */
+    uint64_t completed; /* and completed (atomic: the progress thread counts) */
+} ofi_ctx_t;
+
+/* One outstanding operation; its fi_context2 comes first so a completion's
+ * op_context is the op. */
+typedef struct op {
+    struct fi_context2 fctx;
+    ofi_ctx_t *ctx;
+    int done;         /* set by the progress thread */
+    int owned;        /* the progress thread frees it */
+    void *result;     /* where a fetched old value goes */
+    size_t size;
+    uint64_t scratch; /* the old value of a non-fetching fabric atomic */
+    char bounce[];    /* a small put's data, so the caller's buffer is free at once */
+} op_t;
+
+#define BOUNCE_MAX 4096
+
+enum { AM_AMO = 1, AM_REPLY = 2, AM_SIGNAL = 3 };
+
+typedef struct {
+    uint8_t kind, op, size, seg;
+    uint32_t from;    /* the requester's PE */
+    uint64_t offset;  /* into the target's segment */
+    uint64_t operand; /* value bits */
+    uint64_t compare;
+    uint64_t req;     /* the requester's op_t, echoed in the reply */
+} am_t;
+
+typedef struct {
+    char name[NAME_MAX_LEN];
+    uint64_t name_len;
+    uint64_t key[SYM_SEG_COUNT];
+    uint64_t base[SYM_SEG_COUNT];
+    char prov[32];
+} ofi_rec_t;
+
+static struct {
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_ep *ep;
+    struct fid_cq *cq;
+    struct fid_mr *mr[SYM_SEG_COUNT];
+    void *desc[SYM_SEG_COUNT];
+    fi_addr_t *addr;
+    uint64_t *key[SYM_SEG_COUNT], *base[SYM_SEG_COUNT];
+    int virt_addr, native_atomics, can_imm, wait_cq, ordered;
+    size_t inject_size;
+    struct {
+        op_t op;
+        am_t msg;
+    } recv[AM_RECVS];
+    pthread_t progress;
+    int stop;
+    ofi_ctx_t default_ctx;
+} g;
+
+
+/* ---- completions ---- */
+
+static void post_recv(int i) {
+    for (;;) {
+        ssize_t rc = fi_recv(g.ep, &g.recv[i].msg, sizeof g.recv[i].msg, NULL, FI_ADDR_UNSPEC,
+                             &g.recv[i].op.fctx);
+        if (rc == 0) return;
+        if (rc != -FI_EAGAIN) ofi_fail("fi_recv", (int)rc, __FILE__, __LINE__);
+        fi_cq_read(g.cq, NULL, 0);
+    }
+}
+
+static void complete(op_t *op) {
+    if (op->ctx) __atomic_fetch_add(&op->ctx->completed, 1, __ATOMIC_RELEASE);
+    if (op->owned)
+        free(op);
+    else
+        __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
+}
+
+static void send_msg(const am_t *m, int pe);
+
+/* Apply an atomic on our own memory, as the target of an active message. */
+static uint64_t local_amo(sym_amo_op_t op, void *p, uint64_t v, uint64_t cmp, size_t size) {
+    if (size == 4) {
+        uint32_t *q = p, v32 = (uint32_t)v, c32 = (uint32_t)cmp;
+        switch (op) {
+        case SYM_AMO_FETCH: return __atomic_load_n(q, __ATOMIC_ACQUIRE);
+        case SYM_AMO_SET: __atomic_store_n(q, v32, __ATOMIC_RELEASE); return 0;
+        case SYM_AMO_SWAP: return __atomic_exchange_n(q, v32, __ATOMIC_SEQ_CST);
+        case SYM_AMO_CSWAP:
+            __atomic_compare_exchange_n(q, &c32, v32, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+            return c32;
+        case SYM_AMO_ADD: return __atomic_fetch_add(q, v32, __ATOMIC_SEQ_CST);
+        case SYM_AMO_AND: return __atomic_fetch_and(q, v32, __ATOMIC_SEQ_CST);
+        case SYM_AMO_OR: return __atomic_fetch_or(q, v32, __ATOMIC_SEQ_CST);
+        case SYM_AMO_XOR: return __atomic_fetch_xor(q, v32, __ATOMIC_SEQ_CST);
+        }
+        return 0;
+    }
+    uint64_t *q = p;
+    switch (op) {
+    case SYM_AMO_FETCH: return __atomic_load_n(q, __ATOMIC_ACQUIRE);
+    case SYM_AMO_SET: __atomic_store_n(q, v, __ATOMIC_RELEASE); return 0;
+    case SYM_AMO_SWAP: return __atomic_exchange_n(q, v, __ATOMIC_SEQ_CST);
+    case SYM_AMO_CSWAP:
+        __atomic_compare_exchange_n(q, &cmp, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        return cmp;
+    case SYM_AMO_ADD: return __atomic_fetch_add(q, v, __ATOMIC_SEQ_CST);
+    case SYM_AMO_AND: return __atomic_fetch_and(q, v, __ATOMIC_SEQ_CST);
+    case SYM_AMO_OR: return __atomic_fetch_or(q, v, __ATOMIC_SEQ_CST);
+    case SYM_AMO_XOR: return __atomic_fetch_xor(q, v, __ATOMIC_SEQ_CST);
+    }
+    return 0;
+}
+
+static void apply_signal(int seg, uint64_t offset, uint64_t value, int add) {
+    uint64_t *sig = (uint64_t *)(sym__world.seg[seg].base + offset);
+    if (add)
+        __atomic_fetch_add(sig, value, __ATOMIC_RELEASE);
+    else
+        __atomic_store_n(sig, value, __ATOMIC_RELEASE);
+}
+
+/* Immediate data of a put-with-signal: add(1) seg(1) word offset(30) value(32). */
+#define IMM_MAX_WORDS (1ull << 30)
+static int imm_encode(int seg, uint64_t offset, uint64_t value, int add, uint64_t *imm) {
+    if (value >> 32 || (offset & 7) || (offset >> 3) >= IMM_MAX_WORDS) return 0;
+    *imm = ((uint64_t)add << 63) | ((uint64_t)seg << 62) | ((offset >> 3) << 32) | value;
+    return 1;
+}
+
+static void handle_am(am_t *m) {
+    if (m->kind == AM_REPLY) {
+        op_t *op = (op_t *)(uintptr_t)m->req;
+        if (op->result) memcpy(op->result, &m->operand, op->size);
+        complete(op);
+        return;
+    }
+    if (m->kind == AM_SIGNAL) {
+        apply_signal(m->seg, m->offset, m->operand, m->op == 1);
+    } else {
+        void *p = sym__world.seg[m->seg].base + m->offset;
+        m->operand = local_amo((sym_amo_op_t)m->op, p, m->operand, m->compare, m->size);
+    }
+    /* Reply so the requester can complete (and, for fetches, learn the value). */
+    am_t r = *m;
+    r.kind = AM_REPLY;
+    send_msg(&r, (int)m->from);
+}
+
+static int is_recv(const op_t *op) {
+    return (const char *)op >= (const char *)g.recv &&
+           (const char *)op < (const char *)(g.recv + AM_RECVS);
+}
+
+static void *progress_main(void *arg) {
+    (void)arg;
+    struct fi_cq_data_entry e[16];
+    sym_backoff_t b = {0};
+    while (!__atomic_load_n(&g.stop, __ATOMIC_ACQUIRE)) {
+        ssize_t n = g.wait_cq ? fi_cq_sread(g.cq, e, 16, NULL, 10) : fi_cq_read(g.cq, e, 16);
+        if (n == -FI_EAGAIN) {
+            if (!g.wait_cq) sym__backoff(&b);
+            continue;
+        }
+        b.iter = 0;
+        if (n == -FI_EAVAIL) {
+            struct fi_cq_err_entry err = {0};
+            fi_cq_readerr(g.cq, &err, 0);
+            sym__fatal("ofi", "a fabric operation failed: %s (provider: %s)",
+                       fi_strerror(err.err),
+                       fi_cq_strerror(g.cq, err.prov_errno, err.err_data, NULL, 0));
+        }
+        if (n < 0) continue;
+        for (ssize_t i = 0; i < n; i++) {
+            op_t *op = e[i].op_context;
+            if ((e[i].flags & FI_REMOTE_CQ_DATA) && !(e[i].flags & FI_WRITE)) {
+                /* A put-with-signal's data has landed here: apply its signal.
+                 * (Some providers also flag the initiator's own completion.) */
+                uint64_t d = e[i].data;
+                apply_signal((int)((d >> 62) & 1), ((d >> 32) & (IMM_MAX_WORDS - 1)) << 3,
+                             d & 0xffffffffull, (int)(d >> 63));
+                if (op && is_recv(op)) /* the provider used a receive buffer for it */
+                    post_recv((int)(((char *)op - (char *)g.recv) / (long)sizeof g.recv[0]));
+                continue;
+            }
+            if (!op) continue;
+            if (is_recv(op)) {
+                int slot = (int)(((char *)op - (char *)g.recv) / (long)sizeof g.recv[0]);
+                handle_am(&g.recv[slot].msg);
+                post_recv(slot);
+                continue;
+            }
+            complete(op);
+        }
+    }
+    return NULL;
+}
+
+/* ---- posting ---- */
+
+/* Post with retries: a full queue (-FI_EAGAIN) drains as the progress thread
+ * reads completions. */
+#define POST(call)                                                                   \
+    do {                                                                             \
+        sym_backoff_t b_ = {0};                                                      \
+        ssize_t rc_;                                                                 \
+        while ((rc_ = (call)) == -FI_EAGAIN) sym__backoff(&b_);                      \
+        if (rc_) ofi_fail(#call, (int)rc_, __FILE__, __LINE__);                      \
+    } while (0)
+
+static op_t *new_op(ofi_ctx_t *c, op_t *stack_op, int blocking) {
+    op_t *op = blocking ? stack_op : calloc(1, sizeof *op);
+    if (!op) sym__fatal("ofi", "out of memory");
+    memset(op, 0, sizeof *op);
+    op->ctx = c;
+    op->owned = !blocking;
+    __atomic_fetch_add(&c->issued, 1, __ATOMIC_RELAXED);
+    return op;
+}
+
+static void wait_op(op_t *op) { SYM_WAIT_UNTIL(__atomic_load_n(&op->done, __ATOMIC_ACQUIRE)); }
+
+/* Active messages are injected: the message is copied at once, needs no
+ * completion, and keeps its place in the endpoint's order. */
+static void send_msg(const am_t *m, int pe) {
+    POST(fi_inject(g.ep, m, sizeof *m, g.addr[pe]));
+}
+
+/* Where a local symmetric address lives on `pe`: segment key and address. */
+static void remote_of(const void *addr, int pe, uint64_t *raddr, uint64_t *key, int *seg_out,
+                      uint64_t *off_out) {
+    size_t off;
+    int seg = sym__seg_of(addr, &off);
+    if (seg < 0) sym__fatal("ofi", "address %p is not symmetric", addr);
+    *raddr = g.base[seg][pe] + off;
+    *key = g.key[seg][pe];
+    if (seg_out) *seg_out = seg;
+    if (off_out) *off_out = off;
+}
+
+static void *desc_for(const void *buf, size_t len) {
+    size_t off;
+    int seg = sym__seg_of(buf, &off);
+    return seg >= 0 && len <= sym__world.seg[seg].size - off ? g.desc[seg] : NULL;
+}
+
+static void ofi_put(void *ctx, void *dest, const void *src, size_t len, int pe, int blocking) {
+    ofi_ctx_t *c = ctx ? ctx : &g.default_ctx;
+    uint64_t raddr, key;
+    remote_of(dest, pe, &raddr, &key, NULL, NULL);
+    if (len <= BOUNCE_MAX) {
+        /* Small: copy it aside and return; the write completes by the next quiet. */
+        op_t *op = malloc(sizeof *op + len);
+        if (!op) sym__fatal("ofi", "out of memory");
+        memset(op, 0, sizeof *op);
+        op->ctx = c;
+        op->owned = 1;
+        memcpy(op->bounce, src, len);
+        __atomic_fetch_add(&c->issued, 1, __ATOMIC_RELAXED);
+        POST(fi_write(g.ep, op->bounce, len, NULL, g.addr[pe], raddr, key, &op->fctx));
+        return;
+    }
+    op_t stack;
+    op_t *op = new_op(c, &stack, blocking);
+    POST(fi_write(g.ep, src, len, desc_for(src, len), g.addr[pe], raddr, key, &op->fctx));
+    if (blocking) wait_op(op);
+}
+
+static void ofi_get(void *ctx, void *dest, const void *src, size_t len, int pe, int blocking) {
+    ofi_ctx_t *c = ctx ? ctx : &g.default_ctx;
+    uint64_t raddr, key;
+    remote_of(src, pe, &raddr, &key, NULL, NULL);
+    op_t stack;
+    op_t *op = new_op(c, &stack, blocking);
+    POST(fi_read(g.ep, dest, len, desc_for(dest, len), g.addr[pe], raddr, key, &op->fctx));
+    if (blocking) wait_op(op);
+}
+
+static enum fi_op fi_op_of(sym_amo_op_t op) {
+    switch (op) {
+    case SYM_AMO_FETCH: return FI_ATOMIC_READ;
+    case SYM_AMO_SET: return FI_ATOMIC_WRITE;
+    case SYM_AMO_SWAP: return FI_ATOMIC_WRITE;
+    case SYM_AMO_CSWAP: return FI_CSWAP;
+    case SYM_AMO_ADD: return FI_SUM;
+    case SYM_AMO_AND: return FI_BAND;
+    case SYM_AMO_OR: return FI_BOR;
+    case SYM_AMO_XOR: return FI_BXOR;
+    }
+    return FI_SUM;
+}
+
+static void ofi_amo(void *ctx, sym_amo_op_t op, void *dest, const void *operand,
+                    const void *compare, void *result, size_t size, int pe, int blocking) {
+    ofi_ctx_t *c = ctx ? ctx : &g.default_ctx;
+    uint64_t raddr, key, off;
+    int seg;
+    remote_of(dest, pe, &raddr, &key, &seg, &off);
+    op_t stack;
+    op_t *op_ = new_op(c, &stack, blocking);
+    if (g.native_atomics) {
+        enum fi_datatype dt = size == 4 ? FI_UINT32 : FI_UINT64;
+        static const uint64_t zero = 0;
+        void *res = result ? result : &op_->scratch; /* a non-fetching op still needs space */
+        if (op == SYM_AMO_CSWAP)
+            POST(fi_compare_atomic(g.ep, operand, 1, NULL, compare, NULL, res, NULL, g.addr[pe],
+                                   raddr, key, dt, FI_CSWAP, &op_->fctx));
+        else if (op == SYM_AMO_FETCH || op == SYM_AMO_SWAP || result)
+            POST(fi_fetch_atomic(g.ep, op == SYM_AMO_FETCH ? &zero : operand, 1, NULL, res, NULL,
+                                 g.addr[pe], raddr, key, dt, fi_op_of(op), &op_->fctx));
+        else
+            POST(fi_atomic(g.ep, operand, 1, NULL, g.addr[pe], raddr, key, dt, fi_op_of(op),
+                           &op_->fctx));
+    } else {
+        am_t m = {0};
+        m.kind = AM_AMO;
+        m.op = (uint8_t)op;
+        m.size = (uint8_t)size;
+        m.seg = (uint8_t)seg;
+        m.offset = off;
+        m.from = (uint32_t)sym__world.me;
+        memcpy(&m.operand, operand ? operand : &m.operand, size);
+        if (compare) memcpy(&m.compare, compare, size);
+        m.req = (uintptr_t)op_;
+        op_->result = result;
+        op_->size = size;
+        send_msg(&m, pe); /* the reply completes op_ */
+    }
+    if (blocking) wait_op(op_);
+}
+
+static void ofi_put_signal(void *ctx, void *dest, const void *src, size_t len, uint64_t *sig,
+                           uint64_t value, int sig_op, int pe, int blocking) {
+    ofi_ctx_t *c = ctx ? ctx : &g.default_ctx;
+    uint64_t raddr, key, soff, imm;
+    int sseg;
+    remote_of(dest, pe, &raddr, &key, NULL, NULL);
+    uint64_t sraddr, skey;
+    remote_of(sig, pe, &sraddr, &skey, &sseg, &soff);
+    int add = sig_op == 1; /* SHMEM_SIGNAL_ADD */
+    op_t stack;
+    if (len && g.can_imm && imm_encode(sseg, soff, value, add, &imm)) {
+        if (len <= BOUNCE_MAX) { /* small: copy aside, complete by the next quiet */
+            op_t *op = malloc(sizeof *op + len);
+            if (!op) sym__fatal("ofi", "out of memory");
+            memset(op, 0, sizeof *op);
+            op->ctx = c;
+            op->owned = 1;
+            memcpy(op->bounce, src, len);
+            __atomic_fetch_add(&c->issued, 1, __ATOMIC_RELAXED);
+            POST(fi_writedata(g.ep, op->bounce, len, NULL, imm, g.addr[pe], raddr, key,
+                              &op->fctx));
+            return;
+        }
+        op_t *op = new_op(c, &stack, blocking);
+        POST(fi_writedata(g.ep, src, len, desc_for(src, len), imm, g.addr[pe], raddr, key,
+                          &op->fctx));
+        if (blocking) wait_op(op);
+        return;
+    }
+    if (len) ofi_put(ctx, dest, src, len, pe, blocking);
+    /* The signal as an active message, ordered after the write (send-after-write). */
+    am_t m = {0};
+    m.kind = AM_SIGNAL;
+    m.op = (uint8_t)add;
+    m.seg = (uint8_t)sseg;
+    m.from = (uint32_t)sym__world.me;
+    m.offset = soff;
+    m.operand = value;
+    op_t *op = new_op(c, &stack, 0); /* the reply completes it; nothing to wait for here */
+    m.req = (uintptr_t)op;
+    send_msg(&m, pe);
+}
+
+static void ofi_quiet(void *ctx);
+
+static void ofi_fence(void *ctx) {
+    /* An ordered endpoint keeps writes, reads and sends to a target in order;
+     * otherwise ordering costs a quiet. */
+    if (!g.ordered) ofi_quiet(ctx);
+}
+
+static void ofi_quiet(void *ctx) {
+    ofi_ctx_t *c = ctx ? ctx : &g.default_ctx;
+    uint64_t want = __atomic_load_n(&c->issued, __ATOMIC_ACQUIRE);
+    SYM_WAIT_UNTIL(__atomic_load_n(&c->completed, __ATOMIC_ACQUIRE) >= want);
+}
+
+static void *ofi_ctx_create(long options) {
+    (void)options;
+    return calloc(1, sizeof(ofi_ctx_t));
+}
+static void ofi_ctx_destroy(void *ctx) { free(ctx); }
+
+static const sym_remote_ops_t ofi_ops = {
+    "ofi", ofi_ctx_create, ofi_ctx_destroy, ofi_put, ofi_get, ofi_amo, ofi_put_signal,
+    ofi_fence, ofi_quiet,
+};
+
+/* ---- setup ---- */
+
+/* Providers that offer RDM endpoints with RMA, ordered writes and sends, and
+ * delivery-complete writes; with fabric atomics when `atomics`. NULL if none. */
+static struct fi_info *query(const char *prov, int atomics, int *rc) {
+    struct fi_info *hints = fi_allocinfo();
+    if (!hints) sym__fatal("ofi", "out of memory");
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |
+                  (atomics ? FI_ATOMIC : 0);
+    hints->mode = FI_CONTEXT | FI_CONTEXT2 | FI_RX_CQ_DATA;
+    hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |
+                                  FI_MR_ENDPOINT;
+    hints->domain_attr->threading = FI_THREAD_SAFE;
+    hints->tx_attr->msg_order = FI_ORDER_WAW | FI_ORDER_SAW | FI_ORDER_RAW;
+    hints->rx_attr->msg_order = hints->tx_attr->msg_order;
+    hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+    if (prov && *prov) hints->fabric_attr->prov_name = strdup(prov);
+    struct fi_info *info = NULL;
+    *rc = fi_getinfo(FI_VERSION_NEEDED, NULL, NULL, 0, hints, &info);
+    fi_freeinfo(hints);
+    return *rc ? NULL : info;
+}
+
+static struct fi_info *get_info(const char *prov) {
+    int rc;
+    struct fi_info *info = query(prov, 1, &rc);
+    if (!info) info = query(prov, 0, &rc);
+    if (!info)
+        sym__fatal("shmem_init",
+                   "no libfabric provider%s%s offers RDM endpoints with RMA and ordered "
+                   "writes (%s); set SYMTRAIN_OFI_PROVIDER to one that does (fi_info lists them)",
+                   prov && *prov ? " named " : "", prov && *prov ? prov : "", fi_strerror(-rc));
+    return info;
+}
+
+static int try_open(struct fi_info *fi) {
+    if (fi_fabric(fi->fabric_attr, &g.fabric, NULL)) return -1;
+    if (fi_domain(g.fabric, fi, &g.domain, NULL)) goto err_fabric;
+    struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA, .size = 1024, .wait_obj = FI_WAIT_UNSPEC};
+    g.wait_cq = 1;
+    if (fi_cq_open(g.domain, &cqa, &g.cq, NULL)) {
+        cqa.wait_obj = FI_WAIT_NONE;
+        g.wait_cq = 0;
+        if (fi_cq_open(g.domain, &cqa, &g.cq, NULL)) goto err_domain;
+    }
+    struct fi_av_attr ava = {.type = FI_AV_TABLE};
+    if (fi_av_open(g.domain, &ava, &g.av, NULL)) goto err_cq;
+    if (fi_endpoint(g.domain, fi, &g.ep, NULL)) goto err_av;
+    if (fi_ep_bind(g.ep, &g.cq->fid, FI_TRANSMIT | FI_RECV) || fi_ep_bind(g.ep, &g.av->fid, 0) ||
+        fi_enable(g.ep)) {
+        fi_close(&g.ep->fid);
+        goto err_av;
+    }
+    g.info = fi;
+    return 0;
+err_av:
+    fi_close(&g.av->fid);
+err_cq:
+    fi_close(&g.cq->fid);
+err_domain:
+    fi_close(&g.domain->fid);
+err_fabric:
+    fi_close(&g.fabric->fid);
+    return -1;
+}
+
+static void register_segments(void) {
+    for (int s = 0; s < SYM_SEG_COUNT; s++) {
+        if (!sym__world.seg[s].size) continue;
+        OFI_CHECK(fi_mr_reg(g.domain, sym__world.seg[s].base, sym__world.seg[s].size,
+                            FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SEND |
+                                FI_RECV,
+                            0, (uint64_t)s + 1, 0, &g.mr[s], NULL));
+        if (g.info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
+            OFI_CHECK(fi_mr_bind(g.mr[s], &g.ep->fid, 0));
+            OFI_CHECK(fi_mr_enable(g.mr[s]));
+        }
+        g.desc[s] = fi_mr_desc(g.mr[s]);
+    }
+}
+
+static int atomics_usable(void) {
+    if (!(g.info->caps & FI_ATOMIC)) return 0;
+    static const enum fi_op ops[] = {FI_SUM, FI_BAND, FI_BOR, FI_BXOR, FI_ATOMIC_WRITE,
+                                     FI_ATOMIC_READ};
+    for (int t = 0; t < 2; t++) {
+        enum fi_datatype dt = t ? FI_UINT64 : FI_UINT32;
+        size_t count;
+        for (size_t i = 0; i < SYM_ARRAY_LEN(ops); i++)
+            if (fi_fetch_atomicvalid(g.ep, dt, ops[i], &count) || count < 1) return 0;
+        if (fi_compare_atomicvalid(g.ep, dt, FI_CSWAP, &count) || count < 1) return 0;
+    }
+    return 1;
+}
+
+const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
+    const char *prov = getenv("SYMTRAIN_OFI_PROVIDER");
+    struct fi_info *list = get_info(prov);
+    struct fi_info *fi = list;
+    for (; fi; fi = fi->next) {
+        const char *name = fi->fabric_attr->prov_name;
+        if (!prov && (strstr(name, "shm") || strstr(name, "sm2"))) continue; /* one host only */
+        if (try_open(fi) == 0) break;
+    }
+    if (!fi)
+        sym__fatal("shmem_init", "no libfabric provider%s%s could be opened; set "
+                                 "SYMTRAIN_OFI_PROVIDER (fi_info lists them)",
+                   prov ? " named " : "", prov ? prov : "");
+    g.virt_addr = (fi->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
+    g.inject_size = fi->tx_attr->inject_size;
+    g.can_imm = fi->domain_attr->cq_data_size >= 8;
+    g.ordered = (fi->tx_attr->msg_order & (FI_ORDER_WAW | FI_ORDER_SAW)) ==
+                (FI_ORDER_WAW | FI_ORDER_SAW);
+    if (g.inject_size < sizeof(am_t))
+        sym__fatal("shmem_init", "the %s provider injects only %zu bytes; symshmem needs %zu",
+                   fi->fabric_attr->prov_name, g.inject_size, sizeof(am_t));
+    register_segments();
+
+    int npes = boot->size;
+    ofi_rec_t mine = {0}, *all = calloc((size_t)npes, sizeof *all);
+    g.addr = calloc((size_t)npes, sizeof *g.addr);
+    for (int s = 0; s < SYM_SEG_COUNT; s++) {
+        g.key[s] = calloc((size_t)npes, sizeof(uint64_t));
+        g.base[s] = calloc((size_t)npes, sizeof(uint64_t));
+    }
+    if (!all || !g.addr) sym__fatal("shmem_init", "out of memory");
+    size_t nl = sizeof mine.name;
+    OFI_CHECK(fi_getname(&g.ep->fid, mine.name, &nl));
+    mine.name_len = nl;
+    for (int s = 0; s < SYM_SEG_COUNT; s++) {
+        mine.key[s] = g.mr[s] ? fi_mr_key(g.mr[s]) : 0;
+        mine.base[s] = g.virt_addr ? (uint64_t)(uintptr_t)sym__world.seg[s].base : 0;
+    }
+    snprintf(mine.prov, sizeof mine.prov, "%s", fi->fabric_attr->prov_name);
+    if (boot->allgather(boot, &mine, all, sizeof mine))
+        sym__fatal("shmem_init", "could not exchange fabric addresses");
+    int one_per_host = 1;
+    for (int pe = 0; pe < npes; pe++) {
+        if (strcmp(all[pe].prov, mine.prov))
+            sym__fatal("shmem_init",
+                       "PEs chose different fabric providers (PE %d: %s, this PE: %s); set "
+                       "SYMTRAIN_OFI_PROVIDER to the same provider everywhere",
+                       pe, all[pe].prov, mine.prov);
+        if (fi_av_insert(g.av, all[pe].name, 1, &g.addr[pe], 0, NULL) != 1)
+            sym__fatal("shmem_init", "cannot add PE %d's fabric address", pe);
+        for (int s = 0; s < SYM_SEG_COUNT; s++) {
+            g.key[s][pe] = all[pe].key[s];
+            g.base[s][pe] = all[pe].base[s];
+        }
+    }
+    for (int pe = 0; pe < npes; pe++)
+        if (pe != sym__world.me && sym__pe_is_local(pe)) one_per_host = 0;
+    free(all);
+
+    /* Every host must decide the same: a PE per host everywhere? */
+    int flags[2] = {one_per_host, atomics_usable()}, *fl = malloc((size_t)npes * sizeof flags);
+    if (!fl || boot->allgather(boot, flags, fl, sizeof flags))
+        sym__fatal("shmem_init", "could not agree on the fabric atomics");
+    g.native_atomics = 1;
+    for (int pe = 0; pe < npes; pe++) g.native_atomics &= fl[2 * pe] & fl[2 * pe + 1];
+    free(fl);
+    sym__amo_through_fabric = g.native_atomics;
+
+    for (int i = 0; i < AM_RECVS; i++) post_recv(i);
+    if (pthread_create(&g.progress, NULL, progress_main, NULL))
+        sym__fatal("shmem_init", "cannot start the fabric progress thread");
+    *default_ctx = &g.default_ctx;
+    sym__info("fabric: provider %s, %s atomics, put-with-signal by %s", mine.prov,
+              g.native_atomics ? "fabric" : "active-message",
+              g.can_imm ? "write-with-immediate" : "ordered message");
+    if (boot->rank == 0 && sym__verbose())
+        fprintf(stderr, "symtrain: fabric provider %s\n", mine.prov);
+    return &ofi_ops;
+}
+
+void sym__ofi_fini(sym_boot_t *boot) {
+    /* Every PE's last operations have completed (the caller's barrier); meet
+     * once more out of band so no PE closes while replies are in flight. */
+    sym__boot_barrier(boot);
+    __atomic_store_n(&g.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(g.progress, NULL);
+    fi_close(&g.ep->fid);
+    for (int s = 0; s < SYM_SEG_COUNT; s++)
+        if (g.mr[s]) fi_close(&g.mr[s]->fid);
+    fi_close(&g.av->fid);
+    fi_close(&g.cq->fid);
+    fi_close(&g.domain->fid);
+    fi_close(&g.fabric->fid);
+    fi_freeinfo(g.info);
+}
