@@ -109,6 +109,34 @@ int shmemx_req_wait(shmemx_req_t req);
 /* *done = 1 (and the request freed, its status returned) if complete, else 0. */
 int shmemx_req_test(shmemx_req_t req, int *done);
 
+/* ---- versioned replication ----
+ *
+ * One PE (the primary) publishes successive versions of a buffer to the other
+ * members of a team; each replica can poll for, wait for, or read the newest
+ * complete version, and never observes a torn update (a mix of two versions).
+ * Publishing does not wait for replicas: a slow replica skips versions rather
+ * than slowing the primary. Works the same on one host and across hosts.
+ */
+typedef struct shmemx_replica *shmemx_replica_t;
+
+/* Collective over SHMEM_TEAM_WORLD (it allocates symmetric memory): a
+ * replicated buffer of `bytes` among the members of `team`, published by team
+ * PE `primary`. PEs outside `team` take part too; their handle only serves to
+ * destroy it. */
+int shmemx_replica_create(shmem_team_t team, size_t bytes, int primary, shmemx_replica_t *r);
+/* Collective over SHMEM_TEAM_WORLD, like creation. */
+void shmemx_replica_destroy(shmemx_replica_t r);
+/* Primary only: publish `bytes` from src as the next version; returns its
+ * number (1, 2, ...). */
+uint64_t shmemx_replica_publish(shmemx_replica_t r, const void *src);
+/* The newest complete version here (0 before the first). */
+uint64_t shmemx_replica_version(shmemx_replica_t r);
+/* Copy the newest complete version into dst (bytes long); returns its number,
+ * or 0 (dst untouched) before the first. */
+uint64_t shmemx_replica_read(shmemx_replica_t r, void *dst);
+/* Wait until version >= min_version is here, then read it as above. */
+uint64_t shmemx_replica_wait(shmemx_replica_t r, uint64_t min_version, void *dst);
+
 /* ---- algorithm choice (benchmarks and tests; the default is the tuned table) ---- */
 
 typedef enum {
