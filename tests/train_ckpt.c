@@ -37,6 +37,7 @@ static void meta_for(int64_t step, sym_ckpt_meta_t *m) {
     m->epoch = step / 7;
     m->sample = step * 13;
     m->world_size = 3;
+    m->blas_threads = 2;
     m->global_batch = 96;
     m->seed = 0x8000000000000005ull; /* above 2^63: must survive as an integer */
     m->data_key = test_next(&rng);
@@ -70,7 +71,8 @@ static void files_of(const blob_t *b, sym_ckpt_file_t f[2]) {
 static void expect_same(const sym_ckpt_t *ck, const sym_ckpt_meta_t *m, const blob_t *b) {
     const sym_ckpt_meta_t *r = &ck->meta;
     CHECK(r->step == m->step && r->epoch == m->epoch && r->sample == m->sample &&
-          r->world_size == m->world_size && r->global_batch == m->global_batch && r->seed == m->seed &&
+          r->world_size == m->world_size && r->blas_threads == m->blas_threads &&
+          r->global_batch == m->global_batch && r->seed == m->seed &&
           r->data_key == m->data_key && r->data_counter == m->data_counter &&
           r->dropout_key == m->dropout_key && r->dropout == m->dropout && r->params == m->params &&
           r->optim_steps == m->optim_steps && r->train_samples == m->train_samples &&

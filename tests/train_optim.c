@@ -64,7 +64,9 @@ static void check_optimizer(sym_optim_kind_t kind) {
     }
     double worst = 0;
     for (int i = 0; i < N; i++) {
-        double err = fabs(w[i] - rw[i]) / (1e-3 + fabs(rw[i]));
+        /* relative, with a floor: near-zero parameters are sums of cancelling
+         * updates of size ~1e-2, whose fp32 rounding is ~1e-9 each */
+        double err = fabs(w[i] - rw[i]) / (1e-2 + fabs(rw[i]));
         worst = fmax(worst, err);
         CHECK(err < 2e-5, "%s: parameter %d is %.9g, reference %.9g", sym_optim_name(kind), i,
               (double)w[i], rw[i]);

@@ -32,6 +32,7 @@ typedef struct {
     int64_t epoch;         /* the epoch the next step belongs to */
     int64_t sample;        /* samples of that epoch already consumed */
     int world_size;        /* PEs of the run that wrote it */
+    int blas_threads;      /* per PE (the summation order of a product depends on it) */
     int global_batch;
     uint64_t seed;
     uint64_t data_key;     /* the permutation stream of `epoch` */

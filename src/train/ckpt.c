@@ -219,8 +219,8 @@ static void manifest_json(sym_jbuf_t *b, const sym_ckpt_meta_t *m, const sym_ckp
     sym__jbuf_printf(b, "  \"created\": \"%s\",\n", when);
     sym__jbuf_printf(b, "  \"step\": %lld,\n  \"epoch\": %lld,\n  \"sample\": %lld,\n",
                      (long long)m->step, (long long)m->epoch, (long long)m->sample);
-    sym__jbuf_printf(b, "  \"world_size\": %d,\n  \"global_batch\": %d,\n", m->world_size,
-                     m->global_batch);
+    sym__jbuf_printf(b, "  \"world_size\": %d,\n  \"blas_threads\": %d,\n  \"global_batch\": %d,\n",
+                     m->world_size, m->blas_threads, m->global_batch);
     sym__jbuf_printf(b, "  \"model\": {\"spec\": ");
     sym__jbuf_string(b, m->model);
     sym__jbuf_printf(b, ", \"activation\": ");
@@ -256,7 +256,7 @@ static int parse_manifest(const char *path, const char *text, size_t len, sym_ck
     int rc = SYM_OK;
     sym_ckpt_meta_t *m = &ck->meta;
     char format[64] = "";
-    int64_t version = 0, ws = 0, gb = 0;
+    int64_t version = 0, ws = 0, gb = 0, bt = 0;
     const sym_json_t *model = sym__json_get(j, "model"), *opt = sym__json_get(j, "optimizer");
     const sym_json_t *rng = sym__json_get(j, "rng"), *data = sym__json_get(j, "data");
     const sym_json_t *rdata = sym__json_get(rng, "data"), *rdrop = sym__json_get(rng, "dropout");
@@ -272,6 +272,7 @@ static int parse_manifest(const char *path, const char *text, size_t len, sym_ck
     }
     if (sym__json_i64(j, "step", &m->step) || sym__json_i64(j, "epoch", &m->epoch) ||
         sym__json_i64(j, "sample", &m->sample) || sym__json_i64(j, "world_size", &ws) ||
+        sym__json_i64(j, "blas_threads", &bt) ||
         sym__json_i64(j, "global_batch", &gb) ||
         sym__json_str(model, "spec", m->model, sizeof m->model) ||
         sym__json_str(model, "activation", m->activation, sizeof m->activation) ||
@@ -287,6 +288,7 @@ static int parse_manifest(const char *path, const char *text, size_t len, sym_ck
         goto out;
     }
     m->world_size = (int)ws;
+    m->blas_threads = (int)bt;
     m->global_batch = (int)gb;
     m->dropout = (float)dropout;
     const sym_json_t *files = sym__json_get(j, "files");

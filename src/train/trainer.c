@@ -143,6 +143,7 @@ typedef struct {
     int64_t *eidx;     /* (EVAL_ROWS) */
     float *evalbuf;    /* symmetric, 4 floats */
     int max_local;
+    int threads;       /* BLAS threads per PE */
     sym_ckpt_writer_t *writer;
     sym_metrics_t *metrics;
     sym_progress_t progress;
@@ -275,6 +276,11 @@ static int resume(run_t *r) {
     r->saved_step = m->step;
     note(r, "resumed from %s: step %lld, epoch %lld, sample %lld of %lld", ck.path,
          (long long)m->step, (long long)m->epoch + 1, (long long)m->sample, (long long)r->train.n);
+    if (m->world_size == r->npes && m->blas_threads != r->threads)
+        note(r, "the checkpoint was written with %d BLAS thread%s per PE and this run uses %d: "
+                "training continues, equal up to fp32 rounding (pass --threads %d to continue "
+                "bit for bit)",
+             m->blas_threads, m->blas_threads == 1 ? "" : "s", r->threads, m->blas_threads);
     if (m->world_size != r->npes)
         note(r, "the checkpoint was written by %d PE%s and this run has %d: the global batch "
                 "stays %d, so training continues as before, equal up to fp32 rounding in the "
@@ -295,6 +301,7 @@ static int save(run_t *r) {
     m.epoch = r->epoch;
     m.sample = r->sample;
     m.world_size = r->npes;
+    m.blas_threads = r->threads;
     m.global_batch = c->global_batch;
     m.seed = c->model.seed;
     sym_loader_set_epoch(&r->loader, r->epoch); /* the stream of the epoch saved */
@@ -371,7 +378,7 @@ static int setup(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     int rc = sym_train_validate(c, r->npes);
     if (rc) return report(r, rc, 1);
-    int threads = blas_threads(c);
+    int threads = r->threads = blas_threads(c);
     sym_blas_set_threads(threads);
     if ((rc = load_data(r))) return rc;
 
