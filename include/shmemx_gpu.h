@@ -15,7 +15,7 @@
  *   time-sliced unless CUDA MPS is running, so this is for tests, not speed).
  *   SYMTRAIN_GPU_HEAP_SIZE (default 1G) is the symmetric heap each PE can
  *   allocate from; symtrain adds its own working memory (SYMTRAIN_GPU_SCRATCH,
- *   default 128M) on top.
+ *   default 256M) on top.
  *
  * Collectives
  *   Over every PE of the job, on the given CUDA stream (NULL: the legacy

@@ -37,6 +37,7 @@ case "$MODE" in
   tune) STEPS="tune_blocks tune_cross ring" ;;
   *) echo "usage: $0 [all|first|test|bench|tune]"; exit 2 ;;
 esac
+STEPS=${SYMTRAIN_STEPS:-$STEPS} # e.g. SYMTRAIN_STEPS="tests ar_f32"
 want() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 NOTES=()
 note() { NOTES+=("$*"); echo "device_run: $*"; }
@@ -86,12 +87,13 @@ if want tests; then
   fi
 fi
 
-bench() { # bench SECONDS_NEEDED OUTFILE symbench-gpu-args...
-  local need=$1 out=$2
+bench() { # bench SECONDS_NEEDED OUTFILE [VAR=VALUE...] symbench-gpu-args...
+  local need=$1 out=$2 envs=()
   shift 2
+  while [ $# -gt 0 ] && [[ "$1" == *=* ]]; do envs+=("$1"); shift; done
   if ! have_time "$need"; then note "skipped (time): symbench-gpu $*"; return; fi
-  echo "## symrun -n 2 symbench-gpu $*" >> "$out"
-  timeout $(( BUDGET - $(elapsed) )) "$SYMRUN" -n 2 "$B/symbench-gpu" "$@" >> "$out" 2>&1 ||
+  echo "## ${envs[*]:-} symrun -n 2 symbench-gpu $*" >> "$out"
+  env "${envs[@]}" timeout $(( BUDGET - $(elapsed) )) "$SYMRUN" -n 2 "$B/symbench-gpu" "$@" >> "$out" 2>&1 ||
     note "symbench-gpu $* ended with status $?"
   echo >> "$out"
 }
@@ -103,13 +105,16 @@ want ar_bf16 && bench 40 "$OUT/allreduce.txt" gpu-allreduce -b 8 -e 1G -t bfloat
 # ---- tuning sweeps: block counts and the one-shot/two-shot crossover ----
 : > "$OUT/tune.txt"
 if want tune_blocks; then
-  for nb in 16 32 64; do
-    bench 25 "$OUT/tune.txt" gpu-allreduce -b 4M -e 1G -f 4 --algo twoshot --blocks "$nb" --no-graph --no-nccl
+  for nb in 64 96 128; do
+    bench 25 "$OUT/tune.txt" gpu-allreduce -b 16M -e 1G -f 4 --algo twoshot --blocks "$nb" --no-graph --no-nccl
   done
 fi
 if want tune_cross; then
   for al in oneshot twoshot; do
-    bench 20 "$OUT/tune.txt" gpu-allreduce -b 16K -e 4M --algo "$al" --no-nccl
+    bench 20 "$OUT/tune.txt" gpu-allreduce -b 128K -e 2M --algo "$al" --no-nccl
+  done
+  for mc in 8K 16K; do
+    bench 20 "$OUT/tune.txt" SYMTRAIN_GPU_MIN_CHUNK=$mc gpu-allreduce -b 512K -e 16M --algo twoshot --no-nccl --no-graph
   done
 fi
 want ring && bench 20 "$OUT/tune.txt" gpu-allreduce -b 8 -e 256M -f 8 --algo ring --no-graph
@@ -166,7 +171,7 @@ fi
   fi
   if [ -s "$OUT/tune.txt" ]; then
     echo "tuning sweeps (ours, busbw GB/s):"
-    awk '/^## /{h=$0; sub(/.*gpu-allreduce /,"",h); sub(/ --no-nccl| --no-graph/,"",h)}
+    awk '/^## /{h=$0; sub(/^## /,"",h); sub(/symrun -n 2 symbench-gpu gpu-allreduce /,"",h); gsub(/ --no-nccl| --no-graph|SYMTRAIN_GPU_/,"",h)}
          $1 ~ /^(64K|256K|1M|4M|16M|64M|256M|1G)$/ && NF>=10 && $1 !~ /^#/ {
            printf "  %-44s %5s %-8s %8s\n", substr(h,1,44), $1, $4, $8 }' "$OUT/tune.txt"
   fi

@@ -25,13 +25,15 @@ static const struct tune_row {
     int twoshot_blocks;
     int ring_blocks;
 } tune_table[] = {
-    {2, (size_t)256 << 10, 32, 16},
-    {4, (size_t)128 << 10, 32, 16},
-    {8, (size_t)64 << 10, 32, 16},
-    {SYM_GPU_MAXPES, 0, 32, 16},
+    {2, (size_t)512 << 10, 64, 16},
+    {4, (size_t)128 << 10, 64, 16},
+    {8, (size_t)64 << 10, 64, 16},
+    {SYM_GPU_MAXPES, 0, 64, 16},
 };
 
-#define TWOSHOT_MIN_CHUNK ((size_t)32 << 10) /* bytes of a part per block, at least */
+/* Bytes of a part each block takes at least (more blocks only above that);
+ * SYMTRAIN_GPU_MIN_CHUNK overrides. */
+#define TWOSHOT_MIN_CHUNK ((size_t)32 << 10)
 #define LL_LINES_PER_BLOCK 512
 
 static const struct tune_row *tune_for(int npes) {
@@ -164,6 +166,7 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
         algo = g->p2p ? SHMEMX_GPU_ALGO_TWOSHOT : SHMEMX_GPU_ALGO_RING;
     if (algo == SHMEMX_GPU_ALGO_TWOSHOT && !g->p2p) algo = SHMEMX_GPU_ALGO_RING;
 
+    const size_t min_chunk = g->min_chunk ? g->min_chunk : TWOSHOT_MIN_CHUNK;
     cudaError_t ce;
     int blocks;
     if (algo == SHMEMX_GPU_ALGO_ONESHOT) {
@@ -181,7 +184,7 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
             size_t pmax = part_max(coll, count, n, (int)es); /* elements */
             size_t epv = 16 / es;
             size_t che_max = (g->region / (2 * (size_t)n)) / 16 * 16 / es;
-            blocks = g->force_blocks ? maxb : clampi(div_up(pmax * es, TWOSHOT_MIN_CHUNK), 1, maxb);
+            blocks = g->force_blocks ? maxb : clampi(div_up(pmax * es, min_chunk), 1, maxb);
             size_t che = div_up(div_up(pmax, (size_t)blocks), epv) * epv;
             if (che > che_max) che = che_max;
             a.chunk = che;
@@ -189,7 +192,7 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
             ce = sym__gpu_launch_twoshot(&a, blocks, stream);
         } else {
             size_t len = count * es;
-            blocks = g->force_blocks ? maxb : clampi(div_up(len, TWOSHOT_MIN_CHUNK), 1, maxb);
+            blocks = g->force_blocks ? maxb : clampi(div_up(len, min_chunk), 1, maxb);
             size_t chb = div_up(div_up(len, (size_t)blocks), 16) * 16;
             size_t chb_max = a.dst_sym ? ((size_t)4 << 20) : (g->region / (2 * (size_t)n)) / 16 * 16;
             if (chb > chb_max) chb = chb_max;
@@ -205,7 +208,7 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
         bool reduce = coll == SYM_GPU_ALLREDUCE || coll == SYM_GPU_REDUCE_SCATTER;
         size_t unit = reduce ? es : 1; /* chunk counts elements, or bytes */
         size_t plen = reduce ? part_max(coll, count, n, (int)es) : count * es;
-        blocks = g->force_blocks ? maxb : clampi(div_up(plen * unit, TWOSHOT_MIN_CHUNK), 1, maxb);
+        blocks = g->force_blocks ? maxb : clampi(div_up(plen * unit, min_chunk), 1, maxb);
         size_t ch = div_up(div_up(plen, (size_t)blocks), 16 / unit) * (16 / unit);
         if (ch * unit > slot_max) ch = slot_max / unit;
         a.chunk = ch;

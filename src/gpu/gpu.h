@@ -15,9 +15,12 @@
  * the kernel itself, so a collective replayed from a CUDA graph still gets a
  * new epoch. Every PE runs the same collectives with the same grids, so block
  * b's epoch agrees across PEs. Flags carry (epoch << 32 | step) and only grow;
- * a wait is "flag >= expected", never a reset. At the end of each collective
- * block b stores its epoch into ACK(b, me) on its peers: a PE writes into a
- * peer's region b only after that peer's ACK shows it finished with it.
+ * a wait is "flag >= expected", never a reset. At the start of each
+ * collective block b stores e-1 into ACK(b, me) on its peers ("my stream has
+ * reached epoch e here, so I am done with region b and dest"): a PE writes into
+ * a peer's region b, or straight into its dest, only after that peer's ACK
+ * shows it has started the same collective (one-shot lines, double-buffered by
+ * parity, need only the one before).
  */
 #ifndef SYM_GPU_GPU_H
 #define SYM_GPU_GPU_H
@@ -30,7 +33,7 @@
 
 /* ---- limits ---- */
 
-#define SYM_GPU_MAXB 64    /* blocks of any collective kernel (= scratch regions) */
+#define SYM_GPU_MAXB 128   /* blocks of any collective kernel (= scratch regions) */
 #define SYM_GPU_MAXB_LL 32 /* blocks of the one-shot kernel */
 #define SYM_GPU_MAXP2P 8   /* PEs for the NVLink algorithms (one-shot, two-shot) */
 #define SYM_GPU_MAXPES 64  /* PEs for the ring */
@@ -43,9 +46,7 @@
 #define FLAG_SIG_BASE ((size_t)SYM_GPU_MAXB * SYM_GPU_MAXPES)
 /* ph 0: data for step, ph 1: second-phase data or "consumed" credit */
 #define FLAG_SIG(b, ph, p) (FLAG_SIG_BASE + ((size_t)(b) * 2 + (ph)) * SYM_GPU_MAXP2P + (size_t)(p))
-#define FLAG_READY_BASE (FLAG_SIG_BASE + (size_t)SYM_GPU_MAXB * 2 * SYM_GPU_MAXP2P)
-#define FLAG_READY(b, p) (FLAG_READY_BASE + (size_t)(b) * SYM_GPU_MAXP2P + (size_t)(p))
-#define FLAG_RING_BASE (FLAG_READY_BASE + (size_t)SYM_GPU_MAXB * SYM_GPU_MAXP2P)
+#define FLAG_RING_BASE (FLAG_SIG_BASE + (size_t)SYM_GPU_MAXB * 2 * SYM_GPU_MAXP2P)
 #define SYM_GPU_RING_SLOTS (2 * SYM_GPU_MAXPES)
 #define FLAG_RING(b, par, s)                                                         \
     (FLAG_RING_BASE + ((size_t)(b) * 2 + (par)) * SYM_GPU_RING_SLOTS + (size_t)(s))
@@ -114,6 +115,7 @@ struct sym_gpu_state {
     shmemx_gpu_algo_t force_algo;
     int force_blocks;
     size_t oneshot_max; /* 0: the table's */
+    size_t min_chunk;   /* 0: coll.cu's */
     unsigned long long timeout_ns;
     shmemx_gpu_algo_t last_algo;
 };

@@ -24,7 +24,7 @@
 struct sym_gpu_state sym__gpu;
 
 #define DEFAULT_HEAP ((size_t)1 << 30)
-#define DEFAULT_SCRATCH ((size_t)128 << 20)
+#define DEFAULT_SCRATCH ((size_t)256 << 20) /* 2 MiB per block region */
 #define MIN_REGION ((size_t)64 << 10)
 #define NVSHMEM_SLACK ((size_t)64 << 20) /* NVSHMEM's own allocations in the heap */
 
@@ -244,6 +244,7 @@ static int gpu_init(sym_gpu_agree_fn agree) {
     g->force_algo = parse_algo(getenv("SYMTRAIN_GPU_ALGO"));
     g->force_blocks = (int)sym__env_long("SYMTRAIN_GPU_BLOCKS", 0);
     g->oneshot_max = sym__env_size("SYMTRAIN_GPU_ONESHOT_MAX", 0);
+    g->min_chunk = sym__env_size("SYMTRAIN_GPU_MIN_CHUNK", 0);
     g->timeout_ns = (unsigned long long)sym__env_long("SYMTRAIN_GPU_TIMEOUT", 30) * 1000000000ull;
     g->last_algo = SHMEMX_GPU_ALGO_AUTO;
     g->ready = 1;

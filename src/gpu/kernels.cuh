@@ -180,15 +180,33 @@ SYM_DEV uint32_t block_epoch(const struct sym_gpu_args &a) {
     return *(volatile uint32_t *)&a.epoch[blockIdx.x] + 1;
 }
 
-/* End of a collective for this block: record the epoch, and tell every peer
- * that may write into this PE (all of them on NVLink) that region b is free.
- * A relaxed store is enough: every read of region b fed a value this block
- * used before the barrier, so those reads are complete. */
-SYM_DEV void block_done_p2p(const struct sym_gpu_args &a, uint32_t e) {
-    __syncthreads();
+/* Start of a collective for block b on NVLink: tell every peer "I finished
+ * epoch e-1 here" (ACK(b, me) = e-1). This PE's stream has reached this
+ * collective, so region b, and dest, are free to be written. A relaxed store:
+ * the previous kernel, and every read it made of region b, is complete. */
+SYM_DEV void ack_peers(const struct sym_gpu_args &a, uint32_t e) {
     int t = threadIdx.x;
-    if (t == 0) a.epoch[blockIdx.x] = e;
-    if (t < a.npes && t != a.me) st_relaxed(a.peer_flags[t] + FLAG_ACK(blockIdx.x, a.me), e);
+    if (t < a.npes && t != a.me) st_relaxed(a.peer_flags[t] + FLAG_ACK(blockIdx.x, a.me), e - 1);
+}
+
+/* End of a collective for this block: record the epoch. */
+SYM_DEV void block_end(const struct sym_gpu_args &a, uint32_t e) {
+    __syncthreads();
+    if (threadIdx.x == 0) a.epoch[blockIdx.x] = e;
+}
+
+/* Threads 0..npes-1 wait until each peer in `mask` has started epoch `e`
+ * (its ACK >= e-1), then the block synchronises. No acquire: nothing is read
+ * on the strength of it, only written. */
+SYM_DEV void wait_started(const struct sym_gpu_args &a, uint32_t e, uint64_t mask,
+                          const char *what) {
+    int t = threadIdx.x;
+    if (t < a.npes && t != a.me && ((mask >> t) & 1)) {
+        const uint64_t *f = a.flags + FLAG_ACK(blockIdx.x, t);
+        uint64_t want = e - 1;
+        if (ld_volatile(f) < want) wait_ge(f, want, a, what, t);
+    }
+    __syncthreads();
 }
 
 /* Threads 0..npes-1 wait for peer t's flag at `idx` to reach `want` (peers in
@@ -316,6 +334,24 @@ SYM_DEV void copy1(uint8_t *out, const uint8_t *in, size_t bytes) {
  * elements, nin <= MAXIN, nout <= MAXOUT (compile-time bounds keep the
  * pointers and loaded vectors in registers). 16-byte vectors when every
  * pointer is 16-byte aligned, then an element tail; element-wise otherwise. */
+/* One 16-byte vector of the result from the inputs' vectors x[0..nin). */
+template <int DT, int MAXIN>
+SYM_DEV uint4 reduce_vec(const uint4 *x, int nin, int op, int npes) {
+    constexpr int EPV = 16 / sym_dt<DT>::size;
+    float acc[EPV], t[EPV];
+    unpack<DT, 4>((const uint32_t *)&x[0], acc);
+#pragma unroll
+    for (int q = 1; q < MAXIN; q++)
+        if (q < nin) {
+            unpack<DT, 4>((const uint32_t *)&x[q], t);
+            opv<EPV>(op, acc, t);
+        }
+    opfinish<EPV>(op, npes, acc);
+    uint4 r;
+    pack<DT, 4>(acc, (uint32_t *)&r);
+    return r;
+}
+
 template <int DT, int MAXIN, int MAXOUT>
 SYM_DEV void reduce_elems(const uint8_t *const *in, int nin, uint8_t *const *out, int nout,
                           size_t w, int op, int npes) {
@@ -328,22 +364,30 @@ SYM_DEV void reduce_elems(const uint8_t *const *in, int nin, uint8_t *const *out
     size_t nv = (al & 15) == 0 ? w / EPV : 0;
     size_t T_ = blockDim.x;
     size_t v = threadIdx.x;
+    /* two vectors a thread per trip: twice the loads in flight */
+    for (; v + T_ < nv; v += 2 * T_) {
+        uint4 x0[MAXIN], x1[MAXIN];
+#pragma unroll
+        for (int q = 0; q < MAXIN; q++)
+            if (q < nin) {
+                x0[q] = __ldcg((const uint4 *)in[q] + v);
+                x1[q] = __ldcg((const uint4 *)in[q] + v + T_);
+            }
+        uint4 r0 = reduce_vec<DT, MAXIN>(x0, nin, op, npes);
+        uint4 r1 = reduce_vec<DT, MAXIN>(x1, nin, op, npes);
+#pragma unroll
+        for (int o = 0; o < MAXOUT; o++)
+            if (o < nout) {
+                ((uint4 *)out[o])[v] = r0;
+                ((uint4 *)out[o])[v + T_] = r1;
+            }
+    }
     for (; v < nv; v += T_) {
         uint4 x[MAXIN];
 #pragma unroll
         for (int q = 0; q < MAXIN; q++)
             if (q < nin) x[q] = __ldcg((const uint4 *)in[q] + v);
-        float acc[EPV], t[EPV];
-        unpack<DT, 4>((const uint32_t *)&x[0], acc);
-#pragma unroll
-        for (int q = 1; q < MAXIN; q++)
-            if (q < nin) {
-                unpack<DT, 4>((const uint32_t *)&x[q], t);
-                opv<EPV>(op, acc, t);
-            }
-        opfinish<EPV>(op, npes, acc);
-        uint4 r;
-        pack<DT, 4>(acc, (uint32_t *)&r);
+        uint4 r = reduce_vec<DT, MAXIN>(x, nin, op, npes);
 #pragma unroll
         for (int o = 0; o < MAXOUT; o++)
             if (o < nout) ((uint4 *)out[o])[v] = r;

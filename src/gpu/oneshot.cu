@@ -10,7 +10,9 @@
  * One NVLink crossing per collective: the latency floor. The lines double the
  * bytes, which is why this is for small sizes only (the table in coll.cu).
  * Line slots are double-buffered by epoch parity; before writing parity p a
- * block waits for its peers' ACK of epoch e-2, the last use of that parity.
+ * block makes sure its peers have started epoch e-1 (so finished e-2, the last
+ * use of that parity). Latency is the point here, so the epoch, that check and
+ * the first line of data are loaded together, before anything waits.
  */
 #include "kernels.cuh"
 
@@ -29,16 +31,26 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_oneshot(const struct sym_gp
     const size_t lo = (size_t)b * a.chunk, hi = lo + a.chunk;
     const size_t qstride = (size_t)SYM_GPU_LLCAP * 16; /* bytes between senders' slots */
 
-    wait_peers(a, FLAG_ACK(b, 0), 1, e > 2 ? e - 2 : 0, "one-shot credit", ~0ull);
+    const size_t whole = a.count * ES;
+    const bool sends = a.coll != SYM_GPU_BROADCAST || me == a.root;
+    /* three independent loads in flight at once: peer t's ACK, the first line */
+    uint64_t ackv = ~0ull;
+    if (t < n && t != me) ackv = ld_volatile(a.flags + FLAG_ACK(b, t));
+    const size_t l0 = lo + t;
+    const bool pre = sends && a.coll != SYM_GPU_REDUCE_SCATTER && l0 < hi && l0 * 8 < whole;
+    uint2 v0 = make_uint2(0, 0);
+    if (pre) v0 = line_get(a.src, whole, l0);
+    ack_peers(a, e);
+    if (e > 1 && ackv < e - 2) wait_ge(a.flags + FLAG_ACK(b, t), e - 2, a, "one-shot credit", t);
+    __syncthreads();
 
     /* ---- push ---- */
-    if (a.coll != SYM_GPU_BROADCAST || me == a.root) {
-        const size_t whole = a.count * ES;
-        for (size_t l = lo + t; l < hi; l += blockDim.x) {
-            uint2 v = make_uint2(0, 0);
+    if (sends) {
+        for (size_t l = l0; l < hi; l += blockDim.x) {
+            uint2 v = v0;
             if (a.coll != SYM_GPU_REDUCE_SCATTER) {
                 if (l * 8 >= whole) break;
-                v = line_get(a.src, whole, l);
+                if (l != l0) v = line_get(a.src, whole, l);
             }
             for (int k = 1; k < n; k++) {
                 int p = me + k < n ? me + k : me + k - n;
@@ -69,7 +81,8 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_oneshot(const struct sym_gp
             if (l * 8 >= len) break;
             float acc[EPL], x[EPL];
             for (int q = 0; q < n; q++) {
-                uint2 v = q == me ? line_get(own, len, l) : ll_load(slot0 + q * qstride, e, a, q);
+                uint2 v = q != me ? ll_load(slot0 + q * qstride, e, a, q)
+                          : (pre && l == l0) ? v0 : line_get(own, len, l);
                 if (q == 0) {
                     unpack<DT, 2>((const uint32_t *)&v, acc);
                 } else {
@@ -98,7 +111,7 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_oneshot(const struct sym_gp
             }
         }
     }
-    block_done_p2p(a, e);
+    block_end(a, e);
 }
 
 cudaError_t sym__gpu_launch_oneshot(const struct sym_gpu_args *a, int blocks, int threads,

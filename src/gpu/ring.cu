@@ -17,8 +17,8 @@
  * transport can read it); a private source is staged through a slot first
  * when the transport needs registered memory. After iteration i the receiver
  * tells `prev` it may reuse parity i's slots (RDONE); a sender starting
- * iteration i >= 2 waits for that, and for the first two for `next`'s ACK of
- * the previous collective.
+ * iteration i >= 2 waits for that, and before the first two for `next` to
+ * have started this collective (its ACK, see gpu.h).
  */
 #include <nvshmem.h>
 #include <nvshmemx.h>
@@ -66,8 +66,14 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
 #define SLOT(par, s) (region + ((size_t)(par) * S + (size_t)(s)) * chb)
 #define SIG(par, s) (a.flags + FLAG_RING(b, par, s))
 
-    if (threadIdx.x == 0 && sends)
-        wait_ge(a.flags + FLAG_ACK(b, next), e - 1, a, "ring credit", next);
+    /* "I finished e-1" to whoever writes into me (prev; on NVLink, everyone),
+     * then wait until `next` has started this collective too */
+    if (a.p2p)
+        ack_peers(a, e);
+    else if (threadIdx.x == 0)
+        nvshmemx_signal_op(a.flags + FLAG_ACK(b, me), e - 1, NVSHMEM_SIGNAL_SET, prev);
+    if (threadIdx.x == 0 && sends && e > 1)
+        wait_ge(a.flags + FLAG_ACK(b, next), e - 1, a, "ring start", next);
     __syncthreads();
 
     for (int i = 0; i < a.iters; i++) {
@@ -165,15 +171,10 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
     }
 #undef SLOT
 #undef SIG
-    if (a.p2p) {
-        block_done_p2p(a, e);
-    } else {
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            a.epoch[blockIdx.x] = e;
-            nvshmemx_signal_op(a.flags + FLAG_ACK(b, me), e, NVSHMEM_SIGNAL_SET, prev);
-            nvshmem_quiet();
-        }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (!a.p2p) nvshmem_quiet();
+        a.epoch[blockIdx.x] = e;
     }
 }
 

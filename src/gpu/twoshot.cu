@@ -49,7 +49,8 @@ __global__ void __launch_bounds__(twoshot_threads<NP>::value) k_twoshot(const st
 #define RS_SLOT(base, par, q) ((base) + ((ar ? 0 : (size_t)(par) * n) + (size_t)(q)) * chb)
 #define AG_SLOT(base, q) ((base) + ((size_t)n + (size_t)(q)) * chb)
 
-    wait_peers(a, FLAG_ACK(b, 0), 1, e - 1, "two-shot credit", ~0ull);
+    ack_peers(a, e);
+    wait_started(a, e, ~0ull, "two-shot start");
 
     size_t poff[NP], plen[NP];
 #pragma unroll
@@ -119,7 +120,7 @@ __global__ void __launch_bounds__(twoshot_threads<NP>::value) k_twoshot(const st
     }
 #undef RS_SLOT
 #undef AG_SLOT
-    block_done_p2p(a, e);
+    block_end(a, e);
 }
 
 /* ---- all-gather and broadcast ---- */
@@ -141,11 +142,12 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_push(const struct sym_gpu_a
     const uint64_t sources = ag ? all : (me == a.root ? 0 : 1ull << a.root);
     uint8_t *mine = ag ? a.dst + (size_t)me * len : a.dst; /* where my own block goes */
 
+    /* Receivers must have reached this collective: their stream may still be
+     * using dest before it, and their region b before that. */
+    ack_peers(a, e);
+    wait_started(a, e, targets, "push start");
     if (a.dst_sym) {
-        /* Push straight into the receivers' dest, once they are in this collective
-         * (their stream may still be using dest before it). */
-        signal_peers(a, FLAG_READY(b, me), e, sources);
-        wait_peers(a, FLAG_READY(b, 0), 1, sender ? e : 0, "ready", targets);
+        /* push straight into the receivers' dest */
         for (int i = 0; i < a.iters; i++) {
             size_t x0 = ((size_t)i * G + b) * chb;
             if (x0 >= len) break;
@@ -163,12 +165,11 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_push(const struct sym_gpu_a
         __syncthreads();
         signal_peers(a, FLAG_SIG(b, 0, me), step_val(e, 0), targets);
         wait_peers(a, FLAG_SIG(b, 0, 0), 1, step_val(e, 0), "pushed data", sources);
-        block_done_p2p(a, e);
+        block_end(a, e);
         return;
     }
 
     /* Through slots: [parity][sender] in each receiver's region b. */
-    wait_peers(a, FLAG_ACK(b, 0), 1, e - 1, "push credit", targets);
     for (int i = 0; i < a.iters; i++) {
         const uint64_t val = step_val(e, i);
         const int par = i & 1;
@@ -195,7 +196,7 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_push(const struct sym_gpu_a
         __syncthreads();
         signal_peers(a, FLAG_SIG(b, 1, me), val, sources);
     }
-    block_done_p2p(a, e);
+    block_end(a, e);
 }
 
 template <int DT>
