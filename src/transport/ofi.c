@@ -70,6 +70,7 @@ typedef struct op {
     void *result;     /* where a fetched old value goes */
     size_t size;
     uint64_t scratch; /* the old value of a non-fetching fabric atomic */
+    uint64_t operand, compare; /* a fabric atomic's operands, alive until it completes */
     char bounce[];    /* a small put's data, so the caller's buffer is free at once */
 } op_t;
 
@@ -360,18 +361,20 @@ static void ofi_amo(void *ctx, sym_amo_op_t op, void *dest, const void *operand,
     op_t stack;
     op_t *op_ = new_op(c, &stack, blocking);
     if (g.native_atomics) {
+        /* The operands live in the op: the fabric may read them after we return. */
         enum fi_datatype dt = size == 4 ? FI_UINT32 : FI_UINT64;
-        static const uint64_t zero = 0;
+        if (operand) memcpy(&op_->operand, operand, size);
+        if (compare) memcpy(&op_->compare, compare, size);
         void *res = result ? result : &op_->scratch; /* a non-fetching op still needs space */
         if (op == SYM_AMO_CSWAP)
-            POST(fi_compare_atomic(g.ep, operand, 1, NULL, compare, NULL, res, NULL, g.addr[pe],
-                                   raddr, key, dt, FI_CSWAP, &op_->fctx));
+            POST(fi_compare_atomic(g.ep, &op_->operand, 1, NULL, &op_->compare, NULL, res, NULL,
+                                   g.addr[pe], raddr, key, dt, FI_CSWAP, &op_->fctx));
         else if (op == SYM_AMO_FETCH || op == SYM_AMO_SWAP || result)
-            POST(fi_fetch_atomic(g.ep, op == SYM_AMO_FETCH ? &zero : operand, 1, NULL, res, NULL,
-                                 g.addr[pe], raddr, key, dt, fi_op_of(op), &op_->fctx));
+            POST(fi_fetch_atomic(g.ep, &op_->operand, 1, NULL, res, NULL, g.addr[pe], raddr, key,
+                                 dt, fi_op_of(op), &op_->fctx));
         else
-            POST(fi_atomic(g.ep, operand, 1, NULL, g.addr[pe], raddr, key, dt, fi_op_of(op),
-                           &op_->fctx));
+            POST(fi_atomic(g.ep, &op_->operand, 1, NULL, g.addr[pe], raddr, key, dt,
+                           fi_op_of(op), &op_->fctx));
     } else {
         am_t m = {0};
         m.kind = AM_AMO;

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# net_hosts.sh — run a symshmem program across several hosts on this machine.
+#
+#   net_hosts.sh HOSTS PES_PER_HOST PROGRAM [ARGS...]
+#
+# Each host is a network namespace with one veth into a private bridge (in its
+# own "switch" namespace), address 10.231.0.N/24. The PEs start through the env
+# bootstrap (RANK, WORLD_SIZE, MASTER_ADDR = host 0, SYMTRAIN_JOB_TOKEN) with
+# the tcp provider: PEs of one host share memory, PEs of different hosts talk
+# through libfabric over the veths. The namespaces are removed on exit, also on
+# failure or interruption. Exits 77 (SKIP) where namespaces cannot be made.
+set -u
+hosts=$1 pph=$2
+shift 2
+prog=$1
+
+if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null 2>&1; then
+    echo "SKIP: several hosts need network namespaces (root and iproute2)"
+    exit 77
+fi
+
+tag="sy$$"
+nss=()
+cleanup() {
+    for ns in "${nss[@]}"; do ip netns del "$ns" 2>/dev/null; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if ! ip netns add "${tag}sw" 2>/dev/null; then
+    echo "SKIP: cannot create network namespaces here"
+    exit 77
+fi
+nss+=("${tag}sw")
+ip -n "${tag}sw" link add br0 type bridge && ip -n "${tag}sw" link set br0 up || exit 1
+for ((h = 0; h < hosts; h++)); do
+    ns="${tag}h$h"
+    ip netns add "$ns" || exit 1
+    nss+=("$ns")
+    ip link add "${tag}a$h" type veth peer name "${tag}b$h" || exit 1
+    ip link set "${tag}a$h" netns "$ns"
+    ip link set "${tag}b$h" netns "${tag}sw"
+    ip -n "${tag}sw" link set "${tag}b$h" master br0 up
+    ip -n "$ns" addr add "10.231.0.$((h + 1))/24" dev "${tag}a$h"
+    ip -n "$ns" link set "${tag}a$h" up
+    ip -n "$ns" link set lo up
+done
+
+world=$((hosts * pph))
+token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+logdir=$(mktemp -d)
+pids=()
+for ((h = 0; h < hosts; h++)); do
+    for ((l = 0; l < pph; l++)); do
+        rank=$((h * pph + l))
+        ip netns exec "${tag}h$h" env RANK=$rank WORLD_SIZE=$world LOCAL_RANK=$l \
+            LOCAL_WORLD_SIZE=$pph MASTER_ADDR=10.231.0.1 MASTER_PORT=29500 \
+            SYMTRAIN_JOB_TOKEN="$token" SYMTRAIN_OFI_PROVIDER=tcp FI_TCP_IFACE="${tag}a$h" \
+            SYMTRAIN_BOOT_TIMEOUT=60 timeout 300 "$@" >"$logdir/$rank.out" 2>&1 &
+        pids+=($!)
+    done
+done
+fail=0
+for ((r = 0; r < world; r++)); do
+    if ! wait "${pids[$r]}"; then
+        echo "rank $r failed"
+        fail=1
+    fi
+done
+for ((r = 0; r < world; r++)); do
+    sed "s/^/[host $((r / pph)) rank $r] /" "$logdir/$r.out"
+done
+rm -rf "$logdir"
+if [ $fail = 0 ]; then echo "net_hosts: $(basename "$prog") passed on $hosts hosts x $pph PEs"; fi
+exit $fail
