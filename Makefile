@@ -14,8 +14,9 @@ $(BUILD)/CMakeCache.txt:
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The main job: data-parallel training of an MLP on Fashion-MNIST on 4 PEs.
 run: build
-	$(BUILD)/symrun -n 4 $(BUILD)/examples/hello_pe
+	$(BUILD)/symrun -n 4 $(BUILD)/symtrain train
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

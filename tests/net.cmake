@@ -1,0 +1,42 @@
+# Across hosts: the fabric transport and the bootstraps.
+#  - net_hosts.sh runs a test on several network-namespace "hosts" (2 PEs each)
+#    through the env bootstrap and the tcp provider; it SKIPs where namespaces
+#    cannot be made;
+#  - net_bootstrap.sh checks the env bootstrap's failures on loopback;
+#  - the same tests under mpirun (PMIx) on this host.
+if(NOT SYM_HAVE_OFI)
+  message(STATUS "symtrain: multi-host tests left out (no libfabric)")
+  return()
+endif()
+
+add_executable(net_boot_child net_boot_child.c)
+target_link_libraries(net_boot_child PRIVATE symshmem)
+add_test(NAME net_bootstrap COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/net_bootstrap.sh
+         $<TARGET_FILE:net_boot_child>)
+set_tests_properties(net_bootstrap PROPERTIES TIMEOUT 300 LABELS net)
+
+# net_test(name target hosts pes_per_host)
+function(net_test name target hosts pph)
+  add_test(NAME ${name} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/net_hosts.sh ${hosts} ${pph}
+           $<TARGET_FILE:${target}>)
+  set_tests_properties(${name} PROPERTIES TIMEOUT 400 SKIP_RETURN_CODE 77 LABELS net
+    ENVIRONMENT_MODIFICATION "SYMTRAIN_SYMMETRIC_SIZE=unset:;SHMEM_SYMMETRIC_SIZE=unset:")
+endfunction()
+net_test(net_rma shmem_rma 3 2)
+net_test(net_amo shmem_amo 3 2)
+net_test(net_signal shmem_signal 3 2)
+net_test(net_wait shmem_wait 3 2)
+net_test(net_barrier shmem_barrier 3 2)
+net_test(net_coll coll_shmemx 3 2)
+net_test(net_allreduce coll_allreduce 2 2)
+net_test(net_replica coll_replica 3 2)
+
+# Under mpirun: the PMIx bootstrap (skipped when Open MPI is not installed).
+find_program(MPIRUN mpirun)
+if(SYM_HAVE_PMIX AND MPIRUN)
+  foreach(t shmem_rma shmem_amo coll_shmemx)
+    add_test(NAME pmix_${t} COMMAND ${MPIRUN} --allow-run-as-root --oversubscribe -np 4
+             -x SYMTRAIN_BOOTSTRAP=pmix $<TARGET_FILE:${t}>)
+    set_tests_properties(pmix_${t} PROPERTIES TIMEOUT 300 LABELS net)
+  endforeach()
+endif()
