@@ -40,3 +40,13 @@ if(SYM_HAVE_PMIX AND MPIRUN)
     set_tests_properties(pmix_${t} PROPERTIES TIMEOUT 300 LABELS net)
   endforeach()
 endif()
+
+# Atomics between hosts of one PE each: the provider's fabric atomics (sockets
+# offers them) and the active-message path, each insisted on.
+add_executable(net_fabric_amo net_fabric_amo.c)
+target_link_libraries(net_fabric_amo PRIVATE symshmem)
+foreach(mode fabric am)
+  add_test(NAME net_fabric_amo_${mode} COMMAND ${SYMRUN} -n 2 --timeout 200 $<TARGET_FILE:net_fabric_amo>)
+  set_tests_properties(net_fabric_amo_${mode} PROPERTIES TIMEOUT 250 LABELS net
+    ENVIRONMENT "SYMTRAIN_HOST_SIZE=1;SYMTRAIN_OFI_PROVIDER=sockets;SYMTRAIN_OFI_ATOMICS=${mode}")
+endforeach()

@@ -620,9 +620,24 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
     int flags[2] = {one_per_host, atomics_usable()}, *fl = malloc((size_t)npes * sizeof flags);
     if (!fl || boot->allgather(boot, flags, fl, sizeof flags))
         sym__fatal("shmem_init", "could not agree on the fabric atomics");
-    g.native_atomics = 1;
-    for (int pe = 0; pe < npes; pe++) g.native_atomics &= fl[2 * pe] & fl[2 * pe + 1];
+    int possible = 1, one_everywhere = 1;
+    for (int pe = 0; pe < npes; pe++) {
+        possible &= fl[2 * pe + 1];
+        one_everywhere &= fl[2 * pe];
+    }
     free(fl);
+    /* SYMTRAIN_OFI_ATOMICS: auto (fabric atomics when possible and safe), fabric
+     * (insist), am (always active messages). */
+    const char *want = getenv("SYMTRAIN_OFI_ATOMICS");
+    if (want && *want && strcmp(want, "auto") && strcmp(want, "fabric") && strcmp(want, "am"))
+        sym__fatal("shmem_init", "SYMTRAIN_OFI_ATOMICS='%s' is not auto, fabric or am", want);
+    if (want && !strcmp(want, "fabric") && !(possible && one_everywhere))
+        sym__fatal("shmem_init",
+                   "SYMTRAIN_OFI_ATOMICS=fabric, but %s; use auto or am",
+                   !possible ? "the provider offers no fabric atomics for 32- and 64-bit words"
+                             : "some host runs several PEs, whose shared-memory atomics are not "
+                               "atomic with the fabric's");
+    g.native_atomics = possible && one_everywhere && !(want && !strcmp(want, "am"));
     sym__amo_through_fabric = g.native_atomics;
 
     for (int i = 0; i < AM_RECVS; i++) post_recv(i);
