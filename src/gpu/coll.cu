@@ -22,13 +22,16 @@
 static const struct tune_row {
     int max_pes;
     size_t oneshot_max;
-    int twoshot_blocks;
+    int twoshot_blocks;  /* two-shot, push: most blocks ... */
+    size_t large;        /* ... below this many bytes, */
+    int large_blocks;    /* and from there on (NVLink needs nearly every SM) */
     int ring_blocks;
 } tune_table[] = {
-    {2, (size_t)512 << 10, 64, 16},
-    {4, (size_t)128 << 10, 64, 16},
-    {8, (size_t)64 << 10, 64, 16},
-    {SYM_GPU_MAXPES, 0, 64, 16},
+    /* 2 x H200 (NV18), measured: docs/performance.md */
+    {2, (size_t)512 << 10, 64, (size_t)64 << 20, 128, 16},
+    {4, (size_t)128 << 10, 64, (size_t)64 << 20, 128, 16},
+    {8, (size_t)64 << 10, 64, (size_t)64 << 20, 128, 16},
+    {SYM_GPU_MAXPES, 0, 64, (size_t)64 << 20, 128, 16},
 };
 
 /* Bytes of a part each block takes at least (more blocks only above that);
@@ -51,19 +54,51 @@ static int clampi(size_t v, int lo, int hi) {
     return v < (size_t)lo ? lo : v > (size_t)hi ? hi : (int)v;
 }
 
-/* Is [p, p+bytes) inside the GPU symmetric heap, and reachable on every peer?
- * Then fill peer[] with the peers' addresses for it. */
-static int symmetric(const void *p, size_t bytes, uint8_t **peer) {
+/* Is [p, p+bytes) inside the GPU symmetric heap (*local), and reachable on
+ * every peer (return value, with peer[] filled)? nvshmem_ptr answers; the last
+ * few answers are kept, since a program passes the same buffers again and
+ * again (the cache is emptied whenever symmetric memory is freed). */
+static struct sym_cache_entry {
+    const void *p;
+    size_t bytes;
+    int local, all;
+    uint8_t *peer[SYM_GPU_MAXP2P];
+} sym_cache[8];
+static unsigned sym_cache_next;
+
+void sym__gpu_cache_clear(void) {
+    memset(sym_cache, 0, sizeof sym_cache);
+    sym_cache_next = 0;
+}
+
+static int symmetric(const void *p, size_t bytes, uint8_t **peer, int *local) {
     struct sym_gpu_state *g = &sym__gpu;
-    if (!g->p2p || !bytes) return 0;
-    const char *c = (const char *)p;
-    if (!nvshmem_ptr(c, g->me) || !nvshmem_ptr(c + bytes - 1, g->me)) return 0;
-    for (int q = 0; q < g->npes; q++) {
-        void *r = nvshmem_ptr(c, q);
-        if (!r) return 0;
-        if (peer) peer[q] = (uint8_t *)r;
+    int dummy;
+    if (!local) local = &dummy;
+    *local = 0;
+    if (!bytes) return 0;
+    for (unsigned i = 0; i < sizeof sym_cache / sizeof sym_cache[0]; i++) {
+        struct sym_cache_entry *c = &sym_cache[i];
+        if (c->p == p && c->bytes == bytes) {
+            *local = c->local;
+            if (c->all) memcpy(peer, c->peer, sizeof c->peer);
+            return c->all;
+        }
     }
-    return 1;
+    struct sym_cache_entry *c = &sym_cache[sym_cache_next++ % (sizeof sym_cache / sizeof sym_cache[0])];
+    memset(c, 0, sizeof *c);
+    c->p = p;
+    c->bytes = bytes;
+    const char *b = (const char *)p;
+    c->local = nvshmem_ptr(b, g->me) && nvshmem_ptr(b + bytes - 1, g->me);
+    c->all = c->local && g->p2p;
+    for (int q = 0; q < g->npes && c->all; q++) {
+        c->peer[q] = (uint8_t *)nvshmem_ptr(b, q);
+        if (!c->peer[q]) c->all = 0;
+    }
+    *local = c->local;
+    if (c->all) memcpy(peer, c->peer, sizeof c->peer);
+    return c->all;
 }
 
 /* ---- one entry point for the four collectives ---- */
@@ -145,8 +180,9 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
             a.peer_ll[q] = g->peer_base[q] + off_ll;
             a.peer_flags[q] = (uint64_t *)(g->peer_base[q] + off_fl);
         }
-    a.dst_sym = symmetric(dst, dst_bytes, a.peer_dst);
-    a.src_sym = nvshmem_ptr(src, me) && nvshmem_ptr(src + count * es - 1, me);
+    a.dst_sym = symmetric(dst, dst_bytes, a.peer_dst, NULL);
+    uint8_t *src_peer[SYM_GPU_MAXP2P];
+    (void)symmetric(src, count * es, src_peer, &a.src_sym);
 
     /* ---- choose ---- */
     const struct tune_row *t = tune_for(n);
@@ -178,8 +214,9 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
         int th = clampi(threads, 32, SYM_GPU_THREADS);
         ce = sym__gpu_launch_oneshot(&a, blocks, th, stream);
     } else if (algo == SHMEMX_GPU_ALGO_TWOSHOT) {
-        int maxb = g->force_blocks ? clampi((size_t)g->force_blocks, 1, SYM_GPU_MAXB)
-                                   : t->twoshot_blocks;
+        int maxb = g->force_blocks   ? clampi((size_t)g->force_blocks, 1, SYM_GPU_MAXB)
+                   : bytes >= t->large ? t->large_blocks
+                                       : t->twoshot_blocks;
         if (coll == SYM_GPU_ALLREDUCE || coll == SYM_GPU_REDUCE_SCATTER) {
             size_t pmax = part_max(coll, count, n, (int)es); /* elements */
             size_t epv = 16 / es;

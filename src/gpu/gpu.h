@@ -16,11 +16,11 @@
  * new epoch. Every PE runs the same collectives with the same grids, so block
  * b's epoch agrees across PEs. Flags carry (epoch << 32 | step) and only grow;
  * a wait is "flag >= expected", never a reset. At the start of each
- * collective block b stores e-1 into ACK(b, me) on its peers ("my stream has
+ * collective block b stores e into ACK(b, me) on its peers ("my stream has
  * reached epoch e here, so I am done with region b and dest"): a PE writes into
  * a peer's region b, or straight into its dest, only after that peer's ACK
  * shows it has started the same collective (one-shot lines, double-buffered by
- * parity, need only the one before).
+ * parity, need only the one before: ACK >= e-1).
  */
 #ifndef SYM_GPU_GPU_H
 #define SYM_GPU_GPU_H
@@ -117,11 +117,13 @@ struct sym_gpu_state {
     size_t oneshot_max; /* 0: the table's */
     size_t min_chunk;   /* 0: coll.cu's */
     unsigned long long timeout_ns;
+    int pdl;            /* launch with programmatic stream serialisation */
     shmemx_gpu_algo_t last_algo;
 };
 extern struct sym_gpu_state sym__gpu;
 
 /* coll.cu */
+void sym__gpu_cache_clear(void); /* after symmetric memory is freed */
 int sym__gpu_allreduce(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
                        shmemx_op_t op, shmemx_gpu_stream_t stream);
 int sym__gpu_reduce_scatter(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,

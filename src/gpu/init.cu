@@ -245,6 +245,7 @@ static int gpu_init(sym_gpu_agree_fn agree) {
     g->force_blocks = (int)sym__env_long("SYMTRAIN_GPU_BLOCKS", 0);
     g->oneshot_max = sym__env_size("SYMTRAIN_GPU_ONESHOT_MAX", 0);
     g->min_chunk = sym__env_size("SYMTRAIN_GPU_MIN_CHUNK", 0);
+    g->pdl = sym__env_long("SYMTRAIN_GPU_PDL", 1) != 0;
     g->timeout_ns = (unsigned long long)sym__env_long("SYMTRAIN_GPU_TIMEOUT", 30) * 1000000000ull;
     g->last_algo = SHMEMX_GPU_ALGO_AUTO;
     g->ready = 1;
@@ -255,6 +256,7 @@ static int gpu_finalize(void) {
     struct sym_gpu_state *g = &sym__gpu;
     if (!g->ready) return 0;
     cudaError_t ce = cudaDeviceSynchronize();
+    sym__gpu_cache_clear();
     nvshmem_free(g->base);
     cudaFree(g->epoch);
     nvshmem_finalize();
@@ -272,6 +274,7 @@ static int gpu_device(void) { return sym__gpu.ready ? sym__gpu.dev : -1; }
 /* ---- symmetric memory ---- */
 
 static void *gpu_malloc(size_t bytes) {
+    sym__gpu_cache_clear();
     void *p = nvshmem_malloc(bytes);
     if (!p && bytes) {
         char a[32], h[32];
@@ -282,7 +285,10 @@ static void *gpu_malloc(size_t bytes) {
     return p;
 }
 
-static void gpu_free(void *ptr) { nvshmem_free(ptr); }
+static void gpu_free(void *ptr) {
+    sym__gpu_cache_clear();
+    nvshmem_free(ptr);
+}
 
 static void *gpu_ptr(const void *ptr, int pe) { return nvshmem_ptr(ptr, pe); }
 

@@ -175,18 +175,28 @@ SYM_DEV void wait_ge(const uint64_t *p, uint64_t want, const struct sym_gpu_args
     (void)ld_acquire(p);
 }
 
-/* The block's epoch for this collective (see gpu.h). */
+/* Programmatic dependent launch (sm_90): the next kernel on the stream may be
+ * launched while this one runs, but nothing here touches memory before the
+ * previous grid has completed and its writes are visible. */
+SYM_DEV void grid_dep_wait(void) { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+SYM_DEV void grid_dep_launch(void) { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+
+/* The block's epoch for this collective (see gpu.h). Every kernel starts
+ * here: wait for the previous grid (programmatic launch), let the next one be
+ * launched, read the epoch. */
 SYM_DEV uint32_t block_epoch(const struct sym_gpu_args &a) {
+    grid_dep_wait();
+    grid_dep_launch();
     return *(volatile uint32_t *)&a.epoch[blockIdx.x] + 1;
 }
 
-/* Start of a collective for block b on NVLink: tell every peer "I finished
- * epoch e-1 here" (ACK(b, me) = e-1). This PE's stream has reached this
- * collective, so region b, and dest, are free to be written. A relaxed store:
- * the previous kernel, and every read it made of region b, is complete. */
+/* Start of a collective for block b on NVLink: tell every peer "my stream
+ * has reached epoch e here" (ACK(b, me) = e), so I am done with region b and
+ * dest may be written. A relaxed store: the previous kernel, and every read it
+ * made of region b, is complete. */
 SYM_DEV void ack_peers(const struct sym_gpu_args &a, uint32_t e) {
     int t = threadIdx.x;
-    if (t < a.npes && t != a.me) st_relaxed(a.peer_flags[t] + FLAG_ACK(blockIdx.x, a.me), e - 1);
+    if (t < a.npes && t != a.me) st_relaxed(a.peer_flags[t] + FLAG_ACK(blockIdx.x, a.me), e);
 }
 
 /* End of a collective for this block: record the epoch. */
@@ -196,15 +206,14 @@ SYM_DEV void block_end(const struct sym_gpu_args &a, uint32_t e) {
 }
 
 /* Threads 0..npes-1 wait until each peer in `mask` has started epoch `e`
- * (its ACK >= e-1), then the block synchronises. No acquire: nothing is read
- * on the strength of it, only written. */
+ * (its ACK >= e), then the block synchronises. No acquire: nothing is read on
+ * the strength of it, only written. */
 SYM_DEV void wait_started(const struct sym_gpu_args &a, uint32_t e, uint64_t mask,
                           const char *what) {
     int t = threadIdx.x;
     if (t < a.npes && t != a.me && ((mask >> t) & 1)) {
         const uint64_t *f = a.flags + FLAG_ACK(blockIdx.x, t);
-        uint64_t want = e - 1;
-        if (ld_volatile(f) < want) wait_ge(f, want, a, what, t);
+        if (ld_volatile(f) < e) wait_ge(f, e, a, what, t);
     }
     __syncthreads();
 }
@@ -398,6 +407,33 @@ SYM_DEV void reduce_elems(const uint8_t *const *in, int nin, uint8_t *const *out
         opfinish<1>(op, npes, &acc);
         for (int o = 0; o < nout; o++) sym_dt<DT>::store(out[o] + i * ES, acc);
     }
+}
+
+/* ---- launching (host) ---- */
+
+/* Launch `fn` with programmatic stream serialisation (the kernels call
+ * griddepcontrol.wait before touching memory, so this only hides launch
+ * latency). Where the attribute is refused, launch plainly from then on. */
+static inline cudaError_t sym_launch(const void *fn, int blocks, int threads, cudaStream_t st,
+                                     void **args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)blocks);
+    cfg.blockDim = dim3((unsigned)threads);
+    cfg.stream = st;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    if (sym__gpu.pdl) {
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        cudaError_t e = cudaLaunchKernelExC(&cfg, fn, args);
+        if (e == cudaSuccess) return e;
+        (void)cudaGetLastError();
+        sym__gpu.pdl = 0;
+    }
+    cfg.attrs = NULL;
+    cfg.numAttrs = 0;
+    return cudaLaunchKernelExC(&cfg, fn, args);
 }
 
 /* ---- partitions ---- */

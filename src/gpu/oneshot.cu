@@ -11,7 +11,7 @@
  * bytes, which is why this is for small sizes only (the table in coll.cu).
  * Line slots are double-buffered by epoch parity; before writing parity p a
  * block makes sure its peers have started epoch e-1 (so finished e-2, the last
- * use of that parity). Latency is the point here, so the epoch, that check and
+ * use of that parity: ACK >= e-1). Latency is the point here, so the epoch, that check and
  * the first line of data are loaded together, before anything waits.
  */
 #include "kernels.cuh"
@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_oneshot(const struct sym_gp
     uint2 v0 = make_uint2(0, 0);
     if (pre) v0 = line_get(a.src, whole, l0);
     ack_peers(a, e);
-    if (e > 1 && ackv < e - 2) wait_ge(a.flags + FLAG_ACK(b, t), e - 2, a, "one-shot credit", t);
+    if (ackv < e - 1) wait_ge(a.flags + FLAG_ACK(b, t), e - 1, a, "one-shot credit", t);
     __syncthreads();
 
     /* ---- push ---- */
@@ -116,10 +116,9 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_oneshot(const struct sym_gp
 
 cudaError_t sym__gpu_launch_oneshot(const struct sym_gpu_args *a, int blocks, int threads,
                                     cudaStream_t stream) {
-    switch (a->dtype) {
-    case SHMEMX_FLOAT32: k_oneshot<SHMEMX_FLOAT32><<<blocks, threads, 0, stream>>>(*a); break;
-    case SHMEMX_FLOAT16: k_oneshot<SHMEMX_FLOAT16><<<blocks, threads, 0, stream>>>(*a); break;
-    default: k_oneshot<SHMEMX_BFLOAT16><<<blocks, threads, 0, stream>>>(*a); break;
-    }
-    return cudaGetLastError();
+    void *args[] = {(void *)a};
+    const void *fn = a->dtype == SHMEMX_FLOAT32   ? (const void *)k_oneshot<SHMEMX_FLOAT32>
+                     : a->dtype == SHMEMX_FLOAT16 ? (const void *)k_oneshot<SHMEMX_FLOAT16>
+                                                  : (const void *)k_oneshot<SHMEMX_BFLOAT16>;
+    return sym_launch(fn, blocks, threads, stream, args);
 }

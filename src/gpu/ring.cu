@@ -66,14 +66,13 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
 #define SLOT(par, s) (region + ((size_t)(par) * S + (size_t)(s)) * chb)
 #define SIG(par, s) (a.flags + FLAG_RING(b, par, s))
 
-    /* "I finished e-1" to whoever writes into me (prev; on NVLink, everyone),
+    /* "I have reached epoch e" to whoever writes into me (prev; on NVLink, all),
      * then wait until `next` has started this collective too */
     if (a.p2p)
         ack_peers(a, e);
     else if (threadIdx.x == 0)
-        nvshmemx_signal_op(a.flags + FLAG_ACK(b, me), e - 1, NVSHMEM_SIGNAL_SET, prev);
-    if (threadIdx.x == 0 && sends && e > 1)
-        wait_ge(a.flags + FLAG_ACK(b, next), e - 1, a, "ring start", next);
+        nvshmemx_signal_op(a.flags + FLAG_ACK(b, me), e, NVSHMEM_SIGNAL_SET, prev);
+    if (threadIdx.x == 0 && sends) wait_ge(a.flags + FLAG_ACK(b, next), e, a, "ring start", next);
     __syncthreads();
 
     for (int i = 0; i < a.iters; i++) {
@@ -179,10 +178,10 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
 }
 
 cudaError_t sym__gpu_launch_ring(const struct sym_gpu_args *a, int blocks, cudaStream_t stream) {
-    switch (a->dtype) {
-    case SHMEMX_FLOAT32: k_ring<SHMEMX_FLOAT32><<<blocks, SYM_GPU_THREADS, 0, stream>>>(*a, 4); break;
-    case SHMEMX_FLOAT16: k_ring<SHMEMX_FLOAT16><<<blocks, SYM_GPU_THREADS, 0, stream>>>(*a, 2); break;
-    default: k_ring<SHMEMX_BFLOAT16><<<blocks, SYM_GPU_THREADS, 0, stream>>>(*a, 2); break;
-    }
-    return cudaGetLastError();
+    int es = a->dtype == SHMEMX_FLOAT32 ? 4 : 2;
+    void *args[] = {(void *)a, &es};
+    const void *fn = a->dtype == SHMEMX_FLOAT32   ? (const void *)k_ring<SHMEMX_FLOAT32>
+                     : a->dtype == SHMEMX_FLOAT16 ? (const void *)k_ring<SHMEMX_FLOAT16>
+                                                  : (const void *)k_ring<SHMEMX_BFLOAT16>;
+    return sym_launch(fn, blocks, SYM_GPU_THREADS, stream, args);
 }

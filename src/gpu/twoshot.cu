@@ -200,32 +200,33 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_push(const struct sym_gpu_a
 }
 
 template <int DT>
-static void launch_twoshot(const struct sym_gpu_args *a, int blocks, cudaStream_t stream) {
-    if (a->npes <= 2)
-        k_twoshot<DT, 2><<<blocks, twoshot_threads<2>::value, 0, stream>>>(*a);
-    else if (a->npes <= 4)
-        k_twoshot<DT, 4><<<blocks, twoshot_threads<4>::value, 0, stream>>>(*a);
-    else
-        k_twoshot<DT, 8><<<blocks, twoshot_threads<8>::value, 0, stream>>>(*a);
+static const void *twoshot_fn(int npes, int *threads) {
+    if (npes <= 2) {
+        *threads = twoshot_threads<2>::value;
+        return (const void *)k_twoshot<DT, 2>;
+    }
+    if (npes <= 4) {
+        *threads = twoshot_threads<4>::value;
+        return (const void *)k_twoshot<DT, 4>;
+    }
+    *threads = twoshot_threads<8>::value;
+    return (const void *)k_twoshot<DT, 8>;
 }
 
 cudaError_t sym__gpu_launch_twoshot(const struct sym_gpu_args *a, int blocks,
                                     cudaStream_t stream) {
-    switch (a->dtype) {
-    case SHMEMX_FLOAT32: launch_twoshot<SHMEMX_FLOAT32>(a, blocks, stream); break;
-    case SHMEMX_FLOAT16: launch_twoshot<SHMEMX_FLOAT16>(a, blocks, stream); break;
-    default: launch_twoshot<SHMEMX_BFLOAT16>(a, blocks, stream); break;
-    }
-    return cudaGetLastError();
+    int threads;
+    const void *fn = a->dtype == SHMEMX_FLOAT32   ? twoshot_fn<SHMEMX_FLOAT32>(a->npes, &threads)
+                     : a->dtype == SHMEMX_FLOAT16 ? twoshot_fn<SHMEMX_FLOAT16>(a->npes, &threads)
+                                                  : twoshot_fn<SHMEMX_BFLOAT16>(a->npes, &threads);
+    void *args[] = {(void *)a};
+    return sym_launch(fn, blocks, threads, stream, args);
 }
 
 cudaError_t sym__gpu_launch_push(const struct sym_gpu_args *a, int blocks, cudaStream_t stream) {
     int es = a->dtype == SHMEMX_FLOAT32 ? 4 : 2;
-    if (a->npes <= 2)
-        k_push<2><<<blocks, SYM_GPU_THREADS, 0, stream>>>(*a, es);
-    else if (a->npes <= 4)
-        k_push<4><<<blocks, SYM_GPU_THREADS, 0, stream>>>(*a, es);
-    else
-        k_push<8><<<blocks, SYM_GPU_THREADS, 0, stream>>>(*a, es);
-    return cudaGetLastError();
+    void *args[] = {(void *)a, &es};
+    const void *fn = a->npes <= 2 ? (const void *)k_push<2>
+                     : a->npes <= 4 ? (const void *)k_push<4> : (const void *)k_push<8>;
+    return sym_launch(fn, blocks, SYM_GPU_THREADS, stream, args);
 }
