@@ -54,7 +54,7 @@ int main(void) {
     char *sbuf = shmem_malloc(maxc * 8), *dbuf = shmem_malloc(maxc * 8);
     CHECK(sbuf && dbuf, "symmetric heap too small");
     int cases = 0;
-    for (int algo = SHMEMX_ALGO_DIRECT; algo < SHMEMX_ALGO_COUNT; algo++)
+    for (int algo = SHMEMX_ALGO_AUTO; algo < SHMEMX_ALGO_COUNT; algo++)
         for (int dt = 0; dt < SHMEMX_DTYPE_COUNT; dt++)
             for (int op = 0; op < SHMEMX_OP_COUNT; op++)
                 for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {

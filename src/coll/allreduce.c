@@ -330,6 +330,26 @@ static void rd(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r) {
     sync_all(t, SYM_COLL_DONE);
 }
 
+/* ---- hierarchical (world spanning hosts) ---- */
+
+/* Within each host through shared memory, across hosts through the fabric:
+ * every host all-reduces locally, the first PE of each host all-reduces the
+ * hosts' results (ring or recursive doubling), and broadcasts to its host.
+ * The average is taken once at the end, so every PE ends with the same bits. */
+static int hierarchical(void *dest, const void *source, size_t count, const sym_redop_t *r) {
+    sym_redop_t sum = *r;
+    sum.avg = 0;
+    int rc = sym__allreduce(&sym__team_host, dest, source, count, &sum, SHMEMX_ALGO_AUTO);
+    if (!rc && sym__team_leaders.me >= 0)
+        rc = sym__allreduce(&sym__team_leaders, dest, dest, count, &sum, SHMEMX_ALGO_AUTO);
+    if (!rc) rc = sym__broadcast(&sym__team_host, dest, dest, count * r->esize, 0, 1);
+    if (!rc && r->avg) {
+        const void *in1[1] = {dest};
+        sym__reduce1(r, dest, in1, 1, count, sym__team_world.size);
+    }
+    return rc;
+}
+
 /* ---- entry ---- */
 
 int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
@@ -349,6 +369,10 @@ int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
     size_t bytes = count * r->esize;
     int local = sym__coll_all_local(t);
     if (algo == SHMEMX_ALGO_AUTO) algo = sym__allreduce_algo_forced();
+    /* The world over several hosts, some with several PEs: hierarchical. */
+    if (algo == SHMEMX_ALGO_AUTO && t == &sym__team_world && sym__world.n_hosts > 1 &&
+        sym__world.n_hosts < sym__world.npes)
+        return hierarchical(dest, source, count, r);
     if (algo == SHMEMX_ALGO_DIRECT && !local) algo = SHMEMX_ALGO_AUTO; /* needs shared memory */
     if (algo == SHMEMX_ALGO_AUTO) {
         if (local)

@@ -42,6 +42,7 @@ noreturn void sym__bad_addr(const char *fn, const void *addr, int pe);
 /* ---- teams ---- */
 
 #define SYM_MAX_TEAMS 32
+#define SYM_RESERVED_SLOTS 4 /* world, shared, and the runtime's host and leaders teams */
 #define SYM_SLOT_SIZE ((size_t)4 << 20)    /* each team's symmetric working memory */
 #define SYM_SLOT_HEADER ((size_t)64 << 10) /* sync words at the start of a slot */
 
@@ -75,6 +76,9 @@ struct symi_ctx {
 };
 
 extern struct symi_team sym__team_world, sym__team_shared;
+/* The runtime's own: the PEs of this host, and the first PE of each host (a
+ * team this PE belongs to only if it is first on its host). */
+extern struct symi_team sym__team_host, sym__team_leaders;
 extern struct symi_ctx sym__ctx_default;
 
 /* This PE's slot of team t (symmetric: same offset on every member). */

@@ -9,14 +9,16 @@
  * teams made by one split (the rows of a 2-D split, the hosts' shared teams)
  * share a slot index: they never touch each other's memory.
  *
- * Slot 0 is the world, slot 1 SHMEM_TEAM_SHARED.
+ * Slot 0 is the world, slot 1 SHMEM_TEAM_SHARED; slots 2 and 3 hold two teams
+ * the runtime keeps for itself (the PEs of this host, and the first PE of each
+ * host), which hierarchical collectives on the world use.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime.h"
 
-struct symi_team sym__team_world, sym__team_shared;
+struct symi_team sym__team_world, sym__team_shared, sym__team_host, sym__team_leaders;
 shmem_team_t const symi_team_world = &sym__team_world;
 shmem_team_t const symi_team_shared = &sym__team_shared;
 
@@ -84,12 +86,18 @@ void sym__team_init_world(void) {
     /* The heap segment is fresh (zero) memory: no slot needs clearing here. */
     team_fill(&sym__team_world, n, all, 0);
     team_fill(&sym__team_shared, sym__world.n_local, sym__world.local_pes, 1);
+    team_fill(&sym__team_host, sym__world.n_local, sym__world.local_pes, 2);
+    int nl = 0; /* the first PE of each host, in PE order */
+    for (int pe = 0; pe < n; pe++)
+        if (sym__world.peer[pe].local_rank == 0) all[nl++] = pe;
+    team_fill(&sym__team_leaders, nl, all, 3); /* me = -1 on the other PEs */
     free(all);
     sym__ctx_default.team = &sym__team_world;
 }
 
 void sym__team_fini_all(void) {
-    struct symi_team *t[] = {&sym__team_world, &sym__team_shared};
+    struct symi_team *t[] = {&sym__team_world, &sym__team_shared, &sym__team_host,
+                             &sym__team_leaders};
     for (size_t i = 0; i < SYM_ARRAY_LEN(t); i++) {
         free(t[i]->pes);
         free(t[i]->index_of);
@@ -131,7 +139,7 @@ static int agree_slots(shmem_team_t parent, int count, int *slot) {
     for (int i = 0; i < parent->size; i++) used |= masks[i];
     free(masks);
     int found = 0;
-    for (int s = 2; s < SYM_MAX_TEAMS && found < count; s++)
+    for (int s = SYM_RESERVED_SLOTS; s < SYM_MAX_TEAMS && found < count; s++)
         if (!(used & (1ull << s))) slot[found++] = s;
     return found == count;
 }
@@ -178,7 +186,7 @@ int shmem_team_split_strided(shmem_team_t parent, int start, int stride, int siz
         free(pes);
         if (sym__world.me == parent->pes[0])
             sym__warn(fn, "all %d team slots are in use; destroy teams that are no longer "
-                          "needed", SYM_MAX_TEAMS - 2);
+                          "needed", SYM_MAX_TEAMS - SYM_RESERVED_SLOTS);
         return -1;
     }
     if (member) *new_team = join(size, pes, slot, config, config_mask);
@@ -224,7 +232,8 @@ int shmem_team_split_2d(shmem_team_t parent, int xrange, const shmem_team_config
 void shmem_team_destroy(shmem_team_t team) {
     SYM_REQUIRE_INIT("shmem_team_destroy");
     if (team == SHMEM_TEAM_INVALID) return;
-    if (team == SHMEM_TEAM_WORLD || team == SHMEM_TEAM_SHARED)
+    if (team == SHMEM_TEAM_WORLD || team == SHMEM_TEAM_SHARED || team == &sym__team_host ||
+        team == &sym__team_leaders)
         sym__fatal("shmem_team_destroy", "SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED cannot be "
                                          "destroyed");
     slots_used &= ~(1ull << team->slot);
