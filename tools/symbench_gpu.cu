@@ -52,16 +52,18 @@ static int me, npes;
         fprintf(stderr, "\n");                                                       \
         exit(1);                                                                     \
     } while (0)
-#define CUDA(call)                                                                   \
-    do {                                                                             \
-        cudaError_t e_ = (call);                                                     \
-        if (e_ != cudaSuccess) DIE("%s failed at %s:%d: %s", #call, __FILE__, __LINE__, cudaGetErrorString(e_)); \
+#define CUDA(call)                                                                                 \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            DIE("%s failed at %s:%d: %s", #call, __FILE__, __LINE__, cudaGetErrorString(e_));      \
     } while (0)
 #ifdef SYM_HAVE_NCCL
-#define NCCL(call)                                                                   \
-    do {                                                                             \
-        ncclResult_t r_ = (call);                                                    \
-        if (r_ != ncclSuccess) DIE("%s failed at %s:%d: %s", #call, __FILE__, __LINE__, ncclGetErrorString(r_)); \
+#define NCCL(call)                                                                                 \
+    do {                                                                                           \
+        ncclResult_t r_ = (call);                                                                  \
+        if (r_ != ncclSuccess)                                                                     \
+            DIE("%s failed at %s:%d: %s", #call, __FILE__, __LINE__, ncclGetErrorString(r_));      \
     } while (0)
 #endif
 
@@ -161,10 +163,16 @@ struct bench {
 static void run_ours(struct bench *b, size_t count) {
     int st = 0;
     switch (b->o.coll) {
-    case AR: st = shmemx_gpu_allreduce(b->dst, b->src, count, b->o.dtype, b->o.op, b->stream); break;
-    case RS: st = shmemx_gpu_reduce_scatter(b->dst, b->src, count, b->o.dtype, b->o.op, b->stream); break;
+    case AR:
+        st = shmemx_gpu_allreduce(b->dst, b->src, count, b->o.dtype, b->o.op, b->stream);
+        break;
+    case RS:
+        st = shmemx_gpu_reduce_scatter(b->dst, b->src, count, b->o.dtype, b->o.op, b->stream);
+        break;
     case AG: st = shmemx_gpu_allgather(b->dst, b->src, count, b->o.dtype, b->stream); break;
-    case BC: st = shmemx_gpu_broadcast(b->dst, b->src, count, b->o.dtype, b->o.root, b->stream); break;
+    case BC:
+        st = shmemx_gpu_broadcast(b->dst, b->src, count, b->o.dtype, b->o.root, b->stream);
+        break;
     }
     if (st) DIE("collective failed: %s", shmemx_gpu_strerror(st));
 }
@@ -185,8 +193,13 @@ static ncclRedOp_t nccl_op(shmemx_op_t op) {
 static void run_nccl(struct bench *b, size_t count) {
     ncclDataType_t t = nccl_type(b->o.dtype);
     switch (b->o.coll) {
-    case AR: NCCL(ncclAllReduce(b->src, b->dst, count, t, nccl_op(b->o.op), b->comm, b->stream)); break;
-    case RS: NCCL(ncclReduceScatter(b->src, b->dst, count / npes, t, nccl_op(b->o.op), b->comm, b->stream)); break;
+    case AR:
+        NCCL(ncclAllReduce(b->src, b->dst, count, t, nccl_op(b->o.op), b->comm, b->stream));
+        break;
+    case RS:
+        NCCL(ncclReduceScatter(b->src, b->dst, count / npes, t, nccl_op(b->o.op), b->comm,
+                               b->stream));
+        break;
     case AG: NCCL(ncclAllGather(b->src, b->dst, count, t, b->comm, b->stream)); break;
     case BC: NCCL(ncclBroadcast(b->src, b->dst, count, t, b->o.root, b->comm, b->stream)); break;
     }
@@ -301,7 +314,8 @@ static void bench_coll(struct opts *o) {
     } else {
         b.src = (uint8_t *)shmemx_gpu_malloc(src_bytes);
         b.dst = (uint8_t *)shmemx_gpu_malloc(dst_bytes);
-        if (!b.src || !b.dst) DIE("shmemx_gpu_malloc of %zu + %zu bytes failed", src_bytes, dst_bytes);
+        if (!b.src || !b.dst)
+            DIE("shmemx_gpu_malloc of %zu + %zu bytes failed", src_bytes, dst_bytes);
     }
     fill_kernel<<<256, 256>>>(b.src, src_bytes / b.es, (int)b.es, 12345u + (uint32_t)me);
     CUDA(cudaGetLastError());
@@ -323,7 +337,9 @@ static void bench_coll(struct opts *o) {
         have_nccl = 1;
     }
 #endif
-    double fac = o->coll == AR ? 2.0 * (npes - 1) / npes : o->coll == BC ? 1.0 : (double)(npes - 1) / npes;
+    double fac = o->coll == AR   ? 2.0 * (npes - 1) / npes
+                 : o->coll == BC ? 1.0
+                                 : (double)(npes - 1) / npes;
     if (me == 0) {
         cudaDeviceProp prop;
         CUDA(cudaGetDeviceProperties(&prop, shmemx_gpu_device()));
@@ -331,14 +347,16 @@ static void bench_coll(struct opts *o) {
 #ifdef SYM_HAVE_NCCL
         ncclGetVersion(&nv);
 #endif
-        printf("# symbench-gpu %s: %d PEs, %s, dtype %s%s%s, %s buffers, algo %s%s, NCCL %d.%d.%d%s\n",
-               coll_names[o->coll], npes, prop.name,
-               o->dtype == SHMEMX_FLOAT32 ? "float" : o->dtype == SHMEMX_FLOAT16 ? "half" : "bfloat16",
-               o->coll <= RS ? ", op " : "",
-               o->coll <= RS ? op_names[o->op] : "",
-               o->priv ? "private (cudaMalloc)" : "symmetric", shmemx_gpu_algo_name(o->algo),
-               o->blocks ? " (forced blocks)" : "", nv / 10000, (nv / 100) % 100, nv % 100,
-               have_nccl ? "" : " (not measured)");
+        printf(
+            "# symbench-gpu %s: %d PEs, %s, dtype %s%s%s, %s buffers, algo %s%s, NCCL %d.%d.%d%s\n",
+            coll_names[o->coll], npes, prop.name,
+            o->dtype == SHMEMX_FLOAT32   ? "float"
+            : o->dtype == SHMEMX_FLOAT16 ? "half"
+                                         : "bfloat16",
+            o->coll <= RS ? ", op " : "", o->coll <= RS ? op_names[o->op] : "",
+            o->priv ? "private (cudaMalloc)" : "symmetric", shmemx_gpu_algo_name(o->algo),
+            o->blocks ? " (forced blocks)" : "", nv / 10000, (nv / 100) % 100, nv % 100,
+            have_nccl ? "" : " (not measured)");
         printf("# busbw factor %.3f; ratio = NCCL time / symtrain time (>1: symtrain faster); "
                "g_ = CUDA graph of the same ops\n", fac);
         printf("# %10s %11s %5s %7s | %9s %8s %8s %9s %8s | %9s %8s %8s %9s %8s | %6s %6s %3s\n",
@@ -346,14 +364,19 @@ static void bench_coll(struct opts *o) {
                "time_us", "algbw", "busbw", "g_time", "g_busbw", "ratio", "g_rat", "ok");
         fflush(stdout);
     }
-    for (size_t size = o->min; size <= o->max; size = (size_t)(size * o->factor) > size ? (size_t)(size * o->factor) : size + 1) {
+    for (size_t size = o->min; size <= o->max;
+         size = (size_t)(size * o->factor) > size ? (size_t)(size * o->factor) : size + 1) {
         size_t count = size / b.es; /* AR, BC: elements; RS: input elements; AG: output */
         if (o->coll == RS || o->coll == AG) count = count / npes * npes;
         if (count == 0) continue;
         size_t call_count = o->coll == AG ? count / npes : count; /* what the call takes */
         size_t bytes = count * b.es;
         size_t out_bytes = o->coll == RS ? bytes / npes : bytes;
-        int iters = o->iters ? o->iters : bytes <= (64u << 10) ? 500 : bytes <= (1u << 20) ? 200 : bytes <= (64u << 20) ? 50 : 10;
+        int iters = o->iters               ? o->iters
+                    : bytes <= (64u << 10) ? 500
+                    : bytes <= (1u << 20)  ? 200
+                    : bytes <= (64u << 20) ? 50
+                                           : 10;
         int ok = have_nccl ? check_vs_nccl(&b, call_count, out_bytes) : 1;
         double t_us = time_ops(&b, run_ours, call_count, iters, 0);
         shmemx_gpu_algo_t used = shmemx_gpu_last_algo();
@@ -369,12 +392,15 @@ static void bench_coll(struct opts *o) {
             char sz[32];
             fmt_size(bytes, sz, sizeof sz);
             double alg = bytes / t_us / 1e3, algn = bytes / n_us / 1e3;
-            printf("  %10s %11zu %5s %7s | %9.2f %8.2f %8.2f %9.2f %8.2f | %9.2f %8.2f %8.2f %9.2f %8.2f | %6.2f %6.2f %3s\n",
+            printf("  %10s %11zu %5s %7s | %9.2f %8.2f %8.2f %9.2f %8.2f | %9.2f %8.2f %8.2f %9.2f "
+                   "%8.2f | %6.2f %6.2f %3s\n",
                    sz, count,
-                   o->dtype == SHMEMX_FLOAT32 ? "f32" : o->dtype == SHMEMX_FLOAT16 ? "f16" : "bf16",
-                   shmemx_gpu_algo_name(used), t_us, alg, alg * fac, tg_us, bytes / tg_us / 1e3 * fac,
-                   n_us, algn, algn * fac, ng_us, bytes / ng_us / 1e3 * fac, n_us / t_us,
-                   ng_us / tg_us, ok ? "ok" : "BAD");
+                   o->dtype == SHMEMX_FLOAT32   ? "f32"
+                   : o->dtype == SHMEMX_FLOAT16 ? "f16"
+                                                : "bf16",
+                   shmemx_gpu_algo_name(used), t_us, alg, alg * fac, tg_us,
+                   bytes / tg_us / 1e3 * fac, n_us, algn, algn * fac, ng_us,
+                   bytes / ng_us / 1e3 * fac, n_us / t_us, ng_us / tg_us, ok ? "ok" : "BAD");
             fflush(stdout);
         }
     }
@@ -463,18 +489,21 @@ static void bench_put(struct opts *o) {
     int nm = read_mpi_table(o->mpi_table, mpi, 64);
     if (me == 0) {
         printf("# symbench-gpu gpu-put: NVSHMEM device put PE 0 -> PE 1 (GPU %d -> its peer)%s\n",
-               shmemx_gpu_device(), nm >= 0 ? ", beside MPI with host staging (D2H, MPI_Send/Recv, H2D)"
-                                            : "");
+               shmemx_gpu_device(),
+               nm >= 0 ? ", beside MPI with host staging (D2H, MPI_Send/Recv, H2D)" : "");
         if (nm < 0)
-            printf("# MPI: not measured (%s)\n", o->mpi_table ? "could not read the --mpi-table file; "
-                   "was symbench-gpu-mpi built and run?" : "no --mpi-table given");
+            printf("# MPI: not measured (%s)\n", o->mpi_table
+                                                     ? "could not read the --mpi-table file; "
+                                                       "was symbench-gpu-mpi built and run?"
+                                                     : "no --mpi-table given");
         printf("# lat_us: put+signal ping-pong by one block, half the round trip; bw: one way, "
                "GB/s, 1-32 blocks\n");
-        printf("# %10s | %9s %9s | %9s %9s | %7s %7s\n", "size", "lat_us", "bw_GBps", "mpi_lat", "mpi_bw",
-               "lat_x", "bw_x");
+        printf("# %10s | %9s %9s | %9s %9s | %7s %7s\n", "size", "lat_us", "bw_GBps", "mpi_lat",
+               "mpi_bw", "lat_x", "bw_x");
     }
     uint64_t base = 0;
-    for (size_t size = o->min; size <= o->max; size = (size_t)(size * o->factor) > size ? (size_t)(size * o->factor) : size + 1) {
+    for (size_t size = o->min; size <= o->max;
+         size = (size_t)(size * o->factor) > size ? (size_t)(size * o->factor) : size + 1) {
         int iters = size <= (64u << 10) ? 1000 : size <= (4u << 20) ? 100 : 20;
         /* latency */
         double lat[3];
@@ -532,12 +561,13 @@ static void bench_put(struct opts *o) {
 }
 
 static void usage(void) {
-    fprintf(stderr,
-            "usage: symrun -n N symbench-gpu gpu-allreduce|gpu-reduce-scatter|gpu-allgather|"
-            "gpu-broadcast|gpu-put\n"
-            "       [-b MIN] [-e MAX] [-f FACTOR] [-t float|half|bfloat16] [-o sum|avg|min|max|prod]\n"
-            "       [-n ITERS] [--algo auto|oneshot|twoshot|ring] [--blocks N] [--private]\n"
-            "       [--no-nccl] [--no-graph] [--root R] [--mpi-table FILE]\n");
+    fprintf(
+        stderr,
+        "usage: symrun -n N symbench-gpu gpu-allreduce|gpu-reduce-scatter|gpu-allgather|"
+        "gpu-broadcast|gpu-put\n"
+        "       [-b MIN] [-e MAX] [-f FACTOR] [-t float|half|bfloat16] [-o sum|avg|min|max|prod]\n"
+        "       [-n ITERS] [--algo auto|oneshot|twoshot|ring] [--blocks N] [--private]\n"
+        "       [--no-nccl] [--no-graph] [--root R] [--mpi-table FILE]\n");
     exit(2);
 }
 
@@ -571,15 +601,22 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-f") && v) o.factor = atof(v), i++;
         else if (!strcmp(a, "-n") && v) o.iters = atoi(v), i++;
         else if (!strcmp(a, "-t") && v) {
-            o.dtype = !strcmp(v, "half") ? SHMEMX_FLOAT16 : !strcmp(v, "bfloat16") ? SHMEMX_BFLOAT16 : SHMEMX_FLOAT32;
+            o.dtype = !strcmp(v, "half")       ? SHMEMX_FLOAT16
+                      : !strcmp(v, "bfloat16") ? SHMEMX_BFLOAT16
+                                               : SHMEMX_FLOAT32;
             i++;
         } else if (!strcmp(a, "-o") && v) {
-            o.op = !strcmp(v, "avg") ? SHMEMX_AVG : !strcmp(v, "min") ? SHMEMX_MIN : !strcmp(v, "max") ? SHMEMX_MAX
-                   : !strcmp(v, "prod") ? SHMEMX_PROD : SHMEMX_SUM;
+            o.op = !strcmp(v, "avg")    ? SHMEMX_AVG
+                   : !strcmp(v, "min")  ? SHMEMX_MIN
+                   : !strcmp(v, "max")  ? SHMEMX_MAX
+                   : !strcmp(v, "prod") ? SHMEMX_PROD
+                                        : SHMEMX_SUM;
             i++;
         } else if (!strcmp(a, "--algo") && v) {
-            o.algo = !strcmp(v, "oneshot") ? SHMEMX_GPU_ALGO_ONESHOT : !strcmp(v, "twoshot") ? SHMEMX_GPU_ALGO_TWOSHOT
-                     : !strcmp(v, "ring") ? SHMEMX_GPU_ALGO_RING : SHMEMX_GPU_ALGO_AUTO;
+            o.algo = !strcmp(v, "oneshot")   ? SHMEMX_GPU_ALGO_ONESHOT
+                     : !strcmp(v, "twoshot") ? SHMEMX_GPU_ALGO_TWOSHOT
+                     : !strcmp(v, "ring")    ? SHMEMX_GPU_ALGO_RING
+                                             : SHMEMX_GPU_ALGO_AUTO;
             i++;
         } else if (!strcmp(a, "--blocks") && v) o.blocks = atoi(v), i++;
         else if (!strcmp(a, "--root") && v) o.root = atoi(v), i++;
@@ -601,7 +638,8 @@ int main(int argc, char **argv) {
     npes = shmem_n_pes();
     int st = shmemx_gpu_init();
     if (st) {
-        if (me == 0) fprintf(stderr, "symbench-gpu: shmemx_gpu_init: %s\n", shmemx_gpu_strerror(st));
+        if (me == 0)
+            fprintf(stderr, "symbench-gpu: shmemx_gpu_init: %s\n", shmemx_gpu_strerror(st));
         shmem_finalize();
         return st == SHMEMX_GPU_ENODEV || st == SHMEMX_GPU_ETOOFEW ? 77 : 1;
     }

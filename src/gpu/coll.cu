@@ -85,7 +85,8 @@ static int symmetric(const void *p, size_t bytes, uint8_t **peer, int *local) {
             return c->all;
         }
     }
-    struct sym_cache_entry *c = &sym_cache[sym_cache_next++ % (sizeof sym_cache / sizeof sym_cache[0])];
+    struct sym_cache_entry *c =
+        &sym_cache[sym_cache_next++ % (sizeof sym_cache / sizeof sym_cache[0])];
     memset(c, 0, sizeof *c);
     c->p = p;
     c->bytes = bytes;
@@ -148,7 +149,8 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
     /* one PE: a copy */
     if (n == 1) {
         if (dst != src)
-            SYM_GPU_CUDA(fn, cudaMemcpyAsync(dst, src, count * es, cudaMemcpyDeviceToDevice, stream));
+            SYM_GPU_CUDA(fn,
+                         cudaMemcpyAsync(dst, src, count * es, cudaMemcpyDeviceToDevice, stream));
         g->last_algo = SHMEMX_GPU_ALGO_ONESHOT;
         return 0;
     }
@@ -175,7 +177,8 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
     a.region = g->region;
     if (g->p2p)
         for (int q = 0; q < n; q++) {
-            size_t off_ll = (size_t)(g->ll - g->base), off_fl = (size_t)((uint8_t *)g->flags - g->base);
+            size_t off_ll = (size_t)(g->ll - g->base),
+                   off_fl = (size_t)((uint8_t *)g->flags - g->base);
             a.peer_scr[q] = g->peer_base[q];
             a.peer_ll[q] = g->peer_base[q] + off_ll;
             a.peer_flags[q] = (uint64_t *)(g->peer_base[q] + off_fl);
@@ -231,7 +234,8 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
             size_t len = count * es;
             blocks = g->force_blocks ? maxb : clampi(div_up(len, min_chunk), 1, maxb);
             size_t chb = div_up(div_up(len, (size_t)blocks), 16) * 16;
-            size_t chb_max = a.dst_sym ? ((size_t)4 << 20) : (g->region / (2 * (size_t)n)) / 16 * 16;
+            size_t chb_max =
+                a.dst_sym ? ((size_t)4 << 20) : (g->region / (2 * (size_t)n)) / 16 * 16;
             if (chb > chb_max) chb = chb_max;
             a.chunk = chb;
             a.iters = (int)div_up(div_up(len, chb), (size_t)blocks);

@@ -97,7 +97,8 @@ static int check_heap(int dev, size_t need, char *reason, size_t len) {
     if (sharers < 1) sharers = 1;
     if (need > free_b / sharers) {
         char a[32], f[32], t[32];
-        snprintf(reason, len, "GPU symmetric heap too large: each PE needs %s (SYMTRAIN_GPU_HEAP_SIZE "
+        snprintf(reason, len,
+                 "GPU symmetric heap too large: each PE needs %s (SYMTRAIN_GPU_HEAP_SIZE "
                  "%s plus symtrain's working memory), %zu PE%s on GPU %d, which has %s free of "
                  "%s; lower SYMTRAIN_GPU_HEAP_SIZE or SYMTRAIN_GPU_SCRATCH",
                  sym__fmt_size(need, a, sizeof a),
@@ -317,6 +318,7 @@ static const struct sym_gpu_backend backend = {
     gpu_last_algo,
 };
 
-extern "C" __attribute__((visibility("default"))) const struct sym_gpu_backend *sym__gpu_backend(void) {
+extern "C" __attribute__((visibility("default"))) const struct sym_gpu_backend *
+sym__gpu_backend(void) {
     return &backend;
 }

@@ -179,7 +179,9 @@ SYM_DEV void wait_ge(const uint64_t *p, uint64_t want, const struct sym_gpu_args
  * launched while this one runs, but nothing here touches memory before the
  * previous grid has completed and its writes are visible. */
 SYM_DEV void grid_dep_wait(void) { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-SYM_DEV void grid_dep_launch(void) { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+SYM_DEV void grid_dep_launch(void) {
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
 
 /* The block's epoch for this collective (see gpu.h). Every kernel starts
  * here: wait for the previous grid (programmatic launch), let the next one be

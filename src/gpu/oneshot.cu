@@ -10,9 +10,10 @@
  * One NVLink crossing per collective: the latency floor. The lines double the
  * bytes, which is why this is for small sizes only (the table in coll.cu).
  * Line slots are double-buffered by epoch parity; before writing parity p a
- * block makes sure its peers have started epoch e-1 (so finished e-2, the last
- * use of that parity: ACK >= e-1). Latency is the point here, so the epoch, that check and
- * the first line of data are loaded together, before anything waits.
+ * block makes sure its peers have started epoch e-1 (so finished e-2, the
+ * last use of that parity: ACK >= e-1). Latency is the point here, so the
+ * epoch, that check and the first line of data are loaded together, before
+ * anything waits.
  */
 #include "kernels.cuh"
 
@@ -33,7 +34,7 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_oneshot(const struct sym_gp
 
     const size_t whole = a.count * ES;
     const bool sends = a.coll != SYM_GPU_BROADCAST || me == a.root;
-    /* three independent loads in flight at once: peer t's ACK, the first line */
+    /* loads in flight together: the epoch (above), peer t's ACK, the first line */
     uint64_t ackv = ~0ull;
     if (t < n && t != me) ackv = ld_volatile(a.flags + FLAG_ACK(b, t));
     const size_t l0 = lo + t;
@@ -100,7 +101,9 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_oneshot(const struct sym_gp
             uint8_t *mine = a.dst + (size_t)me * len;
             if (mine != a.src) line_put(mine, len, l, line_get(a.src, len, l));
             for (int q = 0; q < n; q++)
-                if (q != me) line_put(a.dst + (size_t)q * len, len, l, ll_load(slot0 + q * qstride, e, a, q));
+                if (q != me)
+                    line_put(a.dst + (size_t)q * len, len, l,
+                             ll_load(slot0 + q * qstride, e, a, q));
         } else { /* broadcast */
             const size_t len = a.count * ES;
             if (l * 8 >= len) break;

@@ -116,14 +116,18 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
                         nout = 1;
                         if (coll == SYM_GPU_ALLREDUCE) out[nout++] = buf;
                     }
-                    reduce_elems<DT, 2, 2>(in, 2, out, nout, w, last ? a.op : (a.op == SHMEMX_AVG ? SHMEMX_SUM : a.op), n);
-                    if (r + 1 < R) ring_send(SLOT(par, r + 1), buf, w * es, SIG(par, r + 1), val, next);
+                    reduce_elems<DT, 2, 2>(in, 2, out, nout, w,
+                                           last ? a.op : (a.op == SHMEMX_AVG ? SHMEMX_SUM : a.op),
+                                           n);
+                    if (r + 1 < R)
+                        ring_send(SLOT(par, r + 1), buf, w * es, SIG(par, r + 1), val, next);
                 } else { /* all-gather: complete chunk me-1-j */
                     int j = r - (n - 1);
                     c = ((me - 1 - j) % n + n) % n;
                     PART(c, o, w);
                     if (w) copy1(a.dst + o, buf, w * es);
-                    if (r + 1 < R) ring_send(SLOT(par, r + 1), buf, w * es, SIG(par, r + 1), val, next);
+                    if (r + 1 < R)
+                        ring_send(SLOT(par, r + 1), buf, w * es, SIG(par, r + 1), val, next);
                 }
             }
 #undef PART
@@ -143,7 +147,8 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
                     ring_wait(a, FLAG_RING(b, par, r), val, "ring data", prev);
                     int c = ((me - 1 - r) % n + n) % n;
                     if (w) copy1(a.dst + (size_t)c * glen + x0, SLOT(par, r), w);
-                    if (r + 1 < R) ring_send(SLOT(par, r + 1), SLOT(par, r), w, SIG(par, r + 1), val, next);
+                    if (r + 1 < R)
+                        ring_send(SLOT(par, r + 1), SLOT(par, r), w, SIG(par, r + 1), val, next);
                 }
             } else if (me == a.root) {
                 const uint8_t *from = a.src + x0;
@@ -156,7 +161,8 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
             } else {
                 ring_wait(a, FLAG_RING(b, par, 0), val, "ring data", prev);
                 if (w) copy1(a.dst + x0, SLOT(par, 0), w);
-                if (next != a.root) ring_send(SLOT(par, 0), SLOT(par, 0), w, SIG(par, 0), val, next);
+                if (next != a.root)
+                    ring_send(SLOT(par, 0), SLOT(par, 0), w, SIG(par, 0), val, next);
             }
         }
         /* my puts out of parity `par` slots are done and I read what arrived:

@@ -35,7 +35,8 @@ template <int NP> struct twoshot_threads {
 };
 
 template <int DT, int NP>
-__global__ void __launch_bounds__(twoshot_threads<NP>::value) k_twoshot(const struct sym_gpu_args a) {
+__global__ void __launch_bounds__(twoshot_threads<NP>::value)
+    k_twoshot(const struct sym_gpu_args a) {
     constexpr int ES = sym_dt<DT>::size;
     const int b = blockIdx.x, G = gridDim.x, n = a.npes, me = a.me;
     const bool ar = a.coll == SYM_GPU_ALLREDUCE;
@@ -72,7 +73,9 @@ __global__ void __launch_bounds__(twoshot_threads<NP>::value) k_twoshot(const st
         for (int k = 1; k < n; k++) {
             int p = me + k < n ? me + k : me + k - n;
             size_t w = WIDTH(p);
-            if (w) copy1(RS_SLOT(a.peer_scr[p] + reg_off, par, me), a.src + (poff[p] + x0) * ES, w * ES);
+            if (w)
+                copy1(RS_SLOT(a.peer_scr[p] + reg_off, par, me), a.src + (poff[p] + x0) * ES,
+                      w * ES);
         }
         __syncthreads();
         signal_peers(a, FLAG_SIG(b, 0, me), val, ~0ull);
