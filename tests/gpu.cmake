@@ -1,7 +1,8 @@
 # GPU tests (label "gpu"; `make test-gpu` runs them). Each reports SKIP (exit
 # 77, one line why) where there is no GPU, so a CI machine without one passes.
 # Shared-GPU variants run several PEs on one GPU (SYMTRAIN_GPU_SHARE=1): the
-# 4-PE run on 2 GPUs is how the 4-GPU code paths are tested on a 2-GPU host.
+# 4- and 8-PE runs on 2 GPUs are how the 4- and 8-GPU code paths are tested on
+# a 2-GPU host.
 if(NOT SYM_HAVE_GPU)
   return()
 endif()
@@ -41,6 +42,6 @@ sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 1 2
   ENV "${_gpu_env};SYMTRAIN_GPU_SCRATCH=4M")
 sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 2 SUFFIX _share1gpu
   ENV "${_gpu_env};SYMTRAIN_GPU_SCRATCH=4M;SYMTRAIN_GPU_SHARE=1;CUDA_VISIBLE_DEVICES=0;SYMTRAIN_TEST_QUICK=1")
-sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 4 SUFFIX _share2gpu
+sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 4 8 SUFFIX _share2gpu
   ENV "${_gpu_env};SYMTRAIN_GPU_SCRATCH=4M;SYMTRAIN_GPU_SHARE=1;SYMTRAIN_TEST_QUICK=1")
 sym_gpu_test(gpu_user_kernel SOURCE gpu_user_kernel.cu NPES 2 ENV "${_gpu_env}" CUDA)

@@ -64,9 +64,10 @@ if [ "$MODE" != bench ] && [ "$MODE" != tune ] || [ ! -x "$B/symbench-gpu" ]; th
     cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release &&
     targets="symrun symgpu symgpu_nvshmem symbench-gpu gpu_nolib gpu_init gpu_coll gpu_user_kernel" &&
     if cmake --build "$B" --target help | grep -q symbench-gpu-mpi; then targets="$targets symbench-gpu-mpi"; fi &&
+    targets=${SYMTRAIN_TARGETS:-$targets} &&
     cmake --build "$B" -j "$(nproc)" --target $targets
   } > "$OUT/build.log" 2>&1
-  if [ $? -ne 0 ] || [ ! -x "$B/symbench-gpu" ]; then
+  if [ $? -ne 0 ] || [ ! -x "$B/symrun" ]; then
     tail -40 "$OUT/build.log"
     echo "device_run: BUILD FAILED (see build.log)"
     exit 1
@@ -148,8 +149,8 @@ fi
 
 # ---- PEs sharing GPUs (time-sliced: last, and bounded) ----
 if want share; then
-  if have_time 60; then
-    (cd "$B" && timeout $(( BUDGET - $(elapsed) - 15 )) ctest -L gpu -R share --output-on-failure --timeout 120) >> "$OUT/tests.log" 2>&1
+  if have_time 40; then
+    (cd "$B" && timeout $(( BUDGET - $(elapsed) - 5 )) ctest -L gpu -R share --output-on-failure --timeout 120) >> "$OUT/tests.log" 2>&1
     TESTS_LINE="$TESTS_LINE; shared GPUs: $(grep -E 'tests passed|tests failed' "$OUT/tests.log" | tail -1)"
   else
     note "shared-GPU tests skipped: out of time"
