@@ -22,8 +22,13 @@
  * Progress: one thread per PE waits on the completion queue. Providers with
  * manual progress need it to move data at all; it also executes incoming
  * active messages and applies signals.
+ *
+ * libfabric is loaded (dlopen) only when a job spans hosts: single-host jobs
+ * never load it or the provider libraries it pulls in (some of which install
+ * signal handlers of their own at load time).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
@@ -49,8 +54,37 @@
         if (rc_) ofi_fail(#call, rc_, __FILE__, __LINE__);                           \
     } while (0)
 
+/* The few libfabric entry points that are not inline wrappers. */
+static struct {
+    int (*getinfo)(uint32_t, const char *, const char *, uint64_t, const struct fi_info *,
+                   struct fi_info **);
+    void (*freeinfo)(struct fi_info *);
+    struct fi_info *(*dupinfo)(const struct fi_info *);
+    int (*fabric)(struct fi_fabric_attr *, struct fid_fabric **, void *);
+    const char *(*strerror)(int);
+} lib;
+
+static void load_libfabric(void) {
+    /* libinfinipath (under the psm providers) would otherwise replace the
+     * program's fatal-signal handling with its own backtrace-and-exit(1). */
+    setenv("IPATH_NO_BACKTRACE", "1", 0);
+    void *h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (!h)
+        sym__fatal("shmem_init", "the job spans hosts but libfabric cannot be loaded (%s); "
+                                 "install it (apt-get install libfabric1)",
+                   dlerror());
+    *(void **)&lib.getinfo = dlsym(h, "fi_getinfo");
+    *(void **)&lib.freeinfo = dlsym(h, "fi_freeinfo");
+    *(void **)&lib.dupinfo = dlsym(h, "fi_dupinfo");
+    *(void **)&lib.fabric = dlsym(h, "fi_fabric");
+    *(void **)&lib.strerror = dlsym(h, "fi_strerror");
+    if (!lib.getinfo || !lib.freeinfo || !lib.dupinfo || !lib.fabric || !lib.strerror)
+        sym__fatal("shmem_init", "the libfabric found lacks fi_getinfo/fi_fabric; install "
+                                 "libfabric 1.9 or later");
+}
+
 static noreturn void ofi_fail(const char *call, int rc, const char *file, int line) {
-    sym__fatal("ofi", "%s failed: %s (%s:%d)", call, fi_strerror(-rc), file, line);
+    sym__fatal("ofi", "%s failed: %s (%s:%d)", call, lib.strerror(-rc), file, line);
 }
 
 /* ---- state ---- */
@@ -229,7 +263,7 @@ static void *progress_main(void *arg) {
             struct fi_cq_err_entry err = {0};
             fi_cq_readerr(g.cq, &err, 0);
             sym__fatal("ofi", "a fabric operation failed: %s (provider: %s)",
-                       fi_strerror(err.err),
+                       lib.strerror(err.err),
                        fi_cq_strerror(g.cq, err.prov_errno, err.err_data, NULL, 0));
         }
         if (n < 0) continue;
@@ -466,7 +500,7 @@ static const sym_remote_ops_t ofi_ops = {
 /* Providers that offer RDM endpoints with RMA, ordered writes and sends, and
  * delivery-complete writes; with fabric atomics when `atomics`. NULL if none. */
 static struct fi_info *query(const char *prov, int atomics, int *rc) {
-    struct fi_info *hints = fi_allocinfo();
+    struct fi_info *hints = lib.dupinfo(NULL);
     if (!hints) sym__fatal("ofi", "out of memory");
     hints->ep_attr->type = FI_EP_RDM;
     hints->caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |
@@ -480,8 +514,8 @@ static struct fi_info *query(const char *prov, int atomics, int *rc) {
     hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
     if (prov && *prov) hints->fabric_attr->prov_name = strdup(prov);
     struct fi_info *info = NULL;
-    *rc = fi_getinfo(FI_VERSION_NEEDED, NULL, NULL, 0, hints, &info);
-    fi_freeinfo(hints);
+    *rc = lib.getinfo(FI_VERSION_NEEDED, NULL, NULL, 0, hints, &info);
+    lib.freeinfo(hints);
     return *rc ? NULL : info;
 }
 
@@ -493,12 +527,12 @@ static struct fi_info *get_info(const char *prov) {
         sym__fatal("shmem_init",
                    "no libfabric provider%s%s offers RDM endpoints with RMA and ordered "
                    "writes (%s); set SYMTRAIN_OFI_PROVIDER to one that does (fi_info lists them)",
-                   prov && *prov ? " named " : "", prov && *prov ? prov : "", fi_strerror(-rc));
+                   prov && *prov ? " named " : "", prov && *prov ? prov : "", lib.strerror(-rc));
     return info;
 }
 
 static int try_open(struct fi_info *fi) {
-    if (fi_fabric(fi->fabric_attr, &g.fabric, NULL)) return -1;
+    if (lib.fabric(fi->fabric_attr, &g.fabric, NULL)) return -1;
     if (fi_domain(g.fabric, fi, &g.domain, NULL)) goto err_fabric;
     struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA, .size = 1024, .wait_obj = FI_WAIT_UNSPEC};
     g.wait_cq = 1;
@@ -558,6 +592,7 @@ static int atomics_usable(void) {
 }
 
 const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
+    load_libfabric();
     const char *prov = getenv("SYMTRAIN_OFI_PROVIDER");
     struct fi_info *list = get_info(prov);
     struct fi_info *fi = list;
@@ -665,5 +700,5 @@ void sym__ofi_fini(sym_boot_t *boot) {
     fi_close(&g.cq->fid);
     fi_close(&g.domain->fid);
     fi_close(&g.fabric->fid);
-    fi_freeinfo(g.info);
+    lib.freeinfo(g.info);
 }
