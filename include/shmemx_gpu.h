@@ -53,6 +53,18 @@
  *   memory is NVSHMEM symmetric memory: pass it to nvshmem_* calls as is.
  *   tests/gpu_user_kernel.cu is a complete example.
  *
+ * Environment (read at shmemx_gpu_init)
+ *   SYMTRAIN_GPU=k, SYMTRAIN_GPU_SHARE=1     GPU choice (above)
+ *   SYMTRAIN_GPU_HEAP_SIZE=1G                symmetric heap for shmemx_gpu_malloc
+ *   SYMTRAIN_GPU_SCRATCH=256M                working memory (128 per-block regions)
+ *   SYMTRAIN_GPU_ALGO, SYMTRAIN_GPU_BLOCKS   force an algorithm / block count
+ *   SYMTRAIN_GPU_ONESHOT_MAX, SYMTRAIN_GPU_MIN_CHUNK   move the table's limits
+ *   SYMTRAIN_GPU_PDL=0                       no programmatic dependent launch
+ *   SYMTRAIN_GPU_TIMEOUT=30                  seconds a kernel waits for a peer before
+ *                                            it prints which one and traps (0: never)
+ *   SYMTRAIN_GPU_BACKEND=path                the libsymgpu_nvshmem.so to load
+ *   NVSHMEM's own variables are honoured; NVSHMEM_DISABLE_NVLS=1 is the default.
+ *
  * Errors: every int-returning call returns 0 or a negative code (shmemx.h's
  * SHMEMX_E*, or SHMEMX_GPU_E* below) after printing one line saying what was
  * wrong and what to do.
