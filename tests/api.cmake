@@ -1,0 +1,11 @@
+# Tests of the whole OpenSHMEM 1.5 API (issue 3): teams, team collectives for
+# every type, contexts and threads, locks, the deprecated calls, C11 generic
+# selection, misuse messages, the examples, and programs written the way
+# outside conformance suites and benchmarks write them (built with symcc).
+# Odd PE counts matter; 4 PEs oversubscribe a 2-core machine on purpose.
+sym_pe_test(api_teams NPES 1 2 3 4)
+set_tests_properties(api_teams_np1 api_teams_np2 api_teams_np3 api_teams_np4
+  PROPERTIES LABELS api)
+sym_pe_test(api_teamcoll NPES 1 2 3 4)
+set_tests_properties(api_teamcoll_np1 api_teamcoll_np2 api_teamcoll_np3 api_teamcoll_np4
+  PROPERTIES LABELS api)
