@@ -169,7 +169,7 @@ int main(int argc, char **argv) {
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
-    local_buf = malloc(max_size);
+    local_buf = aligned_alloc(4096, (max_size + 4095) & ~(size_t)4095); /* as symbench */
     if (!local_buf ||
         MPI_Win_allocate((MPI_Aint)max_size + 64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win_buf,
                          &win) != MPI_SUCCESS)

@@ -179,7 +179,7 @@ int main(int argc, char **argv) {
         }
     }
     sym_buf = shmem_malloc(max_size);
-    local_buf = malloc(max_size);
+    local_buf = aligned_alloc(4096, (max_size + 4095) & ~(size_t)4095); /* as symbench */
     if (!sym_buf || !local_buf) {
         if (!me) fprintf(stderr, "osh_baseline: cannot allocate %zu bytes; raise "
                                  "SHMEM_SYMMETRIC_SIZE\n", max_size);
