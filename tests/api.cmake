@@ -9,3 +9,7 @@ set_tests_properties(api_teams_np1 api_teams_np2 api_teams_np3 api_teams_np4
 sym_pe_test(api_teamcoll NPES 1 2 3 4)
 set_tests_properties(api_teamcoll_np1 api_teamcoll_np2 api_teamcoll_np3 api_teamcoll_np4
   PROPERTIES LABELS api)
+sym_pe_test(api_ctx NPES 1 2 3 4 LIBS Threads::Threads)
+set_tests_properties(api_ctx_np1 api_ctx_np2 api_ctx_np3 api_ctx_np4 PROPERTIES LABELS api)
+sym_pe_test(api_lock NPES 1 2 3 4)
+set_tests_properties(api_lock_np1 api_lock_np2 api_lock_np3 api_lock_np4 PROPERTIES LABELS api)
