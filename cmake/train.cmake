@@ -53,6 +53,7 @@ add_library(symtrain SHARED ${SYMTRAIN_SOURCES})
 target_include_directories(symtrain PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>)
 target_link_libraries(symtrain PUBLIC symshmem PRIVATE ZLIB::ZLIB Threads::Threads m)
+
 if(SYM_HAVE_OPENBLAS)
   target_compile_definitions(symtrain PRIVATE SYM_HAVE_OPENBLAS=1)
   if(SYM_HAVE_OPENBLAS_THREADS)

@@ -17,6 +17,7 @@
 
 #include <symtrain/tensor.h>
 
+#include "parallel.h"
 #include "internal.h"
 
 #ifdef SYM_HAVE_OPENBLAS
@@ -169,6 +170,7 @@ const char *sym_blas_name(void) {
 
 void sym_blas_set_threads(int threads) {
     if (threads < 1) threads = 1;
+    sym__threads = threads; /* also the element-wise loops' (parallel.h) */
 #if defined(SYM_HAVE_OPENBLAS) && defined(SYM_HAVE_OPENBLAS_THREADS)
     openblas_set_num_threads(threads);
 #else

@@ -12,6 +12,7 @@
 
 #include <symtrain/optim.h>
 
+#include "parallel.h"
 #include "internal.h"
 
 #define STATE_MAGIC 0x4F4D5953u /* "SYMO" */
@@ -90,24 +91,36 @@ uint64_t sym_optim_steps(const sym_optim_t *o) { return o->t; }
 
 /* ---- updates ---- */
 
-static void sgd_range(sym_optim_t *o, float *w, const float *g, size_t lo, size_t hi, float lr,
-                      float wd) {
-    const float mu = o->cfg.momentum;
-    float *buf = o->buf0;
-    for (size_t i = lo; i < hi; i++) {
+typedef struct {
+    sym_optim_t *o;
+    float *w;
+    const float *g;
+    size_t base;
+    float lr, wd, bc1, bc2;
+} step_args_t;
+
+/* Elements [base + lo, base + hi): the split comes from sym__parallel_for. */
+static void sgd_part(size_t lo, size_t hi, void *arg) {
+    const step_args_t *a = arg;
+    const float mu = a->o->cfg.momentum, lr = a->lr, wd = a->wd;
+    float *buf = a->o->buf0, *w = a->w;
+    const float *g = a->g;
+    for (size_t i = a->base + lo; i < a->base + hi; i++) {
         float d = g[i] + wd * w[i];
         buf[i] = mu * buf[i] + d;
         w[i] -= lr * buf[i];
     }
 }
 
-static void adamw_range(sym_optim_t *o, float *w, const float *g, size_t lo, size_t hi, float lr,
-                        float wd, float bc1, float bc2) {
+static void adamw_part(size_t lo, size_t hi, void *arg) {
+    const step_args_t *a = arg;
+    const sym_optim_t *o = a->o;
     const float b1 = o->cfg.beta1, b2 = o->cfg.beta2, eps = o->cfg.eps;
-    float *m = o->buf0, *v = o->buf1;
-    const float decay = 1.0f - lr * wd;
-    const float step = lr / bc1, inv_sqrt_bc2 = 1.0f / sqrtf(bc2);
-    for (size_t i = lo; i < hi; i++) {
+    float *m = o->buf0, *v = o->buf1, *w = a->w;
+    const float *g = a->g;
+    const float decay = 1.0f - a->lr * a->wd;
+    const float step = a->lr / a->bc1, inv_sqrt_bc2 = 1.0f / sqrtf(a->bc2);
+    for (size_t i = a->base + lo; i < a->base + hi; i++) {
         w[i] *= decay;
         m[i] = b1 * m[i] + (1.0f - b1) * g[i];
         v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
@@ -118,10 +131,8 @@ static void adamw_range(sym_optim_t *o, float *w, const float *g, size_t lo, siz
 static void step_range(sym_optim_t *o, float *w, const float *g, size_t lo, size_t hi, float lr,
                        float wd, float bc1, float bc2) {
     if (lo >= hi) return;
-    if (o->cfg.kind == SYM_OPT_SGD)
-        sgd_range(o, w, g, lo, hi, lr, wd);
-    else
-        adamw_range(o, w, g, lo, hi, lr, wd, bc1, bc2);
+    step_args_t a = {o, w, g, lo, lr, wd, bc1, bc2};
+    sym__parallel_for(hi - lo, hi - lo, o->cfg.kind == SYM_OPT_SGD ? sgd_part : adamw_part, &a);
 }
 
 static int cmp_range(const void *a, const void *b) {

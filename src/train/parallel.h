@@ -1,0 +1,27 @@
+/*
+ * parallel.h — element-wise loops spread over the PE's threads.
+ *
+ * A PE gets `sym__threads` threads (the BLAS thread count, --threads). Large
+ * element-wise loops (activations, dropout, the optimizer update) are split
+ * into that many contiguous ranges run by a small pool; idle pool threads
+ * sleep rather than spin, so they never slow the BLAS threads that share the
+ * cores. Every element is computed the same way whatever the split, so
+ * results do not depend on the thread count.
+ */
+#ifndef SYM_TRAIN_PARALLEL_H
+#define SYM_TRAIN_PARALLEL_H
+
+#include <stddef.h>
+
+extern int sym__threads;
+
+/* Below this many elements a loop is not worth waking the pool for. */
+#define SYM_PAR_MIN 32768
+
+/* body(lo, hi, arg) for a split of [0, n) into contiguous ranges, in parallel
+ * when the loop touches `work` >= SYM_PAR_MIN elements and there is more than
+ * one thread (n counts items: elements, or rows of `work / n` elements). */
+void sym__parallel_for(size_t n, size_t work, void (*body)(size_t lo, size_t hi, void *arg),
+                       void *arg);
+
+#endif
