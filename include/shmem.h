@@ -69,8 +69,10 @@ enum { SHMEM_SIGNAL_SET = 0, SHMEM_SIGNAL_ADD = 1 };
 #define SHMEM_TEAM_NUM_CONTEXTS (1L << 0)
 
 /* The deprecated active-set collectives' work arrays. pSync arrays must be
- * filled with SHMEM_SYNC_VALUE before first use and are left so on return. */
-#define SHMEM_SYNC_VALUE (-1L)
+ * filled with SHMEM_SYNC_VALUE before first use and are left so on return.
+ * The value is 0, as in the other implementations, so the many programs that
+ * leave a static pSync array zero-initialised still work. */
+#define SHMEM_SYNC_VALUE 0L
 #define SHMEM_BARRIER_SYNC_SIZE 64
 #define SHMEM_BCAST_SYNC_SIZE 64
 #define SHMEM_COLLECT_SYNC_SIZE 64
@@ -419,10 +421,11 @@ long shmem_swap(long *dest, long value, int pe);
                                         const int *status, int cmp, T *cmp_values);
 SYMI_P2P_TYPES(SYMI_DECL_P2P)
 
-/* deprecated: wait while *ivar == cmp_value */
-#define SYMI_DECL_P2P_OLD(T, N) void shmem_##N##_wait(T *ivar, T cmp_value);
+/* deprecated: wait while *ivar == cmp_value. The flag is volatile, as in
+ * OpenSHMEM 1.3 where these were defined: old programs pass volatile flags. */
+#define SYMI_DECL_P2P_OLD(T, N) void shmem_##N##_wait(volatile T *ivar, T cmp_value);
 SYMI_TOALL_BIT_TYPES(SYMI_DECL_P2P_OLD)
-void shmem_wait(long *ivar, long cmp_value);
+void shmem_wait(volatile long *ivar, long cmp_value);
 
 /* ---- memory ordering ---- */
 
@@ -720,28 +723,38 @@ void shmem_udcflush_line(void *dest);
 #define SYMI_G_AMO_OLD_EXT(post)                                                     \
     SYMI_G_AMO_OLD_STD(post), float: shmem_float##post, double: shmem_double##post
 
-/* Point-to-point synchronisation: dispatch on the ivar's element type. */
-#define shmem_wait_until(a, ...) _Generic(*(a), SYMI_G_P2P(shmem_, _wait_until))(a, __VA_ARGS__)
-#define shmem_wait_until_all(a, ...) _Generic(*(a), SYMI_G_P2P(shmem_, _wait_until_all))(a, __VA_ARGS__)
-#define shmem_wait_until_any(a, ...) _Generic(*(a), SYMI_G_P2P(shmem_, _wait_until_any))(a, __VA_ARGS__)
+/* Point-to-point synchronisation: dispatch on the ivar's element type. The
+ * ivar goes through (void *) so that flags declared volatile, as programs
+ * written for OpenSHMEM 1.3 declare them, are accepted without a warning; the
+ * selection has already checked the type. */
+#define shmem_wait_until(a, ...)                                                     \
+    _Generic(*(a), SYMI_G_P2P(shmem_, _wait_until))((void *)(a), __VA_ARGS__)
+#define shmem_wait_until_all(a, ...)                                                 \
+    _Generic(*(a), SYMI_G_P2P(shmem_, _wait_until_all))((void *)(a), __VA_ARGS__)
+#define shmem_wait_until_any(a, ...)                                                 \
+    _Generic(*(a), SYMI_G_P2P(shmem_, _wait_until_any))((void *)(a), __VA_ARGS__)
 #define shmem_wait_until_some(a, ...)                                                \
-    _Generic(*(a), SYMI_G_P2P(shmem_, _wait_until_some))(a, __VA_ARGS__)
+    _Generic(*(a), SYMI_G_P2P(shmem_, _wait_until_some))((void *)(a), __VA_ARGS__)
 #define shmem_wait_until_all_vector(a, ...)                                          \
-    _Generic(*(a), SYMI_G_P2P(shmem_, _wait_until_all_vector))(a, __VA_ARGS__)
+    _Generic(*(a), SYMI_G_P2P(shmem_, _wait_until_all_vector))((void *)(a), __VA_ARGS__)
 #define shmem_wait_until_any_vector(a, ...)                                          \
-    _Generic(*(a), SYMI_G_P2P(shmem_, _wait_until_any_vector))(a, __VA_ARGS__)
+    _Generic(*(a), SYMI_G_P2P(shmem_, _wait_until_any_vector))((void *)(a), __VA_ARGS__)
 #define shmem_wait_until_some_vector(a, ...)                                         \
-    _Generic(*(a), SYMI_G_P2P(shmem_, _wait_until_some_vector))(a, __VA_ARGS__)
-#define shmem_test(a, ...) _Generic(*(a), SYMI_G_P2P(shmem_, _test))(a, __VA_ARGS__)
-#define shmem_test_all(a, ...) _Generic(*(a), SYMI_G_P2P(shmem_, _test_all))(a, __VA_ARGS__)
-#define shmem_test_any(a, ...) _Generic(*(a), SYMI_G_P2P(shmem_, _test_any))(a, __VA_ARGS__)
-#define shmem_test_some(a, ...) _Generic(*(a), SYMI_G_P2P(shmem_, _test_some))(a, __VA_ARGS__)
+    _Generic(*(a), SYMI_G_P2P(shmem_, _wait_until_some_vector))((void *)(a), __VA_ARGS__)
+#define shmem_test(a, ...)                                                           \
+    _Generic(*(a), SYMI_G_P2P(shmem_, _test))((void *)(a), __VA_ARGS__)
+#define shmem_test_all(a, ...)                                                       \
+    _Generic(*(a), SYMI_G_P2P(shmem_, _test_all))((void *)(a), __VA_ARGS__)
+#define shmem_test_any(a, ...)                                                       \
+    _Generic(*(a), SYMI_G_P2P(shmem_, _test_any))((void *)(a), __VA_ARGS__)
+#define shmem_test_some(a, ...)                                                      \
+    _Generic(*(a), SYMI_G_P2P(shmem_, _test_some))((void *)(a), __VA_ARGS__)
 #define shmem_test_all_vector(a, ...)                                                \
-    _Generic(*(a), SYMI_G_P2P(shmem_, _test_all_vector))(a, __VA_ARGS__)
+    _Generic(*(a), SYMI_G_P2P(shmem_, _test_all_vector))((void *)(a), __VA_ARGS__)
 #define shmem_test_any_vector(a, ...)                                                \
-    _Generic(*(a), SYMI_G_P2P(shmem_, _test_any_vector))(a, __VA_ARGS__)
+    _Generic(*(a), SYMI_G_P2P(shmem_, _test_any_vector))((void *)(a), __VA_ARGS__)
 #define shmem_test_some_vector(a, ...)                                               \
-    _Generic(*(a), SYMI_G_P2P(shmem_, _test_some_vector))(a, __VA_ARGS__)
+    _Generic(*(a), SYMI_G_P2P(shmem_, _test_some_vector))((void *)(a), __VA_ARGS__)
 
 /* Team collectives: dispatch on the destination's element type. */
 #define shmem_broadcast(t, d, ...) _Generic(*(d), SYMI_G_RMA(shmem_, _broadcast))(t, d, __VA_ARGS__)

@@ -146,11 +146,13 @@ static noreturn void bad_cmp(const char *fn, int cmp) {
 SYMI_P2P_TYPES(DEF_P2P)
 
 #define DEF_P2P_OLD(T, N)                                                            \
-    void shmem_##N##_wait(T *ivar, T cmp_value) {                                    \
-        shmem_##N##_wait_until(ivar, SHMEM_CMP_NE, cmp_value);                       \
+    void shmem_##N##_wait(volatile T *ivar, T cmp_value) {                           \
+        shmem_##N##_wait_until((T *)ivar, SHMEM_CMP_NE, cmp_value);                  \
     }
 SYMI_TOALL_BIT_TYPES(DEF_P2P_OLD)
-void shmem_wait(long *ivar, long cmp_value) { shmem_long_wait_until(ivar, SHMEM_CMP_NE, cmp_value); }
+void shmem_wait(volatile long *ivar, long cmp_value) {
+    shmem_long_wait_until((long *)ivar, SHMEM_CMP_NE, cmp_value);
+}
 
 uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value) {
     SYM_REQUIRE_INIT("shmem_signal_wait_until");
