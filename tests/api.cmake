@@ -13,3 +13,7 @@ sym_pe_test(api_ctx NPES 1 2 3 4 LIBS Threads::Threads)
 set_tests_properties(api_ctx_np1 api_ctx_np2 api_ctx_np3 api_ctx_np4 PROPERTIES LABELS api)
 sym_pe_test(api_lock NPES 1 2 3 4)
 set_tests_properties(api_lock_np1 api_lock_np2 api_lock_np3 api_lock_np4 PROPERTIES LABELS api)
+sym_pe_test(api_legacy NPES 1 2 3 4)
+target_compile_options(api_legacy PRIVATE -Werror) # volatile flags must be accepted silently
+set_tests_properties(api_legacy_np1 api_legacy_np2 api_legacy_np3 api_legacy_np4
+  PROPERTIES LABELS api)
