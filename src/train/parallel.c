@@ -2,13 +2,14 @@
  * parallel.c — the pool behind sym__parallel_for (parallel.h): threads - 1
  * workers plus the caller. A job is published under a mutex with a generation
  * number; workers take their range, the caller does range 0, and waits for
- * the others. Workers spin briefly for the next job (element-wise loops come in
- * bursts within a step), then sleep on a condition variable.
+ * the others. Idle workers sleep on a condition variable: spinning would take
+ * the cores from the BLAS threads, which spin themselves between products.
+ * A job is split into at most one range per SYM_PAR_CHUNK elements, so a
+ * small loop wakes few threads.
  */
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "../util/util.h"
 #include "parallel.h"
 
 int sym__threads = 1;
@@ -34,10 +35,6 @@ static void *worker(void *arg) {
     int id = (int)(size_t)arg; /* 1 .. nworkers */
     unsigned long seen = 0;
     for (;;) {
-        /* Spin a little on the job number, then sleep. */
-        for (int spin = 0; spin < 20000 && __atomic_load_n(&pool.gen, __ATOMIC_ACQUIRE) == seen;
-             spin++)
-            sym__cpu_relax();
         pthread_mutex_lock(&pool.mu);
         while (pool.gen == seen) pthread_cond_wait(&pool.go, &pool.mu);
         seen = pool.gen;
@@ -60,6 +57,7 @@ static void *worker(void *arg) {
 
 void sym__parallel_for(size_t n, size_t work, void (*body)(size_t, size_t, void *), void *arg) {
     int parts = sym__threads;
+    if ((size_t)parts > work / SYM_PAR_CHUNK) parts = (int)(work / SYM_PAR_CHUNK);
     if ((size_t)parts > n) parts = (int)n;
     if (work < SYM_PAR_MIN || parts <= 1) {
         body(0, n, arg);

@@ -3,9 +3,9 @@
  *
  * A PE gets `sym__threads` threads (the BLAS thread count, --threads). Large
  * element-wise loops (activations, dropout, the optimizer update) are split
- * into that many contiguous ranges run by a small pool; idle pool threads
- * sleep rather than spin, so they never slow the BLAS threads that share the
- * cores. Every element is computed the same way whatever the split, so
+ * into up to that many contiguous ranges run by a small pool; idle pool
+ * threads sleep rather than spin, so they never slow the BLAS threads that
+ * share the cores. Every element is computed the same way whatever the split, so
  * results do not depend on the thread count.
  */
 #ifndef SYM_TRAIN_PARALLEL_H
@@ -15,8 +15,10 @@
 
 extern int sym__threads;
 
-/* Below this many elements a loop is not worth waking the pool for. */
-#define SYM_PAR_MIN 32768
+/* Below this many elements a loop is not worth waking the pool for, and each
+ * thread woken gets at least SYM_PAR_CHUNK of them. */
+#define SYM_PAR_MIN 65536
+#define SYM_PAR_CHUNK 65536
 
 /* body(lo, hi, arg) for a split of [0, n) into contiguous ranges, in parallel
  * when the loop touches `work` >= SYM_PAR_MIN elements and there is more than
