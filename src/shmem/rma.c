@@ -5,7 +5,8 @@
  * around a few inline cores. For a peer on this host a put is: check the PE,
  * translate the destination (transport.h), memcpy. Same-host operations are
  * complete when they return, so the _nbi forms are the blocking ones; for a
- * remote peer the fabric transport decides when the data has gone.
+ * remote peer the fabric transport decides when the data has gone. Copies
+ * larger than half the last-level cache use streaming stores (util/copy.c).
  */
 #include <string.h>
 
@@ -16,24 +17,28 @@ shmem_ctx_t const symi_ctx_default = &sym__ctx_default;
 
 /* ---- cores ---- */
 
-static inline void put_core(shmem_ctx_t ctx, void *dest, const void *src, size_t len, int pe,
-                            int blocking, const char *fn) {
+/* Always inlined: each typed function is then its own specialised copy, and a
+ * p or g of a constant size is a plain store or load. */
+static inline __attribute__((always_inline)) void put_core(shmem_ctx_t ctx, void *dest,
+                                                           const void *src, size_t len, int pe,
+                                                           int blocking, const char *fn) {
     SYM_REQUIRE_INIT(fn);
     pe = sym__world_pe(ctx, pe, fn);
     void *d = sym__peer_range(dest, len, pe, fn);
     if (SYM_LIKELY(d != NULL))
-        memcpy(d, src, len);
+        sym__copy(d, src, len);
     else
         sym__remote->put(ctx->remote, dest, src, len, pe, blocking);
 }
 
-static inline void get_core(shmem_ctx_t ctx, void *dest, const void *src, size_t len, int pe,
-                            int blocking, const char *fn) {
+static inline __attribute__((always_inline)) void get_core(shmem_ctx_t ctx, void *dest,
+                                                           const void *src, size_t len, int pe,
+                                                           int blocking, const char *fn) {
     SYM_REQUIRE_INIT(fn);
     pe = sym__world_pe(ctx, pe, fn);
     const void *s = sym__peer_range(src, len, pe, fn);
     if (SYM_LIKELY(s != NULL))
-        memcpy(dest, s, len);
+        sym__copy(dest, s, len);
     else
         sym__remote->get(ctx->remote, dest, src, len, pe, blocking);
 }
@@ -97,7 +102,7 @@ static inline void put_signal_core(shmem_ctx_t ctx, void *dest, const void *src,
     void *d = sym__peer_range(dest, len, pe, fn);
     uint64_t *s = sym__peer_range(sig, sizeof *sig, pe, fn);
     if (SYM_LIKELY(d != NULL)) {
-        memcpy(d, src, len);
+        sym__copy(d, src, len); /* fenced when it streams: the signal comes after */
         if (sig_op == SHMEM_SIGNAL_SET)
             __atomic_store_n(s, value, __ATOMIC_RELEASE);
         else

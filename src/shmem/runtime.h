@@ -142,7 +142,8 @@ static inline int sym__world_pe(shmem_ctx_t ctx, int pe, const char *fn) {
 /* The peer's copy of [addr, addr+len) when the peer is mapped here, NULL for a
  * remote peer. An address that is not symmetric, or a range that runs off the
  * end of its segment, is fatal. */
-static inline void *sym__peer_range(const void *addr, size_t len, int pe, const char *fn) {
+static inline __attribute__((always_inline)) void *sym__peer_range(const void *addr, size_t len,
+                                                                   int pe, const char *fn) {
     size_t off;
     int s = sym__seg_of(addr, &off);
     if (SYM_UNLIKELY(s < 0 || len > sym__world.seg[s].size - off)) sym__bad_addr(fn, addr, pe);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdnoreturn.h>
+#include <string.h>
 #include <time.h>
 
 #define SYM_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -99,6 +100,23 @@ static inline void sym__backoff(sym_backoff_t *b) {
         sym_backoff_t sym_bo_ = {0};                                                 \
         while (!(cond)) sym__backoff(&sym_bo_);                                      \
     } while (0)
+
+/* ---- copying the data of a put or get (copy.c) ---- */
+
+/* Copies of at least this many bytes stream past the caches: half the
+ * last-level cache, or SYMTRAIN_COPY_NT_MIN; SIZE_MAX = never. */
+extern size_t sym__copy_nt_min;
+/* memcpy with non-temporal stores, fenced: for copies too large to cache. */
+void sym__copy_nt(void *dst, const void *src, size_t n);
+/* The copy of a same-host put or get. A small constant size (p, g) compiles
+ * to plain moves with no test. */
+static inline __attribute__((always_inline)) void sym__copy(void *dst, const void *src,
+                                                            size_t n) {
+    if (!(__builtin_constant_p(n) && n < 4096) && SYM_UNLIKELY(n >= sym__copy_nt_min))
+        sym__copy_nt(dst, src, n);
+    else
+        memcpy(dst, src, n);
+}
 
 /* ---- CRC32C (Castagnoli), hardware accelerated where the CPU has it ---- */
 uint32_t sym__crc32c(uint32_t crc, const void *data, size_t len);
