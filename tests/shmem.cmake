@@ -101,3 +101,9 @@ endif()
 # barrier_all, sync_all and team_sync (world and a split team) release no PE early.
 shmem_pe_exe(shmem_barrier)
 shmem_pe_run(shmem_barrier shmem_barrier)
+
+# The same with every put and get of 1000 bytes or more copied by streaming
+# stores (src/util/copy.c; by default only copies above half the last-level
+# cache stream): odd sizes and offsets, and the signal still after the data.
+shmem_pe_run(shmem_rma_stream shmem_rma ENV SYMTRAIN_COPY_NT_MIN=1000)
+shmem_pe_run(shmem_signal_stream shmem_signal ENV SYMTRAIN_COPY_NT_MIN=1000)
