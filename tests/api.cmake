@@ -17,3 +17,7 @@ sym_pe_test(api_legacy NPES 1 2 3 4)
 target_compile_options(api_legacy PRIVATE -Werror) # volatile flags must be accepted silently
 set_tests_properties(api_legacy_np1 api_legacy_np2 api_legacy_np3 api_legacy_np4
   PROPERTIES LABELS api)
+sym_pe_test(api_generic NPES 1 2 3 4)
+target_compile_options(api_generic PRIVATE -Werror) # a wrong or missing selection fails the build
+set_tests_properties(api_generic_np1 api_generic_np2 api_generic_np3 api_generic_np4
+  PROPERTIES LABELS api)
