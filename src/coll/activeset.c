@@ -24,9 +24,26 @@ typedef struct {
     int start, stride, size, me;
 } aset_t;
 
-static aset_t aset(const char *fn, int start, int logstride, int size) {
+/* Arguments are checked before the first synchronisation, so a bad one is
+ * reported at once by the PE that passed it, not as a hang or as an error in
+ * some other call. */
+static void need_symmetric(const char *fn, const char *what, const void *addr, size_t len) {
+    if (len && !sym__is_symmetric(addr, len))
+        sym__fatal(fn, "%s (%p, %zu bytes) is not symmetric: it must be a global or static "
+                       "variable or come from shmem_malloc, and lie wholly inside it",
+                   what, addr, len);
+}
+
+static void need_root(const char *fn, const aset_t *a, int root) {
+    if (root < 0 || root >= a->size)
+        sym__fatal(fn, "PE_root %d is out of range: it is an index into the active set, which "
+                       "has %d PE%s (0 .. %d)",
+                   root, a->size, a->size == 1 ? "" : "s", a->size - 1);
+}
+
+static aset_t aset(const char *fn, int start, int logstride, int size, long *pSync) {
     SYM_REQUIRE_INIT(fn);
-    aset_t a = {start, 1 << logstride, size, -1};
+    aset_t a = {start, 1 << (logstride >= 0 && logstride <= 30 ? logstride : 0), size, -1};
     int np = sym__world.npes;
     if (size < 1 || start < 0 || logstride < 0 || logstride > 30 ||
         (long)start + (long)a.stride * (size - 1) >= np)
@@ -36,9 +53,11 @@ static aset_t aset(const char *fn, int start, int logstride, int size) {
                    start, logstride, size, np);
     int d = sym__world.me - start;
     if (d < 0 || d % a.stride || d / a.stride >= size)
-        sym__fatal(fn, "PE %d is not in the active set (PE_start %d, logPE_stride %d, PE_size %d)",
+        sym__fatal(fn, "PE %d is not in the active set (PE_start %d, logPE_stride %d, PE_size %d): "
+                       "only the set's PEs may call",
                    sym__world.me, start, logstride, size);
     a.me = d / a.stride;
+    need_symmetric(fn, "pSync", pSync, SHMEM_SYNC_SIZE * sizeof *pSync);
     return a;
 }
 
@@ -59,13 +78,13 @@ static void aset_get(const aset_t *a, int i, void *dst, const void *src, size_t 
 }
 
 void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync) {
-    aset_t a = aset(__func__, PE_start, logPE_stride, PE_size);
+    aset_t a = aset(__func__, PE_start, logPE_stride, PE_size, pSync);
     shmem_quiet();
     aset_sync(&a, pSync);
 }
 
 void shmem_sync_deprecated(int PE_start, int logPE_stride, int PE_size, long *pSync) {
-    aset_t a = aset("shmem_sync", PE_start, logPE_stride, PE_size);
+    aset_t a = aset("shmem_sync", PE_start, logPE_stride, PE_size, pSync);
     aset_sync(&a, pSync);
 }
 
@@ -73,8 +92,9 @@ void shmem_sync_deprecated(int PE_start, int logPE_stride, int PE_size, long *pS
 
 static void broadcast(const char *fn, void *dest, const void *source, size_t bytes, int root,
                       int start, int logstride, int size, long *pSync) {
-    aset_t a = aset(fn, start, logstride, size);
-    if (root < 0 || root >= size) sym__bad_pe(fn, root, size);
+    aset_t a = aset(fn, start, logstride, size, pSync);
+    need_root(fn, &a, root);
+    need_symmetric(fn, "source", source, bytes);
     aset_sync(&a, pSync);
     if (a.me != root) aset_get(&a, root, dest, source, bytes); /* root's dest is untouched */
     aset_sync(&a, pSync);
@@ -82,7 +102,8 @@ static void broadcast(const char *fn, void *dest, const void *source, size_t byt
 
 static void fcollect(const char *fn, void *dest, const void *source, size_t bytes, int start,
                      int logstride, int size, long *pSync) {
-    aset_t a = aset(fn, start, logstride, size);
+    aset_t a = aset(fn, start, logstride, size, pSync);
+    need_symmetric(fn, "source", source, bytes);
     aset_sync(&a, pSync);
     for (int i = 0; i < size; i++) aset_get(&a, i, (char *)dest + (size_t)i * bytes, source, bytes);
     aset_sync(&a, pSync);
@@ -90,7 +111,8 @@ static void fcollect(const char *fn, void *dest, const void *source, size_t byte
 
 static void collect(const char *fn, void *dest, const void *source, size_t bytes, size_t esize,
                     int start, int logstride, int size, long *pSync) {
-    aset_t a = aset(fn, start, logstride, size);
+    aset_t a = aset(fn, start, logstride, size, pSync);
+    need_symmetric(fn, "source", source, bytes);
     pSync[COUNT_WORD] = (long)bytes;
     aset_sync(&a, pSync);
     size_t off = 0;
@@ -107,7 +129,11 @@ static void collect(const char *fn, void *dest, const void *source, size_t bytes
 static void alltoalls(const char *fn, void *dest, const void *source, ptrdiff_t dst,
                       ptrdiff_t sst, size_t nelems, size_t esize, int start, int logstride,
                       int size, long *pSync) {
-    aset_t a = aset(fn, start, logstride, size);
+    aset_t a = aset(fn, start, logstride, size, pSync);
+    size_t span = (size_t)size * nelems;
+    if (dst < 1 || sst < 1)
+        sym__fatal(fn, "strides must be at least 1 (dst %td, sst %td)", dst, sst);
+    if (span) need_symmetric(fn, "source", source, ((span - 1) * (size_t)sst + 1) * esize);
     aset_sync(&a, pSync);
     for (int i = 0; i < size; i++)
         for (size_t e = 0; e < nelems; e++)
@@ -154,11 +180,12 @@ DEF_ACTIVE_SET(64)
 static void to_all(const char *fn, void *dest, const void *source, int nreduce,
                    sym_dtype_t dtype, sym_op_t op, int start, int logstride, int size,
                    long *pSync) {
-    aset_t a = aset(fn, start, logstride, size);
+    aset_t a = aset(fn, start, logstride, size, pSync);
     if (nreduce < 0) sym__fatal(fn, "nreduce %d is negative", nreduce);
     sym_redop_t r;
     sym__redop(&r, dtype, op, 0);
     size_t bytes = (size_t)nreduce * r.esize;
+    need_symmetric(fn, "source", source, bytes);
     char *acc = malloc(bytes ? bytes : 1), *in = malloc(bytes ? bytes : 1);
     if (!acc || !in) sym__fatal(fn, "out of memory");
     aset_sync(&a, pSync);

@@ -15,6 +15,17 @@
 #define TICKET 1ull
 #define SERVE (1ull << 32)
 
+/* A lock is a symmetric, aligned long: say so in the caller's name, before
+ * the atomics that would otherwise report the problem under their own names. */
+static void check_lock(const char *fn, const long *lock) {
+    if (SYM_UNLIKELY(!sym__is_symmetric(lock, sizeof *lock)))
+        sym__fatal(fn, "the lock at %p is not symmetric: a lock is a global or static long, or "
+                       "one allocated with shmem_malloc / shmem_calloc (zeroed before first use)",
+                   (const void *)lock);
+    if (SYM_UNLIKELY((uintptr_t)lock % sizeof *lock))
+        sym__fatal(fn, "the lock at %p is not aligned to a long", (const void *)lock);
+}
+
 static uint64_t take_ticket(long *lock) {
     uint64_t v = (uint64_t)shmem_long_atomic_fetch(lock, LOCK_PE);
     for (;;) {
@@ -27,6 +38,7 @@ static uint64_t take_ticket(long *lock) {
 
 void shmem_set_lock(long *lock) {
     SYM_REQUIRE_INIT("shmem_set_lock");
+    check_lock("shmem_set_lock", lock);
     uint64_t mine = take_ticket(lock);
     sym_backoff_t b = {0};
     while (((uint64_t)shmem_long_atomic_fetch(lock, LOCK_PE) >> 32) != mine) sym__backoff(&b);
@@ -35,12 +47,14 @@ void shmem_set_lock(long *lock) {
 
 void shmem_clear_lock(long *lock) {
     SYM_REQUIRE_INIT("shmem_clear_lock");
+    check_lock("shmem_clear_lock", lock);
     sym__ctx_quiet(SHMEM_CTX_DEFAULT); /* our updates complete before the next holder */
     shmem_long_atomic_add(lock, (long)SERVE, LOCK_PE); /* the served half wraps off the top */
 }
 
 int shmem_test_lock(long *lock) {
     SYM_REQUIRE_INIT("shmem_test_lock");
+    check_lock("shmem_test_lock", lock);
     uint64_t v = (uint64_t)shmem_long_atomic_fetch(lock, LOCK_PE);
     if ((v >> 32) != (v & 0xffffffffull)) return 1; /* held or queued: not taken */
     long want = (long)((v & ~0xffffffffull) | ((v + TICKET) & 0xffffffffull));
