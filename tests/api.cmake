@@ -21,3 +21,11 @@ sym_pe_test(api_generic NPES 1 2 3 4)
 target_compile_options(api_generic PRIVATE -Werror) # a wrong or missing selection fails the build
 set_tests_properties(api_generic_np1 api_generic_np2 api_generic_np3 api_generic_np4
   PROPERTIES LABELS api)
+add_executable(api_misuse_child api_misuse_child.c)
+target_link_libraries(api_misuse_child PRIVATE symshmem)
+foreach(n 1 2 3 4)
+  add_test(NAME api_misuse_np${n}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/api_misuse.sh $<TARGET_FILE:symrun>
+            $<TARGET_FILE:api_misuse_child> ${n})
+  set_tests_properties(api_misuse_np${n} PROPERTIES TIMEOUT 200 LABELS api)
+endforeach()
