@@ -29,3 +29,12 @@ foreach(n 1 2 3 4)
             $<TARGET_FILE:api_misuse_child> ${n})
   set_tests_properties(api_misuse_np${n} PROPERTIES TIMEOUT 200 LABELS api)
 endforeach()
+
+# The classic examples (examples/ring.c, pi.c, circular_shift.c, alltoall.c),
+# each run with a check of what it prints.
+foreach(n 1 2 3 4)
+  add_test(NAME api_examples_np${n}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/api_examples.sh $<TARGET_FILE:symrun>
+            ${PROJECT_BINARY_DIR}/examples ${n})
+  set_tests_properties(api_examples_np${n} PROPERTIES TIMEOUT 200 LABELS api)
+endforeach()
