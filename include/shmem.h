@@ -388,6 +388,8 @@ SYMI_AMO_BIT_TYPES(SYMI_DECL_AMO_BIT)
 #define SYMI_AMO_OLD_EXT_TYPES(X) SYMI_AMO_OLD_STD_TYPES(X) X(float, float) X(double, double)
 SYMI_AMO_OLD_STD_TYPES(SYMI_DECL_AMO_OLD_STD)
 SYMI_AMO_OLD_EXT_TYPES(SYMI_DECL_AMO_OLD_EXT)
+/* The 1.0 untyped swap on a long. In C11 shmem_swap is also the 1.3 generic
+ * (int, long, long long, float, double): see the generic section. */
 long shmem_swap(long *dest, long value, int pe);
 
 /* ---- point-to-point synchronisation ---- */
@@ -425,6 +427,8 @@ SYMI_P2P_TYPES(SYMI_DECL_P2P)
  * OpenSHMEM 1.3 where these were defined: old programs pass volatile flags. */
 #define SYMI_DECL_P2P_OLD(T, N) void shmem_##N##_wait(volatile T *ivar, T cmp_value);
 SYMI_TOALL_BIT_TYPES(SYMI_DECL_P2P_OLD)
+/* The untyped form on a long; in C11 shmem_wait is the 1.3 generic over short,
+ * int, long and long long (see the generic section). */
 void shmem_wait(volatile long *ivar, long cmp_value);
 
 /* ---- memory ordering ---- */
@@ -718,6 +722,11 @@ void shmem_udcflush_line(void *dest);
 #define shmem_add(a, v, pe) _Generic(*(a), SYMI_G_AMO_OLD_STD(_add))(a, v, pe)
 #define shmem_fetch(a, pe) _Generic(*(a), SYMI_G_AMO_OLD_EXT(_fetch))(a, pe)
 #define shmem_set(a, v, pe) _Generic(*(a), SYMI_G_AMO_OLD_EXT(_set))(a, v, pe)
+#define shmem_swap(a, v, pe) _Generic(*(a), SYMI_G_AMO_OLD_EXT(_swap))(a, v, pe)
+/* 1.3: shmem_wait(ivar, value) for short, int, long, long long (volatile too) */
+#define shmem_wait(a, v)                                                             \
+    _Generic(*(a), short: shmem_short_wait, int: shmem_int_wait, long: shmem_long_wait, \
+             long long: shmem_longlong_wait)(a, v)
 #define SYMI_G_AMO_OLD_STD(post)                                                     \
     int: shmem_int##post, long: shmem_long##post, long long: shmem_longlong##post
 #define SYMI_G_AMO_OLD_EXT(post)                                                     \

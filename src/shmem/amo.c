@@ -184,4 +184,5 @@ SYMI_AMO_OLD_STD_TYPES(DEF_AMO_OLD_STD)
     }
 SYMI_AMO_OLD_EXT_TYPES(DEF_AMO_OLD_EXT)
 
-long shmem_swap(long *dest, long value, int pe) { return shmem_long_atomic_swap(dest, value, pe); }
+/* In parentheses: shmem.h also defines shmem_swap as the C11 generic macro. */
+long(shmem_swap)(long *dest, long value, int pe) { return shmem_long_atomic_swap(dest, value, pe); }

@@ -150,7 +150,8 @@ SYMI_P2P_TYPES(DEF_P2P)
         shmem_##N##_wait_until((T *)ivar, SHMEM_CMP_NE, cmp_value);                  \
     }
 SYMI_TOALL_BIT_TYPES(DEF_P2P_OLD)
-void shmem_wait(volatile long *ivar, long cmp_value) {
+/* In parentheses: shmem.h also defines shmem_wait as the C11 generic macro. */
+void(shmem_wait)(volatile long *ivar, long cmp_value) {
     shmem_long_wait_until((long *)ivar, SHMEM_CMP_NE, cmp_value);
 }
 
