@@ -253,6 +253,9 @@ AMO_BIT_TYPES(TEST_AMO_BIT)
             CHECKV(shmem_cswap(w, V(T, 7 * n), V(T, 1), 0) == V(T, 7 * n), "shmem_cswap " #T); \
             shmem_set(w, V(T, 4), 0);                                                \
             CHECKV(w[0] == V(T, 4), "shmem_set " #T);                                \
+            w[1] = V(T, -3); /* a swap of the wrong width would change it */         \
+            CHECKV(shmem_swap(w, V(T, 5), 0) == V(T, 4) && w[0] == V(T, 5) && w[1] == V(T, -3), \
+                   "shmem_swap " #T);                                                \
         }                                                                            \
         shmem_barrier_all();                                                         \
     }
@@ -266,8 +269,14 @@ static void amo_old_fp(void) {
         shmem_set(wd, 2.5, right);
     }
     shmem_barrier_all();
-    if (me == 1 % n) CHECKV(shmem_fetch(wf, me) == 1.5f && shmem_fetch(wd, me) == 2.5,
-                            "shmem_set/fetch on float, double");
+    if (me == 1 % n) {
+        CHECKV(shmem_fetch(wf, me) == 1.5f && shmem_fetch(wd, me) == 2.5,
+               "shmem_set/fetch on float, double");
+        wf[1] = -1.0f;
+        CHECKV(shmem_swap(wf, 3.5f, me) == 1.5f && wf[0] == 3.5f && wf[1] == -1.0f,
+               "shmem_swap on float");
+        CHECKV(shmem_swap(wd, 4.5, me) == 2.5 && wd[0] == 4.5, "shmem_swap on double");
+    }
     shmem_barrier_all();
 }
 
@@ -307,6 +316,22 @@ static void amo_old_fp(void) {
         shmem_barrier_all();                                                         \
     }
 P2P_TYPES(TEST_P2P)
+
+/* the 1.3 generic shmem_wait(ivar, value): wait while *ivar == value; the
+ * flags are volatile, as 1.3 programs declare them */
+#define TEST_WAIT_OLD(T, N)                                                          \
+    static volatile T wflag_##N[2];                                                  \
+    static void wait_old_##N(void) {                                                 \
+        wflag_##N[0] = (T)0;                                                         \
+        wflag_##N[1] = (T)7; /* a wait of the wrong width would see it */            \
+        shmem_barrier_all();                                                         \
+        shmem_p((T *)&wflag_##N[0], (T)(me + 1), right);                             \
+        shmem_wait(&wflag_##N[0], (T)0);                                             \
+        CHECKV(wflag_##N[0] == (T)(left + 1), "generic shmem_wait on volatile " #T); \
+        shmem_barrier_all();                                                         \
+    }
+#define OLD_WAIT(X) X(short, short) X(int, int) X(long, long) X(long long, longlong)
+OLD_WAIT(TEST_WAIT_OLD)
 
 /* ---- collectives ---- */
 
@@ -373,6 +398,7 @@ RED_ARITH_TYPES(TEST_RED_ARITH)
 #define CALL_OLD(T, N) amo_old_##N();
 #define CALL_P2P(T, N) p2p_##N();
 #define CALL_COLL(T, N) coll_##N();
+#define CALL_WAIT_OLD(T, N) wait_old_##N();
 #define CALL_RBIT(T, N) red_bit_##N();
 #define CALL_RMM(T, N) red_mm_##N();
 #define CALL_RAR(T, N) red_ar_##N();
@@ -391,6 +417,7 @@ int main(void) {
     OLD_STD(CALL_OLD)
     amo_old_fp();
     P2P_TYPES(CALL_P2P)
+    OLD_WAIT(CALL_WAIT_OLD)
     RMA_TYPES(CALL_COLL)
     RED_BIT_TYPES(CALL_RBIT)
     RED_MINMAX_TYPES(CALL_RMM)
