@@ -135,6 +135,13 @@ static void alltoalls(const char *fn, void *dest, const void *source, ptrdiff_t 
         sym__fatal(fn, "strides must be at least 1 (dst %td, sst %td)", dst, sst);
     if (span) need_symmetric(fn, "source", source, ((span - 1) * (size_t)sst + 1) * esize);
     aset_sync(&a, pSync);
+    if (dst == 1 && sst == 1) { /* alltoall32/64: one block from each member */
+        size_t blk = nelems * esize;
+        const char *mine = (const char *)source + (size_t)a.me * blk;
+        for (int i = 0; i < size; i++) aset_get(&a, i, (char *)dest + (size_t)i * blk, mine, blk);
+        aset_sync(&a, pSync);
+        return;
+    }
     for (int i = 0; i < size; i++)
         for (size_t e = 0; e < nelems; e++)
             aset_get(&a, i, (char *)dest + (size_t)dst * ((size_t)i * nelems + e) * esize,
