@@ -38,3 +38,20 @@ foreach(n 1 2 3 4)
             ${PROJECT_BINARY_DIR}/examples ${n})
   set_tests_properties(api_examples_np${n} PROPERTIES TIMEOUT 200 LABELS api)
 endforeach()
+
+# Programs written the way outside conformance suites and benchmarks are
+# written (tests/conformance/: UH-validation, Sandia-OpenSHMEM and
+# specification-example style tests, OSU-style benchmarks), built only with
+# the build tree's symcc, once, then run at 2, 3 and 4 PEs.
+add_test(NAME api_conformance_build
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/conformance/run.sh build ${PROJECT_BINARY_DIR}
+          ${PROJECT_BINARY_DIR}/conformance)
+set_tests_properties(api_conformance_build PROPERTIES TIMEOUT 300 LABELS api
+  FIXTURES_SETUP api_conformance)
+foreach(n 2 3 4)
+  add_test(NAME api_conformance_np${n}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/conformance/run.sh run ${PROJECT_BINARY_DIR}
+            ${PROJECT_BINARY_DIR}/conformance ${n})
+  set_tests_properties(api_conformance_np${n} PROPERTIES TIMEOUT 300 LABELS api
+    FIXTURES_REQUIRED api_conformance)
+endforeach()
