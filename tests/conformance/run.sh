@@ -68,6 +68,15 @@ if [ "$mode" = build ]; then
         fail "[two-step build]: symcc -c then symcc prog.o failed"
     fi
     "$SYMCC" -showme "$SRC/uh_rma.c" | grep -q -- "-lsymshmem" || fail "[symcc -showme]: no -lsymshmem"
+    # The installed tree's symcc too (headers such as mpp/shmem.h must be installed).
+    if cmake --install "$BUILD" --prefix "$OUT/prefix" >"$OUT/install.log" 2>&1 &&
+        "$OUT/prefix/bin/symcc" -O2 -Wall -Wextra -Werror "$SRC/uh_rma.c" -o "$OUT/installed"; then
+        echo "$OUT/installed|0|2 4|uh_rma (built with the installed symcc)" >>"$OUT/manifest"
+        echo "built uh_rma with the installed symcc"
+    else
+        fail "[installed symcc]: could not install or build uh_rma.c"
+        tail -5 "$OUT/install.log"
+    fi
     [ "$FAILS" -eq 0 ] || { echo "conformance build: FAIL ($FAILS)"; exit 1; }
     echo "conformance build: PASS ($(wc -l <"$OUT/manifest") programs)"
     exit 0

@@ -8,7 +8,7 @@
  * @variants ; -std=c99 -Wpedantic
  * @npes 2 4
  */
-#include <shmem.h>
+#include <mpp/shmem.h> /* the SGI / Cray include path, as the UH tests have it */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
