@@ -722,11 +722,14 @@ void shmem_udcflush_line(void *dest);
 #define shmem_add(a, v, pe) _Generic(*(a), SYMI_G_AMO_OLD_STD(_add))(a, v, pe)
 #define shmem_fetch(a, pe) _Generic(*(a), SYMI_G_AMO_OLD_EXT(_fetch))(a, pe)
 #define shmem_set(a, v, pe) _Generic(*(a), SYMI_G_AMO_OLD_EXT(_set))(a, v, pe)
-#define shmem_swap(a, v, pe) _Generic(*(a), SYMI_G_AMO_OLD_EXT(_swap))(a, v, pe)
+/* shmem_swap and shmem_wait were untyped functions on long before 1.3: any
+ * other pointer (void * in old code) still reaches them. */
+#define shmem_swap(a, v, pe)                                                         \
+    _Generic(*(a), SYMI_G_AMO_OLD_EXT(_swap), default: shmem_swap)(a, v, pe)
 /* 1.3: shmem_wait(ivar, value) for short, int, long, long long (volatile too) */
 #define shmem_wait(a, v)                                                             \
     _Generic(*(a), short: shmem_short_wait, int: shmem_int_wait, long: shmem_long_wait, \
-             long long: shmem_longlong_wait)(a, v)
+             long long: shmem_longlong_wait, default: shmem_wait)(a, v)
 #define SYMI_G_AMO_OLD_STD(post)                                                     \
     int: shmem_int##post, long: shmem_long##post, long long: shmem_longlong##post
 #define SYMI_G_AMO_OLD_EXT(post)                                                     \
