@@ -12,19 +12,23 @@ int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx) {
     SYM_REQUIRE_INIT("shmem_team_create_ctx");
     *ctx = SHMEM_CTX_INVALID;
     if (team == SHMEM_TEAM_INVALID || team->me < 0) return -1;
-    if ((team->config_mask & SHMEM_TEAM_NUM_CONTEXTS) && team->n_ctx >= team->config.num_contexts)
-        return -1; /* the team was created promising fewer contexts */
-    struct symi_ctx *c = calloc(1, sizeof *c);
-    if (!c) return -1;
+    /* Threads may create contexts at once (SHMEM_THREAD_MULTIPLE): the count is
+     * taken atomically, and given back when the context cannot be made. */
+    int had = __atomic_fetch_add(&team->n_ctx, 1, __ATOMIC_RELAXED);
+    struct symi_ctx *c = NULL;
+    if ((team->config_mask & SHMEM_TEAM_NUM_CONTEXTS) && had >= team->config.num_contexts)
+        goto fail; /* the team was created promising fewer contexts */
+    if (!(c = calloc(1, sizeof *c))) goto fail;
     c->team = team;
     c->options = options;
-    if (sym__remote && sym__remote->ctx_create && !(c->remote = sym__remote->ctx_create(options))) {
-        free(c);
-        return -1;
-    }
-    team->n_ctx++;
+    if (sym__remote && sym__remote->ctx_create && !(c->remote = sym__remote->ctx_create(options)))
+        goto fail;
     *ctx = c;
     return 0;
+fail:
+    free(c);
+    __atomic_fetch_sub(&team->n_ctx, 1, __ATOMIC_RELAXED);
+    return -1;
 }
 
 int shmem_ctx_create(long options, shmem_ctx_t *ctx) {
@@ -38,7 +42,7 @@ void shmem_ctx_destroy(shmem_ctx_t ctx) {
         sym__fatal("shmem_ctx_destroy", "SHMEM_CTX_DEFAULT cannot be destroyed");
     sym__ctx_quiet(ctx); /* destroying a context completes its operations */
     if (ctx->remote) sym__remote->ctx_destroy(ctx->remote);
-    ctx->team->n_ctx--;
+    __atomic_fetch_sub(&ctx->team->n_ctx, 1, __ATOMIC_RELAXED);
     free(ctx);
 }
 
