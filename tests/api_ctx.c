@@ -19,9 +19,12 @@
  *   - a token passed round the PEs per thread index (wait_until from every
  *     thread at once);
  *   - shmem_set_lock / shmem_test_lock from every thread of every PE around a
- *     non-atomic read-modify-write of a counter on PE 0.
+ *     non-atomic read-modify-write of a counter on PE 0;
+ *   - contexts created by every thread at once on a team that promised a
+ *     number of them (SHMEM_TEAM_NUM_CONTEXTS): exactly that many are granted.
  */
 #include <pthread.h>
+#include <sched.h>
 
 #include "api_test.h"
 
@@ -275,6 +278,45 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+/* Contexts created by all threads at once on a team that promised
+ * 2 * NTHREADS of them: exactly that many are granted. */
+static shmem_team_t limited;
+static int granted, asked;
+
+static void *ctx_creator(void *arg) {
+    shmem_ctx_t c[3];
+    int mine = 0;
+    (void)arg;
+    for (int k = 0; k < 3; k++)
+        if (shmem_team_create_ctx(limited, SHMEM_CTX_PRIVATE, &c[mine]) == 0) mine++;
+        else CHECK(c[mine] == SHMEM_CTX_INVALID, "a refused context is not SHMEM_CTX_INVALID");
+    __atomic_fetch_add(&granted, mine, __ATOMIC_RELAXED);
+    /* every thread asks before any gives a context back */
+    __atomic_fetch_add(&asked, 1, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&asked, __ATOMIC_ACQUIRE) < NTHREADS) sched_yield();
+    for (int k = 0; k < mine; k++) {
+        shmem_ctx_long_p(c[k], &box[0], 1, shmem_team_my_pe(limited));
+        shmem_ctx_destroy(c[k]);
+    }
+    return NULL;
+}
+
+static void threads_ctx_limit(void) {
+    shmem_team_config_t conf = {.num_contexts = 2 * NTHREADS};
+    CHECK_EQ_INT(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, n, &conf,
+                                          SHMEM_TEAM_NUM_CONTEXTS, &limited), 0);
+    pthread_t id[NTHREADS];
+    for (int t = 0; t < NTHREADS; t++)
+        CHECK(pthread_create(&id[t], NULL, ctx_creator, NULL) == 0, "pthread_create failed");
+    for (int t = 0; t < NTHREADS; t++) pthread_join(id[t], NULL);
+    CHECK(granted == 2 * NTHREADS, "%d threads asking for 3 contexts each on a team of %d "
+          "contexts were granted %d", NTHREADS, 2 * NTHREADS, granted);
+    shmem_ctx_t c;
+    CHECK_EQ_INT(shmem_team_create_ctx(limited, 0, &c), 0); /* all were given back */
+    shmem_ctx_destroy(c);
+    shmem_team_destroy(limited);
+}
+
 static void threads(void) {
     worker_t w[NTHREADS];
     for (int t = 0; t < NTHREADS; t++) {
@@ -308,6 +350,7 @@ int main(void) {
     ctx_basics();
     ctx_team_relative();
     threads();
+    threads_ctx_limit();
     char what[160];
     snprintf(what, sizeof what, "contexts on teams, team-relative RMA and AMO, ctx quiet; %d "
              "threads per PE with RMA, atomics, waits and locks", NTHREADS);
