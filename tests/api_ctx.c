@@ -31,9 +31,9 @@
 #define MAXP 16
 #define NTHREADS 4
 #define BLOCK 512 /* bytes each thread puts into each PE */
-#define TICKETS 40 /* fetch_inc per thread per PE */
-#define LAPS 20 /* token laps */
-#define LOCKED 25 /* lock rounds per thread */
+#define TICKETS 100 /* fetch_inc per thread per PE */
+#define LAPS 100 /* token laps */
+#define LOCKED 100 /* lock rounds per thread */
 
 static int n, me;
 static uint64_t seed;

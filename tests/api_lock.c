@@ -17,7 +17,7 @@
 #include "api_test.h"
 
 #define NLOCKS 4
-#define ROUNDS 60
+#define ROUNDS 400
 
 static long glock;            /* lock 0: a global */
 static long counter[NLOCKS];  /* counter k lives on PE k % n */
