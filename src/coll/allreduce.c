@@ -20,9 +20,10 @@
  * fixed order), then copied.
  *
  * Scratch use and synchronisation: oneshot uses only the inbox area, in two
- * halves by round parity; every other algorithm starts with all members
- * "ready" before touching staging memory and ends with all members "done", so
- * consecutive collectives never overwrite memory a member still reads.
+ * halves by round parity; direct and ring start with all members "ready"
+ * before touching staging memory and end with all members "done", so
+ * consecutive collectives never overwrite memory a member still reads; rd
+ * needs neither (see rd()).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -270,7 +271,10 @@ static void rd(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r) {
     int rem = n - p2, steps = 0;
     while ((1 << steps) < p2) steps++;
 
-    sync_all(t, SYM_COLL_READY);
+    /* No all-member synchronisation before or after: every segment is a
+     * rendezvous (the receiver announces its inbox free first), and finishing
+     * recursive doubling needs every member's input, so every member has
+     * finished its previous collective. Across hosts that saves two latencies. */
     uint64_t base = t->coll_round;
     /* Message g of phase p has sequence number base + p * nseg + g + 1 on both sides. */
 #define SEQ(p, g) (base + (uint64_t)(p) * nseg + (g) + 1)
@@ -327,7 +331,6 @@ static void rd(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r) {
         const void *in1[1] = {d};
         sym__reduce1(r, d, in1, 1, count, n);
     }
-    sync_all(t, SYM_COLL_DONE);
 }
 
 /* ---- hierarchical (world spanning hosts) ---- */

@@ -15,10 +15,13 @@
  * host sharing memory — an atomic is an active message executed by the
  * target's CPU: a fabric atomic is not atomic with respect to the CPU atomics
  * the target's same-host peers use on the same word, a CPU atomic is.
- * put-with-signal: fi_writedata, the signal encoded in the 64-bit immediate
- * (op, segment, word offset, 32-bit value), applied by the target after the
- * data has landed; larger signals go as an active message ordered after the
- * write.
+ * put-with-signal: the data write, then — ordered after it — a write of the
+ * signal word (SHMEM_SIGNAL_SET) or an active-message add (SHMEM_SIGNAL_ADD).
+ * Write-with-immediate (fi_writedata) was the first design and is not used:
+ * a signal applied by the target's progress thread when the completion
+ * arrives can land after a later plain write to the same word (losing it),
+ * and a quiet cannot wait for it. Ordered writes keep program order and are
+ * covered by delivery-complete semantics.
  * Progress: one thread per PE waits on the completion queue. Providers with
  * manual progress need it to move data at all; it also executes incoming
  * active messages and applies signals.
@@ -90,8 +93,9 @@ static noreturn void ofi_fail(const char *call, int rc, const char *file, int li
 /* ---- state ---- */
 
 typedef struct {
-    uint64_t issued;    /* operations posted on this context */
-    uint64_t completed; /* and completed (atomic: the progress thread counts) */
+    uint64_t issued;      /* operations posted on this context */
+    uint64_t completed;   /* and completed (atomic: the progress thread counts) */
+    uint64_t pending_am;  /* active messages not yet applied (a fence waits for them) */
 } ofi_ctx_t;
 
 /* One outstanding operation; its fi_context2 comes first so a completion's
@@ -105,6 +109,7 @@ typedef struct op {
     size_t size;
     uint64_t scratch; /* the old value of a non-fetching fabric atomic */
     uint64_t operand, compare; /* a fabric atomic's operands, alive until it completes */
+    int am;                    /* an active message: counted in its context's pending_am */
     char bounce[];    /* a small put's data, so the caller's buffer is free at once */
 } op_t;
 
@@ -140,7 +145,7 @@ static struct {
     void *desc[SYM_SEG_COUNT];
     fi_addr_t *addr;
     uint64_t *key[SYM_SEG_COUNT], *base[SYM_SEG_COUNT];
-    int virt_addr, native_atomics, can_imm, wait_cq, ordered;
+    int virt_addr, native_atomics, wait_cq, ordered;
     size_t inject_size;
     struct {
         op_t op;
@@ -165,6 +170,7 @@ static void post_recv(int i) {
 }
 
 static void complete(op_t *op) {
+    if (op->ctx && op->am) __atomic_fetch_sub(&op->ctx->pending_am, 1, __ATOMIC_RELEASE);
     if (op->ctx) __atomic_fetch_add(&op->ctx->completed, 1, __ATOMIC_RELEASE);
     if (op->owned)
         free(op);
@@ -216,14 +222,6 @@ static void apply_signal(int seg, uint64_t offset, uint64_t value, int add) {
         __atomic_store_n(sig, value, __ATOMIC_RELEASE);
 }
 
-/* Immediate data of a put-with-signal: add(1) seg(1) word offset(30) value(32). */
-#define IMM_MAX_WORDS (1ull << 30)
-static int imm_encode(int seg, uint64_t offset, uint64_t value, int add, uint64_t *imm) {
-    if (value >> 32 || (offset & 7) || (offset >> 3) >= IMM_MAX_WORDS) return 0;
-    *imm = ((uint64_t)add << 63) | ((uint64_t)seg << 62) | ((offset >> 3) << 32) | value;
-    return 1;
-}
-
 static void handle_am(am_t *m) {
     if (m->kind == AM_REPLY) {
         op_t *op = (op_t *)(uintptr_t)m->req;
@@ -269,16 +267,6 @@ static void *progress_main(void *arg) {
         if (n < 0) continue;
         for (ssize_t i = 0; i < n; i++) {
             op_t *op = e[i].op_context;
-            if ((e[i].flags & FI_REMOTE_CQ_DATA) && !(e[i].flags & FI_WRITE)) {
-                /* A put-with-signal's data has landed here: apply its signal.
-                 * (Some providers also flag the initiator's own completion.) */
-                uint64_t d = e[i].data;
-                apply_signal((int)((d >> 62) & 1), ((d >> 32) & (IMM_MAX_WORDS - 1)) << 3,
-                             d & 0xffffffffull, (int)(d >> 63));
-                if (op && is_recv(op)) /* the provider used a receive buffer for it */
-                    post_recv((int)(((char *)op - (char *)g.recv) / (long)sizeof g.recv[0]));
-                continue;
-            }
             if (!op) continue;
             if (is_recv(op)) {
                 int slot = (int)(((char *)op - (char *)g.recv) / (long)sizeof g.recv[0]);
@@ -422,6 +410,8 @@ static void ofi_amo(void *ctx, sym_amo_op_t op, void *dest, const void *operand,
         m.req = (uintptr_t)op_;
         op_->result = result;
         op_->size = size;
+        op_->am = 1;
+        __atomic_fetch_add(&c->pending_am, 1, __ATOMIC_RELAXED);
         send_msg(&m, pe); /* the reply completes op_ */
     }
     if (blocking) wait_op(op_);
@@ -430,52 +420,43 @@ static void ofi_amo(void *ctx, sym_amo_op_t op, void *dest, const void *operand,
 static void ofi_put_signal(void *ctx, void *dest, const void *src, size_t len, uint64_t *sig,
                            uint64_t value, int sig_op, int pe, int blocking) {
     ofi_ctx_t *c = ctx ? ctx : &g.default_ctx;
-    uint64_t raddr, key, soff, imm;
-    int sseg;
-    remote_of(dest, pe, &raddr, &key, NULL, NULL);
-    uint64_t sraddr, skey;
-    remote_of(sig, pe, &sraddr, &skey, &sseg, &soff);
-    int add = sig_op == 1; /* SHMEM_SIGNAL_ADD */
-    op_t stack;
-    if (len && g.can_imm && imm_encode(sseg, soff, value, add, &imm)) {
-        if (len <= BOUNCE_MAX) { /* small: copy aside, complete by the next quiet */
-            op_t *op = malloc(sizeof *op + len);
-            if (!op) sym__fatal("ofi", "out of memory");
-            memset(op, 0, sizeof *op);
-            op->ctx = c;
-            op->owned = 1;
-            memcpy(op->bounce, src, len);
-            __atomic_fetch_add(&c->issued, 1, __ATOMIC_RELAXED);
-            POST(fi_writedata(g.ep, op->bounce, len, NULL, imm, g.addr[pe], raddr, key,
-                              &op->fctx));
-            return;
-        }
-        op_t *op = new_op(c, &stack, blocking);
-        POST(fi_writedata(g.ep, src, len, desc_for(src, len), imm, g.addr[pe], raddr, key,
-                          &op->fctx));
-        if (blocking) wait_op(op);
+    if (len) ofi_put(ctx, dest, src, len, pe, blocking);
+    if (sig_op != 1) { /* SHMEM_SIGNAL_SET: an ordered write of the word */
+        ofi_put(ctx, sig, &value, sizeof value, pe, 0);
         return;
     }
-    if (len) ofi_put(ctx, dest, src, len, pe, blocking);
-    /* The signal as an active message, ordered after the write (send-after-write). */
+    /* SHMEM_SIGNAL_ADD: an active message the target applies with a CPU
+     * atomic, ordered after the write (send-after-write); its reply completes it. */
+    uint64_t soff;
+    int sseg;
+    uint64_t sraddr, skey;
+    remote_of(sig, pe, &sraddr, &skey, &sseg, &soff);
     am_t m = {0};
     m.kind = AM_SIGNAL;
-    m.op = (uint8_t)add;
+    m.op = 1;
     m.seg = (uint8_t)sseg;
     m.from = (uint32_t)sym__world.me;
     m.offset = soff;
     m.operand = value;
-    op_t *op = new_op(c, &stack, 0); /* the reply completes it; nothing to wait for here */
+    op_t *op = new_op(c, NULL, 0);
     m.req = (uintptr_t)op;
+    __atomic_fetch_add(&c->pending_am, 1, __ATOMIC_RELAXED);
+    op->am = 1;
     send_msg(&m, pe);
 }
 
 static void ofi_quiet(void *ctx);
 
 static void ofi_fence(void *ctx) {
-    /* An ordered endpoint keeps writes, reads and sends to a target in order;
-     * otherwise ordering costs a quiet. */
-    if (!g.ordered) ofi_quiet(ctx);
+    /* An ordered endpoint keeps writes, reads and sends to a target in order,
+     * but an active message is applied by the target's CPU later than writes
+     * placed by its provider: wait for those. Unordered endpoints: a quiet. */
+    ofi_ctx_t *c = ctx ? ctx : &g.default_ctx;
+    if (!g.ordered) {
+        ofi_quiet(ctx);
+        return;
+    }
+    SYM_WAIT_UNTIL(__atomic_load_n(&c->pending_am, __ATOMIC_ACQUIRE) == 0);
 }
 
 static void ofi_quiet(void *ctx) {
@@ -505,7 +486,7 @@ static struct fi_info *query(const char *prov, int atomics, int *rc) {
     hints->ep_attr->type = FI_EP_RDM;
     hints->caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |
                   (atomics ? FI_ATOMIC : 0);
-    hints->mode = FI_CONTEXT | FI_CONTEXT2 | FI_RX_CQ_DATA;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |
                                   FI_MR_ENDPOINT;
     hints->domain_attr->threading = FI_THREAD_SAFE;
@@ -607,7 +588,6 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
                    prov ? " named " : "", prov ? prov : "");
     g.virt_addr = (fi->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
     g.inject_size = fi->tx_attr->inject_size;
-    g.can_imm = fi->domain_attr->cq_data_size >= 8;
     g.ordered = (fi->tx_attr->msg_order & (FI_ORDER_WAW | FI_ORDER_SAW)) ==
                 (FI_ORDER_WAW | FI_ORDER_SAW);
     if (g.inject_size < sizeof(am_t))
@@ -679,9 +659,8 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
     if (pthread_create(&g.progress, NULL, progress_main, NULL))
         sym__fatal("shmem_init", "cannot start the fabric progress thread");
     *default_ctx = &g.default_ctx;
-    sym__info("fabric: provider %s, %s atomics, put-with-signal by %s", mine.prov,
-              g.native_atomics ? "fabric" : "active-message",
-              g.can_imm ? "write-with-immediate" : "ordered message");
+    sym__info("fabric: provider %s, %s atomics", mine.prov,
+              g.native_atomics ? "fabric" : "active-message");
     if (boot->rank == 0 && sym__verbose())
         fprintf(stderr, "symtrain: fabric provider %s\n", mine.prov);
     return &ofi_ops;
