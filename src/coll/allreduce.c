@@ -355,6 +355,9 @@ static int hierarchical(void *dest, const void *source, size_t count, const sym_
 
 /* ---- entry ---- */
 
+/* Across hosts, oneshot up to this size (and the inbox's capacity). */
+#define REMOTE_ONESHOT_MAX ((size_t)256 << 10)
+
 int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
                    const sym_redop_t *r, shmemx_algo_t algo) {
     int n = t->size;
@@ -377,9 +380,14 @@ int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
         sym__world.n_hosts < sym__world.npes)
         return hierarchical(dest, source, count, r);
     if (algo == SHMEMX_ALGO_DIRECT && !local) algo = SHMEMX_ALGO_AUTO; /* needs shared memory */
+    /* Between hosts every message costs a network latency: small messages go
+     * oneshot (one latency), then recursive doubling, then the ring. */
+    int remote_oneshot = 0;
     if (algo == SHMEMX_ALGO_AUTO) {
         if (local)
             algo = SHMEMX_ALGO_DIRECT;
+        else if (bytes <= oneshot_capacity(t) && bytes <= REMOTE_ONESHOT_MAX)
+            remote_oneshot = 1;
         else
             algo = bytes <= 65536 ? SHMEMX_ALGO_RD : SHMEMX_ALGO_RING;
     }
@@ -395,22 +403,26 @@ int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
         }
         return SHMEMX_ENOMEM;
     }
-    switch (algo) {
-    case SHMEMX_ALGO_DIRECT:
-        if (bytes <= oneshot_limit(t))
-            oneshot(t, dest, source, count, r, in);
-        else
-            direct(t, dest, source, count, r, in, out);
-        break;
-    case SHMEMX_ALGO_RING:
-    case SHMEMX_ALGO_RD:
-        if (dest != source) memmove(dest, source, bytes);
-        if (algo == SHMEMX_ALGO_RING)
-            ring(t, dest, count, r);
-        else
-            rd(t, dest, count, r);
-        break;
-    default: break;
+    if (remote_oneshot) {
+        oneshot(t, dest, source, count, r, in);
+    } else {
+        switch (algo) {
+        case SHMEMX_ALGO_DIRECT:
+            if (bytes <= oneshot_limit(t))
+                oneshot(t, dest, source, count, r, in);
+            else
+                direct(t, dest, source, count, r, in, out);
+            break;
+        case SHMEMX_ALGO_RING:
+        case SHMEMX_ALGO_RD:
+            if (dest != source) memmove(dest, source, bytes);
+            if (algo == SHMEMX_ALGO_RING)
+                ring(t, dest, count, r);
+            else
+                rd(t, dest, count, r);
+            break;
+        default: break;
+        }
     }
     if (n > 16) {
         free(in);

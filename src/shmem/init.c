@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdarg.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +175,9 @@ static void runtime_start(int requested) {
     if (sym__rt.state == SYM_RT_FINALIZED)
         sym__fatal("shmem_init", "called after shmem_finalize; a program initializes once");
     gethostname(sym__rt.hostname, sizeof sym__rt.hostname - 1);
+    /* Waits sleep in microsecond steps (util/backoff.c); the default 50 us
+     * timer slack would stretch each of them to 50 us or more. */
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 
     sym_boot_t *boot = sym__boot_init();
     sym__rt.boot = boot;
