@@ -1,6 +1,6 @@
 # symbench: OSU-style micro-benchmarks of symshmem (tools/symbench.c). The
 # baselines it is compared with (Open MPI's OpenSHMEM and MPI) are built by
 # bench/run_shmem.sh with the compilers Open MPI ships, not by CMake.
-add_executable(symbench tools/symbench.c)
+add_executable(symbench tools/symbench.c tools/symbench_coll.c)
 target_link_libraries(symbench PRIVATE symshmem)
 install(TARGETS symbench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

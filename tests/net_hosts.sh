@@ -14,37 +14,13 @@ hosts=$1 pph=$2
 shift 2
 prog=$1
 
-if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null 2>&1; then
-    echo "SKIP: several hosts need network namespaces (root and iproute2)"
-    exit 77
-fi
-
-tag="sy$$"
-nss=()
-cleanup() {
-    for ns in "${nss[@]}"; do ip netns del "$ns" 2>/dev/null; done
-}
-trap cleanup EXIT
+. "$(dirname "$0")/netns.sh"
+NETNS_TAG="sy$$"
+netns_up "$hosts"
+rc=$?
+[ $rc = 0 ] || exit $rc
+tag=$NETNS_TAG
 trap 'exit 130' INT TERM
-
-if ! ip netns add "${tag}sw" 2>/dev/null; then
-    echo "SKIP: cannot create network namespaces here"
-    exit 77
-fi
-nss+=("${tag}sw")
-ip -n "${tag}sw" link add br0 type bridge && ip -n "${tag}sw" link set br0 up || exit 1
-for ((h = 0; h < hosts; h++)); do
-    ns="${tag}h$h"
-    ip netns add "$ns" || exit 1
-    nss+=("$ns")
-    ip link add "${tag}a$h" type veth peer name "${tag}b$h" || exit 1
-    ip link set "${tag}a$h" netns "$ns"
-    ip link set "${tag}b$h" netns "${tag}sw"
-    ip -n "${tag}sw" link set "${tag}b$h" master br0 up
-    ip -n "$ns" addr add "10.231.0.$((h + 1))/24" dev "${tag}a$h"
-    ip -n "$ns" link set "${tag}a$h" up
-    ip -n "$ns" link set lo up
-done
 
 world=$((hosts * pph))
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')

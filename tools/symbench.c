@@ -22,8 +22,9 @@
  *   memcpy    single-core memcpy bandwidth between private buffers, the same
  *             loop as put bandwidth: the ceiling a same-host put can reach
  *
- * Collective benchmarks (allreduce, reduce_scatter, allgather, broadcast) are
- * added to the table of tests below by the collectives' own file.
+ * The training collectives (allreduce, reduce_scatter, allgather, broadcast)
+ * are tools/symbench_coll.c's, and gpu-* tests are symbench-gpu's (it takes
+ * this process's place).
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -33,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct {
     long iters;        /* iterations per repetition for small sizes */
@@ -307,6 +309,9 @@ static void usage(const char *why) {
             fprintf(stderr, "  %-10s %s\n", benches[i].name, benches[i].help);
         fprintf(stderr,
                 "  %-10s every test above, in that order\n"
+                "  allreduce, reduce_scatter, allgather, broadcast: the training collectives\n"
+                "             (symbench allreduce -h for their options)\n"
+                "  gpu-allreduce, gpu-put, ...: GPU tests (symbench-gpu)\n"
                 "options:\n"
                 "  -i, --iters N        iterations per repetition up to 8 KiB (default %ld)\n"
                 "  --iters-large N      iterations at 1 MiB, scaled by size (default %ld)\n"
@@ -333,8 +338,34 @@ static long parse_long(const char *name, const char *v, long lo) {
     return x;
 }
 
+/* The training collectives' tables (tools/symbench_coll.c). */
+int symbench_coll(const char *test, int argc, char **argv);
+static int is_collective(const char *t) {
+    return !strcmp(t, "allreduce") || !strcmp(t, "reduce_scatter") || !strcmp(t, "allgather") ||
+           !strcmp(t, "broadcast");
+}
+
+/* gpu-* tests live in symbench-gpu (built with CUDA): become it, in place, so
+ * `symrun -n 2 symbench gpu-allreduce` works like `symrun -n 2 symbench-gpu ...`. */
+static void exec_gpu(char **argv) {
+    char path[4096];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 16);
+    if (n > 0) {
+        path[n] = '\0';
+        char *slash = strrchr(path, '/');
+        strcpy(slash ? slash + 1 : path, "symbench-gpu");
+        execv(path, argv);
+    }
+    execvp("symbench-gpu", argv);
+    fprintf(stderr, "symbench: %s needs symbench-gpu, which this build does not have (it is "
+                    "built where nvcc and NVSHMEM are found)\n", argv[1]);
+    exit(2);
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && !strncmp(argv[1], "gpu-", 4)) exec_gpu(argv);
     shmem_init();
+    if (argc > 1 && is_collective(argv[1])) return symbench_coll(argv[1], argc - 2, argv + 2);
     me = shmem_my_pe();
     npes = shmem_n_pes();
     peer = npes > 1 ? 1 : 0;
