@@ -49,7 +49,8 @@
 /* Common entry: a valid team this PE belongs to; queued collectives first. */
 static int enter(const char *fn, shmem_team_t team) {
     SYM_REQUIRE_INIT(fn);
-    if (team == SHMEM_TEAM_INVALID || team->me < 0) return -1;
+    if (team == SHMEM_TEAM_INVALID) return sym__invalid_team(fn);
+    if (team->me < 0) return -1; /* the runtime's own teams only: users get INVALID */
     sym__coll_enter(team);
     return 0;
 }

@@ -96,6 +96,10 @@ static inline int sym__team_pe(shmem_team_t t, int i) { return t->pes[i]; }
 
 /* Check a team handle passed by the user. */
 void sym__check_team(const char *fn, shmem_team_t t);
+/* A synchronising call (sync, collective) given SHMEM_TEAM_INVALID: the
+ * standard has it return non-zero and do nothing; since a program that ignores
+ * that computes with garbage, say so the first time. Returns -1. */
+int sym__invalid_team(const char *fn);
 void sym__team_init_world(void);
 void sym__team_fini_all(void);
 

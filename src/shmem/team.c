@@ -106,6 +106,14 @@ void sym__team_fini_all(void) {
     slots_used = 0;
 }
 
+int sym__invalid_team(const char *fn) {
+    static int said;
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        sym__warn(fn, "the team is SHMEM_TEAM_INVALID (this PE is not in the team, or the split "
+                      "that made it failed): nothing done, non-zero returned (said once)");
+    return -1;
+}
+
 void sym__check_team(const char *fn, shmem_team_t t) {
     if (t == SHMEM_TEAM_INVALID) sym__fatal(fn, "the team is SHMEM_TEAM_INVALID");
     if (t->me < 0) sym__fatal(fn, "this PE is not a member of the team");
@@ -283,7 +291,7 @@ void shmem_sync_all(void) {
 
 int shmem_team_sync(shmem_team_t team) {
     SYM_REQUIRE_INIT("shmem_team_sync");
-    if (team == SHMEM_TEAM_INVALID) return -1;
+    if (team == SHMEM_TEAM_INVALID) return sym__invalid_team("shmem_team_sync");
     sym__check_team("shmem_team_sync", team);
     sym__team_barrier(team);
     return 0;
