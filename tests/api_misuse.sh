@@ -5,7 +5,9 @@
 #   api_misuse.sh SYMRUN CHILD NPES
 #
 # The last PE misuses the API while the others wait in a barrier (so a check
-# made after a synchronisation would hang: every check must come first).
+# made after a synchronisation would hang: every check must come first). A
+# collective on SHMEM_TEAM_INVALID returns non-zero as the standard says, and
+# is reported once; the child then ends the job with shmem_global_exit(3).
 # symrun must exit non-zero within seconds, stderr must hold exactly one
 # runtime line "symtrain: PE <n>: <call>: <cause>", and no PE may outlive it.
 set -u
@@ -69,6 +71,7 @@ misuse ctx_destroy_default shmem_ctx_destroy "SHMEM_CTX_DEFAULT cannot be destro
 misuse team_destroy_world shmem_team_destroy "SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED cannot be destroyed"
 misuse team_bcast_root shmem_long_broadcast "PE $N is out of range: the team has $N PEs?"
 misuse team_reduce_private shmem_long_sum_reduce "address 0x[0-9a-f]+ \(for PE $V\) is not symmetric"
+misuse null_team shmem_long_sum_reduce "the team is SHMEM_TEAM_INVALID \(this PE is not in the team, or the split that made it failed\): nothing done, non-zero returned"
 misuse lock_private shmem_set_lock "the lock at 0x[0-9a-f]+ is not symmetric"
 misuse clear_lock_private shmem_clear_lock "the lock at 0x[0-9a-f]+ is not symmetric"
 misuse test_lock_private shmem_test_lock "the lock at 0x[0-9a-f]+ is not symmetric"

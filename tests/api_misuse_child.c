@@ -62,6 +62,12 @@ int main(int argc, char **argv) {
         shmem_long_broadcast(rev, dst, src, 1, n);
     } else if (!strcmp(mode, "team_reduce_private")) {
         shmem_long_sum_reduce(SHMEM_TEAM_WORLD, dst, &local, 1);
+    } else if (!strcmp(mode, "null_team")) {
+        /* the standard's answer is a non-zero return; the runtime also says so, once */
+        int a = shmem_long_sum_reduce(SHMEM_TEAM_INVALID, dst, src, 1);
+        int b = shmem_team_sync(SHMEM_TEAM_INVALID);
+        int c = shmem_long_broadcast(SHMEM_TEAM_INVALID, dst, src, 1, 0);
+        if (a != 0 && b != 0 && c != 0) shmem_global_exit(3); /* the expected way out */
     } else if (!strcmp(mode, "lock_private")) {
         shmem_set_lock(&local);
     } else if (!strcmp(mode, "clear_lock_private")) {
