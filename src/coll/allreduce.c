@@ -25,8 +25,11 @@
  * consecutive collectives never overwrite memory a member still reads; rd
  * needs neither (see rd()).
  */
+#define _GNU_SOURCE
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "coll.h"
 
@@ -116,6 +119,112 @@ static void oneshot(shmem_team_t t, void *dest, const void *source, size_t count
     sym__reduce1(r, dest, in, n, count, r->avg ? n : 0);
 }
 
+/* ---- direct on private buffers: single copy from the peers' memory ---- */
+
+/* Private buffers cannot be mapped, but a process may read another's memory
+ * with process_vm_readv (same user; it is what MPI calls CMA). Then each PE
+ * reads its slice of every peer's input straight out of the peer, reduces it
+ * into its own output, and reads the others' results out of their outputs:
+ * no staging copies. cma_state: 0 untried, 1 works, -1 refused (stage instead). */
+static int cma_state;
+
+static int cma_read(int pid, void *dst, const void *src, size_t len) {
+    while (len) {
+        struct iovec l = {dst, len}, r = {(void *)(uintptr_t)src, len};
+        ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+        if (n <= 0) return -1;
+        dst = (char *)dst + n;
+        src = (const char *)src + n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Returns 0 when done, -1 when some member cannot read its peers' memory (the
+ * caller then stages); all members take the same way. The first call finds
+ * out: after the ready round each member tries a byte of every peer's source
+ * and publishes whether it could, and all read each other's answer. */
+static int direct_cma(shmem_team_t t, void *dest, const void *source, size_t count,
+                      const sym_redop_t *r, const void **in, int dst_sym) {
+    int n = t->size, me = t->me;
+    size_t es = r->esize, lo, len;
+    uint64_t *pub = &sym__slot(t)->psync[2]; /* [0] source, [1] dest, [2] can read */
+    pub[0] = (uint64_t)(uintptr_t)source;
+    pub[1] = (uint64_t)(uintptr_t)dest;
+    pub[2] = cma_state > 0;
+    uint64_t round = ++t->coll_round;
+    sym__coll_signal_all(t, SYM_COLL_READY, round);
+    sym__coll_wait_all(t, SYM_COLL_READY, round);
+    if (cma_state == 0) {
+        const char *off = getenv("SYMTRAIN_CMA");
+        int ok = !(off && !strcmp(off, "0"));
+        for (int k = 0; k < n && ok; k++) {
+            char byte;
+            const uint64_t *peer = sym__coll_peer(t, k, pub);
+            if (k != me && cma_read(sym__world.peer[t->pes[k]].pid, &byte,
+                                    (const void *)(uintptr_t)peer[0], 1))
+                ok = 0;
+        }
+        if (!ok) sym__info("cross-process reads refused: private buffers are staged");
+        cma_state = ok ? 1 : -1;
+        pub[2] = ok;
+        uint64_t told = ++t->coll_round;
+        sym__coll_signal_all(t, SYM_COLL_DONE, told);
+        sym__coll_wait_all(t, SYM_COLL_DONE, told);
+    }
+    for (int k = 0; k < n; k++)
+        if (!((uint64_t *)sym__coll_peer(t, k, pub))[2]) return -1; /* nothing touched yet */
+    shmemx_block_range(count, n, me, &lo, &len);
+    char *tmp = sym__coll_stage_in(t); /* our own: nobody else reads it here */
+    size_t chunk = (SYM_COLL_STAGE_BYTES / (size_t)n) / es;
+    if (chunk > (size_t)(64 << 10) / es) chunk = (size_t)(64 << 10) / es; /* stay in cache */
+    int failed = 0;
+    void *outs[1];
+    for (size_t c = 0; c < len && !failed; c += chunk) {
+        size_t m = len - c < chunk ? len - c : chunk;
+        for (int k = 0; k < n && !failed; k++) {
+            if (k == me) {
+                in[k] = (const char *)source + (lo + c) * es;
+                continue;
+            }
+            const uint64_t *peer = sym__coll_peer(t, k, pub);
+            char *buf = tmp + (size_t)k * chunk * es;
+            failed = cma_read(sym__world.peer[t->pes[k]].pid, buf,
+                              (const char *)(uintptr_t)peer[0] + (lo + c) * es, m * es);
+            in[k] = buf;
+        }
+        if (failed) break;
+        outs[0] = (char *)dest + (lo + c) * es;
+        r->fn(outs, 1, in, n, m, r->avg ? n : 0, 0);
+    }
+    if (!failed && dst_sym) /* push our slice's result into every peer's dest */
+        for (int k = 1; k < n; k++) {
+            int q = (me + k) % n;
+            memcpy(sym__coll_peer(t, q, (char *)dest + lo * es), (char *)dest + lo * es, len * es);
+        }
+    uint64_t done = ++t->coll_round;
+    sym__coll_signal_all(t, SYM_COLL_DONE, done);
+    sym__coll_wait_all(t, SYM_COLL_DONE, done);
+    if (failed)
+        sym__fatal("shmemx_allreduce", "reading a peer's memory failed after it had worked");
+    if (!dst_sym) { /* fetch the others' slices of the result */
+        for (int k = 1; k < n && !failed; k++) {
+            int q = (me + k) % n;
+            size_t qlo, qlen;
+            shmemx_block_range(count, n, q, &qlo, &qlen);
+            const uint64_t *peer = sym__coll_peer(t, q, pub);
+            failed = cma_read(sym__world.peer[t->pes[q]].pid, (char *)dest + qlo * es,
+                              (const char *)(uintptr_t)peer[1] + qlo * es, qlen * es);
+        }
+        if (failed)
+            sym__fatal("shmemx_allreduce", "reading a peer's memory failed after it had worked");
+        uint64_t fin = ++t->coll_round; /* nobody may change its dest while we read it */
+        sym__coll_signal_all(t, SYM_COLL_DONE, fin);
+        sym__coll_wait_all(t, SYM_COLL_DONE, fin);
+    }
+    return 0;
+}
+
 /* ---- direct ---- */
 
 /* Messages at least this large (all buffers together far beyond the last-level
@@ -128,6 +237,8 @@ static void direct(shmem_team_t t, void *dest, const void *source, size_t count,
     size_t es = r->esize;
     int src_sym = sym__is_symmetric(source, count * es);
     int dst_sym = sym__is_symmetric(dest, count * es);
+    /* Private sources: read them out of the peers if the kernel lets us. */
+    if (!src_sym && direct_cma(t, dest, source, count, r, in, dst_sym) == 0) return;
     size_t chunk = count;
     if (!src_sym || !dst_sym) chunk = SYM_COLL_STAGE_BYTES / es;
     char *stage_in = sym__coll_stage_in(t), *stage_out = sym__coll_stage_out(t);

@@ -221,8 +221,10 @@ static void runtime_start(int requested) {
         sym_peer_t *p = &sym__world.peer[pe];
         if (pe == sym__world.me) {
             for (int s = 0; s < SYM_SEG_COUNT; s++) p->seg[s] = sym__world.seg[s].base;
+            p->pid = rec[pe].shm.pid;
         } else if (p->host == my_host) {
             sym__shm_map_peer(pe, &rec[pe].shm);
+            p->pid = rec[pe].shm.pid;
         }
     }
     /* Once everyone has mapped, the file handles can go. */

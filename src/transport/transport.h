@@ -33,6 +33,7 @@ typedef struct {
     char *seg[SYM_SEG_COUNT];
     int host;       /* index of the peer's host, 0 .. n_hosts-1 */
     int local_rank; /* rank among the PEs of its host */
+    int pid;        /* its process id, for a peer on this host */
 } sym_peer_t;
 
 typedef struct {
