@@ -36,6 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "symbench.h"
+
 typedef struct {
     long iters;        /* iterations per repetition for small sizes */
     long iters_large;  /* ... at 1 MiB; fewer above, more below */
@@ -66,7 +68,7 @@ static long iters_for(size_t size) {
     return n < 4 ? 4 : n;
 }
 
-static int parse_size(const char *s, size_t *out) {
+int symbench_parse_size(const char *s, size_t *out) {
     char *end;
     double v = strtod(s, &end);
     if (end == s || v < 0) return -1;
@@ -338,8 +340,6 @@ static long parse_long(const char *name, const char *v, long lo) {
     return x;
 }
 
-/* The training collectives' tables (tools/symbench_coll.c). */
-int symbench_coll(const char *test, int argc, char **argv);
 static int is_collective(const char *t) {
     return !strcmp(t, "allreduce") || !strcmp(t, "reduce_scatter") || !strcmp(t, "allgather") ||
            !strcmp(t, "broadcast");
@@ -389,7 +389,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-w") || !strcmp(a, "--window")) opt.window = (int)parse_long(a, v, 1);
         else if (!strcmp(a, "--min-size") || !strcmp(a, "--max-size")) {
             size_t s;
-            if (parse_size(v, &s) || s == 0) usage("sizes are positive, e.g. 1, 4K, 64M");
+            if (symbench_parse_size(v, &s) || s == 0) usage("sizes are positive, e.g. 1, 4K, 64M");
             if (!strcmp(a, "--min-size")) opt.min_size = s;
             else opt.max_size = s;
         } else if (!takes) usage(NULL);

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-int symbench_coll(const char *test, int argc, char **argv);
+#include "symbench.h"
 
 typedef enum { K_ALLREDUCE, K_REDUCE_SCATTER, K_ALLGATHER, K_BROADCAST } kind_t;
 
@@ -44,22 +44,6 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int parse_size(const char *s, size_t *out) {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || v < 0) return -1;
-    double mul = 1;
-    switch (*end) {
-    case 'k': case 'K': mul = 1024.0; end++; break;
-    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
-    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
-    default: break;
-    }
-    if (*end) return -1;
-    *out = (size_t)(v * mul);
-    return 0;
 }
 
 static int iters_for(size_t bytes, int base) {
@@ -129,7 +113,7 @@ int symbench_coll(const char *test, int argc, char **argv) {
         i++;
         if (!strcmp(a, "-b") || !strcmp(a, "-e")) {
             size_t s;
-            if (parse_size(v, &s) || !s) return usage("sizes are positive, e.g. 8, 64K, 1G", me);
+            if (symbench_parse_size(v, &s) || !s) return usage("sizes are positive, e.g. 8, 64K, 1G", me);
             *(strcmp(a, "-b") ? &maxb : &minb) = s;
         } else if (!strcmp(a, "-f")) {
             factor = atof(v);
