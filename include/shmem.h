@@ -427,9 +427,10 @@ SYMI_P2P_TYPES(SYMI_DECL_P2P)
  * OpenSHMEM 1.3 where these were defined: old programs pass volatile flags. */
 #define SYMI_DECL_P2P_OLD(T, N) void shmem_##N##_wait(volatile T *ivar, T cmp_value);
 SYMI_TOALL_BIT_TYPES(SYMI_DECL_P2P_OLD)
-/* The untyped form on a long; in C11 shmem_wait is the 1.3 generic over short,
- * int, long and long long (see the generic section). */
+/* The untyped forms on a long (OpenSHMEM 1.0 - 1.2); in C11 shmem_wait and
+ * shmem_wait_until are generics over the types (see the generic section). */
 void shmem_wait(volatile long *ivar, long cmp_value);
+void shmem_wait_until(long *ivar, int cmp, long cmp_value);
 
 /* ---- memory ordering ---- */
 

@@ -150,9 +150,13 @@ SYMI_P2P_TYPES(DEF_P2P)
         shmem_##N##_wait_until((T *)ivar, SHMEM_CMP_NE, cmp_value);                  \
     }
 SYMI_TOALL_BIT_TYPES(DEF_P2P_OLD)
-/* In parentheses: shmem.h also defines shmem_wait as the C11 generic macro. */
+/* The untyped 1.0 forms on a long, for programs built before C11. In
+ * parentheses: shmem.h also defines both names as C11 generic macros. */
 void(shmem_wait)(volatile long *ivar, long cmp_value) {
     shmem_long_wait_until((long *)ivar, SHMEM_CMP_NE, cmp_value);
+}
+void(shmem_wait_until)(long *ivar, int cmp, long cmp_value) {
+    shmem_long_wait_until(ivar, cmp, cmp_value);
 }
 
 uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value) {
