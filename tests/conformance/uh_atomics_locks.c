@@ -139,6 +139,7 @@ int main(void) {
     shmem_short_p((short *)&sflag, (short)(me + 1), (me + 1) % npes);
     shmem_short_wait(&sflag, 0);
     shmem_long_wait_until((long *)&flag, SHMEM_CMP_GE, 1);
+    shmem_wait_until((long *)&flag, SHMEM_CMP_GE, 1); /* 1.0's untyped form (C99 build) */
     shmem_int_wait_until((int *)&iflag, _SHMEM_CMP_GT, 0);
     {
         int left = (me + npes - 1) % npes;
