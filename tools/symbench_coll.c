@@ -146,7 +146,7 @@ int symbench_coll(const char *test, int argc, char **argv) {
     if (minb > maxb) return usage("-b is above -e", me);
     size_t es = shmemx_dtype_size(dt);
     /* Buffers for the largest size: input and output (all-gather output = size). */
-    size_t in_bytes = maxb + 64, out_bytes = maxb + 64;
+    size_t in_bytes = maxb, out_bytes = maxb;
     char *sym_in = shmem_malloc(in_bytes), *sym_out = shmem_malloc(out_bytes);
     char *priv_in = malloc(in_bytes), *priv_out = malloc(out_bytes);
     if (!sym_in || !sym_out || !priv_in || !priv_out) {

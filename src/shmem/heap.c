@@ -24,16 +24,24 @@ void sym__heap_init(void) {
 
 void sym__heap_fini(void) { sym_buddy_fini(&heap); }
 
-static void exhausted(const char *fn, size_t size) {
-    char want[32], have[32], big[32], now[32];
+/* The buddy block a request takes: the power of two covering size and align. */
+static size_t block_for(size_t size, size_t align) {
+    size_t need = size > align ? size : align, b = SYM_BUDDY_MIN;
+    while (b < need) b <<= 1;
+    return b;
+}
+
+static void exhausted(const char *fn, size_t size, size_t align) {
+    char want[32], have[32], big[32], now[32], blk[32];
     /* Every PE fails the same way; one message is enough. */
     if (sym__world.me == 0)
         sym__warn(fn,
-                  "symmetric heap exhausted: asked %s, %s free (largest block %s); raise "
-                  "SYMTRAIN_SYMMETRIC_SIZE (now %s)",
+                  "symmetric heap exhausted: asked %s, %s free (largest block %s; the request "
+                  "needs a block of %s); raise SYMTRAIN_SYMMETRIC_SIZE (now %s)",
                   sym__fmt_size(size, want, sizeof want),
                   sym__fmt_size(heap.free_bytes, have, sizeof have),
                   sym__fmt_size(sym_buddy_largest_free(&heap), big, sizeof big),
+                  sym__fmt_size(block_for(size, align), blk, sizeof blk),
                   sym__fmt_size(sym__rt.heap_user_size, now, sizeof now));
 }
 
@@ -41,7 +49,7 @@ static void exhausted(const char *fn, size_t size) {
 static void *alloc_nobarrier(const char *fn, size_t size, size_t align) {
     uint64_t off = sym_buddy_alloc(&heap, size, align);
     if (off == SYM_BUDDY_EMPTY) {
-        exhausted(fn, size);
+        exhausted(fn, size, align);
         return NULL;
     }
     return user_base + off;
