@@ -77,7 +77,7 @@ static size_t oneshot_capacity(shmem_team_t t) {
 
 /* The tuning table: the largest message (bytes) oneshot takes, by team size,
  * on one host. Measured with symbench allreduce (docs/performance.md). */
-static size_t oneshot_limit(shmem_team_t t) {
+static size_t oneshot_limit(shmem_team_t t, int symmetric) {
     static size_t env_limit; /* SYMTRAIN_ONESHOT_MAX overrides the table (benchmarks) */
     static int env_read;
     if (!env_read) {
@@ -86,7 +86,10 @@ static size_t oneshot_limit(shmem_team_t t) {
         env_read = 1;
     }
     size_t cap = oneshot_capacity(t);
-    size_t lim = t->size <= 2 ? 512 : t->size <= 4 ? 1024 : 256;
+    /* Symmetric buffers: direct reads them in place, so oneshot's pushes only
+     * pay below a few hundred bytes. Private ones: direct must make system
+     * calls (process_vm_readv) or stage, so oneshot wins up to 64 KiB. */
+    size_t lim = !symmetric ? (size_t)64 << 10 : t->size <= 2 ? 512 : t->size <= 4 ? 1024 : 256;
     if (env_limit != SIZE_MAX) lim = env_limit;
     return lim < cap ? lim : cap;
 }
@@ -519,7 +522,7 @@ int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
     } else {
         switch (algo) {
         case SHMEMX_ALGO_DIRECT:
-            if (bytes <= oneshot_limit(t))
+            if (bytes <= oneshot_limit(t, sym__is_symmetric(source, bytes)))
                 oneshot(t, dest, source, count, r, in);
             else
                 direct(t, dest, source, count, r, in, out);
