@@ -11,7 +11,8 @@
  * the slowest PE's mean; the best of --reps repetitions is kept.
  *
  * Two placements are measured unless one is asked for: symmetric buffers
- * (shmem_malloc: peers read and write them in place, the API's fast path) and
+ * (shmem_malloc: peers read and write them in place, the API's fast path;
+ * the all-reduce in place, as gradients are reduced, or --out-of-place) and
  * private ones (malloc, out of place: what MPI_Allreduce is given).
  */
 #define _GNU_SOURCE
@@ -77,6 +78,8 @@ static int usage(const char *why, int me) {
                 "  -i N        iterations for sizes up to 64 KiB (default 1000)\n"
                 "  -r N        repetitions; the best is kept (default 3)\n"
                 "  --symmetric | --private   measure one placement only\n"
+                "  --out-of-place            symmetric all-reduce into another buffer\n"
+                "                            (default: in place, as gradients are reduced)\n"
                 "  --algo A    force the all-reduce algorithm: auto|direct|ring|rd\n");
     }
     shmem_finalize();
@@ -95,7 +98,7 @@ int symbench_coll(const char *test, int argc, char **argv) {
     if (!found) return usage("unknown collective", me);
     size_t minb = 8, maxb = (size_t)256 << 20;
     double factor = 2;
-    int base_iters = 1000, reps = 3, want_sym = 1, want_priv = 1;
+    int base_iters = 1000, reps = 3, want_sym = 1, want_priv = 1, sym_oop = 0;
     shmemx_dtype_t dt = SHMEMX_FLOAT32;
     const char *tname = "float";
     for (int i = 0; i < argc; i++) {
@@ -109,6 +112,10 @@ int symbench_coll(const char *test, int argc, char **argv) {
             continue;
         }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(NULL, me);
+        if (!strcmp(a, "--out-of-place")) {
+            sym_oop = 1;
+            continue;
+        }
         if (!v) return usage("an option needs a value", me);
         i++;
         if (!strcmp(a, "-b") || !strcmp(a, "-e")) {
@@ -194,7 +201,7 @@ int symbench_coll(const char *test, int argc, char **argv) {
             if ((place == 0 && !want_sym) || (place == 1 && !want_priv)) continue;
             /* symmetric: in place (as gradients are reduced); private: out of place */
             char *src = place == 0 ? sym_in : priv_in;
-            char *dst = place == 0 ? (kind == K_ALLREDUCE ? sym_in : sym_out) : priv_out;
+            char *dst = place == 0 ? (kind == K_ALLREDUCE && !sym_oop ? sym_in : sym_out) : priv_out;
             if (kind == K_ALLGATHER && place == 0) src = sym_in; /* own block, out of place */
             double best = 1e30;
             for (int rep = -1; rep < reps; rep++) {
