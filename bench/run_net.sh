@@ -72,7 +72,10 @@ def table(path, marker, col):
     rows, on = {}, False
     for line in open(path):
         if line.startswith('#'):
-            on = marker in line
+            if marker in line:
+                on = True
+            elif 'size' not in line and 'bytes' not in line:  # column lines keep the table
+                on = False
             continue
         f = line.split()
         if on and len(f) > col:
