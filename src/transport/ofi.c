@@ -246,8 +246,46 @@ static int is_recv(const op_t *op) {
            (const char *)op < (const char *)(g.recv + AM_RECVS);
 }
 
+/* Handle a batch of completions: replies and requests of active messages,
+ * and our own operations finishing. */
+static void handle(struct fi_cq_data_entry *e, ssize_t n) {
+    for (ssize_t i = 0; i < n; i++) {
+        op_t *op = e[i].op_context;
+        if (!op) continue;
+        if (is_recv(op)) {
+            int slot = (int)(((char *)op - (char *)g.recv) / (long)sizeof g.recv[0]);
+            handle_am(&g.recv[slot].msg);
+            post_recv(slot);
+            continue;
+        }
+        complete(op);
+    }
+}
+
+static noreturn void cq_failed(void) {
+    struct fi_cq_err_entry err = {0};
+    fi_cq_readerr(g.cq, &err, 0);
+    sym__fatal("ofi", "a fabric operation failed: %s (provider: %s)", lib.strerror(err.err),
+               fi_cq_strerror(g.cq, err.prov_errno, err.err_data, NULL, 0));
+}
+
+/* A waiting thread drives the fabric itself (sym__progress_hook); never nested. */
+static __thread int in_progress;
+static void progress_once(void) {
+    if (in_progress) return;
+    in_progress = 1;
+    struct fi_cq_data_entry e[16];
+    ssize_t n = fi_cq_read(g.cq, e, 16);
+    if (n > 0)
+        handle(e, n);
+    else if (n == -FI_EAVAIL)
+        cq_failed();
+    in_progress = 0;
+}
+
 static void *progress_main(void *arg) {
     (void)arg;
+    in_progress = 1; /* this thread's own waits (posting retries) must not recurse */
     struct fi_cq_data_entry e[16];
     sym_backoff_t b = {0};
     while (!__atomic_load_n(&g.stop, __ATOMIC_ACQUIRE)) {
@@ -257,25 +295,8 @@ static void *progress_main(void *arg) {
             continue;
         }
         b.iter = 0;
-        if (n == -FI_EAVAIL) {
-            struct fi_cq_err_entry err = {0};
-            fi_cq_readerr(g.cq, &err, 0);
-            sym__fatal("ofi", "a fabric operation failed: %s (provider: %s)",
-                       lib.strerror(err.err),
-                       fi_cq_strerror(g.cq, err.prov_errno, err.err_data, NULL, 0));
-        }
-        if (n < 0) continue;
-        for (ssize_t i = 0; i < n; i++) {
-            op_t *op = e[i].op_context;
-            if (!op) continue;
-            if (is_recv(op)) {
-                int slot = (int)(((char *)op - (char *)g.recv) / (long)sizeof g.recv[0]);
-                handle_am(&g.recv[slot].msg);
-                post_recv(slot);
-                continue;
-            }
-            complete(op);
-        }
+        if (n == -FI_EAVAIL) cq_failed();
+        if (n > 0) handle(e, n);
     }
     return NULL;
 }
@@ -658,6 +679,7 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
     for (int i = 0; i < AM_RECVS; i++) post_recv(i);
     if (pthread_create(&g.progress, NULL, progress_main, NULL))
         sym__fatal("shmem_init", "cannot start the fabric progress thread");
+    sym__progress_hook = progress_once;
     *default_ctx = &g.default_ctx;
     sym__info("fabric: provider %s, %s atomics", mine.prov,
               g.native_atomics ? "fabric" : "active-message");
@@ -670,6 +692,7 @@ void sym__ofi_fini(sym_boot_t *boot) {
     /* Every PE's last operations have completed (the caller's barrier); meet
      * once more out of band so no PE closes while replies are in flight. */
     sym__boot_barrier(boot);
+    sym__progress_hook = NULL;
     __atomic_store_n(&g.stop, 1, __ATOMIC_RELEASE);
     pthread_join(g.progress, NULL);
     fi_close(&g.ep->fid);
