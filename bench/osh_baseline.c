@@ -18,55 +18,19 @@
 #include <string.h>
 #include <time.h>
 
-static long iters = 20000, iters_large = 100;
-static int reps = 5, window = 64;
-static size_t min_size = 1, max_size = (size_t)64 << 20;
-static int me, npes, peer;
-static char *sym_buf, *local_buf;
-static long pp_flag, amo_word;
-
-static double now_s(void) {
+static double baseline_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+static void baseline_barrier(void) { shmem_barrier_all(); }
+static void baseline_abort(int code) { shmem_global_exit(code); }
+#define BASELINE_NAME "osh_baseline"
+#define BASELINE_UNIT "PEs"
+#include "baseline.h"
 
-static long iters_for(size_t size) {
-    if (size <= 8192) return iters;
-    long n = (long)((double)iters_large * (1 << 20) / (double)size);
-    if (n > iters) n = iters;
-    return n < 4 ? 4 : n;
-}
-
-static long win_for(size_t size) { return size >= ((size_t)1 << 20) ? 1 : window; }
-
-static void table(const char *test, const char *measure, const char *what, const char *col) {
-    if (me) return;
-    printf("# osh_baseline %s %s: %s, %d PEs\n# size %s\n", test, measure, what, npes, col);
-    fflush(stdout);
-}
-
-static void row(size_t size, double v) {
-    if (me) return;
-    printf("%-10zu %12.4f\n", size, v);
-    fflush(stdout);
-}
-
-typedef void body_fn(size_t size, long n, void *arg);
-
-static double measure(body_fn *body, size_t size, long n, void *arg) {
-    body(size, n / 10 + 1, arg);
-    double best = 0;
-    for (int r = 0; r < reps; r++) {
-        shmem_barrier_all();
-        double t0 = now_s();
-        body(size, n, arg);
-        double t = (now_s() - t0) / (double)n;
-        if (r == 0 || t < best) best = t;
-    }
-    shmem_barrier_all();
-    return best;
-}
+static char *sym_buf, *local_buf;
+static long pp_flag, amo_word;
 
 static void pingpong_body(size_t size, long n, void *arg) {
     (void)size;
@@ -135,49 +99,12 @@ static void barrier_body(size_t s, long n, void *a) {
     for (long i = 0; i < n; i++) shmem_barrier_all();
 }
 
-static void sweep(const char *test, const char *what_lat, body_fn *lat, const char *what_bw,
-                  body_fn *bw) {
-    table(test, "latency", what_lat, "latency_us");
-    for (size_t s = min_size; s <= max_size; s *= 2) row(s, measure(lat, s, iters_for(s), NULL) * 1e6);
-    table(test, "bandwidth", what_bw, "bandwidth_GBs");
-    for (size_t s = min_size; s <= max_size; s *= 2) {
-        long n = (iters_for(s) + win_for(s) - 1) / win_for(s) * win_for(s);
-        row(s, (double)s / measure(bw, s, n, NULL) * 1e-9);
-    }
-}
-
-static int want(const char *test, const char *name) {
-    return !strcmp(test, "all") || !strcmp(test, name);
-}
-
-static size_t parse_size(const char *v) {
-    char *end;
-    double x = strtod(v, &end);
-    if (*end == 'K' || *end == 'k') x *= 1024;
-    if (*end == 'M' || *end == 'm') x *= 1024 * 1024;
-    if (*end == 'G' || *end == 'g') x *= 1024.0 * 1024 * 1024;
-    return (size_t)x;
-}
-
 int main(int argc, char **argv) {
     shmem_init();
     me = shmem_my_pe();
     npes = shmem_n_pes();
     peer = npes > 1 ? 1 : 0;
-    const char *test = argc > 1 ? argv[1] : "all";
-    for (int i = 2; i + 1 < argc; i += 2) {
-        const char *a = argv[i], *v = argv[i + 1];
-        if (!strcmp(a, "-i") || !strcmp(a, "--iters")) iters = atol(v);
-        else if (!strcmp(a, "--iters-large")) iters_large = atol(v);
-        else if (!strcmp(a, "-r") || !strcmp(a, "--reps")) reps = atoi(v);
-        else if (!strcmp(a, "-w") || !strcmp(a, "--window")) window = atoi(v);
-        else if (!strcmp(a, "--min-size")) min_size = parse_size(v);
-        else if (!strcmp(a, "--max-size")) max_size = parse_size(v);
-        else {
-            if (!me) fprintf(stderr, "osh_baseline: unknown option %s\n", a);
-            shmem_global_exit(2);
-        }
-    }
+    const char *test = parse_options(argc, argv);
     sym_buf = shmem_malloc(max_size);
     local_buf = aligned_alloc(4096, (max_size + 4095) & ~(size_t)4095); /* as symbench */
     if (!sym_buf || !local_buf) {

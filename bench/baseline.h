@@ -1,0 +1,108 @@
+/*
+ * baseline.h — the part symbench's baseline harnesses share (bench/mpi_baseline.c,
+ * bench/osh_baseline.c): options, iteration counts, the "best of --reps"
+ * timing rule, the sweeps and the table shape, all as in tools/symbench.c so
+ * the three tables can be put side by side. Each harness defines, before
+ * including it:
+ *   BASELINE_NAME     its name, the first word of its table titles
+ *   BASELINE_UNIT     what it calls a process ("ranks", "PEs")
+ *   baseline_barrier(), baseline_now(), baseline_abort(code)
+ */
+#ifndef BASELINE_H
+#define BASELINE_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long iters = 20000, iters_large = 100;
+static int reps = 5, window = 64;
+static size_t min_size = 1, max_size = (size_t)64 << 20;
+static int me, npes, peer;
+
+/* Iterations at `size`: iters up to 8 KiB, then iters_large's worth of bytes
+ * at 1 MiB scaled by size, at least 4. */
+static long iters_for(size_t size) {
+    if (size <= 8192) return iters;
+    long n = (long)((double)iters_large * (1 << 20) / (double)size);
+    if (n > iters) n = iters;
+    return n < 4 ? 4 : n;
+}
+
+/* Non-blocking transfers per completion: one from 1 MiB. */
+static long win_for(size_t size) { return size >= ((size_t)1 << 20) ? 1 : window; }
+
+static void table(const char *test, const char *measure, const char *what, const char *col) {
+    if (me) return;
+    printf("# " BASELINE_NAME " %s %s: %s, %d " BASELINE_UNIT "\n# size %s\n", test, measure, what,
+           npes, col);
+    fflush(stdout);
+}
+
+static void row(size_t size, double v) {
+    if (me) return;
+    printf("%-10zu %12.4f\n", size, v);
+    fflush(stdout);
+}
+
+typedef void body_fn(size_t size, long n, void *arg);
+
+/* Seconds per operation: a warm-up, then the best of `reps` timed runs of n. */
+static double measure(body_fn *body, size_t size, long n, void *arg) {
+    body(size, n / 10 + 1, arg);
+    double best = 0;
+    for (int r = 0; r < reps; r++) {
+        baseline_barrier();
+        double t0 = baseline_now();
+        body(size, n, arg);
+        double t = (baseline_now() - t0) / (double)n;
+        if (r == 0 || t < best) best = t;
+    }
+    baseline_barrier();
+    return best;
+}
+
+/* A latency table and a bandwidth table over min_size .. max_size. */
+static void sweep(const char *test, const char *what_lat, body_fn *lat, const char *what_bw,
+                  body_fn *bw) {
+    table(test, "latency", what_lat, "latency_us");
+    for (size_t s = min_size; s <= max_size; s *= 2) row(s, measure(lat, s, iters_for(s), NULL) * 1e6);
+    table(test, "bandwidth", what_bw, "bandwidth_GBs");
+    for (size_t s = min_size; s <= max_size; s *= 2) {
+        long n = (iters_for(s) + win_for(s) - 1) / win_for(s) * win_for(s);
+        row(s, (double)s / measure(bw, s, n, NULL) * 1e-9);
+    }
+}
+
+static int want(const char *test, const char *name) {
+    return !strcmp(test, "all") || !strcmp(test, name);
+}
+
+static size_t parse_size(const char *v) {
+    char *end;
+    double x = strtod(v, &end);
+    if (*end == 'K' || *end == 'k') x *= 1024;
+    if (*end == 'M' || *end == 'm') x *= 1024 * 1024;
+    if (*end == 'G' || *end == 'g') x *= 1024.0 * 1024 * 1024;
+    return (size_t)x;
+}
+
+/* The test to run (argv[1], default all) after reading symbench's options. */
+static const char *parse_options(int argc, char **argv) {
+    for (int i = 2; i + 1 < argc; i += 2) {
+        const char *a = argv[i], *v = argv[i + 1];
+        if (!strcmp(a, "-i") || !strcmp(a, "--iters")) iters = atol(v);
+        else if (!strcmp(a, "--iters-large")) iters_large = atol(v);
+        else if (!strcmp(a, "-r") || !strcmp(a, "--reps")) reps = atoi(v);
+        else if (!strcmp(a, "-w") || !strcmp(a, "--window")) window = atoi(v);
+        else if (!strcmp(a, "--min-size")) min_size = parse_size(v);
+        else if (!strcmp(a, "--max-size")) max_size = parse_size(v);
+        else {
+            if (!me) fprintf(stderr, BASELINE_NAME ": unknown option %s\n", a);
+            baseline_abort(2);
+        }
+    }
+    return argc > 1 ? argv[1] : "all";
+}
+
+#endif
