@@ -9,6 +9,12 @@
  * Ordering: the endpoint is asked for write-after-write and send-after-write
  * ordering, so shmem_fence has nothing to wait for; shmem_quiet waits until a
  * context's issued operations have all completed.
+ * Small non-blocking puts are gathered per context into one message to their
+ * target (as MPI's one-sided layer does over TCP), which the target applies and
+ * acknowledges; a batch leaves when it is full, when another target or any
+ * other operation comes, at a fence or quiet, and whenever a thread of the PE
+ * waits. Because the target's CPU applies a batch later than its provider
+ * places direct writes, a direct operation waits for earlier batches' acks.
  * Atomics: where the provider offers them and every host runs one PE, fabric
  * atomics (fi_atomic, fi_fetch_atomic, fi_compare_atomic), with the PE's own
  * atomics sent through the fabric too. Otherwise — the common case, PEs of one
@@ -92,10 +98,19 @@ static noreturn void ofi_fail(const char *call, int rc, const char *file, int li
 
 /* ---- state ---- */
 
-typedef struct {
-    uint64_t issued;      /* operations posted on this context */
-    uint64_t completed;   /* and completed (atomic: the progress thread counts) */
-    uint64_t pending_am;  /* active messages not yet applied (a fence waits for them) */
+#define AM_BYTES 8192   /* largest active message, a receive slot's size */
+#define BATCH_ITEM 1024 /* puts up to this size are batched */
+
+typedef struct ofi_ctx {
+    uint64_t issued;          /* operations posted on this context */
+    uint64_t completed;       /* and completed (atomic: the progress thread counts) */
+    uint64_t pending_am;      /* active messages not yet applied (a fence waits for them) */
+    uint64_t pending_batches; /* batches of puts sent and not yet applied */
+    pthread_mutex_t lock;     /* the batch below */
+    char *batch;              /* AM_BYTES: header, then entries */
+    size_t used;              /* bytes in batch; 0 = empty */
+    int batch_pe;
+    struct ofi_ctx *next;     /* all contexts, for flushing by a waiting thread */
 } ofi_ctx_t;
 
 /* One outstanding operation; its fi_context2 comes first so a completion's
@@ -110,12 +125,26 @@ typedef struct op {
     uint64_t scratch; /* the old value of a non-fetching fabric atomic */
     uint64_t operand, compare; /* a fabric atomic's operands, alive until it completes */
     int am;                    /* an active message: counted in its context's pending_am */
+    int batch;                 /* a batch's acknowledgement: counted in pending_batches */
     char bounce[];    /* a small put's data, so the caller's buffer is free at once */
 } op_t;
 
 #define BOUNCE_MAX 4096
 
-enum { AM_AMO = 1, AM_REPLY = 2, AM_SIGNAL = 3 };
+enum { AM_AMO = 1, AM_REPLY = 2, AM_SIGNAL = 3, AM_PUTS = 4 };
+
+/* A batch of puts: this header, then per put {offset | seg << 63, len} and
+ * the data, each padded to 8 bytes. */
+typedef struct {
+    uint8_t kind, pad[3];
+    uint32_t from;
+    uint64_t req;   /* the requester's op_t, echoed in the reply */
+    uint64_t bytes; /* header included */
+} batch_hdr_t;
+typedef struct {
+    uint64_t where;
+    uint64_t len;
+} batch_ent_t;
 
 typedef struct {
     uint8_t kind, op, size, seg;
@@ -149,8 +178,11 @@ static struct {
     size_t inject_size;
     struct {
         op_t op;
-        am_t msg;
+        _Alignas(8) char msg[AM_BYTES];
     } recv[AM_RECVS];
+    ofi_ctx_t *ctxs; /* every context (default first), under ctxs_lock */
+    pthread_mutex_t ctxs_lock;
+    int batched; /* contexts with a non-empty batch (a hint for waiting threads) */
     pthread_t progress;
     int stop;
     ofi_ctx_t default_ctx;
@@ -161,7 +193,7 @@ static struct {
 
 static void post_recv(int i) {
     for (;;) {
-        ssize_t rc = fi_recv(g.ep, &g.recv[i].msg, sizeof g.recv[i].msg, NULL, FI_ADDR_UNSPEC,
+        ssize_t rc = fi_recv(g.ep, g.recv[i].msg, sizeof g.recv[i].msg, NULL, FI_ADDR_UNSPEC,
                              &g.recv[i].op.fctx);
         if (rc == 0) return;
         if (rc != -FI_EAGAIN) ofi_fail("fi_recv", (int)rc, __FILE__, __LINE__);
@@ -171,6 +203,7 @@ static void post_recv(int i) {
 
 static void complete(op_t *op) {
     if (op->ctx && op->am) __atomic_fetch_sub(&op->ctx->pending_am, 1, __ATOMIC_RELEASE);
+    if (op->ctx && op->batch) __atomic_fetch_sub(&op->ctx->pending_batches, 1, __ATOMIC_RELEASE);
     if (op->ctx) __atomic_fetch_add(&op->ctx->completed, 1, __ATOMIC_RELEASE);
     if (op->owned)
         free(op);
@@ -222,7 +255,28 @@ static void apply_signal(int seg, uint64_t offset, uint64_t value, int add) {
         __atomic_store_n(sig, value, __ATOMIC_RELEASE);
 }
 
+/* Apply a batch of puts to our memory, in order, and acknowledge it. */
+static void apply_batch(const char *msg) {
+    batch_hdr_t h;
+    memcpy(&h, msg, sizeof h);
+    for (size_t off = sizeof h; off < h.bytes;) {
+        batch_ent_t e;
+        memcpy(&e, msg + off, sizeof e);
+        off += sizeof e;
+        memcpy(sym__world.seg[e.where >> 63].base + (e.where & ~(1ull << 63)), msg + off, e.len);
+        off += (e.len + 7) & ~(size_t)7;
+    }
+    am_t r = {0};
+    r.kind = AM_REPLY;
+    r.req = h.req;
+    send_msg(&r, (int)h.from);
+}
+
 static void handle_am(am_t *m) {
+    if (m->kind == AM_PUTS) {
+        apply_batch((const char *)m);
+        return;
+    }
     if (m->kind == AM_REPLY) {
         op_t *op = (op_t *)(uintptr_t)m->req;
         if (op->result) memcpy(op->result, &m->operand, op->size);
@@ -254,7 +308,7 @@ static void handle(struct fi_cq_data_entry *e, ssize_t n) {
         if (!op) continue;
         if (is_recv(op)) {
             int slot = (int)(((char *)op - (char *)g.recv) / (long)sizeof g.recv[0]);
-            handle_am(&g.recv[slot].msg);
+            handle_am((am_t *)g.recv[slot].msg);
             post_recv(slot);
             continue;
         }
@@ -271,9 +325,11 @@ static noreturn void cq_failed(void) {
 
 /* A waiting thread drives the fabric itself (sym__progress_hook); never nested. */
 static __thread int in_progress;
+static void flush_all(void);
 static void progress_once(void) {
     if (in_progress) return;
     in_progress = 1;
+    flush_all();
     struct fi_cq_data_entry e[16];
     ssize_t n = fi_cq_read(g.cq, e, 16);
     if (n > 0)
@@ -349,8 +405,91 @@ static void *desc_for(const void *buf, size_t len) {
     return seg >= 0 && len <= sym__world.seg[seg].size - off ? g.desc[seg] : NULL;
 }
 
-static void ofi_put(void *ctx, void *dest, const void *src, size_t len, int pe, int blocking) {
-    ofi_ctx_t *c = ctx ? ctx : &g.default_ctx;
+/* ---- batches of small non-blocking puts ---- */
+
+/* Send c's batch (the caller holds c->lock): its own message, acknowledged by
+ * the target once applied. */
+static void flush_locked(ofi_ctx_t *c) {
+    size_t used = __atomic_load_n(&c->used, __ATOMIC_RELAXED);
+    if (!used) return;
+    op_t *ack = calloc(1, sizeof *ack), *send = malloc(sizeof *send + used);
+    if (!ack || !send) sym__fatal("ofi", "out of memory");
+    memset(send, 0, sizeof *send);
+    ack->ctx = send->ctx = c;
+    ack->owned = send->owned = 1;
+    ack->batch = 1;
+    __atomic_fetch_add(&c->issued, 2, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->pending_batches, 1, __ATOMIC_RELAXED);
+    batch_hdr_t h = {AM_PUTS, {0}, (uint32_t)sym__world.me, (uintptr_t)ack, used};
+    memcpy(c->batch, &h, sizeof h);
+    memcpy(send->bounce, c->batch, used);
+    __atomic_store_n(&c->used, 0, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&g.batched, 1, __ATOMIC_RELAXED);
+    POST(fi_send(g.ep, send->bounce, used, NULL, g.addr[c->batch_pe], &send->fctx));
+}
+
+static void flush(ofi_ctx_t *c) {
+    if (!__atomic_load_n(&c->used, __ATOMIC_RELAXED)) return;
+    pthread_mutex_lock(&c->lock);
+    flush_locked(c);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Before a direct operation on c: its batches must have been applied, or the
+ * target's CPU could apply an older put over what the operation writes or
+ * before what it reads. */
+static void settle(ofi_ctx_t *c) {
+    flush(c);
+    SYM_WAIT_UNTIL(__atomic_load_n(&c->pending_batches, __ATOMIC_ACQUIRE) == 0);
+}
+
+/* Add a put to c's batch; 0 if it does not qualify. */
+static int batch_put(ofi_ctx_t *c, int seg, uint64_t off, const void *src, size_t len, int pe) {
+    size_t need = sizeof(batch_ent_t) + ((len + 7) & ~(size_t)7);
+    pthread_mutex_lock(&c->lock);
+    if (c->used && (c->batch_pe != pe || c->used + need > AM_BYTES)) flush_locked(c);
+    if (!c->used) {
+        c->used = sizeof(batch_hdr_t);
+        c->batch_pe = pe;
+        __atomic_fetch_add(&g.batched, 1, __ATOMIC_RELAXED);
+    }
+    batch_ent_t e = {off | ((uint64_t)seg << 63), len};
+    memcpy(c->batch + c->used, &e, sizeof e);
+    memcpy(c->batch + c->used + sizeof e, src, len);
+    __atomic_store_n(&c->used, c->used + need, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&c->lock);
+    return 1;
+}
+
+/* A waiting thread sends whatever batches are waiting (never blocking on a
+ * context another thread is filling). */
+static void flush_all(void) {
+    if (!__atomic_load_n(&g.batched, __ATOMIC_RELAXED)) return;
+    pthread_mutex_lock(&g.ctxs_lock);
+    for (ofi_ctx_t *c = g.ctxs; c; c = c->next)
+        if (__atomic_load_n(&c->used, __ATOMIC_RELAXED) && pthread_mutex_trylock(&c->lock) == 0) {
+            flush_locked(c);
+            pthread_mutex_unlock(&c->lock);
+        }
+    pthread_mutex_unlock(&g.ctxs_lock);
+}
+
+static int ctx_init(ofi_ctx_t *c) {
+    c->batch = malloc(AM_BYTES);
+    if (!c->batch) return -1;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_lock(&g.ctxs_lock);
+    c->next = g.ctxs;
+    g.ctxs = c;
+    pthread_mutex_unlock(&g.ctxs_lock);
+    return 0;
+}
+
+/* ---- the operations ---- */
+
+/* A put straight through the fabric (no batch). */
+static void put_direct(ofi_ctx_t *c, void *dest, const void *src, size_t len, int pe,
+                       int blocking) {
     uint64_t raddr, key;
     remote_of(dest, pe, &raddr, &key, NULL, NULL);
     if (len <= BOUNCE_MAX) {
@@ -371,8 +510,22 @@ static void ofi_put(void *ctx, void *dest, const void *src, size_t len, int pe, 
     if (blocking) wait_op(op);
 }
 
+static void ofi_put(void *ctx, void *dest, const void *src, size_t len, int pe, int blocking) {
+    ofi_ctx_t *c = ctx ? ctx : &g.default_ctx;
+    if (!blocking && len <= BATCH_ITEM) {
+        size_t off;
+        int seg = sym__seg_of(dest, &off);
+        if (seg < 0) sym__fatal("ofi", "address %p is not symmetric", dest);
+        batch_put(c, seg, off, src, len, pe);
+        return;
+    }
+    settle(c);
+    put_direct(c, dest, src, len, pe, blocking);
+}
+
 static void ofi_get(void *ctx, void *dest, const void *src, size_t len, int pe, int blocking) {
     ofi_ctx_t *c = ctx ? ctx : &g.default_ctx;
+    settle(c);
     uint64_t raddr, key;
     remote_of(src, pe, &raddr, &key, NULL, NULL);
     op_t stack;
@@ -398,6 +551,7 @@ static enum fi_op fi_op_of(sym_amo_op_t op) {
 static void ofi_amo(void *ctx, sym_amo_op_t op, void *dest, const void *operand,
                     const void *compare, void *result, size_t size, int pe, int blocking) {
     ofi_ctx_t *c = ctx ? ctx : &g.default_ctx;
+    settle(c);
     uint64_t raddr, key, off;
     int seg;
     remote_of(dest, pe, &raddr, &key, &seg, &off);
@@ -441,9 +595,10 @@ static void ofi_amo(void *ctx, sym_amo_op_t op, void *dest, const void *operand,
 static void ofi_put_signal(void *ctx, void *dest, const void *src, size_t len, uint64_t *sig,
                            uint64_t value, int sig_op, int pe, int blocking) {
     ofi_ctx_t *c = ctx ? ctx : &g.default_ctx;
-    if (len) ofi_put(ctx, dest, src, len, pe, blocking);
+    settle(c);
+    if (len) put_direct(c, dest, src, len, pe, blocking);
     if (sig_op != 1) { /* SHMEM_SIGNAL_SET: an ordered write of the word */
-        ofi_put(ctx, sig, &value, sizeof value, pe, 0);
+        put_direct(c, sig, &value, sizeof value, pe, 0);
         return;
     }
     /* SHMEM_SIGNAL_ADD: an active message the target applies with a CPU
@@ -477,20 +632,40 @@ static void ofi_fence(void *ctx) {
         ofi_quiet(ctx);
         return;
     }
+    settle(c);
     SYM_WAIT_UNTIL(__atomic_load_n(&c->pending_am, __ATOMIC_ACQUIRE) == 0);
 }
 
 static void ofi_quiet(void *ctx) {
     ofi_ctx_t *c = ctx ? ctx : &g.default_ctx;
+    flush(c);
     uint64_t want = __atomic_load_n(&c->issued, __ATOMIC_ACQUIRE);
     SYM_WAIT_UNTIL(__atomic_load_n(&c->completed, __ATOMIC_ACQUIRE) >= want);
 }
 
 static void *ofi_ctx_create(long options) {
     (void)options;
-    return calloc(1, sizeof(ofi_ctx_t));
+    ofi_ctx_t *c = calloc(1, sizeof *c);
+    if (c && ctx_init(c)) {
+        free(c);
+        c = NULL;
+    }
+    return c;
 }
-static void ofi_ctx_destroy(void *ctx) { free(ctx); }
+
+static void ofi_ctx_destroy(void *ctx) { /* the caller has quieted it */
+    ofi_ctx_t *c = ctx;
+    pthread_mutex_lock(&g.ctxs_lock);
+    for (ofi_ctx_t **p = &g.ctxs; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    pthread_mutex_unlock(&g.ctxs_lock);
+    pthread_mutex_destroy(&c->lock);
+    free(c->batch);
+    free(c);
+}
 
 static const sym_remote_ops_t ofi_ops = {
     "ofi", ofi_ctx_create, ofi_ctx_destroy, ofi_put, ofi_get, ofi_amo, ofi_put_signal,
@@ -511,7 +686,7 @@ static struct fi_info *query(const char *prov, int atomics, int *rc) {
     hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |
                                   FI_MR_ENDPOINT;
     hints->domain_attr->threading = FI_THREAD_SAFE;
-    hints->tx_attr->msg_order = FI_ORDER_WAW | FI_ORDER_SAW | FI_ORDER_RAW;
+    hints->tx_attr->msg_order = FI_ORDER_WAW | FI_ORDER_SAW | FI_ORDER_RAW | FI_ORDER_SAS;
     hints->rx_attr->msg_order = hints->tx_attr->msg_order;
     hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
     if (prov && *prov) hints->fabric_attr->prov_name = strdup(prov);
@@ -609,8 +784,8 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
                    prov ? " named " : "", prov ? prov : "");
     g.virt_addr = (fi->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
     g.inject_size = fi->tx_attr->inject_size;
-    g.ordered = (fi->tx_attr->msg_order & (FI_ORDER_WAW | FI_ORDER_SAW)) ==
-                (FI_ORDER_WAW | FI_ORDER_SAW);
+    g.ordered = (fi->tx_attr->msg_order & (FI_ORDER_WAW | FI_ORDER_SAW | FI_ORDER_SAS)) ==
+                (FI_ORDER_WAW | FI_ORDER_SAW | FI_ORDER_SAS);
     if (g.inject_size < sizeof(am_t))
         sym__fatal("shmem_init", "the %s provider injects only %zu bytes; symshmem needs %zu",
                    fi->fabric_attr->prov_name, g.inject_size, sizeof(am_t));
@@ -676,6 +851,8 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
     g.native_atomics = possible && one_everywhere && !(want && !strcmp(want, "am"));
     sym__amo_through_fabric = g.native_atomics;
 
+    pthread_mutex_init(&g.ctxs_lock, NULL);
+    if (ctx_init(&g.default_ctx)) sym__fatal("shmem_init", "out of memory");
     for (int i = 0; i < AM_RECVS; i++) post_recv(i);
     if (pthread_create(&g.progress, NULL, progress_main, NULL))
         sym__fatal("shmem_init", "cannot start the fabric progress thread");
