@@ -476,16 +476,7 @@ int main(void) {
     CHECK(me == shmem_my_pe() && npes == shmem_n_pes(), "_my_pe/_num_pes %d/%d vs %d/%d", me,
           npes, shmem_my_pe(), shmem_n_pes());
     CHECK(npes < MAXP, "at most %d PEs", MAXP - 1);
-    /* the seed, as in api_start */
-    if (me == 0) {
-        uint64_t s = test_seed();
-        for (int pe = 0; pe < npes; pe++) shmem_uint64_p(&api_seed_word, s, pe);
-        printf("api_legacy: %d PE%s, seed 0x%" PRIx64 " (replay with SYMTRAIN_TEST_SEED=0x%" PRIx64
-               ")\n", npes, npes == 1 ? "" : "s", s, s);
-        fflush(stdout);
-    }
-    shmem_barrier_all(); /* also: pSync initialised everywhere before first use */
-    seed = api_seed_word;
+    seed = shmem_test_agree_seed("api_legacy"); /* its barrier: pSync set everywhere first */
     api_name = "api_legacy";
 
     src = shmalloc(BUF);

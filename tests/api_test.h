@@ -10,35 +10,17 @@
 
 #include <shmem.h>
 
-#include "test.h"
+#include "shmem_test.h"
 
 #define API_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-static uint64_t api_seed_word; /* a global: symmetric, so PE 0 can put into it */
 static const char *api_name = "?";
 
 /* Start the runtime at `level` (SHMEM_THREAD_SINGLE for plain shmem_init),
  * agree on a seed and print it once. Returns the seed. */
 static inline uint64_t api_start(const char *name, int level) {
     api_name = name;
-    if (level == SHMEM_THREAD_SINGLE) {
-        shmem_init();
-    } else {
-        int provided = -1;
-        CHECK(shmem_init_thread(level, &provided) == 0, "shmem_init_thread(%d) failed", level);
-        CHECK(provided == level, "asked thread level %d, provided %d", level, provided);
-    }
-    test_pe = shmem_my_pe();
-    int n = shmem_n_pes();
-    if (test_pe == 0) {
-        uint64_t s = test_seed();
-        for (int pe = 0; pe < n; pe++) shmem_uint64_p(&api_seed_word, s, pe);
-        printf("%s: %d PE%s, seed 0x%" PRIx64 " (replay with SYMTRAIN_TEST_SEED=0x%" PRIx64 ")\n",
-               name, n, n == 1 ? "" : "s", s, s);
-        fflush(stdout);
-    }
-    shmem_barrier_all();
-    return api_seed_word;
+    return shmem_test_start_level(name, level);
 }
 
 /* The random stream of (world PE, purpose, case): the same on every PE. */

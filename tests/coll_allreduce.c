@@ -42,10 +42,8 @@ static void run_case(uint64_t seed, shmemx_algo_t algo, shmemx_dtype_t dt, shmem
 }
 
 int main(void) {
-    shmem_init();
-    test_pe = shmem_my_pe();
+    uint64_t seed = shmem_test_start("coll_allreduce");
     CHECK(shmem_n_pes() <= 64, "the test keeps 64 terms per element at most");
-    uint64_t seed = shared_seed();
     int n = shmem_n_pes();
     /* Counts: nothing, one, fewer than the PEs, odd, one past the oneshot limit,
      * and more than one staging round (1.5 MiB) for 4-byte types. */

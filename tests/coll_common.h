@@ -12,7 +12,7 @@
 #include <shmemx.h>
 
 #include "../src/coll/half.h"
-#include "test.h"
+#include "shmem_test.h"
 
 static const char *const dtype_name[] = {"fp32", "fp64", "fp16", "bf16", "int32", "int64"};
 static const char *const op_name[] = {"sum", "avg", "min", "max", "prod"};
@@ -126,17 +126,6 @@ __attribute__((unused)) static void check_same_everywhere(const void *buf, size_
     for (int p = 0; p < n; p++)
         CHECK(all[p] == h, "%s: PE %d's result differs from PE %d's", what, p, shmem_my_pe());
     free(all);
-}
-
-/* The seed every PE uses: PE 0's, broadcast. */
-static uint64_t shared_seed(void) {
-    static uint64_t seed; /* symmetric: a global */
-    if (shmem_my_pe() == 0) seed = test_seed();
-    shmem_barrier_all();
-    shmem_uint64_get(&seed, &seed, 1, 0);
-    shmem_barrier_all();
-    if (shmem_my_pe() == 0) printf("seed %#" PRIx64 " (SYMTRAIN_TEST_SEED replays it)\n", seed);
-    return seed;
 }
 
 #endif

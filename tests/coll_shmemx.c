@@ -194,9 +194,7 @@ static void test_errors(void) {
 }
 
 int main(void) {
-    shmem_init();
-    test_pe = shmem_my_pe();
-    seed = shared_seed();
+    seed = shmem_test_start("coll_shmemx");
     test_reduce_scatter();
     test_allgather();
     test_broadcast();

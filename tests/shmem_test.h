@@ -1,7 +1,7 @@
 /*
- * shmem_test.h — what the multi-PE shmem tests share beyond test.h: one seed
- * for the whole job (PE 0's, sent to every PE before any test draws from it)
- * and the PE numbers a test talks to.
+ * shmem_test.h — what the multi-PE tests share beyond test.h: starting the
+ * runtime with one seed for the whole job (PE 0's, sent to every PE before any
+ * test draws from it), the PE numbers a test talks to, and the pass line.
  */
 #ifndef SYM_SHMEM_TEST_H
 #define SYM_SHMEM_TEST_H
@@ -12,9 +12,8 @@
 
 static uint64_t shmem_test_seed_word; /* a global: symmetric, so PE 0 can put into it */
 
-/* Start the runtime, agree on a seed, print it once. Returns the seed. */
-static inline uint64_t shmem_test_start(const char *name) {
-    shmem_init();
+/* With the runtime started: agree on PE 0's seed, print it once, return it. */
+static inline uint64_t shmem_test_agree_seed(const char *name) {
     test_pe = shmem_my_pe();
     int n = shmem_n_pes();
     if (test_pe == 0) {
@@ -26,6 +25,23 @@ static inline uint64_t shmem_test_start(const char *name) {
     }
     shmem_barrier_all();
     return shmem_test_seed_word;
+}
+
+/* Start the runtime at thread `level` (SHMEM_THREAD_SINGLE: plain shmem_init),
+ * agree on a seed, print it once. Returns the seed. */
+static inline uint64_t shmem_test_start_level(const char *name, int level) {
+    if (level == SHMEM_THREAD_SINGLE) {
+        shmem_init();
+    } else {
+        int provided = -1;
+        CHECK(shmem_init_thread(level, &provided) == 0, "shmem_init_thread(%d) failed", level);
+        CHECK(provided == level, "asked thread level %d, provided %d", level, provided);
+    }
+    return shmem_test_agree_seed(name);
+}
+
+static inline uint64_t shmem_test_start(const char *name) {
+    return shmem_test_start_level(name, SHMEM_THREAD_SINGLE);
 }
 
 static inline int shmem_test_right(void) { return (shmem_my_pe() + 1) % shmem_n_pes(); }
