@@ -13,10 +13,7 @@
 set -u
 SYMRUN=$1 CHILD=$2 N=$3
 V=$((N - 1))
-TOKEN="apimisuse-$$-$RANDOM"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILS=0 CASES=0
+. "$(dirname "$0")/shmem_lib.sh" # TMP, TOKEN, FAILS, CASES, survivors
 echo "api_misuse: $N PEs"
 
 # misuse MODE CALL CAUSE-REGEX
@@ -37,12 +34,8 @@ misuse() {
     [ -z "$why" ] && [ "$(grep -c '^symtrain:' "$TMP/err")" -ne 1 ] && why="not exactly one runtime message"
     [ -z "$why" ] && grep -q "returned instead of ending the job" "$TMP/out" && why="the call returned"
     [ -z "$why" ] && grep -q "killed by signal" "$TMP/err" && why="a PE crashed"
-    local left=""
-    for _ in 1 2 3 4 5; do
-        left=$(ps -eo pid=,args= | grep -F -- "$TOKEN" | grep -v grep || true)
-        [ -z "$left" ] && break
-        sleep 0.1
-    done
+    local left
+    left=$(survivors)
     [ -z "$why" ] && [ -n "$left" ] && why="processes outlived symrun: $left"
     if [ -n "$why" ]; then
         echo "FAIL [$mode]: $why (exit status $rc after $ms ms)"

@@ -1,5 +1,6 @@
 # shmem_lib.sh — helpers for the driver scripts that run symrun as a child
-# (tests/shmem_symrun.sh, tests/shmem_misuse.sh). Sourced, not run.
+# (tests/shmem_symrun.sh, tests/shmem_misuse.sh, tests/api_misuse.sh).
+# Sourced, not run.
 #
 # run_case NAME WANT_RC MAX_SECONDS [symrun args...]
 #   runs symrun with the arguments under a safety timeout, and records:
@@ -10,6 +11,7 @@
 # expect_err NAME REGEX [COUNT]  stderr has a line matching REGEX (COUNT lines)
 # expect_out NAME REGEX [COUNT]  the same for stdout
 # finish                         prints the summary, exits 1 on any failure
+# survivors                      processes carrying $TOKEN still alive
 #
 # /dev/shm: when this shell may make a private mount namespace (root), each
 # symrun runs with a fresh, empty tmpfs on /dev/shm, so that other jobs on the
@@ -28,6 +30,18 @@ PRIVATE_SHM=0
 if [ "$(id -u)" = 0 ] && unshare -m sh -c 'mount -t tmpfs -o size=64m tmpfs /dev/shm' 2>/dev/null; then
     PRIVATE_SHM=1
 fi
+
+# survivors: the processes carrying $TOKEN still alive after the kernel has had
+# half a second to reap them (empty when none).
+survivors() {
+    local left=""
+    for _ in 1 2 3 4 5; do
+        left=$(ps -eo pid=,args= | grep -F -- "$TOKEN" | grep -v grep || true)
+        [ -z "$left" ] && break
+        sleep 0.1
+    done
+    echo "$left"
+}
 
 fail() {
     echo "FAIL [$CASE]: $*"
@@ -80,13 +94,9 @@ run_case() {
     if ! cmp -s "$TMP/shm.before" "$TMP/shm.after"; then
         fail "/dev/shm changed: $(diff "$TMP/shm.before" "$TMP/shm.after" | grep '^[<>]' | tr '\n' ' ')"
     fi
-    # No PE may outlive symrun (give the kernel a moment to reap).
-    local left=""
-    for _ in 1 2 3 4 5; do
-        left=$(ps -eo pid=,args= | grep -F -- "$TOKEN" | grep -v grep || true)
-        [ -z "$left" ] && break
-        sleep 0.1
-    done
+    # No PE may outlive symrun.
+    local left
+    left=$(survivors)
     [ -z "$left" ] || fail "processes outlived symrun: $left"
 }
 

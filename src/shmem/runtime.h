@@ -91,9 +91,6 @@ static inline char *sym__slot_scratch(shmem_team_t t) {
 }
 #define SYM_SLOT_SCRATCH (SYM_SLOT_SIZE - SYM_SLOT_HEADER)
 
-/* World PE of team member i. */
-static inline int sym__team_pe(shmem_team_t t, int i) { return t->pes[i]; }
-
 /* Check a team handle passed by the user. */
 void sym__check_team(const char *fn, shmem_team_t t);
 /* A synchronising call (sync, collective) given SHMEM_TEAM_INVALID: the
