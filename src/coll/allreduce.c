@@ -155,9 +155,7 @@ static int direct_cma(shmem_team_t t, void *dest, const void *source, size_t cou
     pub[0] = (uint64_t)(uintptr_t)source;
     pub[1] = (uint64_t)(uintptr_t)dest;
     pub[2] = cma_state > 0;
-    uint64_t round = ++t->coll_round;
-    sym__coll_signal_all(t, SYM_COLL_READY, round);
-    sym__coll_wait_all(t, SYM_COLL_READY, round);
+    sym__coll_sync_all(t, SYM_COLL_READY);
     if (cma_state == 0) {
         const char *off = getenv("SYMTRAIN_CMA");
         int ok = !(off && !strcmp(off, "0"));
@@ -171,9 +169,7 @@ static int direct_cma(shmem_team_t t, void *dest, const void *source, size_t cou
         if (!ok) sym__info("cross-process reads refused: private buffers are staged");
         cma_state = ok ? 1 : -1;
         pub[2] = ok;
-        uint64_t told = ++t->coll_round;
-        sym__coll_signal_all(t, SYM_COLL_DONE, told);
-        sym__coll_wait_all(t, SYM_COLL_DONE, told);
+        sym__coll_sync_all(t, SYM_COLL_DONE);
     }
     for (int k = 0; k < n; k++)
         if (!((uint64_t *)sym__coll_peer(t, k, pub))[2]) return -1; /* nothing touched yet */
@@ -205,9 +201,7 @@ static int direct_cma(shmem_team_t t, void *dest, const void *source, size_t cou
             int q = (me + k) % n;
             memcpy(sym__coll_peer(t, q, (char *)dest + lo * es), (char *)dest + lo * es, len * es);
         }
-    uint64_t done = ++t->coll_round;
-    sym__coll_signal_all(t, SYM_COLL_DONE, done);
-    sym__coll_wait_all(t, SYM_COLL_DONE, done);
+    sym__coll_sync_all(t, SYM_COLL_DONE);
     if (failed)
         sym__fatal("shmemx_allreduce", "reading a peer's memory failed after it had worked");
     if (!dst_sym) { /* fetch the others' slices of the result */
@@ -221,9 +215,7 @@ static int direct_cma(shmem_team_t t, void *dest, const void *source, size_t cou
         }
         if (failed)
             sym__fatal("shmemx_allreduce", "reading a peer's memory failed after it had worked");
-        uint64_t fin = ++t->coll_round; /* nobody may change its dest while we read it */
-        sym__coll_signal_all(t, SYM_COLL_DONE, fin);
-        sym__coll_wait_all(t, SYM_COLL_DONE, fin);
+        sym__coll_sync_all(t, SYM_COLL_DONE); /* nobody may change its dest while we read it */
     }
     return 0;
 }
@@ -248,10 +240,8 @@ static void direct(shmem_team_t t, void *dest, const void *source, size_t count,
 
     for (size_t off = 0; off < count; off += chunk) {
         size_t cnt = count - off < chunk ? count - off : chunk, lo, len;
-        uint64_t round = ++t->coll_round;
         if (!src_sym) memcpy(stage_in, (const char *)source + off * es, cnt * es);
-        sym__coll_signal_all(t, SYM_COLL_READY, round);
-        sym__coll_wait_all(t, SYM_COLL_READY, round);
+        uint64_t round = sym__coll_sync_all(t, SYM_COLL_READY);
 
         shmemx_block_range(cnt, n, me, &lo, &len);
         for (int k = 0; k < n; k++)
@@ -295,12 +285,6 @@ static void put_signal(shmem_team_t t, int m, void *dst, const void *src, size_t
                             t->pes[m], blocking);
 }
 
-static void sync_all(shmem_team_t t, int word) {
-    uint64_t round = ++t->coll_round;
-    sym__coll_signal_all(t, word, round);
-    sym__coll_wait_all(t, word, round);
-}
-
 /* Segment g of block b: [*lo, *lo + *len) elements. */
 static void segment(size_t count, int n, int b, size_t seg, size_t g, size_t *lo, size_t *len) {
     size_t blo, blen;
@@ -319,7 +303,7 @@ static void ring(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r)
     char *inbox = sym__coll_stage_in(t);
     char *d = dest;
 
-    sync_all(t, SYM_COLL_READY); /* everyone's inboxes are free */
+    sym__coll_sync_all(t, SYM_COLL_READY); /* everyone's inboxes are free */
     uint64_t base = t->coll_round, msg = 0;
     for (int phase = 0; phase < 2; phase++) { /* 0: reduce-scatter, 1: all-gather */
         for (int s = 0; s < n - 1; s++) {
@@ -356,7 +340,7 @@ static void ring(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r)
     }
     t->coll_round = base + msg;
     if (sym__remote) sym__remote->quiet(sym__ctx_default.remote);
-    sync_all(t, SYM_COLL_DONE);
+    sym__coll_sync_all(t, SYM_COLL_DONE);
 }
 
 /* ---- recursive doubling ---- */

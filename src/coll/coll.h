@@ -74,6 +74,9 @@ void sym__coll_signal(shmem_team_t t, int member, int word, uint64_t round);
 /* Wait until every member has signalled `round` of step `word` here. */
 void sym__coll_wait_all(shmem_team_t t, int word, uint64_t round);
 void sym__coll_wait(shmem_team_t t, int member, int word, uint64_t round);
+/* The team's next round of step `word`: signal it to every member and wait for
+ * all of them; returns the round. */
+uint64_t sym__coll_sync_all(shmem_team_t t, int word);
 
 /* Begin a collective on t: finish this PE's queued non-blocking collectives on
  * t first, so collectives on a team run one at a time and in call order. */

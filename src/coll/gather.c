@@ -13,11 +13,6 @@
 
 #include "coll.h"
 
-static void sync_all(shmem_team_t t, int word, uint64_t round) {
-    sym__coll_signal_all(t, word, round);
-    sym__coll_wait_all(t, word, round);
-}
-
 /* ---- reduce-scatter ---- */
 
 /* Each round stages, for every member's block, the next piece of it (at most
@@ -48,7 +43,6 @@ int sym__reduce_scatter(shmem_team_t t, void *dest, const void *source, size_t c
         return SHMEMX_ENOMEM;
     }
     for (size_t p0 = 0; p0 < maxblk; p0 += piece) {
-        uint64_t round = ++t->coll_round;
         if (!src_sym) /* stage piece p0 of every block: block k at stage + k * piece */
             for (int k = 0; k < n; k++) {
                 size_t klo, klen;
@@ -57,7 +51,7 @@ int sym__reduce_scatter(shmem_team_t t, void *dest, const void *source, size_t c
                     memcpy(stage + (size_t)k * piece * es, (const char *)source + (klo + p0) * es,
                            (klen - p0 < piece ? klen - p0 : piece) * es);
             }
-        sync_all(t, SYM_COLL_READY, round);
+        sym__coll_sync_all(t, SYM_COLL_READY);
         size_t m = p0 < len ? (len - p0 < piece ? len - p0 : piece) : 0;
         if (m) {
             const char *src = src_sym ? (const char *)source + (lo + p0) * es
@@ -72,7 +66,7 @@ int sym__reduce_scatter(shmem_team_t t, void *dest, const void *source, size_t c
             }
             sym__reduce1(r, (char *)dest + p0 * es, in, n, m, r->avg ? n : 0);
         }
-        sync_all(t, SYM_COLL_DONE, ++t->coll_round);
+        sym__coll_sync_all(t, SYM_COLL_DONE);
     }
     free(in);
     free(tmp);
@@ -97,9 +91,8 @@ int sym__allgather(shmem_team_t t, void *dest, const void *source, size_t bytes)
     char *stage = sym__coll_stage_in(t);
     for (size_t off = 0; off < bytes; off += chunk) {
         size_t len = bytes - off < chunk ? bytes - off : chunk;
-        uint64_t round = ++t->coll_round;
         if (!src_sym) memcpy(stage, (const char *)source + off, len);
-        sync_all(t, SYM_COLL_READY, round);
+        sym__coll_sync_all(t, SYM_COLL_READY);
         for (int k = 0; k < n; k++) {
             int m = (me + k) % n; /* start with ourselves, then spread the load */
             char *to = d + (size_t)m * bytes + off;
@@ -110,7 +103,7 @@ int sym__allgather(shmem_team_t t, void *dest, const void *source, size_t bytes)
                 sym__coll_get(t, m, to, from, len);
             }
         }
-        sync_all(t, SYM_COLL_DONE, ++t->coll_round);
+        sym__coll_sync_all(t, SYM_COLL_DONE);
     }
     return 0;
 }
@@ -136,7 +129,6 @@ int sym__broadcast(shmem_team_t t, void *dest, const void *source, size_t bytes,
     size_t chunk = SYM_COLL_STAGE_BYTES;
     for (size_t off = 0; off < bytes; off += chunk) {
         size_t len = bytes - off < chunk ? bytes - off : chunk;
-        uint64_t round = ++t->coll_round;
         if (me == root) {
             if (src_seg >= 0) {
                 *where = 1 + ((uint64_t)src_seg << 62) + src_off + off;
@@ -145,8 +137,7 @@ int sym__broadcast(shmem_team_t t, void *dest, const void *source, size_t bytes,
                 *where = 0;
             }
         }
-        sym__coll_signal_all(t, SYM_COLL_READY, round);
-        sym__coll_wait_all(t, SYM_COLL_READY, round);
+        sym__coll_sync_all(t, SYM_COLL_READY);
         if (me != root) {
             uint64_t w;
             sym__coll_get(t, root, &w, where, sizeof w);
@@ -156,7 +147,7 @@ int sym__broadcast(shmem_team_t t, void *dest, const void *source, size_t bytes,
         } else if (root_copies && dest != source) {
             memmove((char *)dest + off, (const char *)source + off, len);
         }
-        sync_all(t, SYM_COLL_DONE, ++t->coll_round);
+        sym__coll_sync_all(t, SYM_COLL_DONE);
     }
     return 0;
 }
@@ -167,7 +158,7 @@ int sym__broadcast(shmem_team_t t, void *dest, const void *source, size_t bytes,
 int sym__allgatherv(shmem_team_t t, void *dest, const void *source, const size_t *bytes,
                     const size_t *displs) {
     int n = t->size, me = t->me;
-    sync_all(t, SYM_COLL_READY, ++t->coll_round);
+    sym__coll_sync_all(t, SYM_COLL_READY);
     for (int k = 0; k < n; k++) {
         int m = (me + k) % n;
         if (!bytes[m]) continue;
@@ -176,7 +167,7 @@ int sym__allgatherv(shmem_team_t t, void *dest, const void *source, const size_t
         else
             sym__coll_get(t, m, (char *)dest + displs[m], source, bytes[m]);
     }
-    sync_all(t, SYM_COLL_DONE, ++t->coll_round);
+    sym__coll_sync_all(t, SYM_COLL_DONE);
     return 0;
 }
 
@@ -187,7 +178,7 @@ int sym__alltoalls(shmem_team_t t, void *dest, const void *source, ptrdiff_t dst
     int n = t->size, me = t->me;
     char *d = dest;
     const char *s = source;
-    sync_all(t, SYM_COLL_READY, ++t->coll_round);
+    sym__coll_sync_all(t, SYM_COLL_READY);
     for (int k = 0; k < n; k++) {
         int m = (me + k) % n;
         const char *from = s + (size_t)sst * (size_t)me * nelems * esize;
@@ -205,6 +196,6 @@ int sym__alltoalls(shmem_team_t t, void *dest, const void *source, ptrdiff_t dst
                               esize);
         }
     }
-    sync_all(t, SYM_COLL_DONE, ++t->coll_round);
+    sym__coll_sync_all(t, SYM_COLL_DONE);
     return 0;
 }

@@ -30,6 +30,13 @@ void sym__coll_signal_all(shmem_team_t t, int word, uint64_t round) {
     for (int m = 0; m < t->size; m++) sym__coll_signal(t, m, word, round);
 }
 
+uint64_t sym__coll_sync_all(shmem_team_t t, int word) {
+    uint64_t round = ++t->coll_round;
+    sym__coll_signal_all(t, word, round);
+    sym__coll_wait_all(t, word, round);
+    return round;
+}
+
 void sym__coll_wait(shmem_team_t t, int m, int word, uint64_t round) {
     sym__wait_ge(word_at(t, word, m), round);
 }
