@@ -38,6 +38,7 @@ endfunction()
 # The heap API on a small heap (exhaustion is reached for real), then the heap
 # size read from each variable and suffix.
 shmem_pe_exe(shmem_heap)
+target_include_directories(shmem_heap PRIVATE ${PROJECT_SOURCE_DIR}/src) # util/util.h
 shmem_pe_run(shmem_heap shmem_heap ARGS api 4194304 ENV SYMTRAIN_SYMMETRIC_SIZE=4M)
 shmem_pe_run(shmem_heap_size_M shmem_heap ARGS sizes 3145728 ENV SHMEM_SYMMETRIC_SIZE=3M)
 shmem_pe_run(shmem_heap_size_k shmem_heap ARGS sizes 1572864 ENV SHMEM_SYMMETRIC_SIZE=1536k)

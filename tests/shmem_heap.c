@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "shmem_test.h"
+#include "util/util.h" /* sym__fmt_size: the runtime's own size format */
 
 static const char *NAME = "shmem_heap";
 static uint64_t seed;
@@ -126,21 +127,6 @@ static int count_lines_with(const char *text, const char *needle) {
     return n;
 }
 
-/* The runtime's own size format (sym__fmt_size). */
-static void fmt_size(size_t bytes, char *buf, size_t len) {
-    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)bytes;
-    int u = 0;
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, len, "%zu B", bytes);
-    else
-        snprintf(buf, len, "%.1f %s", v, unit[u]);
-}
-
 static long exhaustion_count; /* on PE 0: messages seen by all PEs */
 
 /* `call` must fail on every PE, and exactly one PE says so in one line that
@@ -153,9 +139,9 @@ static void expect_exhausted(const char *call, size_t asked, size_t free_bytes, 
     int lines = count_lines_with(text, "\n");
     if (n) {
         char a[32], f[32], h[32], want[160];
-        fmt_size(asked, a, sizeof a);
-        fmt_size(free_bytes, f, sizeof f);
-        fmt_size(heap_bytes, h, sizeof h);
+        sym__fmt_size(asked, a, sizeof a);
+        sym__fmt_size(free_bytes, f, sizeof f);
+        sym__fmt_size(heap_bytes, h, sizeof h);
         snprintf(want, sizeof want, "asked %s, %s free", a, f);
         CHECK(strstr(text, want) != NULL, "%s: the message does not say '%s':\n%s", call, want,
               text);
