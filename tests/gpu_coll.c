@@ -14,19 +14,10 @@
  * must be bit-identical on every PE. SYMTRAIN_TEST_QUICK=1 runs a subset (for
  * PEs sharing a GPU, which run time-sliced). SKIP without a GPU.
  */
-#include <cuda_runtime.h>
 #include <math.h>
-#include <shmem.h>
-#include <shmemx_gpu.h>
 #include <stdlib.h>
 
-#include "test.h"
-
-#define CUDA(call)                                                                   \
-    do {                                                                             \
-        cudaError_t e_ = (call);                                                     \
-        CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));           \
-    } while (0)
+#include "gpu_test.h"
 
 enum { AR, RS, AG, BC };
 static const char *const coll_name[] = {"allreduce", "reduce_scatter", "allgather", "broadcast"};
@@ -378,25 +369,13 @@ int main(void) {
     const char *qs = getenv("SYMTRAIN_TEST_QUICK");
     quick = qs && *qs && strcmp(qs, "0") != 0;
     int st = shmemx_gpu_init();
-    if (st == SHMEMX_GPU_ENODEV || st == SHMEMX_GPU_ETOOFEW) {
-        if (me == 0) printf("SKIP: %s\n", shmemx_gpu_strerror(st));
-        shmem_finalize();
-        return 77;
-    }
+    gpu_test_skip_if_no_gpu(st);
     CHECK_EQ_INT(st, 0);
 
-    /* the seed: PE 0's, shared */
-    uint64_t *sbox = shmem_malloc(sizeof(uint64_t));
+    seed = shmem_test_agree_seed("gpu_coll");
+    if (me == 0 && quick) printf("gpu_coll: quick subset (SYMTRAIN_TEST_QUICK)\n");
     hashes = shmem_malloc(sizeof(uint64_t) * (size_t)npes);
-    CHECK(sbox && hashes, "shmem_malloc");
-    if (me == 0) {
-        uint64_t s = test_seed();
-        for (int p = 0; p < npes; p++) shmem_putmem(sbox, &s, sizeof s, p);
-    }
-    shmem_barrier_all();
-    seed = *sbox;
-    if (me == 0) printf("gpu_coll: %d PEs, seed %" PRIu64 " (SYMTRAIN_TEST_SEED replays)%s\n",
-                        npes, seed, quick ? ", quick" : "");
+    CHECK(hashes, "shmem_malloc");
 
     const size_t maxcount = 2500001;
     BUF_BYTES = ((size_t)npes * maxcount * 4 + 4095) & ~(size_t)4095;
@@ -464,7 +443,6 @@ int main(void) {
     cudaFreeHost(h_out);
     CHECK_EQ_INT(shmemx_gpu_finalize(), 0);
     shmem_free(hashes);
-    shmem_free(sbox);
     shmem_finalize();
     return 0;
 }

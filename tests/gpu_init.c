@@ -6,26 +6,9 @@
  * its owner wrote (read through the peer address shmemx_gpu_ptr gives).
  * SKIP without a GPU, or with fewer GPUs than PEs.
  */
-#include <cuda_runtime.h>
-#include <shmem.h>
-#include <shmemx_gpu.h>
 #include <stdlib.h>
 
-#include "test.h"
-
-#define CUDA(call)                                                                   \
-    do {                                                                             \
-        cudaError_t e_ = (call);                                                     \
-        CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));           \
-    } while (0)
-
-static void skip_if_no_gpu(int st) {
-    if (st == SHMEMX_GPU_ENODEV || st == SHMEMX_GPU_ETOOFEW) {
-        if (test_pe == 0) printf("SKIP: %s\n", shmemx_gpu_strerror(st));
-        shmem_finalize();
-        exit(77);
-    }
-}
+#include "gpu_test.h"
 
 int main(void) {
     shmem_init();
@@ -35,13 +18,13 @@ int main(void) {
     /* ---- a heap that cannot fit ---- */
     setenv("SYMTRAIN_GPU_HEAP_SIZE", "100000G", 1);
     int st = shmemx_gpu_init();
-    skip_if_no_gpu(st);
+    gpu_test_skip_if_no_gpu(st);
     CHECK_EQ_INT(st, SHMEMX_GPU_EHEAP);
     unsetenv("SYMTRAIN_GPU_HEAP_SIZE");
 
     /* ---- the real start ---- */
     st = shmemx_gpu_init();
-    skip_if_no_gpu(st);
+    gpu_test_skip_if_no_gpu(st);
     CHECK_EQ_INT(st, 0);
     CHECK_EQ_INT(shmemx_gpu_init(), 0); /* again: a no-op */
     int dev = shmemx_gpu_device(), ndev = 0;

@@ -8,33 +8,10 @@
  * the device that nvshmem_ptr reaches every peer where NVLink does, and then
  * every PE must find every peer's word. SKIP without enough GPUs.
  */
-#include <cuda_runtime.h>
 #include <nvshmem.h>
 #include <nvshmemx.h>
-#include <shmem.h>
-#include <shmemx_gpu.h>
-#include <stdio.h>
-#include <stdlib.h>
 
-/* (tests/test.h is C; this file is CUDA C++, so its own two macros) */
-static int test_pe = -1;
-#define CHECK(cond, ...)                                                             \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "FAIL %s:%d (PE %d): %s: ", __FILE__, __LINE__, test_pe, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                            \
-            fprintf(stderr, "\n");                                                   \
-            exit(1);                                                                 \
-        }                                                                            \
-    } while (0)
-#define CHECK_EQ_INT(a, b)                                                           \
-    CHECK((long long)(a) == (long long)(b), "%lld != %lld", (long long)(a), (long long)(b))
-
-#define CUDA(call)                                                                   \
-    do {                                                                             \
-        cudaError_t e_ = (call);                                                     \
-        CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));           \
-    } while (0)
+#include "gpu_test.h"
 
 /* slots[p] on every PE receives PE p's word; reach[p] = 1 if nvshmem_ptr works */
 __global__ void put_words(int *slots, int *reach, int me, int npes) {
@@ -50,11 +27,7 @@ int main(void) {
     shmem_init();
     int me = test_pe = shmem_my_pe(), npes = shmem_n_pes();
     int st = shmemx_gpu_init();
-    if (st == SHMEMX_GPU_ENODEV || st == SHMEMX_GPU_ETOOFEW) {
-        if (me == 0) printf("SKIP: %s\n", shmemx_gpu_strerror(st));
-        shmem_finalize();
-        return 77;
-    }
+    gpu_test_skip_if_no_gpu(st);
     CHECK_EQ_INT(st, 0);
     nvshmem_init(); /* this program's module: NVSHMEM is already up, this only counts */
     CHECK_EQ_INT(nvshmem_my_pe(), me);

@@ -64,7 +64,7 @@ static inline test_rng_t test_rng(uint64_t seed, uint64_t stream) {
 }
 
 static inline void test_fill(void *buf, size_t n, test_rng_t *r) {
-    unsigned char *p = buf;
+    unsigned char *p = (unsigned char *)buf; /* (C++ too: gpu_user_kernel.cu) */
     for (size_t i = 0; i < n; i++) p[i] = (unsigned char)test_next(r);
 }
 
