@@ -63,6 +63,13 @@ static inline test_rng_t test_rng(uint64_t seed, uint64_t stream) {
     return r;
 }
 
+/* A fresh directory $TMPDIR/NAME.XXXXXX (or under /tmp) into dir[len]. */
+static inline void test_mkdtemp(char *dir, size_t len, const char *name) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, len, "%s/%s.XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp %s", dir);
+}
+
 static inline void test_fill(void *buf, size_t n, test_rng_t *r) {
     unsigned char *p = (unsigned char *)buf; /* (C++ too: gpu_user_kernel.cu) */
     for (size_t i = 0; i < n; i++) p[i] = (unsigned char)test_next(r);

@@ -240,9 +240,7 @@ int main(void) {
     uint64_t seed = test_seed();
     printf("train_ckpt: seed %llu\n", (unsigned long long)seed);
     rng = test_rng(seed, 4);
-    const char *tmpdir = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/train_ckpt.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    test_mkdtemp(dir, sizeof dir, "train_ckpt");
     check_write_prune_fallback();
     check_writer();
     char cmd[300];

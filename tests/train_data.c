@@ -211,9 +211,7 @@ int main(void) {
     uint64_t seed = test_seed();
     printf("train_data: seed %llu\n", (unsigned long long)seed);
     rng = test_rng(seed, 3);
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/train_data.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    test_mkdtemp(dir, sizeof dir, "train_data");
     check_files();
     rmdir(dir);
     check_generated();
