@@ -89,12 +89,19 @@ static inline void store_done(int stream) { (void)stream; }
         store_done(stream);                                                          \
     }
 
-/* Integer types: every operation. */
-#define INT_KERNELS(tag, T)                                                          \
+/* Real floating types: arithmetic and ordering. */
+#define REAL_KERNELS(tag, T)                                                         \
     KERNEL(tag##_sum, T, OP_SUM)                                                     \
     KERNEL(tag##_prod, T, OP_PROD)                                                   \
     KERNEL(tag##_min, T, OP_MIN)                                                     \
-    KERNEL(tag##_max, T, OP_MAX)                                                     \
+    KERNEL(tag##_max, T, OP_MAX)
+REAL_KERNELS(f32, float)
+REAL_KERNELS(f64, double)
+REAL_KERNELS(ldbl, long double)
+
+/* Integer types: those and the bitwise operations. */
+#define INT_KERNELS(tag, T)                                                          \
+    REAL_KERNELS(tag, T)                                                             \
     KERNEL(tag##_and, T, OP_AND)                                                     \
     KERNEL(tag##_or, T, OP_OR)                                                       \
     KERNEL(tag##_xor, T, OP_XOR)
@@ -106,16 +113,6 @@ INT_KERNELS(u8, uint8_t)
 INT_KERNELS(u16, uint16_t)
 INT_KERNELS(u32, uint32_t)
 INT_KERNELS(u64, uint64_t)
-
-/* Real floating types: arithmetic and ordering. */
-#define REAL_KERNELS(tag, T)                                                         \
-    KERNEL(tag##_sum, T, OP_SUM)                                                     \
-    KERNEL(tag##_prod, T, OP_PROD)                                                   \
-    KERNEL(tag##_min, T, OP_MIN)                                                     \
-    KERNEL(tag##_max, T, OP_MAX)
-REAL_KERNELS(f32, float)
-REAL_KERNELS(f64, double)
-REAL_KERNELS(ldbl, long double)
 
 /* Complex: sum and product only. */
 KERNEL(c32_sum, float _Complex, OP_SUM)
