@@ -155,8 +155,7 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
         return 0;
     }
 
-    struct sym_gpu_args a;
-    memset(&a, 0, sizeof a);
+    struct sym_gpu_args a = g->fixed;
     a.src = src;
     a.dst = dst;
     a.count = count;
@@ -164,25 +163,7 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
     a.dtype = dtype;
     a.op = op;
     a.root = root;
-    a.me = me;
-    a.npes = n;
-    a.next = (me + 1) % n;
-    a.prev = (me - 1 + n) % n;
-    a.p2p = g->p2p;
-    a.timeout_ns = g->timeout_ns;
-    a.epoch = g->epoch;
-    a.scr = g->scr;
-    a.ll = g->ll;
-    a.flags = g->flags;
-    a.region = g->region;
-    if (g->p2p)
-        for (int q = 0; q < n; q++) {
-            size_t off_ll = (size_t)(g->ll - g->base),
-                   off_fl = (size_t)((uint8_t *)g->flags - g->base);
-            a.peer_scr[q] = g->peer_base[q];
-            a.peer_ll[q] = g->peer_base[q] + off_ll;
-            a.peer_flags[q] = (uint64_t *)(g->peer_base[q] + off_fl);
-        }
+    a.es = (int)es;
     a.dst_sym = symmetric(dst, dst_bytes, a.peer_dst, NULL);
     uint8_t *src_peer[SYM_GPU_MAXP2P];
     (void)symmetric(src, count * es, src_peer, &a.src_sym);
@@ -223,7 +204,7 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
         if (coll == SYM_GPU_ALLREDUCE || coll == SYM_GPU_REDUCE_SCATTER) {
             size_t pmax = part_max(coll, count, n, (int)es); /* elements */
             size_t epv = 16 / es;
-            size_t che_max = (g->region / (2 * (size_t)n)) / 16 * 16 / es;
+            size_t che_max = (a.region / (2 * (size_t)n)) / 16 * 16 / es;
             blocks = g->force_blocks ? maxb : clampi(div_up(pmax * es, min_chunk), 1, maxb);
             size_t che = div_up(div_up(pmax, (size_t)blocks), epv) * epv;
             if (che > che_max) che = che_max;
@@ -235,7 +216,7 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
             blocks = g->force_blocks ? maxb : clampi(div_up(len, min_chunk), 1, maxb);
             size_t chb = div_up(div_up(len, (size_t)blocks), 16) * 16;
             size_t chb_max =
-                a.dst_sym ? ((size_t)4 << 20) : (g->region / (2 * (size_t)n)) / 16 * 16;
+                a.dst_sym ? ((size_t)4 << 20) : (a.region / (2 * (size_t)n)) / 16 * 16;
             if (chb > chb_max) chb = chb_max;
             a.chunk = chb;
             a.iters = (int)div_up(div_up(len, chb), (size_t)blocks);
@@ -245,7 +226,7 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
         int maxb = g->force_blocks ? clampi((size_t)g->force_blocks, 1, SYM_GPU_MAXB)
                                    : t->ring_blocks;
         int R = coll == SYM_GPU_ALLREDUCE ? 2 * n - 2 : coll == SYM_GPU_BROADCAST ? 1 : n - 1;
-        size_t slot_max = (g->region / (2 * (size_t)(R + 1))) / 16 * 16;
+        size_t slot_max = (a.region / (2 * (size_t)(R + 1))) / 16 * 16;
         bool reduce = coll == SYM_GPU_ALLREDUCE || coll == SYM_GPU_REDUCE_SCATTER;
         size_t unit = reduce ? es : 1; /* chunk counts elements, or bytes */
         size_t plen = reduce ? part_max(coll, count, n, (int)es) : count * es;

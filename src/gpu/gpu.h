@@ -74,6 +74,7 @@ struct sym_gpu_args {
     size_t chunk; /* one-shot: lines per block; AR/RS: elements; AG/BC: bytes */
     int iters;    /* persistent-loop iterations per block */
     int coll, dtype, op, root;
+    int es;       /* bytes per element */
     int me, npes, next, prev;
     int dst_sym; /* dst is symmetric everywhere: peer_dst valid, peers write into it */
     int src_sym; /* src is symmetric here (the ring puts from it without staging) */
@@ -105,18 +106,15 @@ struct sym_gpu_state {
     int me, npes, dev;
     int p2p;            /* every peer reachable by loads/stores (and npes <= MAXP2P) */
     size_t heap;        /* user-visible symmetric heap (SYMTRAIN_GPU_HEAP_SIZE) */
-    size_t region;      /* scratch bytes per block */
     uint8_t *base;      /* the working memory (nvshmem_malloc) */
-    uint8_t *scr, *ll;
-    uint64_t *flags;
-    uint32_t *epoch;    /* cudaMalloc'd [SYM_GPU_MAXB] */
-    uint8_t *peer_base[SYM_GPU_MAXP2P];
+    /* every kernel's arguments that are fixed at init (PEs, working memory,
+     * epochs, timeout); a collective copies it and fills in the rest */
+    struct sym_gpu_args fixed;
     /* tuning */
     shmemx_gpu_algo_t force_algo;
     int force_blocks;
     size_t oneshot_max; /* 0: the table's */
     size_t min_chunk;   /* 0: coll.cu's */
-    unsigned long long timeout_ns;
     int pdl;            /* launch with programmatic stream serialisation */
     shmemx_gpu_algo_t last_algo;
 };

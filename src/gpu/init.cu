@@ -96,13 +96,13 @@ static int check_heap(int dev, size_t need, char *reason, size_t len) {
                                                            : (size_t)((lsize + ndev - 1) / ndev);
     if (sharers < 1) sharers = 1;
     if (need > free_b / sharers) {
-        char a[32], f[32], t[32];
+        char a[32], h[32], f[32], t[32];
         snprintf(reason, len,
                  "GPU symmetric heap too large: each PE needs %s (SYMTRAIN_GPU_HEAP_SIZE "
                  "%s plus symtrain's working memory), %zu PE%s on GPU %d, which has %s free of "
                  "%s; lower SYMTRAIN_GPU_HEAP_SIZE or SYMTRAIN_GPU_SCRATCH",
                  sym__fmt_size(need, a, sizeof a),
-                 getenv("SYMTRAIN_GPU_HEAP_SIZE") ? getenv("SYMTRAIN_GPU_HEAP_SIZE") : "1G",
+                 sym__fmt_size(sym__gpu.heap, h, sizeof h),
                  sharers, sharers == 1 ? "" : "s", dev, sym__fmt_size(free_b, f, sizeof f),
                  sym__fmt_size(total_b, t, sizeof t));
         return SHMEMX_GPU_EHEAP;
@@ -171,15 +171,16 @@ static int setup_memory(sym_gpu_agree_fn agree, size_t scratch) {
     g->base = (uint8_t *)nvshmem_malloc(total);
     cudaError_t ce = cudaSuccess;
     if (g->base) ce = cudaMemset(g->base, 0, total);
-    if (ce == cudaSuccess) ce = cudaMalloc((void **)&g->epoch, SYM_GPU_MAXB * sizeof(uint32_t));
-    if (ce == cudaSuccess) ce = cudaMemset(g->epoch, 0, SYM_GPU_MAXB * sizeof(uint32_t));
+    struct sym_gpu_args *a = &g->fixed;
+    if (ce == cudaSuccess) ce = cudaMalloc((void **)&a->epoch, SYM_GPU_MAXB * sizeof(uint32_t));
+    if (ce == cudaSuccess) ce = cudaMemset(a->epoch, 0, SYM_GPU_MAXB * sizeof(uint32_t));
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize();
     int st = 0;
     if (!g->base) {
-        char a[32];
+        char sz[32];
         snprintf(reason, sizeof reason, "nvshmem_malloc of symtrain's working memory (%s) "
                  "failed; lower SYMTRAIN_GPU_SCRATCH or raise NVSHMEM_SYMMETRIC_SIZE",
-                 sym__fmt_size(total, a, sizeof a));
+                 sym__fmt_size(total, sz, sizeof sz));
         st = SHMEMX_GPU_EHEAP;
     } else if (ce != cudaSuccess) {
         snprintf(reason, sizeof reason, "preparing working memory: %s", cudaGetErrorString(ce));
@@ -187,18 +188,30 @@ static int setup_memory(sym_gpu_agree_fn agree, size_t scratch) {
     }
     st = agree(st, reason);
     if (st) return st;
-    g->scr = g->base;
-    g->ll = g->base + scratch;
-    g->flags = (uint64_t *)(g->base + scratch + LL_BYTES);
-    g->region = (scratch / SYM_GPU_MAXB) & ~(size_t)255;
+    size_t off_ll = scratch, off_flags = scratch + LL_BYTES;
+    a->me = g->me;
+    a->npes = g->npes;
+    a->next = (g->me + 1) % g->npes;
+    a->prev = (g->me - 1 + g->npes) % g->npes;
+    a->scr = g->base;
+    a->ll = g->base + off_ll;
+    a->flags = (uint64_t *)(g->base + off_flags);
+    a->region = (scratch / SYM_GPU_MAXB) & ~(size_t)255;
 
     /* NVLink (or same-GPU) reach to every peer: the NVLink algorithms need all */
     int p2p = g->npes <= SYM_GPU_MAXP2P;
+    uint8_t *peer[SYM_GPU_MAXP2P] = {NULL};
     for (int p = 0; p < g->npes && p2p; p++) {
-        g->peer_base[p] = (uint8_t *)nvshmem_ptr(g->base, p);
-        if (!g->peer_base[p]) p2p = 0;
+        peer[p] = (uint8_t *)nvshmem_ptr(g->base, p);
+        if (!peer[p]) p2p = 0;
     }
-    g->p2p = agree(p2p ? 0 : -1, NULL) == 0;
+    g->p2p = a->p2p = agree(p2p ? 0 : -1, NULL) == 0;
+    if (g->p2p) /* the peer addresses are for the NVLink algorithms only */
+        for (int p = 0; p < g->npes; p++) {
+            a->peer_scr[p] = peer[p];
+            a->peer_ll[p] = peer[p] + off_ll;
+            a->peer_flags[p] = (uint64_t *)(peer[p] + off_flags);
+        }
     /* every PE zeroed its flags before any kernel may write a peer's */
     shmem_barrier_all();
     return 0;
@@ -222,8 +235,7 @@ static int gpu_init(sym_gpu_agree_fn agree) {
     if (scratch < MIN_REGION * SYM_GPU_MAXB) scratch = MIN_REGION * SYM_GPU_MAXB;
     size_t ours = scratch + LL_BYTES + FLAG_COUNT * sizeof(uint64_t) + NVSHMEM_SLACK;
     size_t symsize = g->heap + ours;
-    const char *user_sym = getenv("NVSHMEM_SYMMETRIC_SIZE");
-    if (user_sym && *user_sym) symsize = sym__env_size("NVSHMEM_SYMMETRIC_SIZE", symsize);
+    symsize = sym__env_size("NVSHMEM_SYMMETRIC_SIZE", symsize); /* the user's, if set */
     st = agree(check_heap(dev, symsize, reason, sizeof reason), reason);
     if (st) return st;
 
@@ -247,7 +259,8 @@ static int gpu_init(sym_gpu_agree_fn agree) {
     g->oneshot_max = sym__env_size("SYMTRAIN_GPU_ONESHOT_MAX", 0);
     g->min_chunk = sym__env_size("SYMTRAIN_GPU_MIN_CHUNK", 0);
     g->pdl = sym__env_long("SYMTRAIN_GPU_PDL", 1) != 0;
-    g->timeout_ns = (unsigned long long)sym__env_long("SYMTRAIN_GPU_TIMEOUT", 30) * 1000000000ull;
+    g->fixed.timeout_ns =
+        (unsigned long long)sym__env_long("SYMTRAIN_GPU_TIMEOUT", 30) * 1000000000ull;
     g->last_algo = SHMEMX_GPU_ALGO_AUTO;
     g->ready = 1;
     return 0;
@@ -259,7 +272,7 @@ static int gpu_finalize(void) {
     cudaError_t ce = cudaDeviceSynchronize();
     sym__gpu_cache_clear();
     nvshmem_free(g->base);
-    cudaFree(g->epoch);
+    cudaFree(g->fixed.epoch);
     nvshmem_finalize();
     g->ready = 0;
     if (ce != cudaSuccess) {

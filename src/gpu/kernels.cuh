@@ -192,6 +192,9 @@ SYM_DEV uint32_t block_epoch(const struct sym_gpu_args &a) {
     return *(volatile uint32_t *)&a.epoch[blockIdx.x] + 1;
 }
 
+/* The flag value of iteration i in epoch e: (e << 32 | i + 1), see gpu.h. */
+SYM_DEV uint64_t step_val(uint32_t e, int i) { return ((uint64_t)e << 32) | (uint32_t)(i + 1); }
+
 /* Start of a collective for block b on NVLink: tell every peer "my stream
  * has reached epoch e here" (ACK(b, me) = e), so I am done with region b and
  * dest may be written. A relaxed store: the previous kernel, and every read it
@@ -292,8 +295,6 @@ SYM_DEV void line_put(uint8_t *base, size_t len, size_t l, uint2 v) {
 
 /* ---- block-wide copy: one source, up to MAXOUT destinations ---- */
 
-#define SYM_MAXOUT (SYM_GPU_MAXP2P + 1)
-
 template <typename T, int U, int MAXOUT>
 SYM_DEV void copy_w(uint8_t *const *out, int nout, const uint8_t *in, size_t n) {
     const T *s = (const T *)in;
@@ -339,7 +340,7 @@ SYM_DEV void copy1(uint8_t *out, const uint8_t *in, size_t bytes) {
     copy_bytes<1>(o, 1, in, bytes);
 }
 
-/* ---- block-wide reduce: n inputs (in PE order), up to SYM_MAXOUT outputs ---- */
+/* ---- block-wide reduce: n inputs (in PE order), up to MAXOUT outputs ---- */
 
 /* out[o][i] = op(in[0][i], ..., in[nin-1][i]) (then /npes for AVG), i < w
  * elements, nin <= MAXIN, nout <= MAXOUT (compile-time bounds keep the

@@ -25,10 +25,6 @@
 
 #include "kernels.cuh"
 
-static __device__ __forceinline__ uint64_t ring_val(uint32_t e, int i) {
-    return ((uint64_t)e << 32) | (uint32_t)(i + 1);
-}
-
 /* Block-wide put of `bytes` from local `src` into `dst` (a symmetric address)
  * on `pe`, then the signal; a zero-byte send is the signal alone. */
 static __device__ __forceinline__ void ring_send(uint8_t *dst, const uint8_t *src, size_t bytes,
@@ -47,7 +43,8 @@ static __device__ __forceinline__ void ring_wait(const struct sym_gpu_args &a, s
 }
 
 template <int DT>
-__global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_args a, int es) {
+__global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_args a) {
+    constexpr int es = sym_dt<DT>::size;
     const int b = blockIdx.x, G = gridDim.x, n = a.npes, me = a.me, next = a.next, prev = a.prev;
     const uint32_t e = block_epoch(a);
     const int coll = a.coll;
@@ -76,10 +73,10 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
     __syncthreads();
 
     for (int i = 0; i < a.iters; i++) {
-        const uint64_t val = ring_val(e, i);
+        const uint64_t val = step_val(e, i);
         const int par = i & 1;
         if (i >= 2 && sends)
-            ring_wait(a, FLAG_RDONE(b), ring_val(e, i - 2), "ring slot credit", next);
+            ring_wait(a, FLAG_RDONE(b), step_val(e, i - 2), "ring slot credit", next);
 
         if (reduce) {
             const size_t x0 = ((size_t)i * G + b) * a.chunk;
@@ -184,8 +181,7 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
 }
 
 cudaError_t sym__gpu_launch_ring(const struct sym_gpu_args *a, int blocks, cudaStream_t stream) {
-    int es = a->dtype == SHMEMX_FLOAT32 ? 4 : 2;
-    void *args[] = {(void *)a, &es};
+    void *args[] = {(void *)a};
     const void *fn = a->dtype == SHMEMX_FLOAT32   ? (const void *)k_ring<SHMEMX_FLOAT32>
                      : a->dtype == SHMEMX_FLOAT16 ? (const void *)k_ring<SHMEMX_FLOAT16>
                                                   : (const void *)k_ring<SHMEMX_BFLOAT16>;

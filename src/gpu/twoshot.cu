@@ -23,10 +23,6 @@
  */
 #include "kernels.cuh"
 
-static __device__ __forceinline__ uint64_t step_val(uint32_t e, int i) {
-    return ((uint64_t)e << 32) | (uint32_t)(i + 1);
-}
-
 /* ---- all-reduce, reduce-scatter ---- */
 
 /* NP: a compile-time bound on npes (2, 4 or 8), so per-peer arrays stay in registers. */
@@ -103,11 +99,9 @@ __global__ void __launch_bounds__(twoshot_threads<NP>::value)
             reduce_elems<DT, NP, NP>(in, n, out, nout, w, a.op, n);
         }
         __syncthreads();
-        if (!ar) { /* the slots of parity `par` are free again */
-            signal_peers(a, FLAG_SIG(b, 1, me), val, ~0ull);
-            continue;
-        }
+        /* RS: the slots of parity `par` are free again; AR: my part is out */
         signal_peers(a, FLAG_SIG(b, 1, me), val, ~0ull);
+        if (!ar) continue;
         wait_peers(a, FLAG_SIG(b, 1, 0), 1, val, "all-gather data", ~0ull);
 
         /* (3) results of the other parts */
@@ -131,12 +125,12 @@ __global__ void __launch_bounds__(twoshot_threads<NP>::value)
 /* Bytes: block `len` = count * element size. AG: PE q's block lands at
  * dest + q*len; BC: root's block at dest. chunk = bytes per block per iteration. */
 template <int NP>
-__global__ void __launch_bounds__(SYM_GPU_THREADS) k_push(const struct sym_gpu_args a, int es) {
+__global__ void __launch_bounds__(SYM_GPU_THREADS) k_push(const struct sym_gpu_args a) {
     const int b = blockIdx.x, G = gridDim.x, n = a.npes, me = a.me;
     const bool ag = a.coll == SYM_GPU_ALLGATHER;
     const bool sender = ag || me == a.root;
     const uint32_t e = block_epoch(a);
-    const size_t len = a.count * (size_t)es, chb = a.chunk;
+    const size_t len = a.count * (size_t)a.es, chb = a.chunk;
     uint8_t *region = a.scr + (size_t)b * a.region;
     const size_t reg_off = (size_t)b * a.region;
     /* whom I push to (all peers, or none) and whom I receive from */
@@ -227,8 +221,7 @@ cudaError_t sym__gpu_launch_twoshot(const struct sym_gpu_args *a, int blocks,
 }
 
 cudaError_t sym__gpu_launch_push(const struct sym_gpu_args *a, int blocks, cudaStream_t stream) {
-    int es = a->dtype == SHMEMX_FLOAT32 ? 4 : 2;
-    void *args[] = {(void *)a, &es};
+    void *args[] = {(void *)a};
     const void *fn = a->npes <= 2 ? (const void *)k_push<2>
                      : a->npes <= 4 ? (const void *)k_push<4> : (const void *)k_push<8>;
     return sym_launch(fn, blocks, SYM_GPU_THREADS, stream, args);
