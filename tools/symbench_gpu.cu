@@ -87,16 +87,17 @@ struct opts {
 
 /* ---- small helpers ---- */
 
-static size_t parse_size(const char *s) {
-    char *end;
-    double v = strtod(s, &end);
-    switch (*end) {
-    case 'k': case 'K': v *= 1024; break;
-    case 'm': case 'M': v *= 1024 * 1024; break;
-    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
-    default: break;
+/* symshmem's size parser (src/util/env.c): 512, 64K, 1.5M, 2G, 4GiB; 0 on success */
+extern "C" int sym__parse_size(const char *s, size_t *out);
+
+static size_t parse_size(const char *opt, const char *s) {
+    size_t v;
+    if (sym__parse_size(s, &v) != 0) {
+        fprintf(stderr, "symbench-gpu: %s '%s' is not a size; write e.g. 8, 64K, 16M or 1G\n",
+                opt, s);
+        exit(2);
     }
-    return (size_t)v;
+    return v;
 }
 
 static void fmt_size(size_t b, char *buf, size_t len) {
@@ -111,21 +112,13 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* symmetric scratch for exchanging numbers between PEs */
+/* symmetric scratch for exchanging numbers between PEs: [0] in, [1] out */
 static double *xchg;
 /* The largest value any PE passes (collective). */
 static double max_over_pes(double v) {
-    shmem_putmem(&xchg[me], &v, sizeof v, 0);
-    shmem_barrier_all();
-    if (me == 0) {
-        double m = xchg[0];
-        for (int p = 1; p < npes; p++) m = xchg[p] > m ? xchg[p] : m;
-        for (int p = 0; p < npes; p++) shmem_putmem(&xchg[npes], &m, sizeof m, p);
-    }
-    shmem_barrier_all();
-    double r = xchg[npes];
-    shmem_barrier_all();
-    return r;
+    xchg[0] = v;
+    shmem_double_max_reduce(SHMEM_TEAM_WORLD, &xchg[1], &xchg[0], 1);
+    return xchg[1];
 }
 
 /* ---- random inputs (never time on zeros) ---- */
@@ -596,8 +589,8 @@ int main(int argc, char **argv) {
     } else usage();
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-b") && v) o.min = parse_size(v), i++;
-        else if (!strcmp(a, "-e") && v) o.max = parse_size(v), i++;
+        if (!strcmp(a, "-b") && v) o.min = parse_size(a, v), i++;
+        else if (!strcmp(a, "-e") && v) o.max = parse_size(a, v), i++;
         else if (!strcmp(a, "-f") && v) o.factor = atof(v), i++;
         else if (!strcmp(a, "-n") && v) o.iters = atoi(v), i++;
         else if (!strcmp(a, "-t") && v) {
@@ -613,10 +606,10 @@ int main(int argc, char **argv) {
                                         : SHMEMX_SUM;
             i++;
         } else if (!strcmp(a, "--algo") && v) {
-            o.algo = !strcmp(v, "oneshot")   ? SHMEMX_GPU_ALGO_ONESHOT
-                     : !strcmp(v, "twoshot") ? SHMEMX_GPU_ALGO_TWOSHOT
-                     : !strcmp(v, "ring")    ? SHMEMX_GPU_ALGO_RING
-                                             : SHMEMX_GPU_ALGO_AUTO;
+            o.algo = SHMEMX_GPU_ALGO_AUTO; /* also for a name it does not know */
+            for (int k = 0; k < SHMEMX_GPU_ALGO_COUNT; k++)
+                if (!strcmp(v, shmemx_gpu_algo_name((shmemx_gpu_algo_t)k)))
+                    o.algo = (shmemx_gpu_algo_t)k;
             i++;
         } else if (!strcmp(a, "--blocks") && v) o.blocks = atoi(v), i++;
         else if (!strcmp(a, "--root") && v) o.root = atoi(v), i++;
@@ -644,7 +637,7 @@ int main(int argc, char **argv) {
         return st == SHMEMX_GPU_ENODEV || st == SHMEMX_GPU_ETOOFEW ? 77 : 1;
     }
     if (o.root < 0 || o.root >= npes) o.root = 0;
-    xchg = (double *)shmem_malloc(sizeof(double) * (size_t)(npes + 1));
+    xchg = (double *)shmem_malloc(2 * sizeof(double));
     if (o.coll == PUT) {
         nvshmem_init(); /* this program's kernels call NVSHMEM: ready its module */
         bench_put(&o);
