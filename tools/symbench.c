@@ -33,9 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "../src/util/util.h" /* sym__now_s */
 #include "symbench.h"
 
 typedef struct {
@@ -51,12 +51,6 @@ static int bind = 1;
 static int me, npes, peer;
 
 /* ---- helpers ---- */
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Iterations for one repetition at `size`: opt.iters up to 8 KiB, then about
  * the same number of bytes per repetition as opt.iters_large at 1 MiB. */
@@ -106,9 +100,9 @@ static double measure(body_fn *body, size_t size, long iters, void *arg) {
     double best = 0;
     for (int r = 0; r < opt.reps; r++) {
         shmem_barrier_all();
-        double t0 = now_s();
+        double t0 = sym__now_s();
         body(size, iters, arg);
-        double t = (now_s() - t0) / (double)iters;
+        double t = (sym__now_s() - t0) / (double)iters;
         if (r == 0 || t < best) best = t;
     }
     shmem_barrier_all();

@@ -21,8 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "../src/util/util.h" /* sym__now_s */
 #include "symbench.h"
 
 typedef enum { K_ALLREDUCE, K_REDUCE_SCATTER, K_ALLGATHER, K_BROADCAST } kind_t;
@@ -40,12 +40,6 @@ static const struct {
     shmemx_dtype_t dt;
 } dtypes[] = {{"float", SHMEMX_FLOAT32},  {"double", SHMEMX_FLOAT64}, {"half", SHMEMX_FLOAT16},
               {"bfloat16", SHMEMX_BFLOAT16}, {"int32", SHMEMX_INT32},  {"int64", SHMEMX_INT64}};
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int iters_for(size_t bytes, int base) {
     if (bytes <= 65536) return base;
@@ -206,10 +200,10 @@ int symbench_coll(const char *test, int argc, char **argv) {
             double best = 1e30;
             for (int rep = -1; rep < reps; rep++) {
                 shmem_barrier_all();
-                double t0 = now_s();
+                double t0 = sym__now_s();
                 for (int it = 0; it < (rep < 0 ? 2 : iters); it++)
                     if (run_one(kind, dst, src, count, dt, n)) shmem_global_exit(1);
-                mine = (now_s() - t0) / (rep < 0 ? 2 : iters);
+                mine = (sym__now_s() - t0) / (rep < 0 ? 2 : iters);
                 shmem_barrier_all();
                 shmem_double_max_reduce(SHMEM_TEAM_WORLD, &tmax, &mine, 1);
                 if (rep >= 0 && tmax < best) best = tmax;
