@@ -35,7 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../src/util/util.h" /* sym__now_s */
+#include "../src/util/util.h" /* sym__now_s, sym__parse_size */
 #include "symbench.h"
 
 typedef struct {
@@ -60,22 +60,6 @@ static long iters_for(size_t size) {
     long n = (long)(bytes / (double)size);
     if (n > opt.iters) n = opt.iters;
     return n < 4 ? 4 : n;
-}
-
-int symbench_parse_size(const char *s, size_t *out) {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || v < 0) return -1;
-    double mul = 1;
-    switch (*end) {
-    case 'k': case 'K': mul = 1024.0; end++; break;
-    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
-    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
-    default: break;
-    }
-    if (*end) return -1;
-    *out = (size_t)(v * mul);
-    return 0;
 }
 
 static void table(const char *test, const char *measure, const char *what, const char *column) {
@@ -383,7 +367,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-w") || !strcmp(a, "--window")) opt.window = (int)parse_long(a, v, 1);
         else if (!strcmp(a, "--min-size") || !strcmp(a, "--max-size")) {
             size_t s;
-            if (symbench_parse_size(v, &s) || s == 0) usage("sizes are positive, e.g. 1, 4K, 64M");
+            if (sym__parse_size(v, &s) || s == 0) usage("sizes are positive, e.g. 1, 4K, 64M");
             if (!strcmp(a, "--min-size")) opt.min_size = s;
             else opt.max_size = s;
         } else if (!takes) usage(NULL);

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/util/util.h" /* sym__now_s */
+#include "../src/util/util.h" /* sym__now_s, sym__parse_size */
 #include "symbench.h"
 
 typedef enum { K_ALLREDUCE, K_REDUCE_SCATTER, K_ALLGATHER, K_BROADCAST } kind_t;
@@ -114,7 +114,7 @@ int symbench_coll(const char *test, int argc, char **argv) {
         i++;
         if (!strcmp(a, "-b") || !strcmp(a, "-e")) {
             size_t s;
-            if (symbench_parse_size(v, &s) || !s) return usage("sizes are positive, e.g. 8, 64K, 1G", me);
+            if (sym__parse_size(v, &s) || !s) return usage("sizes are positive, e.g. 8, 64K, 1G", me);
             *(strcmp(a, "-b") ? &maxb : &minb) = s;
         } else if (!strcmp(a, "-f")) {
             factor = atof(v);
