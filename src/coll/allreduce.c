@@ -465,11 +465,6 @@ int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
         sym__reduce1(r, dest, in1, 1, count, 0);
         return 0;
     }
-    if (n > SYM_COLL_MAX_MEMBERS) {
-        sym__warn("shmemx_allreduce", "teams of more than %d members are not supported",
-                  SYM_COLL_MAX_MEMBERS);
-        return SHMEMX_EINVAL;
-    }
     size_t bytes = count * r->esize;
     int local = sym__coll_all_local(t);
     if (algo == SHMEMX_ALGO_AUTO) algo = sym__allreduce_algo_forced();

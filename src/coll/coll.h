@@ -78,9 +78,11 @@ void sym__coll_wait(shmem_team_t t, int member, int word, uint64_t round);
  * all of them; returns the round. */
 uint64_t sym__coll_sync_all(shmem_team_t t, int word);
 
-/* Begin a collective on t: finish this PE's queued non-blocking collectives on
- * t first, so collectives on a team run one at a time and in call order. */
-void sym__coll_enter(shmem_team_t t);
+/* Begin a collective on t for API call `fn`. A team larger than the member
+ * words allow is refused: warns, returns SHMEMX_EINVAL. Otherwise finishes this
+ * PE's queued non-blocking collectives on t first, so collectives on a team run
+ * one at a time and in call order, and returns 0. */
+int sym__coll_enter(const char *fn, shmem_team_t t);
 
 /* ---- scratch layout in a team's slot ---- */
 
@@ -108,7 +110,9 @@ static inline void *sym__coll_peer(shmem_team_t t, int m, const void *addr) {
 /* Are all members of t mapped here (same host)? */
 int sym__coll_all_local(shmem_team_t t);
 
-/* ---- algorithms (allreduce.c, gather.c) ---- */
+/* ---- algorithms (allreduce.c, gather.c) ----
+ * Called after sym__coll_enter (or from inside a collective that was), so t
+ * has at most SYM_COLL_MAX_MEMBERS members. */
 
 /* All-reduce `count` elements; dest and source may each be symmetric or private
  * and may be the same buffer. */

@@ -74,6 +74,7 @@ static int check(const char *fn, shmem_team_t team, shmemx_dtype_t dtype, int op
 typedef enum { OP_ALLREDUCE, OP_REDUCE_SCATTER, OP_ALLGATHER, OP_BROADCAST } kind_t;
 
 struct shmemx_req {
+    const char *fn; /* the API call, for messages */
     kind_t kind;
     shmem_team_t team;
     void *dest;
@@ -88,6 +89,8 @@ struct shmemx_req {
 };
 
 static int execute(const struct shmemx_req *q) {
+    int rc = sym__coll_enter(q->fn, q->team);
+    if (rc) return rc;
     sym_redop_t r;
     size_t es = sym__dtype_size[dtype_map[q->dtype]];
     switch (q->kind) {
@@ -159,10 +162,15 @@ static int enqueue(struct shmemx_req *q, shmemx_req_t *out) {
     return 0;
 }
 
-void sym__coll_enter(shmem_team_t t) {
-    (void)t; /* every queued request is waited for: simple, and order-preserving */
-    if (on_progress_thread) return;
-    SYM_WAIT_UNTIL(__atomic_load_n(&outstanding, __ATOMIC_ACQUIRE) == 0);
+int sym__coll_enter(const char *fn, shmem_team_t t) {
+    /* Every collective signals through per-member words (sync.c). */
+    if (t->size > SYM_COLL_MAX_MEMBERS) {
+        sym__warn(fn, "teams of more than %d members are not supported", SYM_COLL_MAX_MEMBERS);
+        return SHMEMX_EINVAL;
+    }
+    /* Every queued request is waited for: simple, and order-preserving. */
+    if (!on_progress_thread) SYM_WAIT_UNTIL(__atomic_load_n(&outstanding, __ATOMIC_ACQUIRE) == 0);
+    return 0;
 }
 
 int shmemx_req_wait(shmemx_req_t req) {
@@ -194,12 +202,9 @@ static int start(const char *fn, kind_t kind, shmem_team_t team, void *dest, con
         sym__warn(fn, "root %d is not a PE of the team (0 .. %d)", root, team->size - 1);
         return SHMEMX_EINVAL;
     }
-    struct shmemx_req q = {kind, team, dest, source, count, dtype, (shmemx_op_t)op, root, 0, 0,
-                           NULL};
-    if (!req) {
-        sym__coll_enter(team);
-        return execute(&q);
-    }
+    struct shmemx_req q = {fn, kind, team, dest, source, count, dtype, (shmemx_op_t)op, root,
+                           0, 0, NULL};
+    if (!req) return execute(&q); /* enters, as the progress thread does for queued ones */
     struct shmemx_req *p = malloc(sizeof *p);
     if (!p) return SHMEMX_ENOMEM;
     *p = q;

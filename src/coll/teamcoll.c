@@ -46,13 +46,13 @@
 #define OP_sum SYM_SUM
 #define OP_prod SYM_PROD
 
-/* Common entry: a valid team this PE belongs to; queued collectives first. */
+/* Common entry: a valid team this PE belongs to, of a size the collectives
+ * support; queued collectives first. Non-zero: return -1 (SHMEMX_EINVAL). */
 static int enter(const char *fn, shmem_team_t team) {
     SYM_REQUIRE_INIT(fn);
     if (team == SHMEM_TEAM_INVALID) return sym__invalid_team(fn);
     if (team->me < 0) return -1; /* the runtime's own teams only: users get INVALID */
-    sym__coll_enter(team);
-    return 0;
+    return sym__coll_enter(fn, team);
 }
 
 static void need_symmetric(const char *fn, const void *addr, size_t len) {
