@@ -1,12 +1,18 @@
 /*
- * baseline.h — the part symbench's baseline harnesses share (bench/mpi_baseline.c,
- * bench/osh_baseline.c): options, iteration counts, the "best of --reps"
- * timing rule, the sweeps and the table shape, all as in tools/symbench.c so
- * the three tables can be put side by side. Each harness defines, before
- * including it:
- *   BASELINE_NAME     its name, the first word of its table titles
- *   BASELINE_UNIT     what it calls a process ("ranks", "PEs")
- *   baseline_barrier(), baseline_now(), baseline_abort(code)
+ * baseline.h — the benchmark harness symbench (tools/symbench.c) and its
+ * baselines (bench/mpi_baseline.c, bench/osh_baseline.c) share: options,
+ * iteration counts, the "best of --reps" timing rule, the sweeps and the table
+ * shape, one copy, so the three tables can be put side by side. It needs no
+ * symtrain library: the baselines are built with Open MPI's oshcc and mpicc.
+ * Each program defines, before including it:
+ *   BASELINE_NAME      its name, the first word of its table titles
+ *   BASELINE_UNIT      what it calls its processes ("ranks", "PEs")
+ *   BASELINE_UNIT_ONE  optional: the same for exactly one ("PE"; default
+ *                      BASELINE_UNIT)
+ *   BASELINE_OWN_OPTIONS  optional: it parses its own options (symbench), so
+ *                      parse_options and its helpers are left out
+ *   baseline_barrier(), baseline_now() (seconds), and baseline_abort(code)
+ *   unless BASELINE_OWN_OPTIONS
  */
 #ifndef BASELINE_H
 #define BASELINE_H
@@ -32,10 +38,15 @@ static long iters_for(size_t size) {
 /* Non-blocking transfers per completion: one from 1 MiB. */
 static long win_for(size_t size) { return size >= ((size_t)1 << 20) ? 1 : window; }
 
+#ifndef BASELINE_UNIT_ONE
+#define BASELINE_UNIT_ONE BASELINE_UNIT
+#endif
+
+/* "# <name> <test> <measure>: <what>, <npes> <unit>" then "# size <col>". */
 static void table(const char *test, const char *measure, const char *what, const char *col) {
     if (me) return;
-    printf("# " BASELINE_NAME " %s %s: %s, %d " BASELINE_UNIT "\n# size %s\n", test, measure, what,
-           npes, col);
+    printf("# " BASELINE_NAME " %s %s: %s, %d %s\n# size %s\n", test, measure, what, npes,
+           npes == 1 ? BASELINE_UNIT_ONE : BASELINE_UNIT, col);
     fflush(stdout);
 }
 
@@ -62,18 +73,30 @@ static double measure(body_fn *body, size_t size, long n, void *arg) {
     return best;
 }
 
-/* A latency table and a bandwidth table over min_size .. max_size. */
-static void sweep(const char *test, const char *what_lat, body_fn *lat, const char *what_bw,
-                  body_fn *bw) {
-    table(test, "latency", what_lat, "latency_us");
+/* A latency table over min_size .. max_size, doubling. */
+static void sweep_latency(const char *test, const char *what, body_fn *lat) {
+    table(test, "latency", what, "latency_us");
     for (size_t s = min_size; s <= max_size; s *= 2) row(s, measure(lat, s, iters_for(s), NULL) * 1e6);
-    table(test, "bandwidth", what_bw, "bandwidth_GBs");
+}
+
+/* A bandwidth table over min_size .. max_size; the iterations are rounded up
+ * to whole windows, so seconds per transfer stay honest. */
+static void sweep_bandwidth(const char *test, const char *what, body_fn *bw) {
+    table(test, "bandwidth", what, "bandwidth_GBs");
     for (size_t s = min_size; s <= max_size; s *= 2) {
         long n = (iters_for(s) + win_for(s) - 1) / win_for(s) * win_for(s);
         row(s, (double)s / measure(bw, s, n, NULL) * 1e-9);
     }
 }
 
+/* A latency table and a bandwidth table. */
+static void sweep(const char *test, const char *what_lat, body_fn *lat, const char *what_bw,
+                  body_fn *bw) {
+    sweep_latency(test, what_lat, lat);
+    sweep_bandwidth(test, what_bw, bw);
+}
+
+#ifndef BASELINE_OWN_OPTIONS
 static int want(const char *test, const char *name) {
     return !strcmp(test, "all") || !strcmp(test, name);
 }
@@ -104,5 +127,6 @@ static const char *parse_options(int argc, char **argv) {
     }
     return argc > 1 ? argv[1] : "all";
 }
+#endif /* BASELINE_OWN_OPTIONS */
 
 #endif

@@ -4,15 +4,18 @@
  *   symrun -n 2 symbench pingpong|put|get|atomic|barrier|memcpy|all [options]
  *
  * Every table starts with a title line "# symbench <test> <measure>: <what>"
- * and a column line "# size latency_us" or "# size bandwidth_GBs", then one
- * row per size: the best of --reps timed repetitions (the least time: noise
- * from other processes only ever adds time), each of which runs a number of
- * iterations that shrinks with the size (see iters_for). The active
- * side is PE 0, talking to PE 1 (to itself when it runs alone); the other PEs
- * wait in a barrier. Only the public OpenSHMEM API is used, so the loops are
- * the same as in the baseline harness (bench/osh_baseline.c). Each PE is bound
- * to one CPU (PE i to the i-th CPU it may run on), as mpirun and oshrun bind
- * ranks by default; --no-bind leaves placement to the scheduler.
+ * and a column line "# size latency_us" or "# size bandwidth_GBs", then one row
+ * per size: the best of --reps timed repetitions (the least time: noise from
+ * other processes only ever adds time), each of which runs a number of
+ * iterations that shrinks with the size (iters_for in bench/baseline.h). The
+ * active side is PE 0, talking to PE 1 (to itself when it runs alone); the
+ * other PEs wait in a barrier. Only the public OpenSHMEM API is used, so the
+ * loops are the same as in the baselines (bench/osh_baseline.c,
+ * bench/mpi_baseline.c), and the harness around them is one file they all
+ * include (bench/baseline.h): iteration counts, warm-up, best of --reps,
+ * sweeps, tables. Each PE is bound to one CPU (PE i to the i-th CPU it may run
+ * on), as mpirun and oshrun bind ranks by default; --no-bind leaves placement
+ * to the scheduler.
  *
  *   pingpong  shmem_long_p + shmem_long_wait_until, one way (= round trip / 2)
  *   put, get  latency: one blocking shmem_putmem / shmem_getmem + shmem_quiet;
@@ -38,60 +41,20 @@
 #include "../src/util/util.h" /* sym__now_s, sym__parse_size */
 #include "symbench.h"
 
-typedef struct {
-    long iters;        /* iterations per repetition for small sizes */
-    long iters_large;  /* ... at 1 MiB; fewer above, more below */
-    int reps;          /* timed repetitions; the best is printed */
-    int window;        /* _nbi transfers per quiet in the bandwidth tests */
-    size_t min_size, max_size;
-} opts_t;
+/* The harness the baselines use too (bench/baseline.h): the options iters,
+ * iters_large, reps, window, min_size and max_size; me, npes and peer; the
+ * iteration counts, measure (best of reps), the sweeps and the tables. */
+#define BASELINE_NAME "symbench"
+#define BASELINE_UNIT "PEs"
+#define BASELINE_UNIT_ONE "PE"
+#define BASELINE_OWN_OPTIONS /* main parses them, with messages */
+static void baseline_barrier(void) { shmem_barrier_all(); }
+static double baseline_now(void) { return sym__now_s(); }
+#include "../bench/baseline.h"
 
-static opts_t opt = {20000, 100, 5, 64, 1, (size_t)64 << 20};
 static int bind = 1;
-static int me, npes, peer;
 
 /* ---- helpers ---- */
-
-/* Iterations for one repetition at `size`: opt.iters up to 8 KiB, then about
- * the same number of bytes per repetition as opt.iters_large at 1 MiB. */
-static long iters_for(size_t size) {
-    if (size <= 8192) return opt.iters;
-    double bytes = (double)opt.iters_large * (1 << 20);
-    long n = (long)(bytes / (double)size);
-    if (n > opt.iters) n = opt.iters;
-    return n < 4 ? 4 : n;
-}
-
-static void table(const char *test, const char *measure, const char *what, const char *column) {
-    if (me != 0) return;
-    printf("# symbench %s %s: %s, %d PE%s\n# size %s\n", test, measure, what, npes,
-           npes == 1 ? "" : "s", column);
-    fflush(stdout);
-}
-
-static void row(size_t size, double value) {
-    if (me != 0) return;
-    printf("%-10zu %12.4f\n", size, value);
-    fflush(stdout);
-}
-
-/* Run `body` (timed on PE 0) opt.reps times after one warm-up; the least
- * seconds per iteration. Every PE calls it; the barrier keeps them in step. */
-typedef void body_fn(size_t size, long iters, void *arg);
-
-static double measure(body_fn *body, size_t size, long iters, void *arg) {
-    body(size, iters / 10 + 1, arg); /* warm-up: pages faulted in, caches and TLBs warm */
-    double best = 0;
-    for (int r = 0; r < opt.reps; r++) {
-        shmem_barrier_all();
-        double t0 = sym__now_s();
-        body(size, iters, arg);
-        double t = (sym__now_s() - t0) / (double)iters;
-        if (r == 0 || t < best) best = t;
-    }
-    shmem_barrier_all();
-    return best;
-}
 
 /* Pin this PE to the (me mod n)-th CPU of those it may run on. */
 static void bind_to_cpu(void) {
@@ -145,7 +108,7 @@ static void bench_pingpong(void) {
     }
     table("pingpong", "latency", "shmem_long_p + shmem_long_wait_until, one way", "latency_us");
     long base = 0;
-    double t = measure(pingpong_body, 8, opt.iters * 20, &base);
+    double t = measure(pingpong_body, 8, iters * 20, &base);
     row(sizeof(long), t * 1e6 / 2);
 }
 
@@ -161,7 +124,7 @@ static void put_lat_body(size_t size, long iters, void *arg) {
 static void put_bw_body(size_t size, long iters, void *arg) {
     (void)arg;
     if (me != 0) return;
-    long w = size >= ((size_t)1 << 20) ? 1 : opt.window;
+    long w = win_for(size);
     for (long i = 0; i < iters; i += w) {
         for (long k = 0; k < w; k++) shmem_putmem_nbi(sym_buf, local_buf, size, peer);
         shmem_quiet();
@@ -180,7 +143,7 @@ static void get_lat_body(size_t size, long iters, void *arg) {
 static void get_bw_body(size_t size, long iters, void *arg) {
     (void)arg;
     if (me != 0) return;
-    long w = size >= ((size_t)1 << 20) ? 1 : opt.window;
+    long w = win_for(size);
     for (long i = 0; i < iters; i += w) {
         for (long k = 0; k < w; k++) shmem_getmem_nbi(local_buf, sym_buf, size, peer);
         shmem_quiet();
@@ -196,39 +159,14 @@ static void memcpy_body(size_t size, long iters, void *arg) {
     }
 }
 
-/* iters rounded up to whole windows, so seconds per iteration stay honest */
-static long round_window(long iters, size_t size) {
-    long w = size >= ((size_t)1 << 20) ? 1 : opt.window;
-    return (iters + w - 1) / w * w;
-}
-
-static void sweep_latency(const char *test, const char *what, body_fn *body) {
-    table(test, "latency", what, "latency_us");
-    for (size_t s = opt.min_size; s <= opt.max_size; s *= 2) {
-        double t = measure(body, s, iters_for(s), NULL);
-        row(s, t * 1e6);
-    }
-}
-
-static void sweep_bandwidth(const char *test, const char *what, body_fn *body) {
-    table(test, "bandwidth", what, "bandwidth_GBs");
-    for (size_t s = opt.min_size; s <= opt.max_size; s *= 2) {
-        long it = round_window(iters_for(s), s);
-        double t = measure(body, s, it, NULL);
-        row(s, (double)s / t * 1e-9);
-    }
-}
-
 static void bench_put(void) {
-    sweep_latency("put", "shmem_putmem + shmem_quiet, PE 0 to PE 1", put_lat_body);
-    sweep_bandwidth("put", "shmem_putmem_nbi x window + shmem_quiet, PE 0 to PE 1",
-                    put_bw_body);
+    sweep("put", "shmem_putmem + shmem_quiet, PE 0 to PE 1", put_lat_body,
+          "shmem_putmem_nbi x window + shmem_quiet, PE 0 to PE 1", put_bw_body);
 }
 
 static void bench_get(void) {
-    sweep_latency("get", "shmem_getmem + shmem_quiet, PE 0 from PE 1", get_lat_body);
-    sweep_bandwidth("get", "shmem_getmem_nbi x window + shmem_quiet, PE 0 from PE 1",
-                    get_bw_body);
+    sweep("get", "shmem_getmem + shmem_quiet, PE 0 from PE 1", get_lat_body,
+          "shmem_getmem_nbi x window + shmem_quiet, PE 0 from PE 1", get_bw_body);
 }
 
 static void bench_memcpy(void) {
@@ -247,7 +185,7 @@ static void atomic_body(size_t size, long iters, void *arg) {
 
 static void bench_atomic(void) {
     table("atomic", "latency", "shmem_long_atomic_fetch_add, PE 0 on PE 1", "latency_us");
-    row(sizeof(long), measure(atomic_body, 8, opt.iters * 20, NULL) * 1e6);
+    row(sizeof(long), measure(atomic_body, 8, iters * 20, NULL) * 1e6);
 }
 
 static void barrier_body(size_t size, long iters, void *arg) {
@@ -258,7 +196,7 @@ static void barrier_body(size_t size, long iters, void *arg) {
 
 static void bench_barrier(void) {
     table("barrier", "latency", "shmem_barrier_all, all PEs", "latency_us");
-    row(0, measure(barrier_body, 0, opt.iters * 5, NULL) * 1e6);
+    row(0, measure(barrier_body, 0, iters * 5, NULL) * 1e6);
 }
 
 /* ---- the table of tests ---- */
@@ -300,8 +238,7 @@ static void usage(const char *why) {
                 "  --min-size SIZE      smallest transfer, e.g. 1, 4K (default %zu)\n"
                 "  --max-size SIZE      largest transfer, e.g. 64M (default %zu)\n"
                 "  --no-bind            do not bind each PE to a CPU\n",
-                "all", opt.iters, opt.iters_large, opt.reps, opt.window, opt.min_size,
-                opt.max_size);
+                "all", iters, iters_large, reps, window, min_size, max_size);
     }
     shmem_finalize();
     exit(2);
@@ -361,15 +298,15 @@ int main(int argc, char **argv) {
             snprintf(msg, sizeof msg, "%s needs a value", a);
             usage(msg);
         }
-        if (!strcmp(a, "-i") || !strcmp(a, "--iters")) opt.iters = parse_long(a, v, 1);
-        else if (!strcmp(a, "--iters-large")) opt.iters_large = parse_long(a, v, 1);
-        else if (!strcmp(a, "-r") || !strcmp(a, "--reps")) opt.reps = (int)parse_long(a, v, 1);
-        else if (!strcmp(a, "-w") || !strcmp(a, "--window")) opt.window = (int)parse_long(a, v, 1);
+        if (!strcmp(a, "-i") || !strcmp(a, "--iters")) iters = parse_long(a, v, 1);
+        else if (!strcmp(a, "--iters-large")) iters_large = parse_long(a, v, 1);
+        else if (!strcmp(a, "-r") || !strcmp(a, "--reps")) reps = (int)parse_long(a, v, 1);
+        else if (!strcmp(a, "-w") || !strcmp(a, "--window")) window = (int)parse_long(a, v, 1);
         else if (!strcmp(a, "--min-size") || !strcmp(a, "--max-size")) {
             size_t s;
             if (sym__parse_size(v, &s) || s == 0) usage("sizes are positive, e.g. 1, 4K, 64M");
-            if (!strcmp(a, "--min-size")) opt.min_size = s;
-            else opt.max_size = s;
+            if (!strcmp(a, "--min-size")) min_size = s;
+            else max_size = s;
         } else if (!takes) usage(NULL);
         else {
             char msg[96];
@@ -378,7 +315,7 @@ int main(int argc, char **argv) {
         }
         i++;
     }
-    if (opt.min_size > opt.max_size) usage("--min-size is above --max-size");
+    if (min_size > max_size) usage("--min-size is above --max-size");
     if (bind) bind_to_cpu();
 
     const bench_t *run = NULL;
@@ -393,19 +330,19 @@ int main(int argc, char **argv) {
     /* Private buffers page-aligned like the symmetric one (OSU does the same):
      * a copy into a destination 16 bytes off a cache line runs at half speed
      * here at 4 KiB, which would be measuring malloc, not the transfer. */
-    size_t span = (opt.max_size + 4095) & ~(size_t)4095;
-    sym_buf = shmem_malloc(opt.max_size);
+    size_t span = (max_size + 4095) & ~(size_t)4095;
+    sym_buf = shmem_malloc(max_size);
     local_buf = aligned_alloc(4096, span);
     local_buf2 = aligned_alloc(4096, span);
     if (!sym_buf || !local_buf || !local_buf2) {
         if (me == 0)
             fprintf(stderr, "symbench: cannot allocate %zu bytes (symmetric heap: raise "
-                    "SYMTRAIN_SYMMETRIC_SIZE)\n", opt.max_size);
+                    "SYMTRAIN_SYMMETRIC_SIZE)\n", max_size);
         shmem_global_exit(1);
     }
-    memset(local_buf, 1, opt.max_size);
-    memset(local_buf2, 2, opt.max_size);
-    memset(sym_buf, 3, opt.max_size);
+    memset(local_buf, 1, max_size);
+    memset(local_buf2, 2, max_size);
+    memset(sym_buf, 3, max_size);
     shmem_barrier_all();
 
     if (run) {
