@@ -7,7 +7,9 @@
 # Two namespaces joined by a bridge (tests/netns.sh), one PE each. symtrain's
 # PEs start through the env bootstrap; Open MPI's through mpirun with an agent
 # that starts its daemon in the other namespace instead of ssh. Both are kept
-# off shared memory and unbound (two processes on two cores). Measured:
+# off shared memory and unbound (two processes on two cores). symtrain uses the
+# provider it picks by default (libfabric 1.17: net, its native RDM endpoint
+# over TCP), or PROVIDER=name (e.g. PROVIDER="tcp;ofi_rxm"). Measured:
 #   put   symbench put bandwidth (putmem_nbi window + quiet) beside MPI_Put
 #         (window + MPI_Win_flush, osc pt2pt), 1 B .. 16 MiB;
 #   allreduce  symbench allreduce (float, symmetric buffers) beside
@@ -42,8 +44,9 @@ sym() {
     shift
     for h in 0 1; do
         ip netns exec "${NETNS_TAG}h$h" env RANK=$h WORLD_SIZE=2 MASTER_ADDR=10.231.0.1 \
-            MASTER_PORT=$port SYMTRAIN_JOB_TOKEN="$token" SYMTRAIN_OFI_PROVIDER=tcp \
-            FI_TCP_IFACE="${NETNS_TAG}a$h" SYMTRAIN_SYMMETRIC_SIZE=1G \
+            MASTER_PORT=$port SYMTRAIN_JOB_TOKEN="$token" SYMTRAIN_OFI_PROVIDER="${PROVIDER:-}" \
+            FI_TCP_IFACE="${NETNS_TAG}a$h" FI_NET_IFACE="${NETNS_TAG}a$h" SYMTRAIN_VERBOSE=1 \
+            SYMTRAIN_SYMMETRIC_SIZE=1G \
             timeout 600 "$BUILD/symbench" "$@" >"$out.$h" 2>&1 &
     done
     wait
@@ -60,6 +63,9 @@ mpi() { # mpi OUTFILE PROGRAM ARGS...
 }
 
 echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); two namespace hosts over a veth bridge"
+sym "$OUT/sym_pingpong.txt" pingpong --no-bind --iters 1000 --reps 3
+mpi "$OUT/mpi_pingpong.txt" "$OUT/mpi_baseline" pingpong --iters 1000 --reps 3
+grep -m1 "fabric: provider" "$OUT/sym_pingpong.txt"
 sym "$OUT/sym_put.txt" put --no-bind --max-size 16M --iters 1000 --iters-large 20 --reps 3
 mpi "$OUT/mpi_put.txt" "$OUT/mpi_baseline" put --max-size 16M --iters 1000 --iters-large 20 --reps 3
 sym "$OUT/sym_allreduce.txt" allreduce -e 64M -f 2 -r 3 -i 300 --symmetric
@@ -86,7 +92,12 @@ def table(path, marker, col):
     return rows
 sp = table(f"{out}/sym_put.txt", "bandwidth", 1)
 mp = table(f"{out}/mpi_put.txt", "bandwidth", 1)
-print("\n# put bandwidth, GB/s: symbench (tcp provider) vs MPI_Put (Open MPI, TCP)")
+def one(path, marker):
+    r = table(path, marker, 1)
+    return next(iter(r.values())) if r else float('nan')
+sl, ml = one(f"{out}/sym_pingpong.txt", "pingpong"), one(f"{out}/mpi_pingpong.txt", "pingpong")
+print(f"\n# ping-pong, one way: symbench {sl:.2f} us, MPI {ml:.2f} us, ratio MPI/ours {ml / sl:.2f}")
+print("\n# put bandwidth, GB/s: symbench vs MPI_Put (Open MPI, TCP)")
 print(f"{'size':>10} {'symtrain':>10} {'MPI':>10} {'ratio':>7}")
 for s in sorted(sp):
     if s in mp:

@@ -6,10 +6,16 @@
 # Each host is a network namespace with one veth into a private bridge (in its
 # own "switch" namespace), address 10.231.0.N/24. The PEs start through the env
 # bootstrap (RANK, WORLD_SIZE, MASTER_ADDR = host 0, SYMTRAIN_JOB_TOKEN) with
-# the tcp provider: PEs of one host share memory, PEs of different hosts talk
+# the provider in $NET_PROVIDER (default tcp; libfabric's own name, e.g. net):
+# PEs of one host share memory, PEs of different hosts talk
 # through libfabric over the veths. The namespaces are removed on exit, also on
 # failure or interruption. Exits 77 (SKIP) where namespaces cannot be made.
 set -u
+provider=${NET_PROVIDER:-tcp}
+if ! fi_info -p "$provider" -t FI_EP_RDM >/dev/null 2>&1 && command -v fi_info >/dev/null; then
+    echo "SKIP: libfabric offers no RDM endpoint of provider $provider here"
+    exit 77
+fi
 hosts=$1 pph=$2
 shift 2
 prog=$1
@@ -31,7 +37,8 @@ for ((h = 0; h < hosts; h++)); do
         rank=$((h * pph + l))
         ip netns exec "${tag}h$h" env RANK=$rank WORLD_SIZE=$world LOCAL_RANK=$l \
             LOCAL_WORLD_SIZE=$pph MASTER_ADDR=10.231.0.1 MASTER_PORT=29500 \
-            SYMTRAIN_JOB_TOKEN="$token" SYMTRAIN_OFI_PROVIDER=tcp FI_TCP_IFACE="${tag}a$h" \
+            SYMTRAIN_JOB_TOKEN="$token" SYMTRAIN_OFI_PROVIDER="$provider" FI_TCP_IFACE="${tag}a$h" \
+            FI_NET_IFACE="${tag}a$h" \
             SYMTRAIN_BOOT_TIMEOUT=60 timeout 300 "$@" >"$logdir/$rank.out" 2>&1 &
         pids+=($!)
     done

@@ -106,11 +106,8 @@ static void oneshot(shmem_team_t t, void *dest, const void *source, size_t count
     size_t bytes = count * r->esize;
     uint64_t round = ++t->coll_round;
     char *mine = inbox_slot(t, round, me);
-    for (int k = 1; k < n; k++) {
-        int m = (me + k) % n;
-        sym__coll_put(t, m, mine, source, bytes);
-        sym__coll_signal(t, m, SYM_COLL_READY, round);
-    }
+    for (int k = 1; k < n; k++)
+        sym__coll_put_signal(t, (me + k) % n, mine, source, bytes, SYM_COLL_READY, round, 1);
     for (int k = 0; k < n; k++) {
         if (k == me) {
             in[k] = source;
@@ -270,21 +267,6 @@ static void direct(shmem_team_t t, void *dest, const void *source, size_t count,
 
 /* ---- ring ---- */
 
-/* Put data into member m's copy of `dst`, then set m's word `word` for this PE
- * to `value`; the signal is never visible before the data. */
-static void put_signal(shmem_team_t t, int m, void *dst, const void *src, size_t len,
-                       int word, uint64_t value, int blocking) {
-    uint64_t *w = &sym__slot(t)->peer[word + t->me];
-    void *d = sym__peer_addr(dst, t->pes[m]);
-    if (SYM_LIKELY(d != NULL)) {
-        memcpy(d, src, len);
-        __atomic_store_n((uint64_t *)sym__peer_addr(w, t->pes[m]), value, __ATOMIC_RELEASE);
-        return;
-    }
-    sym__remote->put_signal(sym__ctx_default.remote, dst, src, len, w, value, SHMEM_SIGNAL_SET,
-                            t->pes[m], blocking);
-}
-
 /* Segment g of block b: [*lo, *lo + *len) elements. */
 static void segment(size_t count, int n, int b, size_t seg, size_t g, size_t *lo, size_t *len) {
     size_t blo, blen;
@@ -318,7 +300,7 @@ static void ring(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r)
                 if (msg > 2) sym__coll_wait(t, right, SYM_COLL_DONE, seq - 2); /* credit */
                 /* Non-blocking: a sent block is not written again until the
                  * all-gather, and a quiet comes first (below). */
-                put_signal(t, right, slot, d + slo * es, slen * es, SYM_COLL_READY, seq, 0);
+                sym__coll_put_signal(t, right, slot, d + slo * es, slen * es, SYM_COLL_READY, seq, 0);
                 sym__coll_wait(t, left, SYM_COLL_READY, seq);
                 if (phase == 0) {
                     const void *in2[2] = {d + rlo * es, slot};
@@ -349,7 +331,7 @@ static void ring(shmem_team_t t, void *dest, size_t count, const sym_redop_t *r)
  * inbox is free (done = seq), the sender waits for that, puts and signals. */
 static void rd_send(shmem_team_t t, int to, uint64_t seq, const void *src, size_t len) {
     sym__coll_wait(t, to, SYM_COLL_DONE, seq);
-    put_signal(t, to, sym__coll_stage_in(t), src, len, SYM_COLL_READY, seq, 1);
+    sym__coll_put_signal(t, to, sym__coll_stage_in(t), src, len, SYM_COLL_READY, seq, 1);
 }
 static const char *rd_recv_open(shmem_team_t t, int from, uint64_t seq) {
     sym__coll_signal(t, from, SYM_COLL_DONE, seq);

@@ -101,8 +101,11 @@ static inline char *sym__coll_stage_out(shmem_team_t t) {
 /* Copy len bytes from `src` on team member m (a symmetric address) into local
  * `dst`: a load through shared memory, or a fabric get. */
 void sym__coll_get(shmem_team_t t, int m, void *dst, const void *src, size_t len);
-/* Copy local `src` into `dst` (symmetric) on member m. */
-void sym__coll_put(shmem_team_t t, int m, void *dst, const void *src, size_t len);
+/* Put `len` bytes into member m's copy of dst, then set m's word `word` for
+ * this PE to `value`; the signal is never visible before the data. Non-blocking
+ * (blocking = 0): src must stay unchanged until a later quiet. */
+void sym__coll_put_signal(shmem_team_t t, int m, void *dst, const void *src, size_t len, int word,
+                          uint64_t value, int blocking);
 /* The address of symmetric `addr` on member m when mapped here, else NULL. */
 static inline void *sym__coll_peer(shmem_team_t t, int m, const void *addr) {
     return sym__peer_addr(addr, t->pes[m]);

@@ -9,10 +9,10 @@
 
 #include "util.h"
 
-void (*sym__progress_hook)(void);
+void (*sym__progress_hook)(int busy);
 
 void sym__backoff_slow(sym_backoff_t *b) {
-    if (sym__progress_hook) sym__progress_hook();
+    if (sym__progress_hook) sym__progress_hook(b->iter < 256 + 64);
     if (b->iter < 256 + 64) {
         sched_yield();
         return;

@@ -89,13 +89,14 @@ void sym__backoff_slow(sym_backoff_t *b);
 
 /* Set by a transport whose data moves only when someone polls it (the
  * fabric): a waiting thread polls too, instead of waiting for the transport's
- * own thread to wake up. NULL on one host. */
-extern void (*sym__progress_hook)(void);
+ * own thread to wake up; `busy` while it spins or yields (polling often), 0
+ * once it sleeps between polls. NULL on one host. */
+extern void (*sym__progress_hook)(int busy);
 
 static inline void sym__backoff(sym_backoff_t *b) {
     if (SYM_LIKELY(++b->iter < 256)) {
         sym__cpu_relax();
-        if (sym__progress_hook && (b->iter & 15) == 0) sym__progress_hook();
+        if (sym__progress_hook && (b->iter & 15) == 0) sym__progress_hook(1);
         return;
     }
     sym__backoff_slow(b);
