@@ -66,6 +66,8 @@ static inline void sym__reduce1(const sym_redop_t *r, void *out, const void *con
 #define SYM_COLL_MAX_MEMBERS 2048
 #define SYM_COLL_READY SYM_COLL_MAX_MEMBERS
 #define SYM_COLL_DONE (2 * SYM_COLL_MAX_MEMBERS)
+_Static_assert(3 * SYM_COLL_MAX_MEMBERS <= SYM_SLOT_PEER_WORDS,
+               "the member words of every step kind fit in a slot's header");
 
 /* Tell every member (self included) that this PE reached `round` of step `word`. */
 void sym__coll_signal_all(shmem_team_t t, int word, uint64_t round);

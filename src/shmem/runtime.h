@@ -126,8 +126,6 @@ static inline int sym__ctx_pe(shmem_ctx_t ctx, int pe, const char *fn) {
     return t->pes[pe];
 }
 
-extern struct symi_ctx sym__ctx_default;
-
 /* The world PE of (ctx, pe), checked. The default context's team is the world. */
 static inline int sym__world_pe(shmem_ctx_t ctx, int pe, const char *fn) {
     if (SYM_LIKELY(ctx == &sym__ctx_default)) {

@@ -76,6 +76,11 @@ void sym_optim_destroy(sym_optim_t *o) {
     free(o);
 }
 
+static int cmp_range(const void *a, const void *b) {
+    const range_t *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
 int sym_optim_no_decay(sym_optim_t *o, size_t off, size_t len) {
     if (off > o->n || len > o->n - off)
         return sym__error(SYM_EINVAL, "no-decay range [%zu, %zu) is outside %zu parameters", off,
@@ -84,6 +89,7 @@ int sym_optim_no_decay(sym_optim_t *o, size_t off, size_t len) {
     if (!r) return sym__error(SYM_ENOMEM, "out of memory");
     o->no_decay = r;
     r[o->n_no_decay++] = (range_t){off, len};
+    qsort(r, (size_t)o->n_no_decay, sizeof *r, cmp_range); /* sym_optim_step walks them in order */
     return SYM_OK;
 }
 
@@ -135,11 +141,6 @@ static void step_range(sym_optim_t *o, float *w, const float *g, size_t lo, size
     sym__parallel_for(hi - lo, hi - lo, o->cfg.kind == SYM_OPT_SGD ? sgd_part : adamw_part, &a);
 }
 
-static int cmp_range(const void *a, const void *b) {
-    const range_t *x = a, *y = b;
-    return x->off < y->off ? -1 : x->off > y->off;
-}
-
 void sym_optim_step(sym_optim_t *o, float *w, const float *g, float lr) {
     o->t++;
     float bc1 = 1.0f, bc2 = 1.0f;
@@ -147,8 +148,8 @@ void sym_optim_step(sym_optim_t *o, float *w, const float *g, float lr) {
         bc1 = (float)(1.0 - pow((double)o->cfg.beta1, (double)o->t));
         bc2 = (float)(1.0 - pow((double)o->cfg.beta2, (double)o->t));
     }
-    /* Walk the parameters in order: decayed stretches between no-decay ranges. */
-    if (o->n_no_decay > 1) qsort(o->no_decay, (size_t)o->n_no_decay, sizeof *o->no_decay, cmp_range);
+    /* Walk the parameters in order: decayed stretches between no-decay ranges
+     * (kept sorted by sym_optim_no_decay). */
     size_t pos = 0;
     for (int r = 0; r < o->n_no_decay; r++) {
         size_t lo = o->no_decay[r].off, hi = lo + o->no_decay[r].len;

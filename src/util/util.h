@@ -18,7 +18,6 @@
 #define SYM_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SYM_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define SYM_ALIGN_UP(x, a) (((x) + (a) - 1) & ~((uintptr_t)(a) - 1))
-#define SYM_CACHELINE 64
 
 /* ---- errors ---- */
 
