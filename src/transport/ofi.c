@@ -490,7 +490,12 @@ static size_t batch_room(size_t len) { return sizeof(batch_ent_t) + ((len + 7) &
 /* Send c's batch (the caller holds c->lock) as one message. With `ack`, the
  * target acknowledges it once applied, and with it every batch this PE sent it
  * before (they are applied in order); without, the target is remembered in
- * c's unacknowledged list. */
+ * c's unacknowledged list. The send needs only to free its buffer, so it goes
+ * injected when it fits, else with the provider's weakest completion
+ * (FI_COMPLETION alone, not the endpoint's delivery-complete default): a
+ * delivery- or transmit-complete send makes tcp-class providers send an
+ * acknowledgement of their own, which doubled the latency of small
+ * collectives. */
 static void flush_locked(ofi_ctx_t *c, int ack) {
     size_t used = __atomic_load_n(&c->used, __ATOMIC_RELAXED);
     if (!used) return;
@@ -526,14 +531,14 @@ static void flush_locked(ofi_ctx_t *c, int ack) {
                      g.seq_to[pe]++};
     memcpy(send->bounce, &h, sizeof h);
     if (used <= g.inject_size) {
-        /* Injected: copied at once and no completion, so the provider sends no
-         * acknowledgement of its own (tcp-class providers do for every send
-         * that completes, even transmit-complete ones). */
         POST(fi_inject(g.ep, send->bounce, used, g.addr[pe]));
         __atomic_fetch_add(&c->completed, 1, __ATOMIC_RELEASE);
         free(send);
     } else {
-        POST(fi_send(g.ep, send->bounce, used, NULL, g.addr[pe], &send->fctx));
+        struct iovec iov = {send->bounce, used};
+        struct fi_msg msg = {.msg_iov = &iov, .iov_count = 1, .addr = g.addr[pe],
+                             .context = &send->fctx};
+        POST(fi_sendmsg(g.ep, &msg, FI_COMPLETION));
     }
     pthread_mutex_unlock(&g.send_lock);
     in_progress = was;
