@@ -25,37 +25,7 @@ static inline uint64_t amo_core(shmem_ctx_t ctx, sym_amo_op_t op, void *dest, ui
     void *d = sym__peer_range(dest, size, pe, fn);
     uint64_t old = 0;
     if (SYM_LIKELY(d != NULL && !sym__amo_through_fabric)) {
-        if (size == 4) {
-            uint32_t *p = d, v32 = (uint32_t)v, c32 = (uint32_t)cmp;
-            switch (op) {
-            case SYM_AMO_FETCH: old = __atomic_load_n(p, __ATOMIC_ACQUIRE); break;
-            case SYM_AMO_SET: __atomic_store_n(p, v32, __ATOMIC_RELEASE); break;
-            case SYM_AMO_SWAP: old = __atomic_exchange_n(p, v32, __ATOMIC_SEQ_CST); break;
-            case SYM_AMO_CSWAP:
-                __atomic_compare_exchange_n(p, &c32, v32, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-                old = c32;
-                break;
-            case SYM_AMO_ADD: old = __atomic_fetch_add(p, v32, __ATOMIC_SEQ_CST); break;
-            case SYM_AMO_AND: old = __atomic_fetch_and(p, v32, __ATOMIC_SEQ_CST); break;
-            case SYM_AMO_OR: old = __atomic_fetch_or(p, v32, __ATOMIC_SEQ_CST); break;
-            case SYM_AMO_XOR: old = __atomic_fetch_xor(p, v32, __ATOMIC_SEQ_CST); break;
-            }
-        } else {
-            uint64_t *p = d;
-            switch (op) {
-            case SYM_AMO_FETCH: old = __atomic_load_n(p, __ATOMIC_ACQUIRE); break;
-            case SYM_AMO_SET: __atomic_store_n(p, v, __ATOMIC_RELEASE); break;
-            case SYM_AMO_SWAP: old = __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); break;
-            case SYM_AMO_CSWAP:
-                __atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-                old = cmp;
-                break;
-            case SYM_AMO_ADD: old = __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); break;
-            case SYM_AMO_AND: old = __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST); break;
-            case SYM_AMO_OR: old = __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); break;
-            case SYM_AMO_XOR: old = __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST); break;
-            }
-        }
+        old = sym__cpu_amo(op, d, v, cmp, size);
         if (fetch) memcpy(fetch, &old, size);
         return old;
     }

@@ -229,40 +229,6 @@ static void complete(op_t *op) {
 
 static void send_msg(const am_t *m, int pe);
 
-/* Apply an atomic on our own memory, as the target of an active message. */
-static uint64_t local_amo(sym_amo_op_t op, void *p, uint64_t v, uint64_t cmp, size_t size) {
-    if (size == 4) {
-        uint32_t *q = p, v32 = (uint32_t)v, c32 = (uint32_t)cmp;
-        switch (op) {
-        case SYM_AMO_FETCH: return __atomic_load_n(q, __ATOMIC_ACQUIRE);
-        case SYM_AMO_SET: __atomic_store_n(q, v32, __ATOMIC_RELEASE); return 0;
-        case SYM_AMO_SWAP: return __atomic_exchange_n(q, v32, __ATOMIC_SEQ_CST);
-        case SYM_AMO_CSWAP:
-            __atomic_compare_exchange_n(q, &c32, v32, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-            return c32;
-        case SYM_AMO_ADD: return __atomic_fetch_add(q, v32, __ATOMIC_SEQ_CST);
-        case SYM_AMO_AND: return __atomic_fetch_and(q, v32, __ATOMIC_SEQ_CST);
-        case SYM_AMO_OR: return __atomic_fetch_or(q, v32, __ATOMIC_SEQ_CST);
-        case SYM_AMO_XOR: return __atomic_fetch_xor(q, v32, __ATOMIC_SEQ_CST);
-        }
-        return 0;
-    }
-    uint64_t *q = p;
-    switch (op) {
-    case SYM_AMO_FETCH: return __atomic_load_n(q, __ATOMIC_ACQUIRE);
-    case SYM_AMO_SET: __atomic_store_n(q, v, __ATOMIC_RELEASE); return 0;
-    case SYM_AMO_SWAP: return __atomic_exchange_n(q, v, __ATOMIC_SEQ_CST);
-    case SYM_AMO_CSWAP:
-        __atomic_compare_exchange_n(q, &cmp, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-        return cmp;
-    case SYM_AMO_ADD: return __atomic_fetch_add(q, v, __ATOMIC_SEQ_CST);
-    case SYM_AMO_AND: return __atomic_fetch_and(q, v, __ATOMIC_SEQ_CST);
-    case SYM_AMO_OR: return __atomic_fetch_or(q, v, __ATOMIC_SEQ_CST);
-    case SYM_AMO_XOR: return __atomic_fetch_xor(q, v, __ATOMIC_SEQ_CST);
-    }
-    return 0;
-}
-
 static void apply_signal(int seg, uint64_t offset, uint64_t value, int add) {
     uint64_t *sig = (uint64_t *)(sym__world.seg[seg].base + offset);
     if (add)
@@ -344,7 +310,7 @@ static void handle_am(am_t *m) {
         apply_signal(m->seg, m->offset, m->operand, m->op == 1);
     } else {
         void *p = sym__world.seg[m->seg].base + m->offset;
-        m->operand = local_amo((sym_amo_op_t)m->op, p, m->operand, m->compare, m->size);
+        m->operand = sym__cpu_amo((sym_amo_op_t)m->op, p, m->operand, m->compare, m->size);
     }
     /* Reply so the requester can complete (and, for fetches, learn the value). */
     am_t r = *m;

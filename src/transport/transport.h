@@ -104,7 +104,7 @@ void sym__shm_unmap_all(void);
 /* ---- remote peers (ofi) ---- */
 
 /* Atomic operations a remote transport must offer; same-host atomics are CPU
- * atomics and never reach this table. */
+ * atomics (sym__cpu_amo) and never reach this table. */
 typedef enum {
     SYM_AMO_FETCH,
     SYM_AMO_SET,
@@ -115,6 +115,43 @@ typedef enum {
     SYM_AMO_OR,
     SYM_AMO_XOR,
 } sym_amo_op_t;
+
+/* `op` on the `size`-byte (4 or 8) word at p with CPU atomics; returns the old
+ * value's bits (0 for SET). Same-host atomics, and a fabric's active-message
+ * atomics on their target. */
+static inline uint64_t sym__cpu_amo(sym_amo_op_t op, void *p, uint64_t v, uint64_t cmp,
+                                    size_t size) {
+    if (size == 4) {
+        uint32_t *q = p, v32 = (uint32_t)v, c32 = (uint32_t)cmp;
+        switch (op) {
+        case SYM_AMO_FETCH: return __atomic_load_n(q, __ATOMIC_ACQUIRE);
+        case SYM_AMO_SET: __atomic_store_n(q, v32, __ATOMIC_RELEASE); return 0;
+        case SYM_AMO_SWAP: return __atomic_exchange_n(q, v32, __ATOMIC_SEQ_CST);
+        case SYM_AMO_CSWAP:
+            __atomic_compare_exchange_n(q, &c32, v32, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+            return c32;
+        case SYM_AMO_ADD: return __atomic_fetch_add(q, v32, __ATOMIC_SEQ_CST);
+        case SYM_AMO_AND: return __atomic_fetch_and(q, v32, __ATOMIC_SEQ_CST);
+        case SYM_AMO_OR: return __atomic_fetch_or(q, v32, __ATOMIC_SEQ_CST);
+        case SYM_AMO_XOR: return __atomic_fetch_xor(q, v32, __ATOMIC_SEQ_CST);
+        }
+        return 0;
+    }
+    uint64_t *q = p;
+    switch (op) {
+    case SYM_AMO_FETCH: return __atomic_load_n(q, __ATOMIC_ACQUIRE);
+    case SYM_AMO_SET: __atomic_store_n(q, v, __ATOMIC_RELEASE); return 0;
+    case SYM_AMO_SWAP: return __atomic_exchange_n(q, v, __ATOMIC_SEQ_CST);
+    case SYM_AMO_CSWAP:
+        __atomic_compare_exchange_n(q, &cmp, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        return cmp;
+    case SYM_AMO_ADD: return __atomic_fetch_add(q, v, __ATOMIC_SEQ_CST);
+    case SYM_AMO_AND: return __atomic_fetch_and(q, v, __ATOMIC_SEQ_CST);
+    case SYM_AMO_OR: return __atomic_fetch_or(q, v, __ATOMIC_SEQ_CST);
+    case SYM_AMO_XOR: return __atomic_fetch_xor(q, v, __ATOMIC_SEQ_CST);
+    }
+    return 0;
+}
 
 typedef struct sym_remote_ops {
     const char *name;
