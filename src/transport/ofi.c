@@ -169,6 +169,8 @@ typedef struct {
     uint64_t key[SYM_SEG_COUNT];
     uint64_t base[SYM_SEG_COUNT];
     char prov[32];
+    int32_t one_per_host; /* no other PE on this PE's host */
+    int32_t atomics;      /* the endpoint offers the fabric atomics symshmem needs */
 } ofi_rec_t;
 
 static struct {
@@ -952,9 +954,15 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
         mine.base[s] = g.virt_addr ? (uint64_t)(uintptr_t)sym__world.seg[s].base : 0;
     }
     snprintf(mine.prov, sizeof mine.prov, "%s", fi->fabric_attr->prov_name);
+    mine.one_per_host = 1;
+    for (int pe = 0; pe < npes; pe++)
+        if (pe != sym__world.me && sym__pe_is_local(pe)) mine.one_per_host = 0;
+    mine.atomics = atomics_usable();
     if (boot->allgather(boot, &mine, all, sizeof mine))
         sym__fatal("shmem_init", "could not exchange fabric addresses");
-    int one_per_host = 1;
+    /* Every PE decides the same about fabric atomics: possible on every
+     * endpoint, and a PE per host everywhere? */
+    int possible = 1, one_everywhere = 1;
     for (int pe = 0; pe < npes; pe++) {
         if (strcmp(all[pe].prov, mine.prov))
             sym__fatal("shmem_init",
@@ -967,21 +975,10 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
             g.key[s][pe] = all[pe].key[s];
             g.base[s][pe] = all[pe].base[s];
         }
+        possible &= all[pe].atomics;
+        one_everywhere &= all[pe].one_per_host;
     }
-    for (int pe = 0; pe < npes; pe++)
-        if (pe != sym__world.me && sym__pe_is_local(pe)) one_per_host = 0;
     free(all);
-
-    /* Every host must decide the same: a PE per host everywhere? */
-    int flags[2] = {one_per_host, atomics_usable()}, *fl = malloc((size_t)npes * sizeof flags);
-    if (!fl || boot->allgather(boot, flags, fl, sizeof flags))
-        sym__fatal("shmem_init", "could not agree on the fabric atomics");
-    int possible = 1, one_everywhere = 1;
-    for (int pe = 0; pe < npes; pe++) {
-        possible &= fl[2 * pe + 1];
-        one_everywhere &= fl[2 * pe];
-    }
-    free(fl);
     /* SYMTRAIN_OFI_ATOMICS: auto (fabric atomics when possible and safe), fabric
      * (insist), am (always active messages). */
     const char *want = getenv("SYMTRAIN_OFI_ATOMICS");
