@@ -21,12 +21,10 @@
 typedef struct {
     size_t lo, hi;
     sym__req_t req;
-    int started;
 } bucket_t;
 
 struct sym_ddp {
     float *grads;
-    size_t count;
     int npes;
     int nb, next; /* buckets, and the next one to start */
     bucket_t *b;
@@ -45,14 +43,13 @@ int sym_ddp_create(float *grads, size_t count, const size_t *cuts, int ncuts,
         return sym__error(SYM_ENOMEM, "out of memory for the gradient buckets");
     }
     d->grads = grads;
-    d->count = count;
     d->npes = shmem_n_pes();
     if (bucket_bytes < sizeof(float)) bucket_bytes = sizeof(float);
     size_t hi = count;
     for (int c = ncuts - 1; c >= 0; c--) {
         size_t lo = cuts[c];
         if (c == 0 || (hi - lo) * sizeof(float) >= bucket_bytes) {
-            d->b[d->nb++] = (bucket_t){lo, hi, NULL, 0};
+            d->b[d->nb++] = (bucket_t){lo, hi, NULL};
             hi = lo;
         }
     }
@@ -74,14 +71,12 @@ void sym_ddp_destroy(sym_ddp_t *d) {
 void sym_ddp_begin(sym_ddp_t *d) {
     d->next = 0;
     d->failed = 0;
-    for (int i = 0; i < d->nb; i++) d->b[i].started = 0;
     d->stats.bytes_reduced = 0;
     d->stats.wait_s = 0;
     d->stats.issue_s = 0;
 }
 
 static void start(sym_ddp_t *d, bucket_t *b) {
-    b->started = 1;
     if (d->npes == 1 || d->failed) return; /* the average over one PE is itself */
     double t0 = sym__now_s();
     if (sym__comm_avg_start(d->grads + b->lo, b->hi - b->lo, &b->req)) {
