@@ -193,10 +193,10 @@ int symbench_coll(const char *test, int argc, char **argv) {
         double res[2] = {0, 0};
         for (int place = 0; place < 2; place++) {
             if ((place == 0 && !want_sym) || (place == 1 && !want_priv)) continue;
-            /* symmetric: in place (as gradients are reduced); private: out of place */
+            /* symmetric: all-reduce in place (as gradients are reduced), the
+             * others out of place; private: out of place */
             char *src = place == 0 ? sym_in : priv_in;
             char *dst = place == 0 ? (kind == K_ALLREDUCE && !sym_oop ? sym_in : sym_out) : priv_out;
-            if (kind == K_ALLGATHER && place == 0) src = sym_in; /* own block, out of place */
             double best = 1e30;
             for (int rep = -1; rep < reps; rep++) {
                 shmem_barrier_all();
