@@ -451,18 +451,10 @@ static void complete_gather(job_t *j) {
 static void handle_message(job_t *j, int rank) {
     pe_t *p = &j->pes[rank];
     sym_wire_hdr_t h;
-    if (sym__wire_read(p->sock, &h, sizeof h)) {
+    char *payload;
+    if (sym__wire_recv(p->sock, &h, &payload)) {
         close_sock(p); /* it exited or finalized; its exit status tells the rest */
         return;
-    }
-    char *payload = NULL;
-    if (h.len) {
-        payload = malloc(h.len);
-        if (!payload || sym__wire_read(p->sock, payload, h.len)) {
-            free(payload);
-            close_sock(p);
-            return;
-        }
     }
     switch (h.type) {
     case SYM_WIRE_ALLGATHER:
@@ -480,7 +472,7 @@ static void handle_message(job_t *j, int rank) {
         return;
     case SYM_WIRE_ABORT: {
         int32_t st = 1;
-        if (payload && h.len >= sizeof st) memcpy(&st, payload, sizeof st);
+        if (h.len >= sizeof st) memcpy(&st, payload, sizeof st);
         /* The runtime's fatal errors end the job this way too, after their message. */
         note("PE %d ended the job with status %d (shmem_global_exit(%d), or the error it "
              "reported)", rank, (int)st, (int)st);

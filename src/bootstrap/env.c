@@ -149,12 +149,8 @@ static void store_member_msg(store_t *s, conn_t *c) {
     sym_wire_hdr_t h;
     int flags = fcntl(c->fd, F_GETFL);
     fcntl(c->fd, F_SETFL, flags & ~O_NONBLOCK);
-    if (sym__wire_read(c->fd, &h, sizeof h)) goto gone;
-    char *payload = h.len ? malloc(h.len) : NULL;
-    if (h.len && (!payload || sym__wire_read(c->fd, payload, h.len))) {
-        free(payload);
-        goto gone;
-    }
+    char *payload;
+    if (sym__wire_recv(c->fd, &h, &payload)) goto gone;
     fcntl(c->fd, F_SETFL, flags);
     switch (h.type) {
     case SYM_WIRE_ALLGATHER:
@@ -162,7 +158,7 @@ static void store_member_msg(store_t *s, conn_t *c) {
             free(payload);
             goto gone;
         }
-        s->gather[c->rank] = payload ? payload : calloc(1, 1);
+        s->gather[c->rank] = payload;
         s->glen[c->rank] = h.len;
         if (++s->gathered == s->world) {
             uint32_t len = s->glen[0];
@@ -338,10 +334,8 @@ static void *reader_main(void *arg) {
     env_boot_t *e = arg;
     for (;;) {
         sym_wire_hdr_t h;
-        if (sym__wire_read(e->fd, &h, sizeof h)) break;
-        char *payload = malloc(h.len + 1);
-        if (!payload || sym__wire_read(e->fd, payload, h.len)) break;
-        payload[h.len] = '\0';
+        char *payload;
+        if (sym__wire_recv(e->fd, &h, &payload)) break;
         if (h.type == SYM_WIRE_ALLGATHER) {
             pthread_mutex_lock(&e->mu);
             e->reply = payload;

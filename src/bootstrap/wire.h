@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -46,6 +47,22 @@ static inline int sym__wire_read(int fd, void *buf, size_t len) {
         p += n;
         len -= (size_t)n;
     }
+    return 0;
+}
+
+/* One frame: its header into *h, its payload into a new buffer (h->len bytes
+ * and a NUL after them; the caller frees it). 0 on success; -1 on an error,
+ * the end of the stream or no memory, with *payload NULL. */
+static inline int sym__wire_recv(int fd, sym_wire_hdr_t *h, char **payload) {
+    *payload = NULL;
+    if (sym__wire_read(fd, h, sizeof *h)) return -1;
+    char *p = (char *)malloc((size_t)h->len + 1);
+    if (!p || sym__wire_read(fd, p, h->len)) {
+        free(p);
+        return -1;
+    }
+    p[h->len] = '\0';
+    *payload = p;
     return 0;
 }
 
