@@ -95,8 +95,6 @@ typedef struct {
     pthread_t thread;
 } store_t;
 
-static double now_s(void) { return sym__now_s(); }
-
 /* Rank 0 last: it may exit on what it reads, taking this thread with it. */
 static void store_send_all(store_t *s, uint32_t type, const void *p, uint32_t len, int except) {
     for (int r = s->world - 1; r >= 0; r--)
@@ -132,7 +130,7 @@ static void store_accept(store_t *s) {
     memset(c, 0, sizeof *c);
     c->fd = fd;
     c->rank = -1;
-    c->since = now_s();
+    c->since = sym__now_s();
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (random_bytes(c->nonce, NONCE_LEN) || sym__wire_write(fd, c->nonce, NONCE_LEN)) {
@@ -266,7 +264,7 @@ static void store_newcomer(store_t *s, conn_t *c) {
 
 static void *store_main(void *arg) {
     store_t *s = arg;
-    double deadline = now_s() + s->timeout;
+    double deadline = sym__now_s() + s->timeout;
     while (!s->ended) {
         struct pollfd *p = malloc((size_t)(s->nconns + 1) * sizeof *p);
         if (!p) break;
@@ -295,9 +293,9 @@ static void *store_main(void *arg) {
         /* Newcomers get a few seconds to prove themselves. */
         for (int i = 0; i < s->nconns; i++)
             if ((s->conns[i].state == C_AUTH || s->conns[i].state == C_HELLO) &&
-                now_s() - s->conns[i].since > 10)
+                sym__now_s() - s->conns[i].since > 10)
                 store_close(s, &s->conns[i]);
-        if (s->joined < s->world && now_s() > deadline) {
+        if (s->joined < s->world && sym__now_s() > deadline) {
             char why[512];
             int n = snprintf(why, sizeof why, "ranks never reached the job's store at %s within "
                                               "%g s (SYMTRAIN_BOOT_TIMEOUT):", s->where, s->timeout);
@@ -437,7 +435,7 @@ static int connect_to(const char *host, const char *port, double deadline, char 
         } else {
             snprintf(err, errlen, "%s", gai_strerror(rc));
         }
-        if (now_s() > deadline) return -1;
+        if (sym__now_s() > deadline) return -1;
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -521,7 +519,7 @@ sym_boot_t *sym__boot_env_init(void) {
         sym__fatal("shmem_init", "cannot start the job's store");
 
     char err[128] = "";
-    double deadline = now_s() + timeout;
+    double deadline = sym__now_s() + timeout;
     e->fd = connect_to(addr, port, deadline, err, sizeof err);
     if (e->fd < 0)
         sym__fatal("shmem_init",
