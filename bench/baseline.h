@@ -97,18 +97,12 @@ static void sweep(const char *test, const char *what_lat, body_fn *lat, const ch
 }
 
 #ifndef BASELINE_OWN_OPTIONS
+#include "size.h"
+
 static int want(const char *test, const char *name) {
     return !strcmp(test, "all") || !strcmp(test, name);
 }
 
-static size_t parse_size(const char *v) {
-    char *end;
-    double x = strtod(v, &end);
-    if (*end == 'K' || *end == 'k') x *= 1024;
-    if (*end == 'M' || *end == 'm') x *= 1024 * 1024;
-    if (*end == 'G' || *end == 'g') x *= 1024.0 * 1024 * 1024;
-    return (size_t)x;
-}
 
 /* The test to run (argv[1], default all) after reading symbench's options. */
 static const char *parse_options(int argc, char **argv) {

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../size.h"
+
 #define CUDA(call)                                                                   \
     do {                                                                             \
         cudaError_t e_ = (call);                                                     \
@@ -24,15 +26,6 @@
             MPI_Abort(MPI_COMM_WORLD, 1);                                            \
         }                                                                            \
     } while (0)
-
-static size_t parse_size(const char *s) {
-    char *end;
-    double v = strtod(s, &end);
-    if (*end == 'k' || *end == 'K') v *= 1024;
-    if (*end == 'm' || *end == 'M') v *= 1024 * 1024;
-    if (*end == 'g' || *end == 'G') v *= 1024.0 * 1024 * 1024;
-    return (size_t)v;
-}
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
