@@ -898,20 +898,23 @@ static int emulated_over_ip(const char *name) {
            !strcmp(name, "sockets");
 }
 
+/* Shared memory reaches this host only: not a choice for the fabric unless
+ * named. */
+static int one_host_only(const struct fi_info *fi) {
+    return strstr(fi->fabric_attr->prov_name, "shm") || strstr(fi->fabric_attr->prov_name, "sm2");
+}
+
 /* Open the first provider of `list` that works (named `prov`, or any that
  * reaches other hosts: not shm; net before an IP emulation); NULL if none. */
 static struct fi_info *open_provider(struct fi_info *list, const char *prov) {
-    struct fi_info *first = NULL;
-    for (struct fi_info *fi = list; fi && !first; fi = fi->next)
-        if (!strstr(fi->fabric_attr->prov_name, "shm") && !strstr(fi->fabric_attr->prov_name, "sm2"))
-            first = fi;
-    int prefer_net = !(prov && *prov) && first && emulated_over_ip(first->fabric_attr->prov_name);
+    int named = prov && *prov;
+    struct fi_info *first = list;
+    while (first && !named && one_host_only(first)) first = first->next;
+    int prefer_net = !named && first && emulated_over_ip(first->fabric_attr->prov_name);
     for (int pass = prefer_net ? 0 : 1; pass < 2; pass++)
         for (struct fi_info *fi = list; fi; fi = fi->next) {
-            const char *name = fi->fabric_attr->prov_name;
-            if (!(prov && *prov) && (strstr(name, "shm") || strstr(name, "sm2")))
-                continue; /* one host only */
-            if (pass == 0 && strcmp(name, "net")) continue;
+            if (!named && one_host_only(fi)) continue;
+            if (pass == 0 && strcmp(fi->fabric_attr->prov_name, "net")) continue;
             if (try_open(fi) == 0) return fi;
         }
     return NULL;
