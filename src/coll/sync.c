@@ -55,16 +55,15 @@ void sym__coll_get(shmem_team_t t, int m, void *dst, const void *src, size_t len
 
 void sym__coll_put_signal(shmem_team_t t, int m, void *dst, const void *src, size_t len, int word,
                           uint64_t value, int blocking) {
-    uint64_t *w = word_at(t, word, t->me);
     void *d = sym__peer_addr(dst, t->pes[m]);
     if (SYM_LIKELY(d != NULL)) {
         memcpy(d, src, len);
-        __atomic_store_n((uint64_t *)sym__peer_addr(w, t->pes[m]), value, __ATOMIC_RELEASE);
+        sym__coll_signal(t, m, word, value); /* a release store after the copy */
         return;
     }
     /* Remote: one put-with-signal (small ones travel as one message). */
-    sym__remote->put_signal(sym__ctx_default.remote, dst, src, len, w, value, SHMEM_SIGNAL_SET,
-                            t->pes[m], blocking);
+    sym__remote->put_signal(sym__ctx_default.remote, dst, src, len, word_at(t, word, t->me), value,
+                            SHMEM_SIGNAL_SET, t->pes[m], blocking);
 }
 
 int sym__coll_all_local(shmem_team_t t) {
