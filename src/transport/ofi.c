@@ -110,8 +110,9 @@ typedef struct ofi_ctx {
     char *batch;              /* AM_BYTES: header, then entries */
     size_t used;              /* bytes in batch; 0 = empty */
     int batch_pe;
-    /* PEs this context sent batches to that have not been asked to
-     * acknowledge them yet (see settle); unacked[pe] marks those in the list. */
+    /* PEs this context sent batches or wrote to that have not been asked to
+     * acknowledge them yet (see settle); unacked[pe] (UNACKED_*) marks those in
+     * the list. */
     uint8_t *unacked;
     int *unacked_list, n_unacked;
     struct ofi_ctx *next;     /* all contexts, for flushing by a waiting thread */
@@ -134,6 +135,13 @@ typedef struct op {
 } op_t;
 
 #define BOUNCE_MAX 4096
+
+/* What a context sent a PE since it last asked the PE to acknowledge: batches
+ * of puts, which the target's CPU applies some time after they arrive; writes
+ * and fabric atomics, which its provider places in order but whose completion
+ * here may come before that (libfabric 1.17's net provider completes a write
+ * once the kernel has taken it, even with FI_DELIVERY_COMPLETE). */
+enum { UNACKED_BATCH = 1, UNACKED_WRITE = 2 };
 
 enum { AM_AMO = 1, AM_REPLY = 2, AM_SIGNAL = 3, AM_PUTS = 4 };
 
@@ -455,10 +463,21 @@ static void *desc_for(const void *buf, size_t len) {
 /* Bytes a put of `len` takes in a batch. */
 static size_t batch_room(size_t len) { return sizeof(batch_ent_t) + ((len + 7) & ~(size_t)7); }
 
+/* Remember that c sent `pe` something to acknowledge (UNACKED_*; the caller
+ * holds c->lock). */
+static void note_unacked_locked(ofi_ctx_t *c, int pe, int what) {
+    if (!c->unacked[pe]) {
+        c->unacked_list[c->n_unacked] = pe;
+        __atomic_store_n(&c->n_unacked, c->n_unacked + 1, __ATOMIC_RELAXED); /* settle peeks */
+    }
+    __atomic_fetch_or(&c->unacked[pe], (uint8_t)what, __ATOMIC_SEQ_CST); /* note_write peeks */
+}
+
 /* Send c's batch (the caller holds c->lock) as one message. With `ack`, the
- * target acknowledges it once applied, and with it every batch this PE sent it
- * before (they are applied in order); without, the target is remembered in
- * c's unacknowledged list. The send needs only to free its buffer, so it goes
+ * target acknowledges it once applied, and with it every batch and write this
+ * PE sent it before (batches are applied in order, and the endpoint places
+ * writes before a later send: FI_ORDER_SAW); the caller then drops the target
+ * from c's unacknowledged list. Without, the target is noted in it. The send needs only to free its buffer, so it goes
  * injected when it fits, else with the provider's weakest completion
  * (FI_COMPLETION alone, not the endpoint's delivery-complete default): a
  * delivery- or transmit-complete send makes tcp-class providers send an
@@ -480,11 +499,8 @@ static void flush_locked(ofi_ctx_t *c, int ack) {
         ack_op->batch = 1;
         __atomic_fetch_add(&c->issued, 1, __ATOMIC_RELAXED);
         __atomic_fetch_add(&c->pending_batches, 1, __ATOMIC_RELAXED);
-        if (c->unacked[pe]) c->unacked[pe] = 2; /* asked; settle drops it from the list */
-    } else if (!c->unacked[pe]) {
-        c->unacked[pe] = 1;
-        c->unacked_list[c->n_unacked] = pe;
-        __atomic_store_n(&c->n_unacked, c->n_unacked + 1, __ATOMIC_RELAXED); /* settle peeks */
+    } else {
+        note_unacked_locked(c, pe, UNACKED_BATCH);
     }
     memcpy(send->bounce, c->batch, used);
     __atomic_store_n(&c->used, 0, __ATOMIC_RELAXED);
@@ -520,24 +536,35 @@ static void batch_begin_locked(ofi_ctx_t *c, int pe) {
     __atomic_fetch_add(&g.batched, 1, __ATOMIC_RELAXED);
 }
 
-/* Until every batch c sent has been applied: needed before a direct operation
- * on c (or the target's CPU could apply an older put over what the operation
- * writes, or after what it reads), and by fence and quiet. Batches are not
- * acknowledged one by one: the last one to each PE (or an empty one) asks. */
-static void settle(ofi_ctx_t *c) {
+/* Until what c sent is in place at its targets: every batch applied (needed
+ * before a direct operation on c, or the target's CPU could apply an older put
+ * over what the operation writes, or after what it reads; and by fence), and
+ * with `writes`, every write and fabric atomic (by quiet; the endpoint orders
+ * those among themselves and before later sends). Nothing is acknowledged one
+ * by one: the last batch to each PE (or an empty one) asks. */
+static void settle(ofi_ctx_t *c, int writes) {
+    int what = UNACKED_BATCH | (writes ? UNACKED_WRITE : 0);
     if (__atomic_load_n(&c->used, __ATOMIC_RELAXED) ||
         __atomic_load_n(&c->n_unacked, __ATOMIC_RELAXED)) {
         pthread_mutex_lock(&c->lock);
-        if (c->used) flush_locked(c, 1);
+        if (c->used) {
+            /* its acknowledgement covers all before it */
+            __atomic_store_n(&c->unacked[c->batch_pe], 0, __ATOMIC_SEQ_CST);
+            flush_locked(c, 1);
+        }
+        int kept = 0;
         for (int i = 0; i < c->n_unacked; i++) {
             int pe = c->unacked_list[i];
-            if (c->unacked[pe] == 1) {
-                batch_begin_locked(c, pe);
-                flush_locked(c, 1);
+            if (!c->unacked[pe]) continue;
+            if (!(c->unacked[pe] & what)) {
+                c->unacked_list[kept++] = pe;
+                continue;
             }
-            c->unacked[pe] = 0;
+            __atomic_store_n(&c->unacked[pe], 0, __ATOMIC_SEQ_CST);
+            batch_begin_locked(c, pe);
+            flush_locked(c, 1);
         }
-        __atomic_store_n(&c->n_unacked, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&c->n_unacked, kept, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&c->lock);
     }
     SYM_WAIT_UNTIL(__atomic_load_n(&c->pending_batches, __ATOMIC_ACQUIRE) == 0);
@@ -592,6 +619,16 @@ static int ctx_init(ofi_ctx_t *c) {
 
 /* ---- the operations ---- */
 
+/* Note a write or fabric atomic to pe on c, for quiet to have acknowledged;
+ * called once it is posted, so a settle that clears the note on another thread
+ * posts its request for acknowledgement after the write. */
+static void note_write(ofi_ctx_t *c, int pe) {
+    if (__atomic_load_n(&c->unacked[pe], __ATOMIC_SEQ_CST) & UNACKED_WRITE) return;
+    pthread_mutex_lock(&c->lock);
+    note_unacked_locked(c, pe, UNACKED_WRITE);
+    pthread_mutex_unlock(&c->lock);
+}
+
 /* A put straight through the fabric (no batch). */
 static void put_direct(ofi_ctx_t *c, void *dest, const void *src, size_t len, int pe,
                        int blocking) {
@@ -607,11 +644,13 @@ static void put_direct(ofi_ctx_t *c, void *dest, const void *src, size_t len, in
         memcpy(op->bounce, src, len);
         __atomic_fetch_add(&c->issued, 1, __ATOMIC_RELAXED);
         POST(fi_write(g.ep, op->bounce, len, NULL, g.addr[pe], raddr, key, &op->fctx));
+        note_write(c, pe);
         return;
     }
     op_t stack;
     op_t *op = new_op(c, &stack, blocking);
     POST(fi_write(g.ep, src, len, desc_for(src, len), g.addr[pe], raddr, key, &op->fctx));
+    note_write(c, pe);
     if (blocking) wait_op(op);
 }
 
@@ -623,13 +662,13 @@ static void ofi_put(void *ctx, void *dest, const void *src, size_t len, int pe, 
         pthread_mutex_unlock(&c->lock);
         return;
     }
-    settle(c);
+    settle(c, 0);
     put_direct(c, dest, src, len, pe, blocking);
 }
 
 static void ofi_get(void *ctx, void *dest, const void *src, size_t len, int pe, int blocking) {
     ofi_ctx_t *c = ctx ? ctx : &g.default_ctx;
-    settle(c);
+    settle(c, 0);
     uint64_t raddr, key;
     remote_of(src, pe, &raddr, &key, NULL, NULL);
     op_t stack;
@@ -655,7 +694,7 @@ static enum fi_op fi_op_of(sym_amo_op_t op) {
 static void ofi_amo(void *ctx, sym_amo_op_t op, void *dest, const void *operand,
                     const void *compare, void *result, size_t size, int pe, int blocking) {
     ofi_ctx_t *c = ctx ? ctx : &g.default_ctx;
-    settle(c);
+    settle(c, 0);
     uint64_t raddr, key, off;
     int seg;
     remote_of(dest, pe, &raddr, &key, &seg, &off);
@@ -673,9 +712,11 @@ static void ofi_amo(void *ctx, sym_amo_op_t op, void *dest, const void *operand,
         else if (op == SYM_AMO_FETCH || op == SYM_AMO_SWAP || result)
             POST(fi_fetch_atomic(g.ep, &op_->operand, 1, NULL, res, NULL, g.addr[pe], raddr, key,
                                  dt, fi_op_of(op), &op_->fctx));
-        else
+        else {
             POST(fi_atomic(g.ep, &op_->operand, 1, NULL, g.addr[pe], raddr, key, dt,
                            fi_op_of(op), &op_->fctx));
+            note_write(c, pe); /* its completion may come before it is applied */
+        }
     } else {
         am_t m = {0};
         m.kind = AM_AMO;
@@ -714,7 +755,7 @@ static void ofi_put_signal(void *ctx, void *dest, const void *src, size_t len, u
         pthread_mutex_unlock(&c->lock);
         return;
     }
-    settle(c);
+    settle(c, 0);
     if (len) put_direct(c, dest, src, len, pe, blocking);
     if (sig_op != 1) { /* SHMEM_SIGNAL_SET: an ordered write of the word */
         put_direct(c, sig, &value, sizeof value, pe, 0);
@@ -751,13 +792,13 @@ static void ofi_fence(void *ctx) {
         ofi_quiet(ctx);
         return;
     }
-    settle(c);
+    settle(c, 0);
     SYM_WAIT_UNTIL(__atomic_load_n(&c->pending_am, __ATOMIC_ACQUIRE) == 0);
 }
 
 static void ofi_quiet(void *ctx) {
     ofi_ctx_t *c = ctx ? ctx : &g.default_ctx;
-    settle(c);
+    settle(c, 1);
     uint64_t want = __atomic_load_n(&c->issued, __ATOMIC_ACQUIRE);
     SYM_WAIT_UNTIL(__atomic_load_n(&c->completed, __ATOMIC_ACQUIRE) >= want);
 }
@@ -795,8 +836,9 @@ static const sym_remote_ops_t ofi_ops = {
 
 /* ---- setup ---- */
 
-/* Providers that offer RDM endpoints with RMA, ordered writes and sends, and
- * delivery-complete writes; with fabric atomics when `atomics`. NULL if none. */
+/* Providers that offer RDM endpoints with RMA and ordered writes and sends;
+ * with fabric atomics when `atomics`. NULL if none. (Writes complete here when
+ * the provider says; quiet asks the target, see settle.) */
 static struct fi_info *query(const char *prov, int atomics, int *rc) {
     struct fi_info *hints = lib.dupinfo(NULL);
     if (!hints) sym__fatal("ofi", "out of memory");
@@ -809,7 +851,6 @@ static struct fi_info *query(const char *prov, int atomics, int *rc) {
     hints->domain_attr->threading = FI_THREAD_SAFE;
     hints->tx_attr->msg_order = FI_ORDER_WAW | FI_ORDER_SAW | FI_ORDER_RAW | FI_ORDER_SAS;
     hints->rx_attr->msg_order = hints->tx_attr->msg_order;
-    hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
     if (prov && *prov) hints->fabric_attr->prov_name = strdup(prov);
     struct fi_info *info = NULL;
     *rc = lib.getinfo(FI_VERSION_NEEDED, NULL, NULL, 0, hints, &info);
