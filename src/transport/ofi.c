@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../bootstrap/bootstrap.h"
 #include "transport.h"
@@ -99,7 +100,7 @@ static noreturn void ofi_fail(const char *call, int rc, const char *file, int li
 /* ---- state ---- */
 
 #define AM_BYTES 65536  /* largest active message, a receive slot's size */
-#define BATCH_ITEM 4096 /* non-blocking puts up to this size are batched */
+#define BATCH_ITEM 4096 /* puts up to this size are batched */
 
 typedef struct ofi_ctx {
     uint64_t issued;          /* operations posted on this context */
@@ -110,6 +111,7 @@ typedef struct ofi_ctx {
     char *batch;              /* AM_BYTES: header, then entries */
     size_t used;              /* bytes in batch; 0 = empty */
     int batch_pe;
+    uint64_t begun_ns;        /* when the batch got its first put */
     /* PEs this context sent batches or wrote to that have not been asked to
      * acknowledge them yet (see settle); unacked[pe] (UNACKED_*) marks those in
      * the list. */
@@ -363,13 +365,14 @@ static noreturn void cq_failed(void) {
 /* A waiting thread drives the fabric itself (sym__progress_hook); never nested. */
 static __thread int in_progress;
 static uint64_t last_poll_ns; /* when a waiting thread last polled busily */
-#define POLLED_NS 200000      /* ... counts as polling now if this recent */
-static void flush_all(void);
+#define POLLED_NS 1000000     /* ... counts as polling now if this recent */
+#define STALE_NS 100000       /* the progress thread sends batches this old */
+static void flush_all(uint64_t age_ns);
 static void progress_once(int busy) {
     if (in_progress) return;
     in_progress = 1;
     if (busy) __atomic_store_n(&last_poll_ns, sym__now_ns(), __ATOMIC_RELAXED);
-    flush_all();
+    flush_all(0);
     struct fi_cq_data_entry e[16];
     ssize_t n = fi_cq_read(g.cq, e, 16);
     if (n > 0)
@@ -391,13 +394,18 @@ static void *progress_main(void *arg) {
          * the provider's wait (or poll, where the queue has no wait object).
          * Waking for every message, or polling beside the waiting thread,
          * fought it for the core and the provider's locks: 2-6x the one-way
-         * latency over tcp on 2 cores. */
+         * latency over tcp on 2 cores. Polling here for a while after each
+         * message instead took the core from a PE that computes meanwhile
+         * (and answered no faster than a waiting thread that polls: see
+         * sym__wait_polls). Batches left unsent by a PE that computes go out
+         * once STALE_NS old. */
         uint64_t since = sym__now_ns() - __atomic_load_n(&last_poll_ns, __ATOMIC_RELAXED);
         if (since < POLLED_NS) {
             struct timespec ts = {0, (long)(POLLED_NS - since)};
             nanosleep(&ts, NULL);
             continue;
         }
+        flush_all(STALE_NS);
         ssize_t n = g.wait_cq ? fi_cq_sread(g.cq, e, 16, NULL, 1) : fi_cq_read(g.cq, e, 16);
         if (n == -FI_EAGAIN) {
             if (!g.wait_cq) sym__backoff(&b);
@@ -533,6 +541,7 @@ static void flush_locked(ofi_ctx_t *c, int ack) {
 static void batch_begin_locked(ofi_ctx_t *c, int pe) {
     c->used = sizeof(batch_hdr_t);
     c->batch_pe = pe;
+    c->begun_ns = sym__now_ns();
     __atomic_fetch_add(&g.batched, 1, __ATOMIC_RELAXED);
 }
 
@@ -586,14 +595,16 @@ static void batch_add_locked(ofi_ctx_t *c, const void *dest, const void *src, si
     __atomic_store_n(&c->used, c->used + batch_room(len), __ATOMIC_RELAXED);
 }
 
-/* A waiting thread sends whatever batches are waiting (never blocking on a
- * context another thread is filling). */
-static void flush_all(void) {
+/* Send the batches begun at least age_ns ago (never blocking on a context
+ * another thread is filling): all of them when a thread waits, and stale ones
+ * from the progress thread, so puts arrive while their PE computes. */
+static void flush_all(uint64_t age_ns) {
     if (!__atomic_load_n(&g.batched, __ATOMIC_RELAXED)) return;
+    uint64_t before = sym__now_ns() - age_ns;
     pthread_mutex_lock(&g.ctxs_lock);
     for (ofi_ctx_t *c = g.ctxs; c; c = c->next)
         if (__atomic_load_n(&c->used, __ATOMIC_RELAXED) && pthread_mutex_trylock(&c->lock) == 0) {
-            flush_locked(c, 0);
+            if (c->used && c->begun_ns <= before) flush_locked(c, 0);
             pthread_mutex_unlock(&c->lock);
         }
     pthread_mutex_unlock(&g.ctxs_lock);
@@ -656,7 +667,7 @@ static void put_direct(ofi_ctx_t *c, void *dest, const void *src, size_t len, in
 
 static void ofi_put(void *ctx, void *dest, const void *src, size_t len, int pe, int blocking) {
     ofi_ctx_t *c = ctx ? ctx : &g.default_ctx;
-    if (!blocking && len <= BATCH_ITEM) {
+    if (len <= BATCH_ITEM) { /* blocking too: its data is copied, it completes at quiet */
         pthread_mutex_lock(&c->lock);
         batch_add_locked(c, dest, src, len, pe, 0, batch_room(len));
         pthread_mutex_unlock(&c->lock);
@@ -1045,6 +1056,12 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
     if (pthread_create(&g.progress, NULL, progress_main, NULL))
         sym__fatal("shmem_init", "cannot start the fabric progress thread");
     sym__progress_hook = progress_once;
+    /* Waits poll without sleeping while this host has a core for each of
+     * its PEs (its online CPUs: a launcher that binds each PE to a core
+     * leaves each fewer in its own mask). */
+    long local = 0;
+    for (int pe = 0; pe < npes; pe++) local += pe == sym__world.me || sym__pe_is_local(pe);
+    sym__wait_polls = local <= sysconf(_SC_NPROCESSORS_ONLN);
     *default_ctx = &g.default_ctx;
     sym__info("fabric: provider %s, %s atomics", mine.prov,
               g.native_atomics ? "fabric" : "active-message");
@@ -1056,6 +1073,7 @@ void sym__ofi_fini(sym_boot_t *boot) {
      * once more out of band so no PE closes while replies are in flight. */
     sym__boot_barrier(boot);
     sym__progress_hook = NULL;
+    sym__wait_polls = 0;
     __atomic_store_n(&g.stop, 1, __ATOMIC_RELEASE);
     pthread_join(g.progress, NULL);
     fi_close(&g.ep->fid);

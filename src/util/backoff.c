@@ -3,6 +3,9 @@
  * PE has a core; with more PEs than cores a spinning waiter steals the core from
  * the PE it waits for, so after a short spin we yield, and after a longer wait
  * we sleep in growing steps (capped at 50 us so a wake-up is never late by much).
+ * Over the fabric, while the host has a core for each PE (sym__wait_polls), a
+ * waiter keeps polling and yielding instead: the PEs on other hosts need it to
+ * answer their requests.
  */
 #include <sched.h>
 #include <time.h>
@@ -10,10 +13,12 @@
 #include "util.h"
 
 void (*sym__progress_hook)(int busy);
+int sym__wait_polls;
 
 void sym__backoff_slow(sym_backoff_t *b) {
-    if (sym__progress_hook) sym__progress_hook(b->iter < 256 + 64);
-    if (b->iter < 256 + 64) {
+    int polls = b->iter < 256 + 64 || sym__wait_polls;
+    if (sym__progress_hook) sym__progress_hook(polls);
+    if (polls) {
         sched_yield();
         return;
     }

@@ -92,6 +92,12 @@ void sym__backoff_slow(sym_backoff_t *b);
  * once it sleeps between polls. NULL on one host. */
 extern void (*sym__progress_hook)(int busy);
 
+/* Set by the fabric while this host has a core for each of its PEs: a waiting
+ * thread then polls (and yields) however long it waits, as MPI's do, instead
+ * of sleeping between polls: a PE waiting in a barrier answers requests at
+ * once rather than after a wake-up. */
+extern int sym__wait_polls;
+
 static inline void sym__backoff(sym_backoff_t *b) {
     if (SYM_LIKELY(++b->iter < 256)) {
         sym__cpu_relax();
