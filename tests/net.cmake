@@ -36,6 +36,7 @@ net_test(net_wait shmem_wait 3 2)
 net_test(net_barrier shmem_barrier 3 2)
 net_test(net_coll coll_shmemx 3 2)
 net_test(net_allreduce coll_allreduce 2 2)
+net_test(net_allreduce_2x1 coll_allreduce 2 1) # two members: oneshot in pieces
 net_test(net_replica coll_replica 3 2)
 add_executable(net_order net_order.c)
 target_link_libraries(net_order PRIVATE symshmem)

@@ -3,7 +3,8 @@
  *
  *   oneshot  every member pushes its whole input into every other member's
  *            inbox and each reduces all inputs itself: one synchronisation,
- *            N x the data read; best for small messages.
+ *            N x the data read; best for small messages, and between two
+ *            hosts up to REMOTE_PAIR_MAX in pieces.
  *   direct   (same host) each member reduces its slice of the vector, reading
  *            every member's input in place, and writes the result into every
  *            member's output: a fused reduce-scatter + all-gather with two
@@ -435,8 +436,14 @@ static int hierarchical(void *dest, const void *source, size_t count, const sym_
 
 /* ---- entry ---- */
 
-/* Across hosts, oneshot up to this size (and the inbox's capacity). */
+/* Across hosts, oneshot up to this size (and the inbox's capacity); two
+ * members on two hosts, up to REMOTE_PAIR_MAX in inbox-sized pieces, one
+ * oneshot round each. Each member sends the whole vector either way, as
+ * much as the ring moves at two, but in one exchange per piece instead of
+ * two plus the ring's synchronisations: 512 KiB - 8 MiB 1.3-1.6x faster
+ * over TCP; from 16 MiB the ring is as fast or faster. */
 #define REMOTE_ONESHOT_MAX ((size_t)256 << 10)
+#define REMOTE_PAIR_MAX ((size_t)8 << 20)
 
 int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
                    const sym_redop_t *r, shmemx_algo_t algo) {
@@ -461,7 +468,8 @@ int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
     if (algo == SHMEMX_ALGO_AUTO) {
         if (local)
             algo = SHMEMX_ALGO_DIRECT;
-        else if (bytes <= oneshot_capacity(t) && bytes <= REMOTE_ONESHOT_MAX)
+        else if ((bytes <= oneshot_capacity(t) && bytes <= REMOTE_ONESHOT_MAX) ||
+                 (n == 2 && bytes <= REMOTE_PAIR_MAX))
             remote_oneshot = 1;
         else
             algo = bytes <= 65536 ? SHMEMX_ALGO_RD : SHMEMX_ALGO_RING;
@@ -479,7 +487,10 @@ int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
         return SHMEMX_ENOMEM;
     }
     if (remote_oneshot) {
-        oneshot(t, dest, source, count, r, in);
+        size_t piece = oneshot_capacity(t) / r->esize;
+        for (size_t lo = 0; lo < count; lo += piece)
+            oneshot(t, (char *)dest + lo * r->esize, (const char *)source + lo * r->esize,
+                    count - lo < piece ? count - lo : piece, r, in);
     } else {
         switch (algo) {
         case SHMEMX_ALGO_DIRECT:
