@@ -495,13 +495,10 @@ static void flush_locked(ofi_ctx_t *c, int ack) {
     size_t used = __atomic_load_n(&c->used, __ATOMIC_RELAXED);
     if (!used) return;
     int pe = c->batch_pe;
-    op_t *ack_op = ack ? calloc(1, sizeof *ack_op) : NULL, *send = malloc(sizeof *send + used);
-    if ((ack && !ack_op) || !send) sym__fatal("ofi", "out of memory");
-    memset(send, 0, sizeof *send);
-    send->ctx = c;
-    send->owned = 1;
-    __atomic_fetch_add(&c->issued, 1, __ATOMIC_RELAXED);
+    op_t *ack_op = NULL;
     if (ack) {
+        ack_op = calloc(1, sizeof *ack_op);
+        if (!ack_op) sym__fatal("ofi", "out of memory");
         ack_op->ctx = c;
         ack_op->owned = 1;
         ack_op->batch = 1;
@@ -510,9 +507,6 @@ static void flush_locked(ofi_ctx_t *c, int ack) {
     } else {
         note_unacked_locked(c, pe, UNACKED_BATCH);
     }
-    memcpy(send->bounce, c->batch, used);
-    __atomic_store_n(&c->used, 0, __ATOMIC_RELAXED);
-    __atomic_fetch_sub(&g.batched, 1, __ATOMIC_RELAXED);
     /* Numbered and posted in one step, so numbers follow the endpoint's order.
      * Not progressing from inside (in_progress): that could flush, and lock
      * send_lock again; the progress thread drains the queue meanwhile. */
@@ -521,12 +515,17 @@ static void flush_locked(ofi_ctx_t *c, int ack) {
     pthread_mutex_lock(&g.send_lock);
     batch_hdr_t h = {AM_PUTS, {0}, (uint32_t)sym__world.me, (uintptr_t)ack_op, (uint32_t)used,
                      g.seq_to[pe]++};
-    memcpy(send->bounce, &h, sizeof h);
-    if (used <= g.inject_size) {
-        POST(fi_inject(g.ep, send->bounce, used, g.addr[pe]));
-        __atomic_fetch_add(&c->completed, 1, __ATOMIC_RELEASE);
-        free(send);
-    } else {
+    memcpy(c->batch, &h, sizeof h);
+    if (used <= g.inject_size) { /* copied by the provider at once */
+        POST(fi_inject(g.ep, c->batch, used, g.addr[pe]));
+    } else { /* a copy the send owns, freed when it completes */
+        op_t *send = malloc(sizeof *send + used);
+        if (!send) sym__fatal("ofi", "out of memory");
+        memset(send, 0, sizeof *send);
+        send->ctx = c;
+        send->owned = 1;
+        __atomic_fetch_add(&c->issued, 1, __ATOMIC_RELAXED);
+        memcpy(send->bounce, c->batch, used);
         struct iovec iov = {send->bounce, used};
         struct fi_msg msg = {.msg_iov = &iov, .iov_count = 1, .addr = g.addr[pe],
                              .context = &send->fctx};
@@ -534,6 +533,8 @@ static void flush_locked(ofi_ctx_t *c, int ack) {
     }
     pthread_mutex_unlock(&g.send_lock);
     in_progress = was;
+    __atomic_store_n(&c->used, 0, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&g.batched, 1, __ATOMIC_RELAXED);
 }
 
 /* Start an empty batch to pe in c (the caller holds c->lock; c's batch is
