@@ -596,13 +596,14 @@ static void batch_add_locked(ofi_ctx_t *c, const void *dest, const void *src, si
     __atomic_store_n(&c->used, c->used + batch_room(len), __ATOMIC_RELAXED);
 }
 
-/* Send the batches begun at least age_ns ago (never blocking on a context
- * another thread is filling): all of them when a thread waits, and stale ones
- * from the progress thread, so puts arrive while their PE computes. */
+/* Send the batches begun at least age_ns ago: all of them when a thread
+ * waits, and stale ones from the progress thread, so puts arrive while their
+ * PE computes. Never blocking on a lock: the holder may be posting, and wait
+ * for the caller to drain the queue. */
 static void flush_all(uint64_t age_ns) {
     if (!__atomic_load_n(&g.batched, __ATOMIC_RELAXED)) return;
     uint64_t before = sym__now_ns() - age_ns;
-    pthread_mutex_lock(&g.ctxs_lock);
+    if (pthread_mutex_trylock(&g.ctxs_lock)) return;
     for (ofi_ctx_t *c = g.ctxs; c; c = c->next)
         if (__atomic_load_n(&c->used, __ATOMIC_RELAXED) && pthread_mutex_trylock(&c->lock) == 0) {
             if (c->used && c->begun_ns <= before) flush_locked(c, 0);
