@@ -485,12 +485,11 @@ static void note_unacked_locked(ofi_ctx_t *c, int pe, int what) {
  * target acknowledges it once applied, and with it every batch and write this
  * PE sent it before (batches are applied in order, and the endpoint places
  * writes before a later send: FI_ORDER_SAW); the caller then drops the target
- * from c's unacknowledged list. Without, the target is noted in it. The send needs only to free its buffer, so it goes
- * injected when it fits, else with the provider's weakest completion
- * (FI_COMPLETION alone, not the endpoint's delivery-complete default): a
- * delivery- or transmit-complete send makes tcp-class providers send an
- * acknowledgement of their own, which doubled the latency of small
- * collectives. */
+ * from c's unacknowledged list. Without, the target is noted in it. The send
+ * needs only to free its buffer, so it goes injected when it fits, else with
+ * the provider's weakest completion (FI_COMPLETION alone): a delivery- or
+ * transmit-complete send makes tcp-class providers send an acknowledgement of
+ * their own, which doubled the latency of small collectives. */
 static void flush_locked(ofi_ctx_t *c, int ack) {
     size_t used = __atomic_load_n(&c->used, __ATOMIC_RELAXED);
     if (!used) return;
