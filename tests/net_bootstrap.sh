@@ -121,6 +121,17 @@ expect "a killed rank ends the job" test "${rcs[0]}" != 0 -a "${rcs[2]}" != 0
 expect "the others say which rank left" has die.0 "rank 1 disconnected from the job's store"
 expect "within seconds" test $((SECONDS - start)) -lt 10
 
+# 9. how waits behave over the fabric (SYMTRAIN_HOST_SIZE=1: each rank its own
+# host): asked to sleep, they do and the job runs; a malformed value is named
+launch sleepwait 2 "0 1" SYMTRAIN_HOST_SIZE=1 SYMTRAIN_WAIT=sleep SYMTRAIN_VERBOSE=1
+finish
+expect "SYMTRAIN_WAIT=sleep: runs" test "${rcs[*]}" = "0 0"
+expect "SYMTRAIN_WAIT=sleep: said" has sleepwait.0 "waits sleep between polls"
+launch badwait 2 "0 1" SYMTRAIN_HOST_SIZE=1 SYMTRAIN_WAIT=spin
+finish
+expect "SYMTRAIN_WAIT=spin: fails" test "${rcs[0]}" != 0 -a "${rcs[1]}" != 0
+expect "SYMTRAIN_WAIT=spin: named" has badwait.0 "SYMTRAIN_WAIT='spin' is not auto, poll or sleep"
+
 if [ $fails != 0 ]; then
     for f in "$log"/*; do sed "s|^|$(basename "$f"): |" "$f"; done
     echo "net_bootstrap: $fails check(s) failed"

@@ -1057,15 +1057,22 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
     if (pthread_create(&g.progress, NULL, progress_main, NULL))
         sym__fatal("shmem_init", "cannot start the fabric progress thread");
     sym__progress_hook = progress_once;
-    /* Waits poll without sleeping while this host has a core for each of
-     * its PEs (its online CPUs: a launcher that binds each PE to a core
-     * leaves each fewer in its own mask). */
+    /* SYMTRAIN_WAIT: auto (waits poll without sleeping while this host has a
+     * core for each of its PEs: its online CPUs, as a launcher that binds
+     * each PE to a core leaves each fewer in its own mask), poll, sleep (for
+     * hosts whose CPU quota is below their CPU count). */
+    const char *wait = getenv("SYMTRAIN_WAIT");
+    if (wait && *wait && strcmp(wait, "auto") && strcmp(wait, "poll") && strcmp(wait, "sleep"))
+        sym__fatal("shmem_init", "SYMTRAIN_WAIT='%s' is not auto, poll or sleep", wait);
     long local = 0;
     for (int pe = 0; pe < npes; pe++) local += pe == sym__world.me || sym__pe_is_local(pe);
-    sym__wait_polls = local <= sysconf(_SC_NPROCESSORS_ONLN);
+    sym__wait_polls = wait && *wait && strcmp(wait, "auto")
+                          ? !strcmp(wait, "poll")
+                          : local <= sysconf(_SC_NPROCESSORS_ONLN);
     *default_ctx = &g.default_ctx;
-    sym__info("fabric: provider %s, %s atomics", mine.prov,
-              g.native_atomics ? "fabric" : "active-message");
+    sym__info("fabric: provider %s, %s atomics, waits %s", mine.prov,
+              g.native_atomics ? "fabric" : "active-message",
+              sym__wait_polls ? "poll" : "sleep between polls");
     return &ofi_ops;
 }
 
