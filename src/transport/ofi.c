@@ -973,6 +973,24 @@ static struct fi_info *open_provider(struct fi_info *list, const char *prov) {
     return NULL;
 }
 
+/* The CPUs this host's PEs share: its online CPUs (not this process's mask:
+ * a launcher that binds each PE to a core leaves each fewer), or fewer where
+ * a cgroup v2 quota (cpu.max, as a Kubernetes CPU limit sets) allows less. */
+static long host_cpus(void) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
+    if (f) {
+        char quota[32];
+        long period;
+        if (fscanf(f, "%31s %ld", quota, &period) == 2 && strcmp(quota, "max") && period > 0) {
+            long q = (atol(quota) + period - 1) / period;
+            if (q > 0 && q < cpus) cpus = q;
+        }
+        fclose(f);
+    }
+    return cpus;
+}
+
 const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
     load_libfabric();
     const char *prov = getenv("SYMTRAIN_OFI_PROVIDER");
@@ -1058,9 +1076,7 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
         sym__fatal("shmem_init", "cannot start the fabric progress thread");
     sym__progress_hook = progress_once;
     /* SYMTRAIN_WAIT: auto (waits poll without sleeping while this host has a
-     * core for each of its PEs: its online CPUs, as a launcher that binds
-     * each PE to a core leaves each fewer in its own mask), poll, sleep (for
-     * hosts whose CPU quota is below their CPU count). */
+     * core for each of its PEs: see host_cpus), poll, sleep. */
     const char *wait = getenv("SYMTRAIN_WAIT");
     if (wait && *wait && strcmp(wait, "auto") && strcmp(wait, "poll") && strcmp(wait, "sleep"))
         sym__fatal("shmem_init", "SYMTRAIN_WAIT='%s' is not auto, poll or sleep", wait);
@@ -1068,7 +1084,7 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
     for (int pe = 0; pe < npes; pe++) local += pe == sym__world.me || sym__pe_is_local(pe);
     sym__wait_polls = wait && *wait && strcmp(wait, "auto")
                           ? !strcmp(wait, "poll")
-                          : local <= sysconf(_SC_NPROCESSORS_ONLN);
+                          : local <= host_cpus();
     *default_ctx = &g.default_ctx;
     sym__info("fabric: provider %s, %s atomics, waits %s", mine.prov,
               g.native_atomics ? "fabric" : "active-message",
