@@ -101,6 +101,7 @@ static noreturn void ofi_fail(const char *call, int rc, const char *file, int li
 
 #define AM_BYTES 65536  /* largest active message, a receive slot's size */
 #define BATCH_ITEM 4096 /* puts up to this size are batched */
+#define BATCH_SWAP 4096 /* a batch this big is sent from its buffer, not a copy */
 
 typedef struct ofi_ctx {
     uint64_t issued;          /* operations posted on this context */
@@ -133,6 +134,7 @@ typedef struct op {
     uint64_t operand, compare; /* a fabric atomic's operands, alive until it completes */
     int am;                    /* an active message: counted in its context's pending_am */
     int batch;                 /* a batch's acknowledgement: counted in pending_batches */
+    char *buf;        /* a batch buffer the send owns (freed with the op) */
     char bounce[];    /* a small put's data, so the caller's buffer is free at once */
 } op_t;
 
@@ -233,8 +235,10 @@ static void complete(op_t *op) {
     if (op->ctx && op->am) __atomic_fetch_sub(&op->ctx->pending_am, 1, __ATOMIC_RELEASE);
     if (op->ctx && op->batch) __atomic_fetch_sub(&op->ctx->pending_batches, 1, __ATOMIC_RELEASE);
     if (op->ctx) __atomic_fetch_add(&op->ctx->completed, 1, __ATOMIC_RELEASE);
-    if (op->owned)
+    if (op->owned) {
+        free(op->buf);
         free(op);
+    }
     else
         __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
 }
@@ -517,15 +521,24 @@ static void flush_locked(ofi_ctx_t *c, int ack) {
     memcpy(c->batch, &h, sizeof h);
     if (used <= g.inject_size) { /* copied by the provider at once */
         POST(fi_inject(g.ep, c->batch, used, g.addr[pe]));
-    } else { /* a copy the send owns, freed when it completes */
-        op_t *send = malloc(sizeof *send + used);
-        if (!send) sym__fatal("ofi", "out of memory");
+    } else { /* the send owns the bytes until it completes: a copy of a small
+              * batch, or the batch buffer itself (c gets a new one) */
+        int swap = used >= BATCH_SWAP;
+        op_t *send = malloc(sizeof *send + (swap ? 0 : used));
+        char *fresh = swap ? malloc(AM_BYTES) : NULL;
+        if (!send || (swap && !fresh)) sym__fatal("ofi", "out of memory");
         memset(send, 0, sizeof *send);
         send->ctx = c;
         send->owned = 1;
         __atomic_fetch_add(&c->issued, 1, __ATOMIC_RELAXED);
-        memcpy(send->bounce, c->batch, used);
-        struct iovec iov = {send->bounce, used};
+        char *bytes = send->bounce;
+        if (swap) {
+            bytes = send->buf = c->batch;
+            c->batch = fresh;
+        } else {
+            memcpy(send->bounce, c->batch, used);
+        }
+        struct iovec iov = {bytes, used};
         struct fi_msg msg = {.msg_iov = &iov, .iov_count = 1, .addr = g.addr[pe],
                              .context = &send->fctx};
         POST(fi_sendmsg(g.ep, &msg, FI_COMPLETION));
