@@ -116,6 +116,22 @@ typedef enum {
     SYM_AMO_XOR,
 } sym_amo_op_t;
 
+/* The switch of sym__cpu_amo for one word width: q points to the word, v and
+ * c are the operand and compare value of its type (c is overwritten by CSWAP). */
+#define SYM_CPU_AMO_SWITCH(op, q, v, c)                                              \
+    switch (op) {                                                                    \
+    case SYM_AMO_FETCH: return __atomic_load_n(q, __ATOMIC_ACQUIRE);                 \
+    case SYM_AMO_SET: __atomic_store_n(q, v, __ATOMIC_RELEASE); return 0;            \
+    case SYM_AMO_SWAP: return __atomic_exchange_n(q, v, __ATOMIC_SEQ_CST);           \
+    case SYM_AMO_CSWAP:                                                              \
+        __atomic_compare_exchange_n(q, &(c), v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
+        return c;                                                                    \
+    case SYM_AMO_ADD: return __atomic_fetch_add(q, v, __ATOMIC_SEQ_CST);             \
+    case SYM_AMO_AND: return __atomic_fetch_and(q, v, __ATOMIC_SEQ_CST);             \
+    case SYM_AMO_OR: return __atomic_fetch_or(q, v, __ATOMIC_SEQ_CST);               \
+    case SYM_AMO_XOR: return __atomic_fetch_xor(q, v, __ATOMIC_SEQ_CST);             \
+    }
+
 /* `op` on the `size`-byte (4 or 8) word at p with CPU atomics; returns the old
  * value's bits (0 for SET). Same-host atomics, and a fabric's active-message
  * atomics on their target. */
@@ -123,35 +139,14 @@ static inline uint64_t sym__cpu_amo(sym_amo_op_t op, void *p, uint64_t v, uint64
                                     size_t size) {
     if (size == 4) {
         uint32_t *q = p, v32 = (uint32_t)v, c32 = (uint32_t)cmp;
-        switch (op) {
-        case SYM_AMO_FETCH: return __atomic_load_n(q, __ATOMIC_ACQUIRE);
-        case SYM_AMO_SET: __atomic_store_n(q, v32, __ATOMIC_RELEASE); return 0;
-        case SYM_AMO_SWAP: return __atomic_exchange_n(q, v32, __ATOMIC_SEQ_CST);
-        case SYM_AMO_CSWAP:
-            __atomic_compare_exchange_n(q, &c32, v32, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-            return c32;
-        case SYM_AMO_ADD: return __atomic_fetch_add(q, v32, __ATOMIC_SEQ_CST);
-        case SYM_AMO_AND: return __atomic_fetch_and(q, v32, __ATOMIC_SEQ_CST);
-        case SYM_AMO_OR: return __atomic_fetch_or(q, v32, __ATOMIC_SEQ_CST);
-        case SYM_AMO_XOR: return __atomic_fetch_xor(q, v32, __ATOMIC_SEQ_CST);
-        }
+        SYM_CPU_AMO_SWITCH(op, q, v32, c32)
         return 0;
     }
     uint64_t *q = p;
-    switch (op) {
-    case SYM_AMO_FETCH: return __atomic_load_n(q, __ATOMIC_ACQUIRE);
-    case SYM_AMO_SET: __atomic_store_n(q, v, __ATOMIC_RELEASE); return 0;
-    case SYM_AMO_SWAP: return __atomic_exchange_n(q, v, __ATOMIC_SEQ_CST);
-    case SYM_AMO_CSWAP:
-        __atomic_compare_exchange_n(q, &cmp, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-        return cmp;
-    case SYM_AMO_ADD: return __atomic_fetch_add(q, v, __ATOMIC_SEQ_CST);
-    case SYM_AMO_AND: return __atomic_fetch_and(q, v, __ATOMIC_SEQ_CST);
-    case SYM_AMO_OR: return __atomic_fetch_or(q, v, __ATOMIC_SEQ_CST);
-    case SYM_AMO_XOR: return __atomic_fetch_xor(q, v, __ATOMIC_SEQ_CST);
-    }
+    SYM_CPU_AMO_SWITCH(op, q, v, cmp)
     return 0;
 }
+#undef SYM_CPU_AMO_SWITCH
 
 typedef struct sym_remote_ops {
     const char *name;
