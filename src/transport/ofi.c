@@ -1041,9 +1041,9 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
         mine.base[s] = g.virt_addr ? (uint64_t)(uintptr_t)sym__world.seg[s].base : 0;
     }
     snprintf(mine.prov, sizeof mine.prov, "%s", fi->fabric_attr->prov_name);
-    mine.one_per_host = 1;
-    for (int pe = 0; pe < npes; pe++)
-        if (pe != sym__world.me && sym__pe_is_local(pe)) mine.one_per_host = 0;
+    long local = 0; /* PEs on this host, this one included */
+    for (int pe = 0; pe < npes; pe++) local += pe == sym__world.me || sym__pe_is_local(pe);
+    mine.one_per_host = local == 1;
     mine.atomics = atomics_usable();
     if (boot->allgather(boot, &mine, all, sizeof mine))
         sym__fatal("shmem_init", "could not exchange fabric addresses");
@@ -1093,8 +1093,6 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
     const char *wait = getenv("SYMTRAIN_WAIT");
     if (wait && *wait && strcmp(wait, "auto") && strcmp(wait, "poll") && strcmp(wait, "sleep"))
         sym__fatal("shmem_init", "SYMTRAIN_WAIT='%s' is not auto, poll or sleep", wait);
-    long local = 0;
-    for (int pe = 0; pe < npes; pe++) local += pe == sym__world.me || sym__pe_is_local(pe);
     sym__wait_polls = wait && *wait && strcmp(wait, "auto")
                           ? !strcmp(wait, "poll")
                           : local <= host_cpus();
