@@ -48,10 +48,14 @@ else()
                  "kernel (apt-get install libopenblas-dev for speed)")
 endif()
 
-file(GLOB SYMTRAIN_SOURCES CONFIGURE_DEPENDS src/train/*.c)
+# src/train/ is folders by concern (core, ops, models, data, parallel, ckpt,
+# obs, optim; docs/architecture.md); a file includes its neighbours' private
+# headers as "core/parallel.h" and the layers below as "util/util.h".
+file(GLOB_RECURSE SYMTRAIN_SOURCES CONFIGURE_DEPENDS src/train/*.c)
 add_library(symtrain SHARED ${SYMTRAIN_SOURCES})
 target_include_directories(symtrain PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>)
+target_include_directories(symtrain PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/train)
 target_link_libraries(symtrain PUBLIC symshmem PRIVATE ZLIB::ZLIB Threads::Threads m)
 
 if(SYM_HAVE_OPENBLAS)

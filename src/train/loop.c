@@ -34,9 +34,9 @@
 #include <symtrain/rng.h>
 #include <symtrain/train.h>
 
-#include "../util/util.h"
+#include "util/util.h"
 #include "internal.h"
-#include "progress.h"
+#include "obs/progress.h"
 
 #define CTRL_LOSS 0 /* control floats after the gradients */
 #define CTRL_STOP 1

@@ -15,8 +15,8 @@
 
 #include <symtrain/tensor.h>
 
-#include "../util/buddy.h"
-#include "../util/util.h"
+#include "util/buddy.h"
+#include "util/util.h"
 #include "internal.h"
 
 #define POOL_ALIGN 64

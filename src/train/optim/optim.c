@@ -12,7 +12,7 @@
 
 #include <symtrain/optim.h>
 
-#include "parallel.h"
+#include "core/parallel.h"
 #include "internal.h"
 
 #define STATE_MAGIC 0x4F4D5953u /* "SYMO" */

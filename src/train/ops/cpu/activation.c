@@ -7,7 +7,7 @@
 
 #include <symtrain/nn.h>
 
-#include "parallel.h"
+#include "core/parallel.h"
 
 #define INV_SQRT2 0.70710678118654752440f
 #define INV_SQRT_2PI 0.39894228040143267794f

@@ -9,7 +9,7 @@
 #include <symtrain/nn.h>
 #include <symtrain/rng.h>
 
-#include "parallel.h"
+#include "core/parallel.h"
 
 typedef struct {
     const float *x, *dy, *mask;

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../util/util.h"
+#include "util/util.h"
 #include "progress.h"
 
 #define BAR 24

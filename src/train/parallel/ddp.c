@@ -15,7 +15,7 @@
 
 #include <symtrain/dist.h>
 
-#include "../util/util.h"
+#include "util/util.h"
 #include "internal.h"
 
 typedef struct {

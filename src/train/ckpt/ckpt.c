@@ -25,7 +25,7 @@
 
 #include <symtrain/ckpt.h>
 
-#include "../util/util.h"
+#include "util/util.h"
 #include "internal.h"
 
 #define MANIFEST "manifest.json"
