@@ -95,7 +95,7 @@ static void expect_ok(const char *what) {
     /* gathering normalises */
     int64_t idx[2] = {5, 0};
     float x[2 * R * C];
-    uint8_t y[2];
+    int32_t y[2];
     sym_dataset_gather(&ds, idx, 2, x, y);
     CHECK(y[0] == labels[5] && y[1] == labels[0], "gathered labels");
     CHECK(fabs(x[3] - ((pixels[5 * R * C + 3] / 255.0) - mean) / sd) < 1e-5, "gathered pixel");

@@ -122,7 +122,11 @@ static void check_linear(void) {
     fill(c.w, O * I, -1, 1);
     fill(c.b, O, -1, 1);
     fill(c.r, B * O, -1, 1);
+    /* Backward adds into what it is given: start from a known offset and take it off. */
     float dx[B * I], dw[O * I], db[O];
+    for (int i = 0; i < B * I; i++) dx[i] = 0.5f;
+    for (int i = 0; i < O * I; i++) dw[i] = 0.5f;
+    for (int i = 0; i < O; i++) db[i] = 0.5f;
     lin_loss(&c);
     sym_tensor_t x = sym_tensor_2d(c.x, B, I), w = sym_tensor_2d(c.w, O, I);
     sym_tensor_t dy = sym_tensor_2d(c.r, B, O); /* dL/dy = R */
@@ -131,6 +135,9 @@ static void check_linear(void) {
     sym_tensor_t tdb = sym_tensor_view(db, 1, &o);
     CHECK(sym_linear_backward_params(&x, &dy, &tdw, &tdb) == 0, "%s", sym_last_error());
     CHECK(sym_linear_backward_input(&w, &dy, &tdx) == 0, "%s", sym_last_error());
+    for (int i = 0; i < B * I; i++) dx[i] -= 0.5f;
+    for (int i = 0; i < O * I; i++) dw[i] -= 0.5f;
+    for (int i = 0; i < O; i++) db[i] -= 0.5f;
     double num[B * I];
     numeric(lin_loss, &c, c.x, B * I, num);
     compare("linear dx", num, dx, B * I);
@@ -221,24 +228,27 @@ static void check_dropout_masks(void) {
 enum { SB = 6, SC = 5 };
 
 typedef struct {
-    float z[SB * SC];
-    uint8_t y[SB];
+    float z[SB * (SC + 2)]; /* two padding columns */
+    int32_t y[SB];
 } xent_t;
 
 static double xent_loss(void *ctx) {
     xent_t *c = ctx;
-    sym_tensor_t z = sym_tensor_2d(c->z, SB, SC);
-    return sym_softmax_xent(&z, c->y, 1.0f, NULL, NULL);
+    sym_tensor_t z = sym_tensor_2d(c->z, SB, SC + 2);
+    return sym_softmax_xent(&z, c->y, SC, 1.0f, NULL, NULL);
 }
 
 static void check_xent(void) {
     xent_t c;
-    fill(c.z, SB * SC, -3, 3);
-    for (int i = 0; i < SB; i++) c.y[i] = (uint8_t)(test_next(&rng) % SC);
-    float dz[SB * SC];
-    sym_tensor_t z = sym_tensor_2d(c.z, SB, SC), tdz = sym_tensor_2d(dz, SB, SC);
+    enum { SP = SC + 2 };
+    fill(c.z, SB * SP, -3, 3);
+    for (int i = 0; i < SB; i++) c.y[i] = (int32_t)(test_next(&rng) % SC);
+    for (int r = 0; r < SB; r++) c.z[r * SP + SC] = 50.0f; /* padding: must take no part */
+    float dz[SB * SP];
+    for (int i = 0; i < SB * SP; i++) dz[i] = NAN;
+    sym_tensor_t z = sym_tensor_2d(c.z, SB, SP), tdz = sym_tensor_2d(dz, SB, SP);
     int64_t correct = -1;
-    double l = sym_softmax_xent(&z, c.y, 1.0f, &tdz, &correct);
+    double l = sym_softmax_xent(&z, c.y, SC, 1.0f, &tdz, &correct);
     /* reference loss and accuracy in double */
     double ref = 0;
     int64_t right = 0;
@@ -246,16 +256,29 @@ static void check_xent(void) {
         double m = -1e300, s = 0;
         int best = 0;
         for (int k = 0; k < SC; k++)
-            if (c.z[r * SC + k] > m) m = c.z[r * SC + k], best = k;
-        for (int k = 0; k < SC; k++) s += exp(c.z[r * SC + k] - m);
-        ref += m + log(s) - c.z[r * SC + c.y[r]];
+            if (c.z[r * SP + k] > m) m = c.z[r * SP + k], best = k;
+        for (int k = 0; k < SC; k++) s += exp(c.z[r * SP + k] - m);
+        ref += m + log(s) - c.z[r * SP + c.y[r]];
         right += best == c.y[r];
+        CHECK(dz[r * SP + SC] == 0.0f && dz[r * SP + SC + 1] == 0.0f,
+              "row %d: the padding columns' gradient is not 0", r);
     }
     CHECK(fabs(l - ref) < 1e-9 * (1 + ref), "softmax cross-entropy %.12g, reference %.12g", l, ref);
     CHECK(correct == right, "correct %lld, reference %lld", (long long)correct, (long long)right);
-    double num[SB * SC];
-    numeric(xent_loss, &c, c.z, SB * SC, num);
-    compare("softmax cross-entropy dz", num, dz, SB * SC);
+    double num[SB * SP];
+    numeric(xent_loss, &c, c.z, SB * SP, num);
+    compare("softmax cross-entropy dz", num, dz, SB * SP);
+    /* In place (dlogits == logits) gives the same gradient, bit for bit. */
+    float zz[SB * SP];
+    memcpy(zz, c.z, sizeof zz);
+    sym_tensor_t tzz = sym_tensor_2d(zz, SB, SP);
+    double l2 = sym_softmax_xent(&tzz, c.y, SC, 1.0f, &tzz, NULL);
+    CHECK(l2 == l && memcmp(zz, dz, sizeof zz) == 0, "in-place cross-entropy differs");
+    /* A label outside the classes is refused, not read past. */
+    c.y[2] = SC;
+    CHECK(isnan(sym_softmax_xent(&z, c.y, SC, 1.0f, NULL, NULL)) &&
+              strstr(sym_last_error(), "not in [0, 5)"),
+          "an out-of-range label was not refused: %s", sym_last_error());
 }
 
 /* ---- the whole model ---- */
@@ -263,7 +286,7 @@ static void check_xent(void) {
 typedef struct {
     sym_model_t *m;
     float x[B * 6];
-    uint8_t y[B];
+    int32_t y[B];
 } model_ctx_t;
 
 static double model_loss(void *ctx) {
@@ -271,7 +294,7 @@ static double model_loss(void *ctx) {
     sym_forward_t f = {1, 5, 0};
     sym_tensor_t logits;
     CHECK(sym_model_forward(c->m, c->x, B, &f, &logits) == 0, "%s", sym_last_error());
-    return sym_softmax_xent(&logits, c->y, 1.0f, NULL, NULL) / B;
+    return sym_softmax_xent(&logits, c->y, 3, 1.0f, NULL, NULL) / B;
 }
 
 static void on_ready(void *user, size_t lo) {
@@ -290,7 +313,7 @@ static void check_model(const char *spec, sym_act_t act, float dropout) {
     model_ctx_t c;
     CHECK(sym_model_create(&cfg, B, 0, &c.m) == 0, "%s", sym_last_error());
     fill(c.x, B * 6, -2, 2);
-    for (int i = 0; i < B; i++) c.y[i] = (uint8_t)(test_next(&rng) % 3);
+    for (int i = 0; i < B; i++) c.y[i] = (int32_t)(test_next(&rng) % 3);
     size_t P = sym_model_num_params(c.m);
     float *params = sym_model_params(c.m);
     /* Larger weights than the init's, so the gradients are not tiny. With ReLU
@@ -317,7 +340,7 @@ static void check_model(const char *spec, sym_act_t act, float dropout) {
         sym_forward_t f = {1, 5, 0};
         sym_tensor_t logits;
         CHECK(sym_model_forward(c.m, c.x, B, &f, &logits) == 0, "%s", sym_last_error());
-        sym_softmax_xent(&logits, c.y, 1.0f / B, &tdl, NULL);
+        sym_softmax_xent(&logits, c.y, 3, 1.0f / B, &tdl, NULL);
         size_t last = P + 1;
         CHECK(sym_model_backward(c.m, c.x, &tdl, on_ready, &last) == 0, "%s", sym_last_error());
         CHECK(last == 0, "backward never reported the first layer's gradients ready (last %zu)", last);

@@ -37,13 +37,13 @@ static void check_private(test_rng_t *rng) {
             CHECK(sym_tensor_numel(&t[i]) == shape[0] * shape[1] && sym_tensor_is_contiguous(&t[i]),
                   "tensor %d shape", i);
             for (int64_t k = 0; k < shape[0] * shape[1]; k++)
-                CHECK(t[i].data[k] == 0.0f, "tensor %d is not zeroed at %lld", i, (long long)k);
-            for (int64_t k = 0; k < shape[0] * shape[1]; k++) t[i].data[k] = (float)(i + 1);
+                CHECK(sym_tensor_f32(&t[i])[k] == 0.0f, "tensor %d is not zeroed at %lld", i, (long long)k);
+            for (int64_t k = 0; k < shape[0] * shape[1]; k++) sym_tensor_f32(&t[i])[k] = (float)(i + 1);
         }
         /* nothing overlapped: every tensor still holds its own value */
         for (int i = 0; i < T; i++)
             for (int64_t k = 0; k < sym_tensor_numel(&t[i]); k++)
-                CHECK(t[i].data[k] == (float)(i + 1), "tensor %d was overwritten at %lld", i, (long long)k);
+                CHECK(sym_tensor_f32(&t[i])[k] == (float)(i + 1), "tensor %d was overwritten at %lld", i, (long long)k);
         /* free in a shuffled order, same on both pools */
         for (int i = T - 1; i > 0; i--) {
             int j = (int)(test_next(rng) % (uint64_t)(i + 1));
@@ -70,7 +70,7 @@ static void check_private(test_rng_t *rng) {
     int64_t shape[2] = {4, 6};
     CHECK(sym_tensor_alloc(&t[0], p, 2, shape) == 0, "%s", sym_last_error());
     sym_tensor_t rows = sym_tensor_rows(&t[0], 1, 2), tr = sym_tensor_t2(&t[0]);
-    CHECK(rows.data == t[0].data + 6 && rows.shape[0] == 2 && rows.pool == NULL, "rows view");
+    CHECK(rows.data == sym_tensor_f32(&t[0]) + 6 && rows.shape[0] == 2 && rows.pool == NULL, "rows view");
     CHECK(tr.shape[0] == 6 && tr.shape[1] == 4 && tr.stride[0] == 1 && tr.stride[1] == 6 &&
           !sym_tensor_is_contiguous(&tr), "transposed view");
     sym_tensor_free(&rows); /* a view: must not free the parent's memory */
@@ -90,7 +90,7 @@ static void check_symmetric(void) {
     CHECK(sym_tensor_alloc(&a, p, 1, &sa) == 0 && sym_tensor_alloc(&b, p, 1, &sb) == 0, "%s",
           sym_last_error());
     for (int pe = 0; pe < n; pe++)
-        CHECK(shmem_addr_accessible(a.data, pe) && shmem_addr_accessible(b.data + 76, pe),
+        CHECK(shmem_addr_accessible(a.data, pe) && shmem_addr_accessible(sym_tensor_f32(&b) + 76, pe),
               "a tensor of a symmetric pool is not symmetric for PE %d", pe);
     /* every PE writes its number into its right neighbour's tensor, once every
      * PE has allocated (and zeroed) it */
@@ -101,7 +101,7 @@ static void check_symmetric(void) {
     shmem_barrier_all();
     int left = (me + n - 1) % n;
     for (int i = 0; i < 77; i++)
-        CHECK(b.data[i] == (float)(left * 1000 + i), "element %d from PE %d: %g", i, left, (double)b.data[i]);
+        CHECK(sym_tensor_f32(&b)[i] == (float)(left * 1000 + i), "element %d from PE %d: %g", i, left, (double)sym_tensor_f32(&b)[i]);
     shmem_barrier_all();
     sym_pool_destroy(p);
 

@@ -53,7 +53,7 @@ void sym_dataset_truncate(sym_dataset_t *ds, int64_t n);
 void sym_dataset_free(sym_dataset_t *ds);
 /* x (count, dim) normalised, y (count) for samples idx[0..count). */
 void sym_dataset_gather(const sym_dataset_t *ds, const int64_t *idx, int count, float *x,
-                        uint8_t *y);
+                        int32_t *y);
 
 /* The block of `count` items that member `pe` of `npes` owns: count / npes
  * items, one more for pe < count % npes; blocks in PE order. */
@@ -88,6 +88,86 @@ void sym_loader_set_epoch(sym_loader_t *l, int64_t epoch);
 sym_batch_t sym_loader_batch(const sym_loader_t *l, int64_t start);
 /* Global batches per epoch: ceil(n / B). */
 int64_t sym_loader_steps_per_epoch(const sym_loader_t *l);
+
+/* ---- token data: llm.c's shard format ----
+ *
+ * A shard file is a header of 256 little-endian int32 (magic 20240520,
+ * version 1, token count, the rest 0) followed by that many uint16 tokens;
+ * shards written by llm.c's scripts (GPT-2 BPE) load unchanged. A token set
+ * is the shards a glob pattern names (sorted by name), memory-mapped, or
+ * tokens held in memory. Its samples are windows of seq + 1 tokens starting
+ * every seq tokens inside one shard (a window never straddles two): sample
+ * i's inputs are tokens [s, s + seq) and its targets [s + 1, s + seq + 1).
+ * The sharded loader above draws these samples as it draws images.
+ */
+#define SYM_SHARD_MAGIC 20240520
+#define SYM_SHARD_VERSION 1
+#define SYM_SHARD_HEADER_INTS 256
+
+typedef struct {
+    char path[4096];        /* "" for tokens in memory */
+    const uint16_t *tok;    /* (ntok) */
+    int64_t ntok;
+    int64_t first;          /* the set's index of this shard's first sample */
+    int64_t nsamples;       /* (ntok - 1) / seq */
+    void *map;              /* the mapping (or the memory owned), and its length */
+    size_t map_len;
+} sym_shard_t;
+
+typedef struct {
+    char name[64];          /* what the progress lines call it: the pattern's
+                               directory name, or the name given for memory */
+    int seq;                /* T */
+    int nshards;
+    sym_shard_t *shards;
+    int64_t ntokens;        /* in all shards */
+    int64_t n;              /* samples in all shards */
+    int max_token;          /* the largest token present (to check a vocabulary) */
+} sym_tokens_t;
+
+/* Open every shard `pattern` (a glob) names, windows of `seq` tokens.
+ * SYM_ENOENT when nothing matches (the message names the pattern and says
+ * how to make shards: symtrain tokenize, or make data); SYM_ECORRUPT, naming
+ * the file and what is wrong, for a wrong magic or version, a header whose
+ * count disagrees with the file's length (truncated, or extra bytes), or a
+ * file too short for a header; SYM_EINVAL when no shard holds seq + 1 tokens
+ * (the message says how many the largest holds); SYM_EIO (with errno's text)
+ * when a file cannot be read. */
+int sym_tokens_open(const char *pattern, int seq, sym_tokens_t *out);
+/* Tokens in memory as one shard (copied), named `name`. */
+int sym_tokens_from_memory(const uint16_t *tok, int64_t ntok, int seq, const char *name,
+                           sym_tokens_t *out);
+void sym_tokens_close(sym_tokens_t *ts);
+/* inp (count, seq) and tgt (count, seq) of samples idx[0..count) (each idx < n). */
+void sym_tokens_gather(const sym_tokens_t *ts, const int64_t *idx, int count, int32_t *inp,
+                       int32_t *tgt);
+
+/* Write one shard: header + tokens, to a temporary name then renamed, so a
+ * reader never sees half a file. SYM_EIO naming the path and the cause. */
+int sym_shard_write(const char *path, const uint16_t *tok, int64_t ntok);
+
+/* ---- text to tokens ---- */
+
+/* Byte-level tokens (vocabulary 256) of the files, read in the order given,
+ * joined with one '\n' between files: the last `val_fraction` of the bytes
+ * (cut at a line start) go to DIR/val_000000.bin and the rest to
+ * DIR/train_000000.bin, train_000001.bin, ... of at most shard_tokens each
+ * (DIR is created). *ntrain and *nval (may be NULL) get the token counts.
+ * SYM_ENOENT / SYM_EIO name a file that cannot be read or written; SYM_EINVAL
+ * when the text is too short to split. */
+int sym_tokenize_bytes(const char *const *files, int nfiles, const char *dir,
+                       double val_fraction, int64_t shard_tokens, int64_t *ntrain,
+                       int64_t *nval);
+/* Byte-level decoding: tokens < 256 are bytes; others are written as
+ * "<|N|>". Returns a malloc'd NUL-terminated string, or NULL (out of memory). */
+char *sym_detokenize_bytes(const int32_t *tok, int64_t n);
+
+/* A generated English-like corpus of about `bytes` bytes, a pure function of
+ * seed (words of a fixed vocabulary strung into sentences by a small random
+ * grammar, so a model has structure to learn): for machines where the
+ * Shakespeare corpus cannot be fetched. Returns a malloc'd NUL-terminated
+ * string, or NULL. */
+char *sym_corpus_generate(uint64_t seed, size_t bytes);
 
 #ifdef __cplusplus
 }

@@ -1,15 +1,26 @@
 /*
  * symtrain/nn.h — layers with hand-written forward and backward passes, the
- * softmax cross-entropy loss, and the MLP model built from a config string.
+ * softmax cross-entropy loss, and the models built from them (the MLP and the
+ * GPT, by a config string).
  *
  * Shapes are written beside each argument: B is the batch (rows), I and O a
- * layer's input and output widths, C the number of classes. Every tensor here
- * is row-major 2-D fp32 unless it says otherwise.
+ * layer's input and output widths, C the number of classes (MLP) or the width
+ * (GPT), T the sequence length, NH the attention heads, V the vocabulary, and
+ * N = B * T the rows of a sequence batch. Tensors are row-major fp32 unless
+ * they say otherwise; sums over long ranges (rows, a vocabulary) accumulate in
+ * double.
  *
- * The model keeps all parameters in one flat array and all gradients in another
- * of the same layout (plus SYM_GRAD_CTRL control floats at the end that the
- * trainer all-reduces along with the gradients). Both live in one pool region,
- * symmetric when the model is built for data parallelism.
+ * Gradients add up. Every backward pass ADDS into the gradients it produces
+ * (dw, db and dx), so a weight used twice (the GPT's tied embedding) or a
+ * step of several micro-batches sums correctly; the caller zeroes them first.
+ * The element-wise activations and dropout are the one exception: their
+ * dx = dy * f'(x) overwrites, and may be computed in place (dx == dy).
+ *
+ * A model is a table of named parameters (sym_param_t) over one flat array,
+ * and an explicit forward and backward that chain the layers; the gradients
+ * are a second flat array of the same layout (plus SYM_GRAD_CTRL control
+ * floats at the end that the trainer all-reduces along with them). Both live
+ * in one pool region, symmetric when the model is built for data parallelism.
  */
 #ifndef SYMTRAIN_NN_H
 #define SYMTRAIN_NN_H
@@ -28,8 +39,9 @@ extern "C" {
 /* y (B,O) = x (B,I) @ w^T (O,I) + b (O). */
 int sym_linear_forward(const sym_tensor_t *x, const sym_tensor_t *w, const sym_tensor_t *b,
                        sym_tensor_t *y);
-/* Given dy (B,O): dw (O,I) = dy^T @ x, db (O) = column sums of dy, and, when dx
- * is not NULL, dx (B,I) = dy @ w. dw and db are overwritten, not accumulated. */
+/* b may be NULL (no bias): y = x @ w^T. */
+/* Given dy (B,O): dw (O,I) += dy^T @ x, db (O) += column sums of dy (db may be
+ * NULL when the layer has no bias), and dx (B,I) += dy @ w. */
 int sym_linear_backward_params(const sym_tensor_t *x, const sym_tensor_t *dy, sym_tensor_t *dw,
                                sym_tensor_t *db);
 int sym_linear_backward_input(const sym_tensor_t *w, const sym_tensor_t *dy, sym_tensor_t *dx);
@@ -52,13 +64,59 @@ void sym_dropout_forward(const float *x, float *y, float *mask, int64_t rows, in
 /* dx = dy * mask (mask from the forward pass). */
 void sym_dropout_backward(const float *dy, const float *mask, float *dx, size_t n);
 
-/* Softmax cross-entropy over logits (B,C) with labels (B) in [0, C).
- * Returns the sum over rows of -log softmax(logits)[label] (in double);
- * *correct (may be NULL) gets the number of rows whose arg-max is the label.
- * When dlogits (B,C) is not NULL it receives (softmax - onehot) * grad_scale,
- * the gradient of grad_scale * (the summed loss). */
-double sym_softmax_xent(const sym_tensor_t *logits, const uint8_t *labels, float grad_scale,
-                        sym_tensor_t *dlogits, int64_t *correct);
+/* Softmax cross-entropy over the first `classes` columns of logits (B,Cp)
+ * (Cp >= classes: a vocabulary padded for speed; the padding columns take no
+ * part) with labels (B) in [0, classes). Returns the sum over rows of
+ * -log softmax(logits)[label] (in double); *correct (may be NULL) gets the
+ * number of rows whose arg-max is the label. When dlogits (B,Cp) is not NULL
+ * it receives (softmax - onehot) * grad_scale, the gradient of grad_scale *
+ * (the summed loss), and 0 in the padding columns; it may be the logits
+ * themselves (computed in place). Returns NAN and records the error when a
+ * label is out of range. */
+double sym_softmax_xent(const sym_tensor_t *logits, const int32_t *labels, int classes,
+                        float grad_scale, sym_tensor_t *dlogits, int64_t *correct);
+
+/* ---- the GPT's layers (raw row-major arrays, N = B * T rows) ---- */
+
+/* out (B,T,C) = wte[tok[b,t]] (V,C) + wpe[t] (T,C); tokens must be in [0, V). */
+void sym_embed_forward(float *out, const int32_t *tok, const float *wte, const float *wpe,
+                       int B, int T, int C);
+/* dwte (V,C) += dout rows at their tokens, dwpe (T,C) += dout summed over b.
+ * The order of the additions is fixed (by position), whatever the threads. */
+void sym_embed_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
+                        int B, int T, int C);
+
+/* out (N,C) = (x - mean) * rstd * w (C) + b (C), with mean (N) and rstd (N) =
+ * 1 / sqrt(var + 1e-5) of each row saved for the backward pass. */
+void sym_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
+                           const float *w, const float *b, int64_t N, int C);
+/* dx (N,C) +=, dw (C) +=, db (C) += from dout (N,C). */
+void sym_layernorm_backward(float *dx, float *dw, float *db, const float *dout,
+                            const float *x, const float *w, const float *mean,
+                            const float *rstd, int64_t N, int C);
+
+/* Causal multi-head self-attention. qkv (B,T,3C) holds q, k, v side by side
+ * (head h of q is columns [h*hs, (h+1)*hs), hs = C / NH; k and v follow at C
+ * and 2C). out (B,T,C) = softmax(q k^T / sqrt(hs), masked to j <= i) v per
+ * head; att (B,NH,T,T) receives those probabilities (zero above the
+ * diagonal), which the backward pass needs. Returns 0 or SYM_EINVAL (C not a
+ * multiple of NH). */
+int sym_attention_forward(float *out, float *att, const float *qkv, int B, int T, int C,
+                          int NH);
+/* dqkv (B,T,3C) += the gradient through the attention of dout (B,T,C), given
+ * the forward's qkv and att; scratch holds T*T floats. */
+int sym_attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv,
+                           const float *att, int B, int T, int C, int NH);
+
+/* GELU, tanh approximation (GPT-2's): y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+ * dx = dy * y'(x) (overwrites; in place allowed). */
+void sym_gelu_tanh_forward(const float *x, float *y, size_t n);
+void sym_gelu_tanh_backward(const float *x, const float *dy, float *dx, size_t n);
+
+/* out (n) = a + b (out may be a or b); the backward of a sum is dout to both. */
+void sym_residual_forward(float *out, const float *a, const float *b, size_t n);
+/* da (n) += dout, db (n) += dout. */
+void sym_residual_backward(float *da, float *db, const float *dout, size_t n);
 
 /* ---- the model ---- */
 

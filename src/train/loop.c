@@ -139,7 +139,7 @@ typedef struct {
     sym_lr_schedule_t sched;
     int64_t steps_per_epoch;
     float *x, *dlog;   /* (local max, dim), (local max, classes) */
-    uint8_t *y;
+    int32_t *y;
     int64_t *eidx;     /* (EVAL_ROWS) */
     float *evalbuf;    /* symmetric, 4 floats */
     int max_local;
@@ -350,7 +350,7 @@ static int evaluate(run_t *r, double *loss, double *acc) {
         int rc = sym_model_forward(r->model, r->x, rows, &f, &logits);
         if (rc) return report(r, rc, 0);
         int64_t c;
-        lsum += sym_softmax_xent(&logits, r->y, 1.0f, NULL, &c);
+        lsum += sym_softmax_xent(&logits, r->y, r->test.classes, 1.0f, NULL, &c);
         right += c;
     }
     r->evalbuf[0] = (float)right;
@@ -411,7 +411,7 @@ static int setup(run_t *r) {
 
     int dim = r->train.dim, classes = r->train.classes;
     r->x = malloc(sizeof(float) * (size_t)rows * (size_t)dim);
-    r->y = malloc((size_t)rows);
+    r->y = malloc(sizeof(int32_t) * (size_t)rows);
     r->dlog = malloc(sizeof(float) * (size_t)rows * (size_t)classes);
     r->eidx = malloc(sizeof(int64_t) * EVAL_ROWS);
     r->evalbuf = shmem_calloc(4, sizeof(float)); /* collective */
@@ -477,7 +477,7 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
     /* Scaled so that the average over PEs is the mean over the global batch. */
     float scale = (float)r->npes / (float)b.gsize;
     sym_tensor_t dlog = sym_tensor_2d(r->dlog, b.count, logits.shape[1]);
-    double lsum = sym_softmax_xent(&logits, r->y, scale, &dlog, NULL);
+    double lsum = sym_softmax_xent(&logits, r->y, r->train.classes, scale, &dlog, NULL);
     float *g = sym_model_grads(r->model);
     g[r->P + CTRL_LOSS] = (float)(lsum * r->npes / b.gsize);
     g[r->P + CTRL_STOP] = stop_signal ? 1.0f : 0.0f;

@@ -11,6 +11,7 @@
  * extensions: SSE on x86-64, NEON on arm64), and the packed B panel (KC x NC
  * floats, 1 MiB) and A block (MC x KC, 64 KiB) stay in L2 / L1.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,8 +136,8 @@ void sym__gemm_blocked(int ta, int tb, int m, int n, int k, float alpha, const f
 
 /* ---- dispatch ---- */
 
-void sym_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *A, int lda,
-              const float *B, int ldb, float beta, float *C, int ldc) {
+static void gemm_int(int ta, int tb, int m, int n, int k, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc) {
     if (m <= 0 || n <= 0) return;
 #ifdef SYM_HAVE_OPENBLAS
     if (k > 0) {
@@ -146,6 +147,87 @@ void sym_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *A, 
     }
 #endif
     sym__gemm_blocked(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* Pieces of at most GEMM_PIECE along each of m, n, k keep every size inside
+ * BLAS's int; the k pieces add up in C (beta for the first only). */
+#define GEMM_PIECE ((int64_t)1 << 30)
+
+void sym_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *A,
+              int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (m <= 0 || n <= 0) return;
+    if (lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX) {
+        /* Rows longer than BLAS can address: a plain loop, accumulated in double. */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double acc = 0;
+                for (int64_t p = 0; p < k; p++)
+                    acc += (double)(ta ? A[p * lda + i] : A[i * lda + p]) *
+                           (double)(tb ? B[j * ldb + p] : B[p * ldb + j]);
+                float *c = &C[i * ldc + j];
+                *c = (float)(alpha * acc) + (beta == 0.0f ? 0.0f : beta * *c);
+            }
+        return;
+    }
+    for (int64_t i0 = 0; i0 < m; i0 += GEMM_PIECE)
+        for (int64_t j0 = 0; j0 < n; j0 += GEMM_PIECE) {
+            int mi = (int)(m - i0 < GEMM_PIECE ? m - i0 : GEMM_PIECE);
+            int nj = (int)(n - j0 < GEMM_PIECE ? n - j0 : GEMM_PIECE);
+            float *c = C + i0 * ldc + j0;
+            if (k <= 0) {
+                gemm_int(ta, tb, mi, nj, 0, alpha, A, (int)lda, B, (int)ldb, beta, c, (int)ldc);
+                continue;
+            }
+            for (int64_t p0 = 0; p0 < k; p0 += GEMM_PIECE) {
+                int kp = (int)(k - p0 < GEMM_PIECE ? k - p0 : GEMM_PIECE);
+                const float *a = ta ? A + p0 * lda + i0 : A + i0 * lda + p0;
+                const float *b = tb ? B + j0 * ldb + p0 : B + p0 * ldb + j0;
+                gemm_int(ta, tb, mi, nj, kp, alpha, a, (int)lda, b, (int)ldb,
+                         p0 == 0 ? beta : 1.0f, c, (int)ldc);
+            }
+        }
+}
+
+/* op(X)'s rows x cols as stored: `rows` lines of `cols` elements, `ld` apart. */
+static float *widen(const void *X, sym_dtype_t dt, int trans, int64_t r, int64_t c, int64_t ld) {
+    int64_t lines = trans ? c : r, len = trans ? r : c;
+    float *w = malloc((size_t)(lines * len) * sizeof(float) + 1);
+    if (!w) return NULL;
+    for (int64_t i = 0; i < lines; i++)
+        sym_convert(w + i * len, SYM_DT_F32, (const char *)X + i * ld * 2, dt, (size_t)len);
+    return w;
+}
+
+int sym_gemm_ex(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const void *A,
+                sym_dtype_t adt, int64_t lda, const void *B, sym_dtype_t bdt, int64_t ldb,
+                float beta, float *C, int64_t ldc) {
+    if (adt == SYM_DT_I32 || bdt == SYM_DT_I32)
+        return sym__error(SYM_EINVAL, "a matrix product of int32 operands");
+    if (adt == SYM_DT_F32 && bdt == SYM_DT_F32) {
+        sym_gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+        return SYM_OK;
+    }
+    /* Narrow operands are widened once (exact), then multiplied in fp32. */
+    float *wa = NULL, *wb = NULL;
+    const float *a = A, *b = B;
+    if (adt != SYM_DT_F32) {
+        if (!(wa = widen(A, adt, ta, m, k, lda))) goto oom;
+        a = wa;
+        lda = ta ? m : k;
+    }
+    if (bdt != SYM_DT_F32) {
+        if (!(wb = widen(B, bdt, tb, k, n, ldb))) goto oom;
+        b = wb;
+        ldb = tb ? k : n;
+    }
+    sym_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, C, ldc);
+    free(wa);
+    free(wb);
+    return SYM_OK;
+oom:
+    free(wa);
+    return sym__error(SYM_ENOMEM, "out of memory widening a %lld x %lld x %lld product to fp32",
+                      (long long)m, (long long)n, (long long)k);
 }
 
 const char *sym_blas_name(void) {

@@ -26,7 +26,7 @@ void sym_dataset_set_stats(sym_dataset_t *ds) {
 }
 
 void sym_dataset_gather(const sym_dataset_t *ds, const int64_t *idx, int count, float *x,
-                        uint8_t *y) {
+                        int32_t *y) {
     float lut[256];
     float inv = 1.0f / ds->std;
     for (int v = 0; v < 256; v++) lut[v] = ((float)v / 255.0f - ds->mean) * inv;

@@ -275,6 +275,7 @@ int sym_model_backward(sym_model_t *m, const float *x, const sym_tensor_t *dlogi
     if (dlogits->shape[0] != B || dlogits->shape[1] != m->cfg.dims[nl])
         return sym__error(SYM_EINVAL, "backward: dlogits should be (%d,%d)", B, m->cfg.dims[nl]);
     sym_tensor_t dcur = *dlogits;
+    memset(m->grads, 0, m->nparams * sizeof(float));
     for (int l = nl - 1; l >= 0; l--) {
         layer_t *L = &m->layer[l];
         sym_tensor_t in = sym_tensor_2d(layer_input(m, x, l), B, L->in);
@@ -287,13 +288,15 @@ int sym_model_backward(sym_model_t *m, const float *x, const sym_tensor_t *dlogi
         layer_t *P = &m->layer[l - 1];
         sym_tensor_t w = weight(m->params, L);
         sym_tensor_t dh = sym_tensor_2d(m->scratch[l % 2], B, L->in);
-        if ((rc = sym_linear_backward_input(&w, &dcur, &dh))) return rc;
         size_t n = (size_t)B * (size_t)L->in;
-        if (m->cfg.dropout > 0.0f) sym_dropout_backward(dh.data, P->mask, dh.data, n);
+        memset(dh.data, 0, n * sizeof(float));
+        if ((rc = sym_linear_backward_input(&w, &dcur, &dh))) return rc;
+        float *d = dh.data;
+        if (m->cfg.dropout > 0.0f) sym_dropout_backward(d, P->mask, d, n);
         if (m->cfg.act == SYM_ACT_GELU)
-            sym_gelu_backward(P->z, dh.data, dh.data, n);
+            sym_gelu_backward(P->z, d, d, n);
         else
-            sym_relu_backward(P->z, dh.data, dh.data, n);
+            sym_relu_backward(P->z, d, d, n);
         dcur = dh;
     }
     return SYM_OK;
