@@ -293,7 +293,8 @@ static double model_loss(void *ctx) {
     model_ctx_t *c = ctx;
     sym_forward_t f = {1, 5, 0};
     sym_tensor_t logits;
-    CHECK(sym_model_forward(c->m, c->x, B, &f, &logits) == 0, "%s", sym_last_error());
+    sym_input_t in = {B, 1, c->x, NULL};
+    CHECK(sym_model_forward(c->m, &in, &f, &logits) == 0, "%s", sym_last_error());
     return sym_softmax_xent(&logits, c->y, 3, 1.0f, NULL, NULL) / B;
 }
 
@@ -339,10 +340,12 @@ static void check_model(const char *spec, sym_act_t act, float dropout) {
         }
         sym_forward_t f = {1, 5, 0};
         sym_tensor_t logits;
-        CHECK(sym_model_forward(c.m, c.x, B, &f, &logits) == 0, "%s", sym_last_error());
+        sym_input_t in = {B, 1, c.x, NULL};
+        CHECK(sym_model_forward(c.m, &in, &f, &logits) == 0, "%s", sym_last_error());
         sym_softmax_xent(&logits, c.y, 3, 1.0f / B, &tdl, NULL);
         size_t last = P + 1;
-        CHECK(sym_model_backward(c.m, c.x, &tdl, on_ready, &last) == 0, "%s", sym_last_error());
+        sym_model_zero_grads(c.m);
+        CHECK(sym_model_backward(c.m, &tdl, on_ready, &last) == 0, "%s", sym_last_error());
         CHECK(last == 0, "backward never reported the first layer's gradients ready (last %zu)", last);
         double big = 0;
         for (size_t i = 0; i < P; i++) big = fmax(big, fabs(sym_model_grads(c.m)[i]));

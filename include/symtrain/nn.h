@@ -118,36 +118,65 @@ void sym_residual_forward(float *out, const float *a, const float *b, size_t n);
 /* da (n) += dout, db (n) += dout. */
 void sym_residual_backward(float *da, float *db, const float *dout, size_t n);
 
-/* ---- the model ---- */
+/* ---- models ---- */
 
 #define SYM_MAX_LAYERS 8 /* linear layers in an MLP */
 #define SYM_GRAD_CTRL 16 /* control floats after the gradients (one cache line) */
+#define SYM_GPT_MAX_LAYERS 256
 
 typedef enum { SYM_ACT_RELU = 0, SYM_ACT_GELU = 1 } sym_act_t;
+typedef enum { SYM_MODEL_MLP = 0, SYM_MODEL_GPT = 1 } sym_model_kind_t;
 
 typedef struct {
-    char spec[128];            /* "mlp:784-512-256-10" as given */
+    char spec[128];            /* "mlp:784-512-256-10", "gpt:d12", ... as given */
+    sym_model_kind_t kind;
+    /* MLP */
     int nlayers;               /* linear layers: dims has nlayers + 1 entries */
     int dims[SYM_MAX_LAYERS + 1];
     sym_act_t act;             /* after every hidden linear layer */
     float dropout;             /* after every hidden activation; 0 = none */
+    /* GPT (GPT-2's architecture) */
+    int n_layer;               /* L: transformer blocks */
+    int n_embd;                /* C: width */
+    int n_head;                /* NH: attention heads (C % NH == 0) */
+    int vocab;                 /* V: tokens in [0, V) */
+    int padded_vocab;          /* Vp >= V: rows of the embedding (a multiple of 128) */
+    int max_seq;               /* T: the longest context (rows of the position embedding) */
     uint64_t seed;             /* weight init and dropout masks */
 } sym_model_config_t;
 
-/* Parse "mlp:D0-D1-...-Dn" (2 <= n + 1 <= SYM_MAX_LAYERS + 1 widths, each
- * 1..65536) into cfg->spec, nlayers, dims; other fields are left alone. */
+/* Parse a model spec into cfg->spec, kind and the kind's fields; other fields
+ * (act, dropout, seed) are left alone:
+ *   "mlp:D0-D1-...-Dn"   2 <= n + 1 <= SYM_MAX_LAYERS + 1 widths, each 1..65536
+ *   "gpt:d12"            GPT-2 small (124M): L=12, C=768, NH=12, V=50257 padded
+ *                        to 50304, T=1024; d24 (350M: 1024 wide, 16 heads), d36
+ *                        (774M: 1280, 20), d48 (1.5B: 1600, 25)
+ *   "gpt:L=4,C=256,H=4,V=256,T=256"  any of the five; the rest as gpt:d12's */
 int sym_model_parse(const char *spec, sym_model_config_t *cfg);
 const char *sym_act_name(sym_act_t act);
 int sym_act_parse(const char *name, sym_act_t *act);
+
+/* One entry of a model's parameter table: a named tensor in the flat arrays. */
+typedef struct {
+    char name[64];     /* "h.3.attn.c_attn.weight", "fc0.bias", ... */
+    int ndim;
+    int64_t shape[SYM_MAX_DIMS];
+    size_t offset;     /* floats into the flat parameter (and gradient) array */
+    size_t numel;
+    int decay;         /* AdamW's weight decay applies: the matrices (ndim >= 2) */
+} sym_param_t;
 
 typedef struct sym_model sym_model_t; /* opaque */
 
 /* Build the model: one pool for parameters + gradients (+ control floats),
  * symmetric if `symmetric` (collective: every PE, same config), then weights
- * drawn from cfg->seed (PyTorch's default: U(-1/sqrt(I), 1/sqrt(I)) for w and b).
- * max_batch bounds the rows of a forward pass (activations are preallocated
- * for it from a private pool). */
-int sym_model_create(const sym_model_config_t *cfg, int max_batch, int symmetric,
+ * drawn from cfg->seed. MLP: PyTorch's default, U(-1/sqrt(I), 1/sqrt(I)) for
+ * w and b. GPT: GPT-2's, N(0, 0.02) for the matrices and embeddings (the
+ * residual projections attn.c_proj and mlp.c_proj N(0, 0.02 / sqrt(2 L))),
+ * biases 0, LayerNorm weights 1; the padding rows of the embedding are 0.
+ * max_rows bounds the rows of a forward pass (samples, or sequences of up
+ * to T tokens): activations are preallocated for it from a private pool. */
+int sym_model_create(const sym_model_config_t *cfg, int max_rows, int symmetric,
                      sym_model_t **out);
 void sym_model_destroy(sym_model_t *m);
 const sym_model_config_t *sym_model_config(const sym_model_t *m);
@@ -156,12 +185,30 @@ const sym_model_config_t *sym_model_config(const sym_model_t *m);
 size_t sym_model_num_params(const sym_model_t *m);
 float *sym_model_params(sym_model_t *m);
 float *sym_model_grads(sym_model_t *m);
+/* Set the P gradients to 0 (backward adds into them). */
+void sym_model_zero_grads(sym_model_t *m);
 
-/* Parameter tensors in layout order: layer i's weight (O,I) then bias (O).
- * *offset (floats into the flat arrays), *numel, *is_bias. */
+/* The parameter table, in layout order (ascending offsets). */
 int sym_model_num_tensors(const sym_model_t *m);
-void sym_model_tensor_info(const sym_model_t *m, int i, size_t *offset, size_t *numel,
-                           int *is_bias);
+const sym_param_t *sym_model_param(const sym_model_t *m, int i);
+/* The entry named `name`, or NULL. */
+const sym_param_t *sym_model_find_param(const sym_model_t *m, const char *name);
+
+/* Classes the loss is over (MLP: the last width; GPT: V) and the width of a
+ * logits row (MLP: the same; GPT: Vp). */
+int sym_model_classes(const sym_model_t *m);
+int sym_model_logit_width(const sym_model_t *m);
+/* Training FLOPs per token (GPT: 6 x parameters + 6 x L x T x C, the PaLM
+ * formula with attention) or per sample (MLP: 6 x parameters). */
+double sym_model_flops_per_token(const sym_model_t *m, int seq);
+
+/* A batch for the forward pass. */
+typedef struct {
+    int rows;              /* samples (MLP) or sequences (GPT) */
+    int seq;               /* GPT: tokens per sequence, 1..T; MLP: 1 */
+    const float *x;        /* MLP: (rows, D0) */
+    const int32_t *tokens; /* GPT: (rows, seq), each in [0, V) */
+} sym_input_t;
 
 typedef struct {
     int training;   /* dropout on */
@@ -169,20 +216,32 @@ typedef struct {
     int64_t row0;   /* global row of this batch's row 0 (dropout masks) */
 } sym_forward_t;
 
-/* logits (B,C) for x (B,D0), B <= max_batch. The returned tensor lives in the
- * model's activations until the next forward. */
-int sym_model_forward(sym_model_t *m, const float *x, int batch, const sym_forward_t *f,
+/* logits (rows * seq, sym_model_logit_width) for the input, rows <= max_rows.
+ * The returned tensor lives in the model's activations until the next
+ * forward; the input must stay unchanged until the backward pass. */
+int sym_model_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_t *f,
                       sym_tensor_t *logits);
 
 /* Called during backward each time the gradients [lo, P) of the flat array are
  * final (layers finish from the last to the first). */
 typedef void (*sym_grad_ready_fn)(void *user, size_t lo);
 
-/* Backward of the latest training forward: x (B,D0) is its input and dlogits
- * (B,C) the loss gradient. Overwrites every gradient; calls ready (may be NULL)
- * as layers finish. */
-int sym_model_backward(sym_model_t *m, const float *x, const sym_tensor_t *dlogits,
-                       sym_grad_ready_fn ready, void *user);
+/* Backward of the latest training forward, dlogits (rows * seq, logit width)
+ * the loss gradient (it may be the logits tensor itself, and is consumed).
+ * ADDS into every gradient (sym_model_zero_grads first for a fresh step);
+ * calls ready (may be NULL) as layers finish. */
+int sym_model_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_ready_fn ready,
+                       void *user);
+
+/* Autoregressive sampling: extend tokens[0..n) to tokens[0..n + max_new),
+ * each new token drawn from softmax(logits / temperature) over the top_k most
+ * likely (top_k <= 0: all; temperature 0: the arg-max), a pure function of
+ * (seed, position). The context fed to the model is the last T tokens. each
+ * (may be NULL) is called with every new token as it is drawn. GPT only;
+ * tokens has room for n + max_new. Returns 0 or a SYM_E* code. */
+int sym_model_generate(sym_model_t *m, int32_t *tokens, int n, int max_new, float temperature,
+                       int top_k, uint64_t seed, void (*each)(void *user, int32_t token),
+                       void *user);
 
 #ifdef __cplusplus
 }

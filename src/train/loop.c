@@ -347,7 +347,8 @@ static int evaluate(run_t *r, double *loss, double *acc) {
         for (int k = 0; k < rows; k++) r->eidx[k] = off + i + k;
         sym_dataset_gather(&r->test, r->eidx, rows, r->x, r->y);
         sym_tensor_t logits;
-        int rc = sym_model_forward(r->model, r->x, rows, &f, &logits);
+        sym_input_t in = {rows, 1, r->x, NULL};
+        int rc = sym_model_forward(r->model, &in, &f, &logits);
         if (rc) return report(r, rc, 0);
         int64_t c;
         lsum += sym_softmax_xent(&logits, r->y, r->test.classes, 1.0f, NULL, &c);
@@ -390,11 +391,10 @@ static int setup(run_t *r) {
     int nt = sym_model_num_tensors(r->model);
     size_t cuts[2 * SYM_MAX_LAYERS];
     for (int i = 0; i < nt; i++) {
-        size_t off, n;
-        int is_bias;
-        sym_model_tensor_info(r->model, i, &off, &n, &is_bias);
-        cuts[i] = off;
-        if (is_bias && (rc = sym_optim_no_decay(r->opt, off, n))) return report(r, rc, 1);
+        const sym_param_t *p = sym_model_param(r->model, i);
+        cuts[i] = p->offset;
+        if (!p->decay && (rc = sym_optim_no_decay(r->opt, p->offset, p->numel)))
+            return report(r, rc, 1);
     }
     size_t bucket = (size_t)(c->bucket_mb * 1024 * 1024);
     if ((rc = sym_ddp_create(sym_model_grads(r->model), r->P + SYM_GRAD_CTRL, cuts, nt, bucket,
@@ -472,7 +472,8 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
     sym_dataset_gather(&r->train, b.idx, b.count, r->x, r->y);
     sym_forward_t f = {1, (uint64_t)r->step, b.row0};
     sym_tensor_t logits;
-    int rc = sym_model_forward(r->model, r->x, b.count, &f, &logits);
+    sym_input_t in = {b.count, 1, r->x, NULL};
+    int rc = sym_model_forward(r->model, &in, &f, &logits);
     if (rc) return report(r, rc, 0);
     /* Scaled so that the average over PEs is the mean over the global batch. */
     float scale = (float)r->npes / (float)b.gsize;
@@ -483,7 +484,8 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
     g[r->P + CTRL_STOP] = stop_signal ? 1.0f : 0.0f;
 
     sym_ddp_begin(r->ddp);
-    rc = sym_model_backward(r->model, r->x, &dlog, sym_ddp_ready, r->ddp);
+    sym_model_zero_grads(r->model);
+    rc = sym_model_backward(r->model, &dlog, sym_ddp_ready, r->ddp);
     if (rc) return report(r, rc, 0);
     if ((rc = sym_ddp_finish(r->ddp))) return report(r, rc, 0);
     *loss_out = g[r->P + CTRL_LOSS];

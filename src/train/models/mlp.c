@@ -1,13 +1,7 @@
 /*
- * model.c — the MLP: parsing "mlp:784-512-256-10", laying out parameters and
- * gradients as flat arrays in one pool region, weight init, and the forward and
- * backward passes that chain the layers.
- *
- * Layout of the flat arrays (floats): layer 0's w (O,I), layer 0's b (O),
- * layer 1's w, ... The gradient array has the same layout plus SYM_GRAD_CTRL
- * control floats at its end. Both arrays are blocks of one pool, symmetric
- * when the model is built for data parallelism, so the gradient all-reduce
- * works in place.
+ * mlp.c — the MLP: parsing "mlp:784-512-256-10", its parameters (fc0.weight
+ * (O,I), fc0.bias (O), fc1.weight, ... in the flat arrays of model.c), weight
+ * init, and the forward and backward passes that chain the layers.
  *
  * Hidden layer l:  z_l = linear_l(h_{l-1});  a_l = act(z_l);  h_l = dropout(a_l)
  * (h_{-1} = x; h_l = a_l when dropout is off). The last layer gives the logits.
@@ -22,39 +16,30 @@
 #include <symtrain/rng.h>
 
 #include "internal.h"
+#include "models/model.h"
 
 #define MAX_WIDTH 65536
 
 typedef struct {
     int in, out;
     size_t w_off, b_off; /* in the flat arrays */
-    float *z, *a, *h, *mask; /* activations (max_batch, out); hidden layers only */
+    float *z, *a, *h, *mask; /* activations (max_rows, out); hidden layers only */
 } layer_t;
 
-struct sym_model {
-    sym_model_config_t cfg;
-    int max_batch;
-    size_t nparams;
-    sym_pool_t *state; /* params + grads */
-    float *params, *grads;
+typedef struct {
     sym_pool_t *acts;  /* activations and backward scratch */
-    float *logits;     /* (max_batch, C) */
-    float *scratch[2]; /* (max_batch, widest hidden) */
+    float *logits;     /* (max_rows, C) */
+    float *scratch[2]; /* (max_rows, widest hidden) */
     layer_t layer[SYM_MAX_LAYERS];
+    const float *x;    /* the latest forward's input (rows, D0) */
     int last_batch;    /* rows of the latest forward */
     int last_training;
     uint64_t dropout_key[SYM_MAX_LAYERS];
-};
+} mlp_t;
 
 /* ---- config ---- */
 
-int sym_model_parse(const char *spec, sym_model_config_t *cfg) {
-    const char *p = spec;
-    if (strncmp(p, "mlp:", 4) != 0)
-        return sym__error(SYM_EINVAL,
-                          "--model '%s': write mlp:IN-HIDDEN-...-OUT, e.g. mlp:784-512-256-10",
-                          spec);
-    p += 4;
+int sym__mlp_parse(const char *spec, const char *p, sym_model_config_t *cfg) {
     int n = 0, dims[SYM_MAX_LAYERS + 1];
     for (;;) {
         char *end;
@@ -80,6 +65,7 @@ int sym_model_parse(const char *spec, sym_model_config_t *cfg) {
         return sym__error(SYM_EINVAL, "--model '%s': give at least an input and an output width",
                           spec);
     snprintf(cfg->spec, sizeof cfg->spec, "%s", spec);
+    cfg->kind = SYM_MODEL_MLP;
     cfg->nlayers = n - 1;
     memcpy(cfg->dims, dims, sizeof(int) * (size_t)n);
     return SYM_OK;
@@ -99,15 +85,34 @@ int sym_act_parse(const char *name, sym_act_t *act) {
 
 /* ---- creation ---- */
 
-static size_t pow2_at_least(size_t x) {
-    size_t p = 64;
-    while (p < x) p <<= 1;
-    return p;
+static int mlp_declare(sym_model_t *m) {
+    const sym_model_config_t *cfg = &m->cfg;
+    if (cfg->nlayers < 1 || cfg->nlayers > SYM_MAX_LAYERS)
+        return sym__error(SYM_EINVAL, "a model has 1 to %d linear layers", SYM_MAX_LAYERS);
+    if (!(cfg->dropout >= 0.0f && cfg->dropout < 1.0f))
+        return sym__error(SYM_EINVAL, "dropout %g is not in [0, 1)", (double)cfg->dropout);
+    mlp_t *n = calloc(1, sizeof *n);
+    if (!n) return sym__error(SYM_ENOMEM, "out of memory for the model");
+    m->impl = n;
+    for (int l = 0; l < cfg->nlayers; l++) {
+        layer_t *L = &n->layer[l];
+        L->in = cfg->dims[l];
+        L->out = cfg->dims[l + 1];
+        char name[32];
+        int64_t wshape[2] = {L->out, L->in}, bshape[1] = {L->out};
+        snprintf(name, sizeof name, "fc%d.weight", l);
+        if ((L->w_off = sym__model_param(m, name, 2, wshape)) == (size_t)-1) return SYM_ENOMEM;
+        snprintf(name, sizeof name, "fc%d.bias", l);
+        if ((L->b_off = sym__model_param(m, name, 1, bshape)) == (size_t)-1) return SYM_ENOMEM;
+        n->dropout_key[l] = sym_rng_key(cfg->seed, SYM_RNG_DROPOUT, (uint64_t)l);
+    }
+    return SYM_OK;
 }
 
 static void init_weights(sym_model_t *m) {
+    mlp_t *n = m->impl;
     for (int l = 0; l < m->cfg.nlayers; l++) {
-        layer_t *L = &m->layer[l];
+        layer_t *L = &n->layer[l];
         sym_rng_t r = sym_rng_stream(sym_rng_key(m->cfg.seed, SYM_RNG_INIT, (uint64_t)l));
         float bound = 1.0f / sqrtf((float)L->in);
         size_t nw = (size_t)L->out * (size_t)L->in;
@@ -118,104 +123,47 @@ static void init_weights(sym_model_t *m) {
     }
 }
 
-int sym_model_create(const sym_model_config_t *cfg, int max_batch, int symmetric,
-                     sym_model_t **out) {
-    *out = NULL;
-    if (cfg->nlayers < 1 || cfg->nlayers > SYM_MAX_LAYERS)
-        return sym__error(SYM_EINVAL, "a model has 1 to %d linear layers", SYM_MAX_LAYERS);
-    if (max_batch < 1) return sym__error(SYM_EINVAL, "max_batch must be at least 1");
-    if (!(cfg->dropout >= 0.0f && cfg->dropout < 1.0f))
-        return sym__error(SYM_EINVAL, "dropout %g is not in [0, 1)", (double)cfg->dropout);
-    sym_model_t *m = calloc(1, sizeof *m);
-    if (!m) return sym__error(SYM_ENOMEM, "out of memory for the model");
-    m->cfg = *cfg;
-    m->max_batch = max_batch;
-
-    size_t off = 0, widest = 1;
-    for (int l = 0; l < cfg->nlayers; l++) {
-        layer_t *L = &m->layer[l];
-        L->in = cfg->dims[l];
-        L->out = cfg->dims[l + 1];
-        L->w_off = off;
-        off += (size_t)L->in * (size_t)L->out;
-        L->b_off = off;
-        off += (size_t)L->out;
-        if (l < cfg->nlayers - 1 && (size_t)L->out > widest) widest = (size_t)L->out;
-        m->dropout_key[l] = sym_rng_key(cfg->seed, SYM_RNG_DROPOUT, (uint64_t)l);
-    }
-    m->nparams = off;
-
-    /* Parameters and gradients: two power-of-two blocks of one pool. */
-    size_t block = pow2_at_least((off + SYM_GRAD_CTRL) * sizeof(float));
-    int rc = sym_pool_create("parameters", 2 * block, symmetric, &m->state);
-    if (rc) goto fail;
-    m->params = sym_pool_alloc(m->state, off * sizeof(float));
-    m->grads = sym_pool_alloc(m->state, (off + SYM_GRAD_CTRL) * sizeof(float));
-    if (!m->params || !m->grads) {
-        rc = SYM_ENOMEM;
-        goto fail;
-    }
-
+static int mlp_init(sym_model_t *m) {
+    mlp_t *n = m->impl;
+    const sym_model_config_t *cfg = &m->cfg;
     /* Activations: per hidden layer z, a, and (with dropout) h and the mask;
      * the logits; two scratch buffers for the backward pass. */
-    size_t B = (size_t)max_batch, need = 0;
+    size_t B = (size_t)m->max_rows, need = 0, widest = 1;
     int with_dropout = cfg->dropout > 0.0f;
-    for (int l = 0; l < cfg->nlayers - 1; l++)
-        need += (with_dropout ? 4 : 2) * pow2_at_least(B * (size_t)m->layer[l].out * 4);
-    need += pow2_at_least(B * (size_t)cfg->dims[cfg->nlayers] * 4);
-    need += 2 * pow2_at_least(B * widest * 4);
-    if ((rc = sym_pool_create("activations", pow2_at_least(need), 0, &m->acts))) goto fail;
     for (int l = 0; l < cfg->nlayers - 1; l++) {
-        layer_t *L = &m->layer[l];
+        size_t w = (size_t)n->layer[l].out;
+        need += (with_dropout ? 4 : 2) * sym__pow2_at_least(B * w * 4);
+        if (w > widest) widest = w;
+    }
+    need += sym__pow2_at_least(B * (size_t)cfg->dims[cfg->nlayers] * 4);
+    need += 2 * sym__pow2_at_least(B * widest * 4);
+    int rc;
+    if ((rc = sym_pool_create("activations", sym__pow2_at_least(need), 0, &n->acts))) return rc;
+    for (int l = 0; l < cfg->nlayers - 1; l++) {
+        layer_t *L = &n->layer[l];
         size_t bytes = B * (size_t)L->out * sizeof(float);
-        L->z = sym_pool_alloc(m->acts, bytes);
-        L->a = sym_pool_alloc(m->acts, bytes);
+        L->z = sym_pool_alloc(n->acts, bytes);
+        L->a = sym_pool_alloc(n->acts, bytes);
         if (with_dropout) {
-            L->h = sym_pool_alloc(m->acts, bytes);
-            L->mask = sym_pool_alloc(m->acts, bytes);
+            L->h = sym_pool_alloc(n->acts, bytes);
+            L->mask = sym_pool_alloc(n->acts, bytes);
         }
-        if (!L->z || !L->a || (with_dropout && (!L->h || !L->mask))) {
-            rc = SYM_ENOMEM;
-            goto fail;
-        }
+        if (!L->z || !L->a || (with_dropout && (!L->h || !L->mask))) return SYM_ENOMEM;
     }
-    m->logits = sym_pool_alloc(m->acts, B * (size_t)cfg->dims[cfg->nlayers] * sizeof(float));
-    m->scratch[0] = sym_pool_alloc(m->acts, B * widest * sizeof(float));
-    m->scratch[1] = sym_pool_alloc(m->acts, B * widest * sizeof(float));
-    if (!m->logits || !m->scratch[0] || !m->scratch[1]) {
-        rc = SYM_ENOMEM;
-        goto fail;
-    }
+    n->logits = sym_pool_alloc(n->acts, B * (size_t)cfg->dims[cfg->nlayers] * sizeof(float));
+    n->scratch[0] = sym_pool_alloc(n->acts, B * widest * sizeof(float));
+    n->scratch[1] = sym_pool_alloc(n->acts, B * widest * sizeof(float));
+    if (!n->logits || !n->scratch[0] || !n->scratch[1]) return SYM_ENOMEM;
     init_weights(m);
-    *out = m;
     return SYM_OK;
-fail:
-    sym_model_destroy(m);
-    return rc;
 }
 
-void sym_model_destroy(sym_model_t *m) {
-    if (!m) return;
-    sym_pool_destroy(m->acts);
-    sym_pool_destroy(m->state);
-    free(m);
-}
-
-/* ---- access ---- */
-
-const sym_model_config_t *sym_model_config(const sym_model_t *m) { return &m->cfg; }
-size_t sym_model_num_params(const sym_model_t *m) { return m->nparams; }
-float *sym_model_params(sym_model_t *m) { return m->params; }
-float *sym_model_grads(sym_model_t *m) { return m->grads; }
-int sym_model_num_tensors(const sym_model_t *m) { return 2 * m->cfg.nlayers; }
-
-void sym_model_tensor_info(const sym_model_t *m, int i, size_t *offset, size_t *numel,
-                           int *is_bias) {
-    const layer_t *L = &m->layer[i / 2];
-    int bias = i % 2;
-    if (offset) *offset = bias ? L->b_off : L->w_off;
-    if (numel) *numel = bias ? (size_t)L->out : (size_t)L->out * (size_t)L->in;
-    if (is_bias) *is_bias = bias;
+static void mlp_destroy(sym_model_t *m) {
+    mlp_t *n = m->impl;
+    if (!n) return;
+    sym_pool_destroy(n->acts);
+    free(n);
+    m->impl = NULL;
 }
 
 static sym_tensor_t weight(float *flat, const layer_t *L) {
@@ -228,76 +176,81 @@ static sym_tensor_t bias(float *flat, const layer_t *L) {
 }
 
 /* The input of layer l (B, in): x for layer 0, else the previous layer's output. */
-static float *layer_input(const sym_model_t *m, const float *x, int l) {
-    if (l == 0) return (float *)x;
-    const layer_t *P = &m->layer[l - 1];
-    return (m->last_training && m->cfg.dropout > 0.0f) ? P->h : P->a;
+static float *layer_input(const sym_model_t *m, int l) {
+    const mlp_t *n = m->impl;
+    if (l == 0) return (float *)n->x;
+    const layer_t *P = &n->layer[l - 1];
+    return (n->last_training && m->cfg.dropout > 0.0f) ? P->h : P->a;
 }
 
 /* ---- forward ---- */
 
-int sym_model_forward(sym_model_t *m, const float *x, int batch, const sym_forward_t *f,
-                      sym_tensor_t *logits) {
-    if (batch < 0 || batch > m->max_batch)
-        return sym__error(SYM_EINVAL, "forward: batch %d is larger than the model's %d", batch,
-                          m->max_batch);
-    m->last_batch = batch;
-    m->last_training = f->training;
+static int mlp_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_t *f,
+                       sym_tensor_t *logits) {
+    mlp_t *n = m->impl;
+    int batch = in->rows;
+    if (!in->x) return sym__error(SYM_EINVAL, "an MLP's forward needs inputs x");
+    n->x = in->x;
+    n->last_batch = batch;
+    n->last_training = f->training;
     int nl = m->cfg.nlayers;
     for (int l = 0; l < nl; l++) {
-        layer_t *L = &m->layer[l];
-        sym_tensor_t in = sym_tensor_2d(layer_input(m, x, l), batch, L->in);
-        sym_tensor_t out = sym_tensor_2d(l == nl - 1 ? m->logits : L->z, batch, L->out);
+        layer_t *L = &n->layer[l];
+        sym_tensor_t x = sym_tensor_2d(layer_input(m, l), batch, L->in);
+        sym_tensor_t out = sym_tensor_2d(l == nl - 1 ? n->logits : L->z, batch, L->out);
         sym_tensor_t w = weight(m->params, L), b = bias(m->params, L);
-        int rc = sym_linear_forward(&in, &w, &b, &out);
+        int rc = sym_linear_forward(&x, &w, &b, &out);
         if (rc) return rc;
         if (l == nl - 1) break;
-        size_t n = (size_t)batch * (size_t)L->out;
+        size_t cnt = (size_t)batch * (size_t)L->out;
         if (m->cfg.act == SYM_ACT_GELU)
-            sym_gelu_forward(L->z, L->a, n);
+            sym_gelu_forward(L->z, L->a, cnt);
         else
-            sym_relu_forward(L->z, L->a, n);
+            sym_relu_forward(L->z, L->a, cnt);
         if (f->training && m->cfg.dropout > 0.0f)
             sym_dropout_forward(L->a, L->h, L->mask, batch, L->out, m->cfg.dropout,
-                                m->dropout_key[l], f->step, f->row0);
+                                n->dropout_key[l], f->step, f->row0);
     }
-    *logits = sym_tensor_2d(m->logits, batch, m->cfg.dims[nl]);
+    *logits = sym_tensor_2d(n->logits, batch, m->cfg.dims[nl]);
     return SYM_OK;
 }
 
 /* ---- backward ---- */
 
-int sym_model_backward(sym_model_t *m, const float *x, const sym_tensor_t *dlogits,
-                       sym_grad_ready_fn ready, void *user) {
-    int B = m->last_batch, nl = m->cfg.nlayers;
-    if (!m->last_training)
+static int mlp_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_ready_fn ready,
+                        void *user) {
+    mlp_t *n = m->impl;
+    int B = n->last_batch, nl = m->cfg.nlayers;
+    if (!n->last_training)
         return sym__error(SYM_EINVAL, "backward needs a training forward pass first");
     if (dlogits->shape[0] != B || dlogits->shape[1] != m->cfg.dims[nl])
         return sym__error(SYM_EINVAL, "backward: dlogits should be (%d,%d)", B, m->cfg.dims[nl]);
     sym_tensor_t dcur = *dlogits;
-    memset(m->grads, 0, m->nparams * sizeof(float));
     for (int l = nl - 1; l >= 0; l--) {
-        layer_t *L = &m->layer[l];
-        sym_tensor_t in = sym_tensor_2d(layer_input(m, x, l), B, L->in);
+        layer_t *L = &n->layer[l];
+        sym_tensor_t x = sym_tensor_2d(layer_input(m, l), B, L->in);
         sym_tensor_t dw = weight(m->grads, L), db = bias(m->grads, L);
-        int rc = sym_linear_backward_params(&in, &dcur, &dw, &db);
+        int rc = sym_linear_backward_params(&x, &dcur, &dw, &db);
         if (rc) return rc;
         if (ready) ready(user, L->w_off); /* this layer and all after it are final */
         if (l == 0) break;
         /* Through layer l's input: the previous layer's dropout and activation. */
-        layer_t *P = &m->layer[l - 1];
+        layer_t *P = &n->layer[l - 1];
         sym_tensor_t w = weight(m->params, L);
-        sym_tensor_t dh = sym_tensor_2d(m->scratch[l % 2], B, L->in);
-        size_t n = (size_t)B * (size_t)L->in;
-        memset(dh.data, 0, n * sizeof(float));
-        if ((rc = sym_linear_backward_input(&w, &dcur, &dh))) return rc;
+        sym_tensor_t dh = sym_tensor_2d(n->scratch[l % 2], B, L->in);
+        size_t cnt = (size_t)B * (size_t)L->in;
         float *d = dh.data;
-        if (m->cfg.dropout > 0.0f) sym_dropout_backward(d, P->mask, d, n);
+        memset(d, 0, cnt * sizeof(float));
+        if ((rc = sym_linear_backward_input(&w, &dcur, &dh))) return rc;
+        if (m->cfg.dropout > 0.0f) sym_dropout_backward(d, P->mask, d, cnt);
         if (m->cfg.act == SYM_ACT_GELU)
-            sym_gelu_backward(P->z, d, d, n);
+            sym_gelu_backward(P->z, d, d, cnt);
         else
-            sym_relu_backward(P->z, d, d, n);
+            sym_relu_backward(P->z, d, d, cnt);
         dcur = dh;
     }
     return SYM_OK;
 }
+
+const sym__model_ops_t sym__mlp_ops = {mlp_declare, mlp_init, mlp_forward, mlp_backward,
+                                       mlp_destroy};

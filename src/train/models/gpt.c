@@ -1,0 +1,402 @@
+/*
+ * gpt.c — the GPT-2 architecture on the CPU, the reference implementation the
+ * GPU kernels are checked against: token + position embeddings, L pre-norm
+ * blocks of causal multi-head self-attention and a 4x GELU (tanh) MLP, a
+ * final LayerNorm and an LM head tied to the token embedding.
+ *
+ *   x_0 = wte[tok] + wpe[t]                                   (B,T,C)
+ *   block l:  a = x + attn.c_proj(attention(attn.c_attn(ln_1(x))))
+ *             x' = a + mlp.c_proj(gelu(mlp.c_fc(ln_2(a))))
+ *   logits = ln_f(x_L) @ wte^T                                (B,T,Vp)
+ *
+ * Parameters (the table of model.c, in this order, so that the gradients of
+ * the last layers sit at the end of the flat array where data parallelism
+ * starts reducing them first): wte (Vp,C), wpe (T,C), then per block h.l.
+ * {ln_1.weight, ln_1.bias (C), attn.c_attn.weight (3C,C), .bias (3C),
+ * attn.c_proj.weight (C,C), .bias, ln_2.weight, ln_2.bias, mlp.c_fc.weight
+ * (4C,C), .bias (4C), mlp.c_proj.weight (C,4C), .bias (C)}, ln_f.weight,
+ * ln_f.bias. Weights are stored (out, in) as PyTorch's nn.Linear stores them.
+ *
+ * The forward keeps what the backward needs (per block: ln_1 and ln_2
+ * outputs with their row statistics, qkv, the attention probabilities and
+ * output, the residual stream after each half, the MLP's pre- and
+ * post-GELU activations); the backward reuses one block's worth of gradient
+ * buffers for every block. Everything is fp32 on the PE's threads; sums over
+ * rows and the vocabulary accumulate in double (ops/cpu).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <symtrain/rng.h>
+
+#include "internal.h"
+#include "models/model.h"
+
+/* ---- config ---- */
+
+static const struct {
+    const char *name;
+    int L, C, H;
+} presets[] = {{"d12", 12, 768, 12}, {"d24", 24, 1024, 16}, {"d36", 36, 1280, 20},
+               {"d48", 48, 1600, 25}};
+
+static int pad_vocab(int v) { return (v + 127) / 128 * 128; }
+
+/* "d12" or "L=4,C=256,H=4,V=256,T=256" (any subset; the rest as d12's) */
+int sym__gpt_parse(const char *spec, const char *p, sym_model_config_t *cfg) {
+    int L = 12, C = 768, H = 12, V = 50257, T = 1024, found = 0;
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (!strcmp(p, presets[i].name)) {
+            L = presets[i].L;
+            C = presets[i].C;
+            H = presets[i].H;
+            found = 1;
+        }
+    while (!found && *p) {
+        char key = *p;
+        char *end;
+        if (!strchr("LCHVT", key) || p[1] != '=')
+            return sym__error(SYM_EINVAL,
+                              "--model '%s': a GPT is gpt:d12|d24|d36|d48 or gpt:KEY=N,... with "
+                              "keys L (layers), C (width), H (heads), V (vocabulary), T "
+                              "(context)",
+                              spec);
+        errno = 0;
+        long v = strtol(p + 2, &end, 10);
+        if (end == p + 2 || errno || v < 1 || v > (key == 'V' ? 1 << 20 : 1 << 16))
+            return sym__error(SYM_EINVAL, "--model '%s': %c must be a whole number from 1 to %d",
+                              spec, key, key == 'V' ? 1 << 20 : 1 << 16);
+        if (key == 'L') L = (int)v;
+        if (key == 'C') C = (int)v;
+        if (key == 'H') H = (int)v;
+        if (key == 'V') V = (int)v;
+        if (key == 'T') T = (int)v;
+        p = end;
+        if (*p == ',') p++;
+        else if (*p)
+            return sym__error(SYM_EINVAL, "--model '%s': unexpected '%c'; separate KEY=N with ','",
+                              spec, *p);
+    }
+    if (L > SYM_GPT_MAX_LAYERS)
+        return sym__error(SYM_EINVAL, "--model '%s': at most %d layers", spec, SYM_GPT_MAX_LAYERS);
+    if (C % H)
+        return sym__error(SYM_EINVAL, "--model '%s': the width C=%d is not a multiple of the "
+                                      "heads H=%d",
+                          spec, C, H);
+    if (V > 65536)
+        return sym__error(SYM_EINVAL, "--model '%s': V=%d; token shards hold 16-bit tokens, so V "
+                                      "is at most 65536",
+                          spec, V);
+    snprintf(cfg->spec, sizeof cfg->spec, "%s", spec);
+    cfg->kind = SYM_MODEL_GPT;
+    cfg->n_layer = L;
+    cfg->n_embd = C;
+    cfg->n_head = H;
+    cfg->vocab = V;
+    cfg->padded_vocab = pad_vocab(V);
+    cfg->max_seq = T;
+    return SYM_OK;
+}
+
+/* ---- parameters and activations ---- */
+
+enum { LN1W, LN1B, QKVW, QKVB, PROJW, PROJB, LN2W, LN2B, FCW, FCB, FCPW, FCPB, NBLOCK };
+
+typedef struct {
+    size_t off[NBLOCK]; /* the block's parameters in the flat arrays */
+    /* activations, sized for max_rows x T rows */
+    float *ln1, *ln1_mean, *ln1_rstd; /* (N,C), (N), (N) */
+    float *qkv;                       /* (N,3C) */
+    float *att;                       /* (B,NH,T,T) */
+    float *atty;                      /* (N,C) */
+    float *res2;                      /* (N,C) x + attention */
+    float *ln2, *ln2_mean, *ln2_rstd;
+    float *fch, *fch_gelu;            /* (N,4C) */
+    float *res3;                      /* (N,C) the block's output */
+} block_t;
+
+typedef struct {
+    size_t wte, wpe, lnfw, lnfb;
+    block_t *block;
+    sym_pool_t *acts;
+    float *encoded;                   /* (N,C) */
+    float *lnf, *lnf_mean, *lnf_rstd; /* (N,C), (N), (N) */
+    float *logits;                    /* (N,Vp) */
+    float *scratch;                   /* (N,C) a projection before its residual add */
+    /* backward: one block's worth, reused */
+    float *dres;                      /* (N,C) the residual stream's gradient */
+    float *dln;                       /* (N,C) */
+    float *datty;                     /* (N,C) */
+    float *dqkv;                      /* (N,3C) */
+    float *dfch;                      /* (N,4C) */
+    float *datt;                      /* (T,T) */
+    const int32_t *tokens;            /* the latest forward's input (B,T) */
+    int B, T, training;
+} gpt_t;
+
+static int declare(sym_model_t *m, size_t *off, const char *name, int64_t d0, int64_t d1) {
+    int64_t shape[2] = {d0, d1};
+    *off = sym__model_param(m, name, d1 ? 2 : 1, shape);
+    return *off == (size_t)-1 ? SYM_ENOMEM : SYM_OK;
+}
+
+static int gpt_declare(sym_model_t *m) {
+    const sym_model_config_t *c = &m->cfg;
+    int64_t C = c->n_embd;
+    gpt_t *g = calloc(1, sizeof *g);
+    if (!g || !(g->block = calloc((size_t)c->n_layer, sizeof *g->block))) {
+        free(g);
+        return sym__error(SYM_ENOMEM, "out of memory for the model");
+    }
+    m->impl = g;
+    int rc;
+    if ((rc = declare(m, &g->wte, "wte", c->padded_vocab, C)) ||
+        (rc = declare(m, &g->wpe, "wpe", c->max_seq, C)))
+        return rc;
+    static const char *const names[NBLOCK] = {
+        "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
+        "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
+        "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"};
+    const int64_t shape[NBLOCK][2] = {{C, 0},     {C, 0},     {3 * C, C}, {3 * C, 0},
+                                      {C, C},     {C, 0},     {C, 0},     {C, 0},
+                                      {4 * C, C}, {4 * C, 0}, {C, 4 * C}, {C, 0}};
+    for (int l = 0; l < c->n_layer; l++)
+        for (int k = 0; k < NBLOCK; k++) {
+            char name[64];
+            snprintf(name, sizeof name, "h.%d.%s", l, names[k]);
+            if ((rc = declare(m, &g->block[l].off[k], name, shape[k][0], shape[k][1]))) return rc;
+        }
+    if ((rc = declare(m, &g->lnfw, "ln_f.weight", C, 0)) ||
+        (rc = declare(m, &g->lnfb, "ln_f.bias", C, 0)))
+        return rc;
+    return SYM_OK;
+}
+
+/* N(0, 1) from two uniforms (Box-Muller), in double. */
+static double normal(sym_rng_t *r) {
+    double u1 = ((double)(sym_rng_next(r) >> 11) + 1.0) * 0x1.0p-53; /* (0, 1] */
+    double u2 = (double)(sym_rng_next(r) >> 11) * 0x1.0p-53;
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+static void init_weights(sym_model_t *m) {
+    const sym_model_config_t *c = &m->cfg;
+    double resid_std = 0.02 / sqrt(2.0 * c->n_layer);
+    for (int i = 0; i < m->nparam; i++) {
+        const sym_param_t *p = &m->param[i];
+        float *w = m->params + p->offset;
+        size_t n = p->numel;
+        const char *tail = strrchr(p->name, '.');
+        if (p->ndim == 1) { /* LayerNorm weights 1, every bias and LayerNorm bias 0 */
+            float v = strstr(p->name, "ln_") && !strcmp(tail, ".weight") ? 1.0f : 0.0f;
+            for (size_t k = 0; k < n; k++) w[k] = v;
+            continue;
+        }
+        double sd = strstr(p->name, "c_proj.weight") ? resid_std : 0.02;
+        sym_rng_t r = sym_rng_stream(sym_rng_key(c->seed, SYM_RNG_INIT, (uint64_t)i));
+        if (!strcmp(p->name, "wte")) n = (size_t)c->vocab * (size_t)c->n_embd;
+        for (size_t k = 0; k < n; k++) w[k] = (float)(sd * normal(&r));
+        for (size_t k = n; k < p->numel; k++) w[k] = 0.0f; /* the vocabulary's padding rows */
+    }
+}
+
+static int gpt_init(sym_model_t *m) {
+    gpt_t *g = m->impl;
+    const sym_model_config_t *c = &m->cfg;
+    size_t B = (size_t)m->max_rows, T = (size_t)c->max_seq, C = (size_t)c->n_embd;
+    size_t N = B * T, NH = (size_t)c->n_head, Vp = (size_t)c->padded_vocab;
+    /* Every buffer in floats; the pool is sized for their power-of-two blocks. */
+    size_t per_block[] = {N * C, N, N, N * 3 * C, B * NH * T * T, N * C, N * C,
+                          N * C, N, N, N * 4 * C, N * 4 * C, N * C};
+    size_t others[] = {N * C, N * C, N, N, N * Vp, N * C, N * C, N * C, N * C, N * 3 * C,
+                       N * 4 * C, T * T};
+    size_t need = 0;
+    for (size_t i = 0; i < sizeof per_block / sizeof *per_block; i++)
+        need += (size_t)c->n_layer * sym__pow2_at_least(per_block[i] * 4);
+    for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+        need += sym__pow2_at_least(others[i] * 4);
+    int rc = sym_pool_create("activations", sym__pow2_at_least(need), 0, &g->acts);
+    if (rc) return rc;
+    size_t k = 0;
+#define TAKE(ptr, floats)                                                \
+    do {                                                                 \
+        if (!((ptr) = sym_pool_alloc(g->acts, (floats) * sizeof(float)))) \
+            return SYM_ENOMEM;                                           \
+        k++;                                                             \
+    } while (0)
+    for (int l = 0; l < c->n_layer; l++) {
+        block_t *b = &g->block[l];
+        k = 0;
+        TAKE(b->ln1, per_block[k]);
+        TAKE(b->ln1_mean, per_block[k]);
+        TAKE(b->ln1_rstd, per_block[k]);
+        TAKE(b->qkv, per_block[k]);
+        TAKE(b->att, per_block[k]);
+        TAKE(b->atty, per_block[k]);
+        TAKE(b->res2, per_block[k]);
+        TAKE(b->ln2, per_block[k]);
+        TAKE(b->ln2_mean, per_block[k]);
+        TAKE(b->ln2_rstd, per_block[k]);
+        TAKE(b->fch, per_block[k]);
+        TAKE(b->fch_gelu, per_block[k]);
+        TAKE(b->res3, per_block[k]);
+    }
+    k = 0;
+    TAKE(g->encoded, others[k]);
+    TAKE(g->lnf, others[k]);
+    TAKE(g->lnf_mean, others[k]);
+    TAKE(g->lnf_rstd, others[k]);
+    TAKE(g->logits, others[k]);
+    TAKE(g->scratch, others[k]);
+    TAKE(g->dres, others[k]);
+    TAKE(g->dln, others[k]);
+    TAKE(g->datty, others[k]);
+    TAKE(g->dqkv, others[k]);
+    TAKE(g->dfch, others[k]);
+    TAKE(g->datt, others[k]);
+#undef TAKE
+    init_weights(m);
+    return SYM_OK;
+}
+
+static void gpt_destroy(sym_model_t *m) {
+    gpt_t *g = m->impl;
+    if (!g) return;
+    sym_pool_destroy(g->acts);
+    free(g->block);
+    free(g);
+    m->impl = NULL;
+}
+
+/* ---- the passes ---- */
+
+/* A linear layer over rows: out (N,O) = in (N,I) @ w^T (O,I) + b (O) (b may be NULL). */
+static int linear(float *out, const float *in, const float *w, const float *b, int64_t N,
+                  int64_t I, int64_t O) {
+    sym_tensor_t x = sym_tensor_2d((float *)in, N, I), tw = sym_tensor_2d((float *)w, O, I);
+    sym_tensor_t y = sym_tensor_2d(out, N, O), tb = sym_tensor_view((float *)b, 1, &O);
+    return sym_linear_forward(&x, &tw, b ? &tb : NULL, &y);
+}
+
+/* dw (O,I) +=, db (O) += (db may be NULL), din (N,I) += from dout (N,O). */
+static int linear_back(float *din, float *dw, float *db, const float *dout, const float *in,
+                       const float *w, int64_t N, int64_t I, int64_t O) {
+    sym_tensor_t x = sym_tensor_2d((float *)in, N, I), tw = sym_tensor_2d((float *)w, O, I);
+    sym_tensor_t dy = sym_tensor_2d((float *)dout, N, O), tdw = sym_tensor_2d(dw, O, I);
+    sym_tensor_t tdb = sym_tensor_view(db, 1, &O), dx = sym_tensor_2d(din, N, I);
+    int rc = sym_linear_backward_params(&x, &dy, &tdw, db ? &tdb : NULL);
+    if (!rc) rc = sym_linear_backward_input(&tw, &dy, &dx);
+    return rc;
+}
+
+static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_t *f,
+                       sym_tensor_t *logits) {
+    gpt_t *g = m->impl;
+    const sym_model_config_t *c = &m->cfg;
+    int B = in->rows, T = in->seq, C = c->n_embd, NH = c->n_head, Vp = c->padded_vocab;
+    if (!in->tokens || T < 1 || T > c->max_seq)
+        return sym__error(SYM_EINVAL, "a GPT's forward needs tokens (rows, seq) with seq in "
+                                      "1..%d, not %d",
+                          c->max_seq, T);
+    int64_t N = (int64_t)B * T;
+    for (int64_t i = 0; i < N; i++)
+        if (in->tokens[i] < 0 || in->tokens[i] >= c->vocab)
+            return sym__error(SYM_EINVAL, "token %d at position %lld is not in the model's "
+                                          "vocabulary [0, %d)",
+                              (int)in->tokens[i], (long long)i, c->vocab);
+    g->tokens = in->tokens;
+    g->B = B;
+    g->T = T;
+    g->training = f->training;
+    const float *P = m->params;
+    int rc;
+    sym_embed_forward(g->encoded, in->tokens, P + g->wte, P + g->wpe, B, T, C);
+    for (int l = 0; l < c->n_layer; l++) {
+        block_t *b = &g->block[l];
+        const size_t *o = b->off;
+        const float *x = l == 0 ? g->encoded : g->block[l - 1].res3;
+        sym_layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, x, P + o[LN1W], P + o[LN1B], N, C);
+        if ((rc = linear(b->qkv, b->ln1, P + o[QKVW], P + o[QKVB], N, C, 3 * C))) return rc;
+        if ((rc = sym_attention_forward(b->atty, b->att, b->qkv, B, T, C, NH))) return rc;
+        if ((rc = linear(g->scratch, b->atty, P + o[PROJW], P + o[PROJB], N, C, C))) return rc;
+        sym_residual_forward(b->res2, x, g->scratch, (size_t)N * C);
+        sym_layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->res2, P + o[LN2W],
+                              P + o[LN2B], N, C);
+        if ((rc = linear(b->fch, b->ln2, P + o[FCW], P + o[FCB], N, C, 4 * C))) return rc;
+        sym_gelu_tanh_forward(b->fch, b->fch_gelu, (size_t)N * 4 * C);
+        if ((rc = linear(g->scratch, b->fch_gelu, P + o[FCPW], P + o[FCPB], N, 4 * C, C)))
+            return rc;
+        sym_residual_forward(b->res3, b->res2, g->scratch, (size_t)N * C);
+    }
+    const float *xL = c->n_layer ? g->block[c->n_layer - 1].res3 : g->encoded;
+    sym_layernorm_forward(g->lnf, g->lnf_mean, g->lnf_rstd, xL, P + g->lnfw, P + g->lnfb, N, C);
+    if ((rc = linear(g->logits, g->lnf, P + g->wte, NULL, N, C, Vp))) return rc;
+    *logits = sym_tensor_2d(g->logits, N, Vp);
+    return SYM_OK;
+}
+
+static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_ready_fn ready,
+                        void *user) {
+    gpt_t *g = m->impl;
+    const sym_model_config_t *c = &m->cfg;
+    int B = g->B, T = g->T, C = c->n_embd, NH = c->n_head, Vp = c->padded_vocab;
+    int64_t N = (int64_t)B * T;
+    if (!g->training) return sym__error(SYM_EINVAL, "backward needs a training forward pass first");
+    if (dlogits->shape[0] != N || dlogits->shape[1] != Vp || !sym_tensor_is_contiguous(dlogits))
+        return sym__error(SYM_EINVAL, "backward: dlogits should be (%lld,%d) and contiguous",
+                          (long long)N, Vp);
+    const float *P = m->params, *dlog = sym_tensor_f32(dlogits);
+    float *G = m->grads;
+    size_t NC = (size_t)N * C;
+    int rc;
+    /* LM head (tied to wte) and ln_f */
+    memset(g->dln, 0, NC * sizeof(float));
+    if ((rc = linear_back(g->dln, G + g->wte, NULL, dlog, g->lnf, P + g->wte, N, C, Vp)))
+        return rc;
+    const float *xL = c->n_layer ? g->block[c->n_layer - 1].res3 : g->encoded;
+    memset(g->dres, 0, NC * sizeof(float));
+    sym_layernorm_backward(g->dres, G + g->lnfw, G + g->lnfb, g->dln, xL, P + g->lnfw,
+                           g->lnf_mean, g->lnf_rstd, N, C);
+    if (ready) ready(user, g->lnfw);
+    for (int l = c->n_layer - 1; l >= 0; l--) {
+        block_t *b = &g->block[l];
+        const size_t *o = b->off;
+        const float *x = l == 0 ? g->encoded : g->block[l - 1].res3;
+        /* dres holds d res3: through the MLP half into d res2 (the residual adds) */
+        memset(g->dfch, 0, NC * 4 * sizeof(float));
+        if ((rc = linear_back(g->dfch, G + o[FCPW], G + o[FCPB], g->dres, b->fch_gelu,
+                              P + o[FCPW], N, 4 * C, C)))
+            return rc;
+        sym_gelu_tanh_backward(b->fch, g->dfch, g->dfch, NC * 4);
+        memset(g->dln, 0, NC * sizeof(float));
+        if ((rc = linear_back(g->dln, G + o[FCW], G + o[FCB], g->dfch, b->ln2, P + o[FCW], N, C,
+                              4 * C)))
+            return rc;
+        sym_layernorm_backward(g->dres, G + o[LN2W], G + o[LN2B], g->dln, b->res2, P + o[LN2W],
+                               b->ln2_mean, b->ln2_rstd, N, C);
+        /* dres holds d res2: through the attention half into d x */
+        memset(g->datty, 0, NC * sizeof(float));
+        if ((rc = linear_back(g->datty, G + o[PROJW], G + o[PROJB], g->dres, b->atty,
+                              P + o[PROJW], N, C, C)))
+            return rc;
+        memset(g->dqkv, 0, NC * 3 * sizeof(float));
+        if ((rc = sym_attention_backward(g->dqkv, g->datt, g->datty, b->qkv, b->att, B, T, C, NH)))
+            return rc;
+        memset(g->dln, 0, NC * sizeof(float));
+        if ((rc = linear_back(g->dln, G + o[QKVW], G + o[QKVB], g->dqkv, b->ln1, P + o[QKVW], N,
+                              C, 3 * C)))
+            return rc;
+        sym_layernorm_backward(g->dres, G + o[LN1W], G + o[LN1B], g->dln, x, P + o[LN1W],
+                               b->ln1_mean, b->ln1_rstd, N, C);
+        if (ready) ready(user, o[LN1W]);
+    }
+    sym_embed_backward(G + g->wte, G + g->wpe, g->dres, g->tokens, B, T, C);
+    if (ready) ready(user, 0);
+    return SYM_OK;
+}
+
+const sym__model_ops_t sym__gpt_ops = {gpt_declare, gpt_init, gpt_forward, gpt_backward,
+                                       gpt_destroy};

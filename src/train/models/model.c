@@ -1,0 +1,207 @@
+/*
+ * model.c — what every model shares: the spec parser that picks the kind,
+ * the table of named parameters laid out in one flat array (and a gradient
+ * array of the same layout plus SYM_GRAD_CTRL control floats), both blocks of
+ * one pool that is symmetric when the model is built for data parallelism,
+ * the accessors, and autoregressive sampling. The kinds (mlp.c, gpt.c) add
+ * their parameters, activations and passes through sym__model_ops_t.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <symtrain/rng.h>
+
+#include "internal.h"
+#include "models/model.h"
+
+/* ---- config ---- */
+
+int sym_model_parse(const char *spec, sym_model_config_t *cfg) {
+    if (strlen(spec) >= sizeof cfg->spec)
+        return sym__error(SYM_EINVAL, "--model '%.40s...': a spec is at most %zu characters",
+                          spec, sizeof cfg->spec - 1);
+    if (!strncmp(spec, "mlp:", 4)) return sym__mlp_parse(spec, spec + 4, cfg);
+    if (!strncmp(spec, "gpt:", 4)) return sym__gpt_parse(spec, spec + 4, cfg);
+    return sym__error(SYM_EINVAL,
+                      "--model '%s': write mlp:IN-HIDDEN-...-OUT (e.g. mlp:784-512-256-10), "
+                      "gpt:d12|d24|d36|d48, or gpt:L=4,C=256,H=4,V=256,T=256",
+                      spec);
+}
+
+/* ---- the parameter table ---- */
+
+size_t sym__pow2_at_least(size_t x) {
+    size_t p = 64;
+    while (p < x) p <<= 1;
+    return p;
+}
+
+size_t sym__model_param(sym_model_t *m, const char *name, int ndim, const int64_t *shape) {
+    if (m->nparam == m->param_cap) {
+        int cap = m->param_cap ? 2 * m->param_cap : 16;
+        sym_param_t *p = realloc(m->param, (size_t)cap * sizeof *p);
+        if (!p) {
+            sym__error(SYM_ENOMEM, "out of memory for the parameter table");
+            return (size_t)-1;
+        }
+        m->param = p;
+        m->param_cap = cap;
+    }
+    sym_param_t *p = &m->param[m->nparam++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->ndim = ndim;
+    p->numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        p->shape[d] = shape[d];
+        p->numel *= (size_t)shape[d];
+    }
+    p->offset = m->nparams;
+    p->decay = ndim >= 2;
+    m->nparams += p->numel;
+    return p->offset;
+}
+
+/* ---- creation ---- */
+
+int sym_model_create(const sym_model_config_t *cfg, int max_rows, int symmetric,
+                     sym_model_t **out) {
+    *out = NULL;
+    if (max_rows < 1) return sym__error(SYM_EINVAL, "max_rows must be at least 1");
+    sym_model_t *m = calloc(1, sizeof *m);
+    if (!m) return sym__error(SYM_ENOMEM, "out of memory for the model");
+    m->cfg = *cfg;
+    m->max_rows = max_rows;
+    m->ops = cfg->kind == SYM_MODEL_GPT ? &sym__gpt_ops : &sym__mlp_ops;
+    int rc = m->ops->declare(m);
+    if (rc) goto fail;
+    /* Parameters and gradients: two power-of-two blocks of one pool. */
+    size_t block = sym__pow2_at_least((m->nparams + SYM_GRAD_CTRL) * sizeof(float));
+    if ((rc = sym_pool_create("parameters", 2 * block, symmetric, &m->state))) goto fail;
+    m->params = sym_pool_alloc(m->state, m->nparams * sizeof(float));
+    m->grads = sym_pool_alloc(m->state, (m->nparams + SYM_GRAD_CTRL) * sizeof(float));
+    if (!m->params || !m->grads) {
+        rc = SYM_ENOMEM;
+        goto fail;
+    }
+    if ((rc = m->ops->init(m))) goto fail;
+    *out = m;
+    return SYM_OK;
+fail:
+    sym_model_destroy(m);
+    return rc;
+}
+
+void sym_model_destroy(sym_model_t *m) {
+    if (!m) return;
+    if (m->ops && m->ops->destroy) m->ops->destroy(m);
+    sym_pool_destroy(m->state);
+    free(m->param);
+    free(m);
+}
+
+/* ---- access ---- */
+
+const sym_model_config_t *sym_model_config(const sym_model_t *m) { return &m->cfg; }
+size_t sym_model_num_params(const sym_model_t *m) { return m->nparams; }
+float *sym_model_params(sym_model_t *m) { return m->params; }
+float *sym_model_grads(sym_model_t *m) { return m->grads; }
+void sym_model_zero_grads(sym_model_t *m) { memset(m->grads, 0, m->nparams * sizeof(float)); }
+int sym_model_num_tensors(const sym_model_t *m) { return m->nparam; }
+const sym_param_t *sym_model_param(const sym_model_t *m, int i) { return &m->param[i]; }
+
+const sym_param_t *sym_model_find_param(const sym_model_t *m, const char *name) {
+    for (int i = 0; i < m->nparam; i++)
+        if (!strcmp(m->param[i].name, name)) return &m->param[i];
+    return NULL;
+}
+
+int sym_model_classes(const sym_model_t *m) {
+    return m->cfg.kind == SYM_MODEL_GPT ? m->cfg.vocab : m->cfg.dims[m->cfg.nlayers];
+}
+
+int sym_model_logit_width(const sym_model_t *m) {
+    return m->cfg.kind == SYM_MODEL_GPT ? m->cfg.padded_vocab : m->cfg.dims[m->cfg.nlayers];
+}
+
+double sym_model_flops_per_token(const sym_model_t *m, int seq) {
+    double f = 6.0 * (double)m->nparams;
+    if (m->cfg.kind == SYM_MODEL_GPT) f += 6.0 * m->cfg.n_layer * (double)seq * m->cfg.n_embd;
+    return f;
+}
+
+/* ---- the passes ---- */
+
+int sym_model_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_t *f,
+                      sym_tensor_t *logits) {
+    if (in->rows < 0 || in->rows > m->max_rows)
+        return sym__error(SYM_EINVAL, "forward: %d rows is more than the model's %d", in->rows,
+                          m->max_rows);
+    return m->ops->forward(m, in, f, logits);
+}
+
+int sym_model_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_ready_fn ready,
+                       void *user) {
+    return m->ops->backward(m, dlogits, ready, user);
+}
+
+/* ---- sampling ---- */
+
+typedef struct {
+    float logit;
+    int32_t token;
+} cand_t;
+
+static int by_logit_desc(const void *a, const void *b) {
+    const cand_t *x = a, *y = b;
+    if (x->logit != y->logit) return x->logit < y->logit ? 1 : -1;
+    return x->token < y->token ? -1 : x->token > y->token; /* ties: the lower token first */
+}
+
+int sym_model_generate(sym_model_t *m, int32_t *tokens, int n, int max_new, float temperature,
+                       int top_k, uint64_t seed, void (*each)(void *user, int32_t token),
+                       void *user) {
+    if (m->cfg.kind != SYM_MODEL_GPT)
+        return sym__error(SYM_EINVAL, "sampling needs a GPT model, not %s", m->cfg.spec);
+    if (n < 1) return sym__error(SYM_EINVAL, "sampling needs a prompt of at least one token");
+    if (!(temperature >= 0) || !isfinite(temperature))
+        return sym__error(SYM_EINVAL, "--temperature must be 0 or more");
+    int V = m->cfg.vocab, T = m->cfg.max_seq;
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= V)
+            return sym__error(SYM_EINVAL, "prompt token %d is not in the vocabulary [0, %d)",
+                              (int)tokens[i], V);
+    cand_t *c = malloc((size_t)V * sizeof *c);
+    if (!c) return sym__error(SYM_ENOMEM, "out of memory for sampling");
+    int k = top_k > 0 && top_k < V ? top_k : V;
+    uint64_t key = sym_rng_key(seed, SYM_RNG_SAMPLE, 0);
+    int rc = SYM_OK;
+    for (int t = n; t < n + max_new; t++) {
+        int len = t < T ? t : T;
+        sym_input_t in = {1, len, NULL, tokens + t - len};
+        sym_forward_t f = {0, 0, 0};
+        sym_tensor_t logits;
+        if ((rc = sym_model_forward(m, &in, &f, &logits))) break;
+        const float *z = sym_tensor_f32(&logits) + (int64_t)(len - 1) * logits.stride[0];
+        for (int v = 0; v < V; v++) c[v] = (cand_t){z[v], v};
+        qsort(c, (size_t)V, sizeof *c, by_logit_desc);
+        int32_t pick = c[0].token;
+        if (temperature > 0) {
+            /* softmax over the top k, in double, then one uniform draw */
+            double sum = 0;
+            for (int i = 0; i < k; i++) sum += exp(((double)c[i].logit - c[0].logit) / temperature);
+            double u = (double)(sym_rng_hash(key, (uint64_t)t) >> 11) * 0x1.0p-53 * sum, acc = 0;
+            for (int i = 0; i < k; i++) {
+                acc += exp(((double)c[i].logit - c[0].logit) / temperature);
+                pick = c[i].token;
+                if (acc > u) break;
+            }
+        }
+        tokens[t] = pick;
+        if (each) each(user, pick);
+    }
+    free(c);
+    return rc;
+}

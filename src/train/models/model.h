@@ -1,0 +1,53 @@
+/*
+ * model.h — what the model files share (src/train/models): the model object,
+ * its parameter table, and the operations each kind of model supplies.
+ *
+ * model.c owns everything common: parsing a spec into a config, the table of
+ * named parameters and the flat parameter / gradient arrays it lays out in
+ * one pool (symmetric for data parallelism), the accessors, and sampling.
+ * mlp.c and gpt.c each add their parameters, their activations and an
+ * explicit forward and backward pass.
+ */
+#ifndef SYM_TRAIN_MODEL_H
+#define SYM_TRAIN_MODEL_H
+
+#include <symtrain/nn.h>
+
+typedef struct {
+    /* Add the parameters (sym__model_param) and return 0 or an error. */
+    int (*declare)(sym_model_t *m);
+    /* After the flat arrays exist: weights, activations (m->impl). */
+    int (*init)(sym_model_t *m);
+    int (*forward)(sym_model_t *m, const sym_input_t *in, const sym_forward_t *f,
+                   sym_tensor_t *logits);
+    int (*backward)(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_ready_fn ready,
+                    void *user);
+    void (*destroy)(sym_model_t *m); /* frees m->impl */
+} sym__model_ops_t;
+
+struct sym_model {
+    sym_model_config_t cfg;
+    const sym__model_ops_t *ops;
+    int max_rows;
+    sym_param_t *param; /* the table (nparam entries, ascending offsets) */
+    int nparam, param_cap;
+    size_t nparams;     /* floats in the flat arrays */
+    sym_pool_t *state;  /* params + grads */
+    float *params, *grads;
+    void *impl;         /* the kind's activations and scratch */
+};
+
+extern const sym__model_ops_t sym__mlp_ops, sym__gpt_ops;
+
+/* Append a parameter of `shape` to the table; returns its offset in floats,
+ * or (size_t)-1 with the error recorded. Decay: matrices (ndim >= 2). */
+size_t sym__model_param(sym_model_t *m, const char *name, int ndim, const int64_t *shape);
+
+/* The next power of two >= x, at least 64 (a buddy block). */
+size_t sym__pow2_at_least(size_t x);
+
+/* Parsers of each kind's spec (the part after "mlp:" / "gpt:"). */
+int sym__mlp_parse(const char *spec, const char *body, sym_model_config_t *cfg);
+int sym__gpt_parse(const char *spec, const char *body, sym_model_config_t *cfg);
+
+#endif
