@@ -2,6 +2,8 @@
  * symtrain — the training CLI.
  *
  *   symrun -n 4 symtrain train [options]     data-parallel training on 4 PEs
+ *   symtrain tokenize FILES -o DIR           text to token shards (symtrain_tokenize.c)
+ *   symtrain sample --ckpt DIR               text from a trained GPT (symtrain_sample.c)
  *   symtrain plot metrics.jsonl -o curve.svg draw the loss / accuracy curves
  *
  * `train` starts the runtime, then parses its options on every PE (they all
@@ -19,36 +21,50 @@
 
 #include <symtrain/symtrain.h>
 
+#include "symtrain_cli.h"
+
 #define EXIT_USAGE 2
 
 static const char usage_text[] =
     "usage: symtrain train [options]          train (several PEs: symrun -n N symtrain train)\n"
+    "       symtrain tokenize FILES... -o DIR text to token shards (--help for more)\n"
+    "       symtrain sample --ckpt DIR        text from a trained GPT (--help for more)\n"
     "       symtrain plot METRICS -o OUT.svg [--title TEXT]\n"
     "                                         draw the curves of a --metrics file\n"
     "       symtrain --help\n"
     "\n"
     "model\n"
-    "  --model mlp:784-512-256-10   layer widths, input to classes\n"
-    "  --activation relu|gelu       hidden activation (default relu)\n"
-    "  --dropout P                  dropout after each hidden activation (default 0.2)\n"
+    "  --model SPEC                 mlp:784-512-256-10 (the default: layer widths, input to\n"
+    "                               classes), gpt:d12|d24|d36|d48 (GPT-2 small to XL), or\n"
+    "                               gpt:L=4,C=256,H=4,V=256,T=256 (layers, width, heads,\n"
+    "                               vocabulary, context)\n"
+    "  --activation relu|gelu       MLP hidden activation (default relu)\n"
+    "  --dropout P                  MLP dropout after each hidden activation (default 0.2)\n"
     "  --seed S                     weights, data order and dropout (default 1)\n"
     "data\n"
-    "  --data DIR                   Fashion-MNIST IDX files (default $SYMTRAIN_DATA_DIR, else\n"
-    "                               " SYM_FASHION_MNIST_DIR "; a generated set if absent)\n"
-    "  --generated                  use the generated data set instead\n"
+    "  --data DIR|GLOB              MLP: Fashion-MNIST IDX files (default $SYMTRAIN_DATA_DIR,\n"
+    "                               else " SYM_FASHION_MNIST_DIR ").\n"
+    "                               GPT: token shards (default " SYM_TEXT_DATA_DEFAULT ",\n"
+    "                               which make data writes). A generated set if absent\n"
+    "  --val-data GLOB              GPT validation shards (default: --data with train -> val)\n"
+    "  --seq T                      GPT tokens per sequence (default: the model's context)\n"
+    "  --generated                  use the generated data set / corpus instead\n"
     "  --train-samples N            use the first N training samples (default all)\n"
-    "  --test-samples N             evaluate on the first N test samples (default all)\n"
+    "  --test-samples N             evaluate on the first N test samples / validation\n"
+    "                               sequences (default all; GPT 256)\n"
     "optimization\n"
     "  --epochs N                   (default 10)\n"
     "  --batch B                    global batch, split over the PEs (default 128)\n"
     "  --optimizer adamw|sgd        (default adamw)\n"
     "  --lr LR                      peak learning rate (default 0.001)\n"
     "  --warmup EPOCHS              linear warmup, then cosine decay (default 0.25)\n"
+    "  --warmup-steps N             the warmup in steps instead\n"
     "  --final-lr-ratio R           the cosine ends at LR * R (default 0.01)\n"
     "  --momentum M                 SGD momentum (default 0.9)\n"
     "  --weight-decay WD            AdamW decoupled / SGD L2; not on biases (default 0.01)\n"
     "  --clip NORM                  clip the global gradient norm; 0 = off (default 1)\n"
-    "  --max-steps N                stop after N steps in all\n"
+    "  --max-steps N                stop after N steps in all (the schedule ends there)\n"
+    "  --eval-every N               also evaluate every N steps\n"
     "parallelism\n"
     "  --bucket-mb MB               gradient all-reduce bucket size (default 25)\n"
     "  --threads N                  BLAS threads per PE (default: cores / PEs on the host)\n"
@@ -62,7 +78,9 @@ static const char usage_text[] =
     "  --metrics FILE               append one JSON line per step (and per evaluation)\n"
     "  --log-interval S             seconds between progress lines when stdout is not a\n"
     "                               terminal (default 10)\n"
-    "  --quiet                      only errors and the outcome (accuracy, time, checkpoint)\n";
+    "  --quiet                      only errors and the outcome (accuracy, time, checkpoint)\n"
+    "  --sample N                   GPT: generate N tokens at the end (PE 0)\n"
+    "  --prompt TEXT                their prompt (default: a new line)\n";
 
 static int runtime_started; /* shmem_init was called */
 static int speaker = 1;     /* this process prints (PE 0) */
@@ -134,7 +152,8 @@ static const char *const valued[] = {
     "--test-samples", "--epochs", "--batch", "--optimizer", "--lr", "--warmup",
     "--final-lr-ratio", "--momentum", "--weight-decay", "--clip", "--max-steps", "--bucket-mb",
     "--threads", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--metrics",
-    "--log-interval", NULL};
+    "--log-interval", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
+    "--prompt", NULL};
 
 static int takes_value(const char *opt) {
     for (int i = 0; valued[i]; i++)
@@ -175,6 +194,18 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->model.seed = (uint64_t)int_value(opt, v, 0, INT64_MAX);
         } else if (!strcmp(opt, "--data")) {
             c->data_dir = v;
+        } else if (!strcmp(opt, "--val-data")) {
+            c->val_data = v;
+        } else if (!strcmp(opt, "--seq")) {
+            c->seq = (int)int_value(opt, v, 1, 1 << 20);
+        } else if (!strcmp(opt, "--warmup-steps")) {
+            c->warmup_steps = int_value(opt, v, 0, INT64_MAX);
+        } else if (!strcmp(opt, "--eval-every")) {
+            c->eval_every = int_value(opt, v, 1, INT64_MAX);
+        } else if (!strcmp(opt, "--sample")) {
+            c->sample_tokens = (int)int_value(opt, v, 0, 1000000);
+        } else if (!strcmp(opt, "--prompt")) {
+            c->sample_prompt = v;
         } else if (!strcmp(opt, "--generated")) {
             c->generated = 1;
         } else if (!strcmp(opt, "--train-samples")) {
@@ -280,7 +311,7 @@ static int plot_main(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) usage_error("say what to do: train or plot");
+    if (argc < 2) usage_error("say what to do: train, tokenize, sample or plot");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         fputs(usage_text, stdout);
@@ -288,5 +319,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "train")) return train_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "plot")) return plot_main(argc - 2, argv + 2);
-    usage_error("unknown command '%s'; use train or plot", cmd);
+    if (!strcmp(cmd, "tokenize")) return sym_cli_tokenize(argc - 2, argv + 2);
+    if (!strcmp(cmd, "sample")) return sym_cli_sample(argc - 2, argv + 2);
+    usage_error("unknown command '%s'; use train, tokenize, sample or plot", cmd);
 }

@@ -3,7 +3,7 @@
  *
  * The file holds one JSON object per line. A training step:
  *   {"step":12,"epoch":0,"loss":0.51234567,"lr":0.001,"grad_norm":1.25,
- *    "samples_per_s":12345.6,"compute_s":0.0123,"comm_s":0.0011,
+ *    "samples_per_s":12345.6,"tokens_per_s":12345.6,"compute_s":0.0123,"comm_s":0.0011,
  *    "bytes_allreduced":2143272}
  * (step is the number of steps done after this one; loss is the global batch's
  * mean loss, printed with 9 significant digits so the fp32 value round-trips).
@@ -28,6 +28,7 @@ typedef struct {
     float loss, lr;
     double grad_norm;
     double samples_per_s;
+    double tokens_per_s;   /* samples x tokens per sample (1 for images) */
     double compute_s, comm_s;
     uint64_t bytes_allreduced;
 } sym_step_record_t;

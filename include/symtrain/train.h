@@ -1,9 +1,13 @@
 /*
  * symtrain/train.h — the data-parallel training loop behind `symtrain train`.
  *
- * Every PE runs sym_train_run with the same config after shmem_init. Each step:
- * gather this PE's block of the global batch, forward, loss, backward with the
- * gradient buckets all-reduced as they become ready, clip, one optimizer step.
+ * Two kinds of job run through the same loop: an MLP classifying images
+ * (Fashion-MNIST, or a generated set) and a GPT learning to predict the next
+ * token of a text (token shards, or a generated corpus). Every PE runs
+ * sym_train_run with the same config after shmem_init. Each step: gather this
+ * PE's block of the global batch (samples, or sequences of seq + 1 tokens),
+ * forward, loss, backward with the gradient buckets all-reduced as they
+ * become ready, clip, one optimizer step.
  * Weights stay identical on every PE (same init, same averaged gradients), so
  * PE 0 alone prints, writes the metrics file and writes checkpoints.
  *
@@ -18,6 +22,10 @@
 #include "nn.h"
 #include "optim.h"
 
+/* Where `make data` puts the Shakespeare shards, relative to the directory
+ * symtrain runs in (the project root for `make run`). */
+#define SYM_TEXT_DATA_DEFAULT "build/data/shakespeare/train_*.bin"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -26,19 +34,28 @@ typedef struct {
     /* model */
     sym_model_config_t model;
     /* data */
-    const char *data_dir;   /* NULL: $SYMTRAIN_DATA_DIR or SYM_FASHION_MNIST_DIR, and
-                               a generated set if the files are not there */
-    int generated;          /* use the generated data set */
+    const char *data_dir;   /* MLP: the IDX directory (NULL: $SYMTRAIN_DATA_DIR or
+                               SYM_FASHION_MNIST_DIR). GPT: a glob of training
+                               shards (NULL: SYM_TEXT_DATA_DEFAULT). A generated
+                               set when the default is not there */
+    const char *val_data;   /* GPT: the validation shards' glob (NULL: the training
+                               glob's train_ replaced by val_) */
+    int generated;          /* use the generated data set / corpus */
+    int seq;                /* GPT: tokens per sequence (0 = the model's T) */
     int64_t train_samples;  /* use the first N training samples (0 = all) */
-    int64_t test_samples;   /* evaluate on the first N test samples (0 = all) */
+    int64_t test_samples;   /* evaluate on the first N test samples / validation
+                               sequences (0 = all; GPT default 256) */
     /* schedule */
     int epochs;
     int global_batch;
-    int64_t max_steps;      /* stop after this many steps in all (0 = no limit) */
+    int64_t max_steps;      /* stop after this many steps in all (0 = no limit); the
+                               schedule then ends there */
+    int64_t eval_every;     /* also evaluate every N steps (0 = at epoch ends only) */
     sym_optim_config_t optim;
     float lr;               /* peak */
     float final_lr_ratio;   /* the cosine ends at lr * this */
     float warmup_epochs;    /* warmup length, in epochs (fractions allowed) */
+    int64_t warmup_steps;   /* warmup length in steps; -1: from warmup_epochs */
     float clip;             /* max global gradient norm (0 = off) */
     double bucket_mb;       /* gradient bucket size */
     int threads;            /* BLAS threads per PE (0 = cores / PEs on this host) */
@@ -52,13 +69,16 @@ typedef struct {
     const char *metrics_path;
     double log_interval_s;  /* progress lines when stdout is not a terminal */
     int quiet;              /* no banner or progress; errors and the outcome still print */
+    int sample_tokens;      /* GPT: tokens PE 0 generates at the end (0 = none) */
+    const char *sample_prompt; /* their prompt (NULL: a new line) */
 } sym_train_config_t;
 
 typedef struct {
     int64_t steps;          /* steps done in all (including before a resume) */
     int64_t epochs_done;
-    double test_acc;        /* after the last epoch; -1 if not evaluated */
-    double test_loss;
+    double test_acc;        /* after the last epoch; -1 if not evaluated (GPT: the
+                               validation set's next-token accuracy) */
+    double test_loss;       /* GPT: the validation loss */
     double seconds;         /* wall time of this run */
     int stopped;            /* ended early by SIGTERM / SIGINT */
     char checkpoint[4096];  /* the last checkpoint written ("" if none) */

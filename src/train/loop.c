@@ -1,11 +1,14 @@
 /*
- * trainer.c — the data-parallel training loop (see symtrain/train.h).
+ * loop.c — the data-parallel training loop (see symtrain/train.h).
  *
  * One step on every PE:
- *   gather this PE's rows of the global batch -> forward -> softmax cross-entropy
- *   (gradient scaled by npes / global batch, so averaging over PEs gives the
- *   global-batch mean) -> backward, each finished gradient bucket's all-reduce
- *   started at once -> wait -> clip -> optimizer step.
+ *   gather this PE's rows of the global batch (data/task.c: images, or
+ *   windows of tokens) -> forward -> softmax cross-entropy over the classes or
+ *   the vocabulary, its gradient computed in place over the logits (scaled by
+ *   npes / (global batch x tokens per sample), so averaging over PEs gives the
+ *   mean over the global batch's predictions) -> backward, each finished
+ *   gradient bucket's all-reduce started at once -> wait -> clip -> optimizer
+ *   step.
  * Two control floats travel at the end of the gradient array: this PE's share
  * of the mean loss (their average is the global batch's mean loss) and a stop
  * flag (non-zero after a SIGTERM / SIGINT on any PE), so the PEs agree on where
@@ -34,9 +37,10 @@
 #include <symtrain/rng.h>
 #include <symtrain/train.h>
 
-#include "util/util.h"
+#include "data/task.h"
 #include "internal.h"
 #include "obs/progress.h"
+#include "util/util.h"
 
 #define CTRL_LOSS 0 /* control floats after the gradients */
 #define CTRL_STOP 1
@@ -61,6 +65,7 @@ void sym_train_defaults(sym_train_config_t *c) {
     c->lr = 1e-3f;
     c->final_lr_ratio = 0.01f;
     c->warmup_epochs = 0.25f;
+    c->warmup_steps = -1;
     c->clip = 1.0f;
     c->bucket_mb = 25;
     c->ckpt_keep = 3;
@@ -90,8 +95,11 @@ int sym_train_validate(const sym_train_config_t *c, int npes) {
         return sym__error(SYM_EINVAL, "Adam's betas must be in [0, 1)");
     if (!(c->optim.weight_decay >= 0)) return sym__error(SYM_EINVAL, "--weight-decay must be >= 0");
     if (!(c->bucket_mb > 0)) return sym__error(SYM_EINVAL, "--bucket-mb must be positive");
-    if (c->max_steps < 0 || c->train_samples < 0 || c->test_samples < 0 || c->threads < 0)
-        return sym__error(SYM_EINVAL, "step, sample and thread counts cannot be negative");
+    if (c->max_steps < 0 || c->train_samples < 0 || c->test_samples < 0 || c->threads < 0 ||
+        c->eval_every < 0 || c->seq < 0 || c->sample_tokens < 0 || c->warmup_steps < -1)
+        return sym__error(SYM_EINVAL, "step, sample, token and thread counts cannot be negative");
+    if (c->model.kind != SYM_MODEL_GPT && (c->seq || c->val_data || c->sample_tokens))
+        return sym__error(SYM_EINVAL, "--seq, --val-data and --sample are for a GPT (--model gpt:...)");
     if (c->ckpt_keep < 1) return sym__error(SYM_EINVAL, "--ckpt-keep must be at least 1");
     if (!c->ckpt_dir && (c->resume || c->ckpt_every_s > 0 || c->ckpt_steps > 0))
         return sym__error(SYM_EINVAL, "--resume, --ckpt-every and --ckpt-steps need --ckpt-dir DIR");
@@ -130,7 +138,7 @@ static void read_kill_spec(void) {
 typedef struct {
     const sym_train_config_t *cfg;
     int me, npes, speak;
-    sym_dataset_t train, test;
+    sym__task_t task;
     sym_model_t *model;
     size_t P;
     sym_optim_t *opt;
@@ -138,9 +146,10 @@ typedef struct {
     sym_loader_t loader;
     sym_lr_schedule_t sched;
     int64_t steps_per_epoch;
-    float *x, *dlog;   /* (local max, dim), (local max, classes) */
-    int32_t *y;
-    int64_t *eidx;     /* (EVAL_ROWS) */
+    float *x;          /* images: (rows, dim) */
+    int32_t *tok, *y;  /* text: (rows, seq) inputs; labels (rows * seq) */
+    int rows;          /* the batch buffers' and the model's rows */
+    int64_t *eidx;     /* (rows) */
     float *evalbuf;    /* symmetric, 4 floats */
     int max_local;
     int threads;       /* BLAS threads per PE */
@@ -173,46 +182,14 @@ static void note(run_t *r, const char *fmt, ...) {
 
 /* ---- data ---- */
 
-static int load_data(run_t *r) {
-    const sym_train_config_t *c = r->cfg;
-    int64_t ntrain = c->train_samples ? c->train_samples : 60000;
-    int64_t ntest = c->test_samples ? c->test_samples : 10000;
-    int rc, generated = c->generated;
-    if (!generated) {
-        const char *env = getenv("SYMTRAIN_DATA_DIR");
-        const char *dir = c->data_dir ? c->data_dir : env && *env ? env : SYM_FASHION_MNIST_DIR;
-        rc = sym_dataset_load_fashion(dir, 1, &r->train);
-        if (rc == SYM_ENOENT && !c->data_dir) {
-            if (r->me == 0) sym__warn("symtrain train", "%s", sym_last_error());
-            note(r, "falling back to a generated data set (%lld training and %lld test images "
-                    "of 28x28, 10 classes)", (long long)ntrain, (long long)ntest);
-            generated = 1;
-        } else if (rc) {
-            return report(r, rc, 1);
-        } else if ((rc = sym_dataset_load_fashion(dir, 0, &r->test))) {
-            return report(r, rc, 1);
-        }
-    }
-    if (generated) {
-        if ((rc = sym_dataset_generate(ntrain, r->cfg->model.seed, 1, &r->train)) ||
-            (rc = sym_dataset_generate(ntest, r->cfg->model.seed, 0, &r->test)))
-            return report(r, rc, 1);
-    }
-    if (c->train_samples) sym_dataset_truncate(&r->train, c->train_samples);
-    if (c->test_samples) sym_dataset_truncate(&r->test, c->test_samples);
-    r->test.mean = r->train.mean; /* normalise with the training statistics */
-    r->test.std = r->train.std;
-    const sym_model_config_t *m = &c->model;
-    if (m->dims[0] != r->train.dim || m->dims[m->nlayers] != r->train.classes)
-        return report(r,
-                      sym__error(SYM_EINVAL,
-                                 "--model %s does not fit the data: it takes %d inputs and gives "
-                                 "%d outputs, the data has %d values per sample and %d classes; "
-                                 "use mlp:%d-...-%d",
-                                 m->spec, m->dims[0], m->dims[m->nlayers], r->train.dim,
-                                 r->train.classes, r->train.dim, r->train.classes),
-                      1);
-    return SYM_OK;
+static void say_note(void *user, const char *text) {
+    run_t *r = user;
+    if (r->me == 0) note(r, "%s", text);
+}
+
+/* What the checkpoint records as the model's nonlinearity. */
+static const char *act_label(const sym_model_config_t *m) {
+    return m->kind == SYM_MODEL_GPT ? "gelu-tanh" : sym_act_name(m->act);
 }
 
 /* ---- checkpoints ---- */
@@ -234,11 +211,11 @@ static int resume(run_t *r) {
     const sym_ckpt_meta_t *m = &ck.meta;
     const sym_ckpt_file_t *mf = sym_ckpt_file(&ck, "model.bin");
     const sym_ckpt_file_t *of = sym_ckpt_file(&ck, "optim.bin");
-    if (strcmp(m->model, c->model.spec) || strcmp(m->activation, sym_act_name(c->model.act)))
+    if (strcmp(m->model, c->model.spec) || strcmp(m->activation, act_label(&c->model)))
         rc = sym__error(SYM_EMISMATCH,
                         "%s holds a %s model (%s) and this run asks for %s (%s); pass the same "
                         "--model and --activation, or another --ckpt-dir",
-                        ck.path, m->model, m->activation, c->model.spec, sym_act_name(c->model.act));
+                        ck.path, m->model, m->activation, c->model.spec, act_label(&c->model));
     else if (m->seed != c->model.seed)
         rc = sym__error(SYM_EMISMATCH, "%s was trained with --seed %llu, this run has --seed %llu",
                         ck.path, (unsigned long long)m->seed, (unsigned long long)c->model.seed);
@@ -250,12 +227,12 @@ static int resume(run_t *r) {
     else if (strcmp(m->optimizer, sym_optim_name(c->optim.kind)))
         rc = sym__error(SYM_EMISMATCH, "%s used the %s optimizer, this run asks for %s", ck.path,
                         m->optimizer, sym_optim_name(c->optim.kind));
-    else if (strcmp(m->dataset, r->train.name) || m->train_samples != r->train.n)
+    else if (strcmp(m->dataset, r->task.name) || m->train_samples != r->task.n_train)
         rc = sym__error(SYM_EMISMATCH,
                         "%s was trained on %lld samples of %s, this run has %lld of %s", ck.path,
-                        (long long)m->train_samples, m->dataset, (long long)r->train.n,
-                        r->train.name);
-    else if (m->epoch < 0 || m->sample < 0 || m->sample >= r->train.n || m->step < 0)
+                        (long long)m->train_samples, m->dataset, (long long)r->task.n_train,
+                        r->task.name);
+    else if (m->epoch < 0 || m->sample < 0 || m->sample >= r->task.n_train || m->step < 0)
         rc = sym__error(SYM_ECORRUPT, "%s holds an impossible position (epoch %lld, sample %lld)",
                         ck.path, (long long)m->epoch, (long long)m->sample);
     else if (!mf || mf->size != r->P * sizeof(float) || m->params != r->P)
@@ -275,7 +252,7 @@ static int resume(run_t *r) {
     r->sample = m->sample;
     r->saved_step = m->step;
     note(r, "resumed from %s: step %lld, epoch %lld, sample %lld of %lld", ck.path,
-         (long long)m->step, (long long)m->epoch + 1, (long long)m->sample, (long long)r->train.n);
+         (long long)m->step, (long long)m->epoch + 1, (long long)m->sample, (long long)r->task.n_train);
     if (m->world_size == r->npes && m->blas_threads != r->threads)
         note(r, "the checkpoint was written with %d BLAS thread%s per PE and this run uses %d: "
                 "training continues, equal up to fp32 rounding (pass --threads %d to continue "
@@ -309,13 +286,13 @@ static int save(run_t *r) {
     m.data_counter = r->loader.draws;
     m.dropout_key = sym_rng_key(c->model.seed, SYM_RNG_DROPOUT, 0);
     snprintf(m.model, sizeof m.model, "%s", c->model.spec);
-    snprintf(m.activation, sizeof m.activation, "%s", sym_act_name(c->model.act));
+    snprintf(m.activation, sizeof m.activation, "%s", act_label(&c->model));
     m.dropout = c->model.dropout;
     m.params = r->P;
     snprintf(m.optimizer, sizeof m.optimizer, "%s", sym_optim_name(c->optim.kind));
     m.optim_steps = sym_optim_steps(r->opt);
-    snprintf(m.dataset, sizeof m.dataset, "%s", r->train.name);
-    m.train_samples = r->train.n;
+    snprintf(m.dataset, sizeof m.dataset, "%s", r->task.name);
+    m.train_samples = r->task.n_train;
     size_t osize = sym_optim_state_size(r->opt);
     void *ostate = malloc(osize);
     if (!ostate) return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);
@@ -335,32 +312,77 @@ static int save(run_t *r) {
 
 /* ---- evaluation ---- */
 
-/* Test loss and accuracy over the whole test set; each PE takes a block. */
+/* Mean loss and accuracy over the evaluation split (images: the test set;
+ * text: the first validation sequences, every prediction counted); each PE
+ * takes a block. */
 static int evaluate(run_t *r, double *loss, double *acc) {
+    const sym__task_t *t = &r->task;
     int64_t off, len;
-    sym_shard_range(r->test.n, r->npes, r->me, &off, &len);
+    sym_shard_range(t->n_eval, r->npes, r->me, &off, &len);
     double lsum = 0;
     int64_t right = 0;
     sym_forward_t f = {0, 0, 0};
-    for (int64_t i = 0; i < len; i += EVAL_ROWS) {
-        int rows = (int)(len - i < EVAL_ROWS ? len - i : EVAL_ROWS);
+    int classes = sym_model_classes(r->model);
+    for (int64_t i = 0; i < len; i += r->rows) {
+        int rows = (int)(len - i < r->rows ? len - i : r->rows);
         for (int k = 0; k < rows; k++) r->eidx[k] = off + i + k;
-        sym_dataset_gather(&r->test, r->eidx, rows, r->x, r->y);
+        sym_input_t in;
+        sym__task_gather(t, 0, r->eidx, rows, r->x, r->tok, r->y, &in);
         sym_tensor_t logits;
-        sym_input_t in = {rows, 1, r->x, NULL};
         int rc = sym_model_forward(r->model, &in, &f, &logits);
         if (rc) return report(r, rc, 0);
         int64_t c;
-        lsum += sym_softmax_xent(&logits, r->y, r->test.classes, 1.0f, NULL, &c);
+        double l = sym_softmax_xent(&logits, r->y, classes, 1.0f, NULL, &c);
+        if (isnan(l)) return report(r, SYM_EINVAL, 0);
+        lsum += l;
         right += c;
     }
     r->evalbuf[0] = (float)right;
     r->evalbuf[1] = (float)lsum;
     int rc = sym_allreduce_sum_f32(r->evalbuf, 2);
     if (rc) return report(r, rc, 1);
-    *acc = r->evalbuf[0] / (double)r->test.n;
-    *loss = r->evalbuf[1] / (double)r->test.n;
+    double predictions = (double)t->n_eval * t->seq;
+    *acc = r->evalbuf[0] / predictions;
+    *loss = r->evalbuf[1] / predictions;
     return SYM_OK;
+}
+
+/* An evaluation between epochs, as a line. */
+static void say_eval(run_t *r, double loss, double acc) {
+    if (!r->speak) return;
+    if (r->task.text)
+        note(r, "step %lld: validation loss %.4f (next-token accuracy %.1f%%)",
+             (long long)r->step, loss, 100.0 * acc);
+    else
+        note(r, "step %lld: test loss %.4f, accuracy %.2f%%", (long long)r->step, loss,
+             100.0 * acc);
+}
+
+/* ---- a sample of the trained GPT (PE 0, at the end) ---- */
+
+static void print_token(void *user, int32_t tok) {
+    (void)user;
+    if (tok < 256)
+        putchar((unsigned char)tok);
+    else
+        printf("<|%d|>", (int)tok);
+}
+
+static int say_sample(run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    const char *prompt = c->sample_prompt && *c->sample_prompt ? c->sample_prompt : "\n";
+    int n = (int)strlen(prompt), total = n + c->sample_tokens;
+    int32_t *tok = malloc((size_t)total * sizeof *tok);
+    if (!tok) return report(r, sym__error(SYM_ENOMEM, "out of memory for a sample"), 0);
+    for (int i = 0; i < n; i++) tok[i] = (unsigned char)prompt[i];
+    note(r, "a sample (%d tokens, temperature 1, top-k 40):", c->sample_tokens);
+    fputs(prompt, stdout);
+    int rc = sym_model_generate(r->model, tok, n, c->sample_tokens, 1.0f, 40, c->model.seed,
+                                print_token, NULL);
+    fputs("\n", stdout);
+    fflush(stdout);
+    free(tok);
+    return rc ? report(r, rc, 0) : SYM_OK;
 }
 
 /* ---- setup ---- */
@@ -381,10 +403,12 @@ static int setup(run_t *r) {
     if (rc) return report(r, rc, 1);
     int threads = r->threads = blas_threads(c);
     sym_blas_set_threads(threads);
-    if ((rc = load_data(r))) return rc;
+    if ((rc = sym__task_load(&r->task, c, &c->model, say_note, r))) return report(r, rc, 1);
+    const sym__task_t *t = &r->task;
 
+    /* The batch's rows; an MLP evaluates in larger blocks, a GPT in batches. */
     r->max_local = (c->global_batch + r->npes - 1) / r->npes;
-    int rows = r->max_local > EVAL_ROWS ? r->max_local : EVAL_ROWS;
+    int rows = r->rows = t->text || r->max_local > EVAL_ROWS ? r->max_local : EVAL_ROWS;
     if ((rc = sym_model_create(&c->model, rows, 1, &r->model))) return report(r, rc, 1);
     r->P = sym_model_num_params(r->model);
     if ((rc = sym_optim_create(&c->optim, r->P, &r->opt))) return report(r, rc, 1);
@@ -400,22 +424,25 @@ static int setup(run_t *r) {
     if ((rc = sym_ddp_create(sym_model_grads(r->model), r->P + SYM_GRAD_CTRL, cuts, nt, bucket,
                              &r->ddp)))
         return report(r, rc, 1);
-    if ((rc = sym_loader_init(&r->loader, r->train.n, c->global_batch, r->npes, r->me,
+    if ((rc = sym_loader_init(&r->loader, t->n_train, c->global_batch, r->npes, r->me,
                               c->model.seed)))
         return report(r, rc, 1);
     r->steps_per_epoch = sym_loader_steps_per_epoch(&r->loader);
     r->sched.peak = c->lr;
     r->sched.final = c->lr * c->final_lr_ratio;
     r->sched.total_steps = r->steps_per_epoch * c->epochs;
-    r->sched.warmup = (int64_t)llround(c->warmup_epochs * (double)r->steps_per_epoch);
+    if (c->max_steps && c->max_steps < r->sched.total_steps) r->sched.total_steps = c->max_steps;
+    r->sched.warmup = c->warmup_steps >= 0
+                          ? c->warmup_steps
+                          : (int64_t)llround(c->warmup_epochs * (double)r->steps_per_epoch);
 
-    int dim = r->train.dim, classes = r->train.classes;
-    r->x = malloc(sizeof(float) * (size_t)rows * (size_t)dim);
-    r->y = malloc(sizeof(int32_t) * (size_t)rows);
-    r->dlog = malloc(sizeof(float) * (size_t)rows * (size_t)classes);
-    r->eidx = malloc(sizeof(int64_t) * EVAL_ROWS);
+    size_t R = (size_t)rows, per = (size_t)t->seq;
+    r->x = malloc(sizeof(float) * R * (size_t)(t->text ? 1 : t->dim));
+    r->tok = malloc(sizeof(int32_t) * R * per);
+    r->y = malloc(sizeof(int32_t) * R * per);
+    r->eidx = malloc(sizeof(int64_t) * R);
     r->evalbuf = shmem_calloc(4, sizeof(float)); /* collective */
-    if (!r->x || !r->y || !r->dlog || !r->eidx || !r->evalbuf)
+    if (!r->x || !r->tok || !r->y || !r->eidx || !r->evalbuf)
         return report(r, sym__error(SYM_ENOMEM, "out of memory for the batch buffers"), 0);
 
     r->saved_step = -1;
@@ -432,15 +459,27 @@ static int setup(run_t *r) {
     if (r->speak) {
         char bsz[32];
         int nb = sym_ddp_num_buckets(r->ddp);
-        note(r, "%s (%s, dropout %g), %zu parameters; %s: %lld training / %lld test samples",
-             c->model.spec, sym_act_name(c->model.act), (double)c->model.dropout, r->P,
-             r->train.name, (long long)r->train.n, (long long)r->test.n);
+        const sym_model_config_t *m = &c->model;
+        if (t->text)
+            note(r, "%s (%d layers, %d wide, %d heads, vocabulary %d, context %d), %zu "
+                    "parameters; %s: %lld training / %lld validation sequences of %d tokens",
+                 m->spec, m->n_layer, m->n_embd, m->n_head, m->vocab, m->max_seq, r->P, t->name,
+                 (long long)t->n_train, (long long)t->n_eval, t->seq);
+        else
+            note(r, "%s (%s, dropout %g), %zu parameters; %s: %lld training / %lld test samples",
+                 m->spec, sym_act_name(m->act), (double)m->dropout, r->P, t->name,
+                 (long long)t->n_train, (long long)t->n_eval);
+        char len[64];
+        if (r->sched.total_steps < r->steps_per_epoch * c->epochs)
+            snprintf(len, sizeof len, "%lld steps (--max-steps)", (long long)r->sched.total_steps);
+        else
+            snprintf(len, sizeof len, "%d epoch%s = %lld steps", c->epochs,
+                     c->epochs == 1 ? "" : "s", (long long)r->sched.total_steps);
         note(r, "%d PE%s x %d BLAS thread%s (%s); global batch %d (%d per PE); %s, lr %g; "
-                "%d epoch%s = %lld steps; %d gradient bucket%s (%s)",
+                "%s; %d gradient bucket%s (%s)",
              r->npes, r->npes == 1 ? "" : "s", threads, threads == 1 ? "" : "s", sym_blas_name(),
-             c->global_batch, r->max_local, sym_optim_name(c->optim.kind), (double)c->lr,
-             c->epochs, c->epochs == 1 ? "" : "s", (long long)r->sched.total_steps, nb,
-             nb == 1 ? "" : "s", sym__fmt_size((r->P + SYM_GRAD_CTRL) * 4, bsz, sizeof bsz));
+             c->global_batch, r->max_local, sym_optim_name(c->optim.kind), (double)c->lr, len,
+             nb, nb == 1 ? "" : "s", sym__fmt_size((r->P + SYM_GRAD_CTRL) * 4, bsz, sizeof bsz));
     }
     return SYM_OK;
 }
@@ -451,15 +490,14 @@ static void teardown(run_t *r) {
         sym__warn("symtrain train", "%s", sym_last_error());
     if (r->evalbuf) shmem_free(r->evalbuf);
     free(r->x);
+    free(r->tok);
     free(r->y);
-    free(r->dlog);
     free(r->eidx);
     sym_loader_free(&r->loader);
     sym_ddp_destroy(r->ddp);
     sym_optim_destroy(r->opt);
     sym_model_destroy(r->model);
-    sym_dataset_free(&r->train);
-    sym_dataset_free(&r->test);
+    sym__task_free(&r->task);
 }
 
 /* ---- one step ---- */
@@ -469,23 +507,26 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
     const sym_train_config_t *c = r->cfg;
     double t0 = sym__now_s();
     sym_batch_t b = sym_loader_batch(&r->loader, r->sample);
-    sym_dataset_gather(&r->train, b.idx, b.count, r->x, r->y);
+    sym_input_t in;
+    sym__task_gather(&r->task, 1, b.idx, b.count, r->x, r->tok, r->y, &in);
     sym_forward_t f = {1, (uint64_t)r->step, b.row0};
     sym_tensor_t logits;
-    sym_input_t in = {b.count, 1, r->x, NULL};
     int rc = sym_model_forward(r->model, &in, &f, &logits);
     if (rc) return report(r, rc, 0);
-    /* Scaled so that the average over PEs is the mean over the global batch. */
-    float scale = (float)r->npes / (float)b.gsize;
-    sym_tensor_t dlog = sym_tensor_2d(r->dlog, b.count, logits.shape[1]);
-    double lsum = sym_softmax_xent(&logits, r->y, r->train.classes, scale, &dlog, NULL);
+    /* Scaled so that the average over PEs is the mean over the global batch's
+     * predictions; the gradient overwrites the logits. */
+    double predictions = (double)b.gsize * r->task.seq;
+    float scale = (float)(r->npes / predictions);
+    double lsum = sym_softmax_xent(&logits, r->y, sym_model_classes(r->model), scale, &logits,
+                                   NULL);
+    if (isnan(lsum)) return report(r, SYM_EINVAL, 0);
     float *g = sym_model_grads(r->model);
-    g[r->P + CTRL_LOSS] = (float)(lsum * r->npes / b.gsize);
+    g[r->P + CTRL_LOSS] = (float)(lsum * r->npes / predictions);
     g[r->P + CTRL_STOP] = stop_signal ? 1.0f : 0.0f;
 
     sym_ddp_begin(r->ddp);
     sym_model_zero_grads(r->model);
-    rc = sym_model_backward(r->model, &dlog, sym_ddp_ready, r->ddp);
+    rc = sym_model_backward(r->model, &logits, sym_ddp_ready, r->ddp);
     if (rc) return report(r, rc, 0);
     if ((rc = sym_ddp_finish(r->ddp))) return report(r, rc, 0);
     *loss_out = g[r->P + CTRL_LOSS];
@@ -505,6 +546,7 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
     rec->lr = lr;
     rec->grad_norm = *norm_out;
     rec->samples_per_s = b.gsize / (dt > 1e-9 ? dt : 1e-9);
+    rec->tokens_per_s = rec->samples_per_s * r->task.seq;
     rec->comm_s = st.wait_s + st.issue_s;
     rec->compute_s = dt - rec->comm_s;
     rec->bytes_allreduced = st.bytes_reduced;
@@ -536,18 +578,20 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     sigaction(SIGINT, &sa, &old_int);
 
     int rc = setup(&r), stopped = 0;
+    r.progress.seq = r.task.seq;
     r.last_save = sym__now_s();
     int64_t epoch_rows = 0;
     double epoch_loss = 0, test_loss = -1, test_acc = -1;
     int evaluated = 0;
+    int64_t eval_step = -1;
     while (!rc && r.epoch < cfg->epochs && !stopped &&
            !(cfg->max_steps && r.step >= cfg->max_steps)) {
         sym_loader_set_epoch(&r.loader, r.epoch);
-        sym__progress_epoch(&r.progress, r.epoch, cfg->epochs, r.train.n, r.sample);
+        sym__progress_epoch(&r.progress, r.epoch, cfg->epochs, r.task.n_train, r.sample);
         epoch_rows = 0;
         epoch_loss = 0;
         evaluated = 0;
-        while (r.sample < r.train.n && !(cfg->max_steps && r.step >= cfg->max_steps)) {
+        while (r.sample < r.task.n_train && !(cfg->max_steps && r.step >= cfg->max_steps)) {
             float loss;
             double norm;
             sym_step_record_t rec;
@@ -561,7 +605,14 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             sym__progress_update(&r.progress, r.sample, epoch_loss / (double)epoch_rows);
             if (r.me == kill_pe && r.step == kill_step) raise(SIGKILL);
             /* Where a checkpoint taken now would resume. */
-            if (r.sample >= r.train.n) break; /* the epoch's end: evaluate first */
+            if (r.sample >= r.task.n_train) break; /* the epoch's end: evaluate first */
+            if (cfg->eval_every && r.step % cfg->eval_every == 0) {
+                if ((rc = evaluate(&r, &test_loss, &test_acc))) break;
+                eval_step = r.step;
+                say_eval(&r, test_loss, test_acc);
+                if (r.metrics && sym_metrics_eval(r.metrics, r.step, r.epoch, test_loss, test_acc))
+                    sym__warn("symtrain train", "%s", sym_last_error());
+            }
             if (stop) {
                 stopped = 1;
                 break;
@@ -571,7 +622,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
                 save(&r);
         }
         if (rc) break;
-        if (r.sample >= r.train.n) { /* the epoch is complete */
+        if (r.sample >= r.task.n_train) { /* the epoch is complete */
             if ((rc = evaluate(&r, &test_loss, &test_acc))) break;
             evaluated = 1;
             if (r.metrics && sym_metrics_eval(r.metrics, r.step, r.epoch, test_loss, test_acc))
@@ -589,7 +640,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
                 save(&r);
         }
     }
-    if (!rc && !evaluated && !stopped) {
+    if (!rc && !evaluated && !stopped && eval_step != r.step) {
         /* Ended mid-epoch (--max-steps): evaluate where it stands. */
         sym__progress_clear(&r.progress);
         rc = evaluate(&r, &test_loss, &test_acc);
@@ -611,12 +662,17 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
                  res->checkpoint);
         else if (res->checkpoint[0])
             note(&r, "checkpoint %s", res->checkpoint);
-        if (test_acc >= 0 && !stopped)
+        if (r.task.text && test_acc >= 0)
+            note(&r, "validation loss %.4f (next-token accuracy %.1f%%) after %lld steps; "
+                     "total time %.1f s",
+                 test_loss, 100.0 * test_acc, (long long)r.step, secs);
+        else if (test_acc >= 0 && !stopped)
             note(&r, "test accuracy %.2f%% (loss %.4f) after %lld steps; total time %.1f s",
                  100.0 * test_acc, test_loss, (long long)r.step, secs);
         else if (test_acc >= 0)
             note(&r, "test accuracy at the last epoch's end %.2f%%; total time %.1f s",
                  100.0 * test_acc, secs);
+        if (r.task.text && cfg->sample_tokens > 0 && !stopped) rc = say_sample(&r);
     }
     res->steps = r.step;
     res->epochs_done = r.epoch;

@@ -46,10 +46,10 @@ static int done(sym_metrics_t *m, int n) {
 int sym_metrics_step(sym_metrics_t *m, const sym_step_record_t *r) {
     int n = fprintf(m->f,
                     "{\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,\"lr\":%.6g,\"grad_norm\":%.6g,"
-                    "\"samples_per_s\":%.1f,\"compute_s\":%.6f,\"comm_s\":%.6f,"
-                    "\"bytes_allreduced\":%llu}\n",
+                    "\"samples_per_s\":%.1f,\"tokens_per_s\":%.1f,\"compute_s\":%.6f,"
+                    "\"comm_s\":%.6f,\"bytes_allreduced\":%llu}\n",
                     (long long)r->step, (long long)r->epoch, (double)r->loss, (double)r->lr,
-                    r->grad_norm, r->samples_per_s, r->compute_s, r->comm_s,
+                    r->grad_norm, r->samples_per_s, r->tokens_per_s, r->compute_s, r->comm_s,
                     (unsigned long long)r->bytes_allreduced);
     return done(m, n);
 }

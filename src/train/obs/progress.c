@@ -3,10 +3,11 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
-#include "util/util.h"
 #include "progress.h"
+#include "util/util.h"
 
 #define BAR 24
 
@@ -15,6 +16,14 @@ void sym__progress_init(sym_progress_t *p, int enabled, double interval_s) {
     p->enabled = enabled;
     p->tty = isatty(STDOUT_FILENO);
     p->interval_s = interval_s > 0 ? interval_s : 10;
+    p->seq = 1;
+}
+
+/* "samples/s" or "tok/s", and the rate in those units. */
+static const char *unit(const sym_progress_t *p, double *rate) {
+    if (p->seq <= 1) return "samples/s";
+    *rate *= p->seq;
+    return "tok/s";
 }
 
 void sym__progress_epoch(sym_progress_t *p, int64_t epoch, int64_t epochs, int64_t total,
@@ -51,21 +60,22 @@ void sym__progress_update(sym_progress_t *p, int64_t done, double loss) {
     p->last = now;
     double rate = (double)(done - p->done0) / (now - p->t0 > 1e-9 ? now - p->t0 : 1e-9);
     char r[32], eta[32];
-    rate_text(rate, r, sizeof r);
     time_text(rate > 0 ? (double)(p->total - done) / rate : 0, eta, sizeof eta);
+    const char *u = unit(p, &rate);
+    rate_text(rate, r, sizeof r);
     int pct = p->total ? (int)(100 * done / p->total) : 100;
     if (p->tty) {
         char bar[BAR + 1];
         int fill = (int)(BAR * done / (p->total ? p->total : 1));
         for (int i = 0; i < BAR; i++) bar[i] = i < fill ? '#' : '.';
         bar[BAR] = '\0';
-        printf("\r\033[Kepoch %lld/%lld [%s] %3d%%  %s samples/s  loss %.4f  ETA %s",
-               (long long)p->epoch + 1, (long long)p->epochs, bar, pct, r, loss, eta);
+        printf("\r\033[Kepoch %lld/%lld [%s] %3d%%  %s %s  loss %.4f  ETA %s",
+               (long long)p->epoch + 1, (long long)p->epochs, bar, pct, r, u, loss, eta);
         p->drawn = 1;
     } else {
-        printf("epoch %lld/%lld  %3d%%  %lld/%lld  %s samples/s  loss %.4f  ETA %s\n",
+        printf("epoch %lld/%lld  %3d%%  %lld/%lld  %s %s  loss %.4f  ETA %s\n",
                (long long)p->epoch + 1, (long long)p->epochs, pct, (long long)done,
-               (long long)p->total, r, loss, eta);
+               (long long)p->total, r, u, loss, eta);
     }
     fflush(stdout);
 }
@@ -82,11 +92,17 @@ void sym__progress_end_epoch(sym_progress_t *p, int64_t done, double loss, doubl
     if (!p->enabled) return;
     sym__progress_clear(p);
     double dt = sym__now_s() - p->t0;
-    char r[32], acc[48] = "";
-    rate_text((double)(done - p->done0) / (dt > 1e-9 ? dt : 1e-9), r, sizeof r);
-    if (test_acc >= 0) snprintf(acc, sizeof acc, "  test accuracy %.2f%%", 100.0 * test_acc);
-    printf("epoch %lld/%lld  %s samples/s  loss %.4f%s  (%.1f s)\n", (long long)p->epoch + 1,
-           (long long)p->epochs, r, loss, acc, dt);
+    char r[32], acc[48] = "", mem[32];
+    double rate = (double)(done - p->done0) / (dt > 1e-9 ? dt : 1e-9);
+    const char *u = unit(p, &rate);
+    rate_text(rate, r, sizeof r);
+    if (test_acc >= 0 && p->seq <= 1)
+        snprintf(acc, sizeof acc, "  test accuracy %.2f%%", 100.0 * test_acc);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    sym__fmt_size((size_t)ru.ru_maxrss * 1024, mem, sizeof mem);
+    printf("epoch %lld/%lld  %s %s  loss %.4f%s  (%.1f s, %s peak memory)\n",
+           (long long)p->epoch + 1, (long long)p->epochs, r, u, loss, acc, dt, mem);
     fflush(stdout);
     p->last = sym__now_s();
 }

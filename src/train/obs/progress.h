@@ -2,7 +2,7 @@
  * progress.h — what PE 0 shows while training: a progress bar per epoch on a
  * terminal (redrawn in place, at most ten times a second), or one plain line
  * per interval when stdout is a file or a pipe; both end each epoch with a
- * summary line.
+ * summary line (with this PE's peak resident memory).
  */
 #ifndef SYM_TRAIN_PROGRESS_H
 #define SYM_TRAIN_PROGRESS_H
@@ -18,6 +18,7 @@ typedef struct {
     int64_t done0;      /* samples already done when this run entered the epoch */
     double t0, last;    /* epoch start, last output */
     int drawn;          /* a bar is on the screen */
+    int seq;            /* tokens per sample: > 1 shows tokens/s instead of samples/s */
 } sym_progress_t;
 
 void sym__progress_init(sym_progress_t *p, int enabled, double interval_s);
