@@ -15,6 +15,13 @@
  * gradient would have been caught, so the tolerance is known to be tight.
  * ReLU inputs are kept further from its kink than a step can move them, and
  * inputs are redrawn until some gradient is large enough to compare.
+ *
+ * Backward passes add into their gradients (nn.h), so the buffers start at a
+ * known offset that is taken off afterwards: a backward that overwrote would
+ * be off by it. The GPT's layers (embedding, LayerNorm, attention, GELU-tanh,
+ * residual) are checked the same way, their forwards also against fp64
+ * references, and they are run with 1 and 4 threads on inputs large enough
+ * to be split, which must agree bit for bit.
  */
 #include <math.h>
 #include <stdio.h>
@@ -151,7 +158,7 @@ enum { N = 64 };
 
 typedef struct {
     float x[N], y[N], r[N], mask[N];
-    int kind; /* 0 relu, 1 gelu, 2 dropout */
+    int kind; /* 0 relu, 1 gelu, 2 dropout, 3 gelu (tanh) */
 } act_t;
 
 static double act_loss(void *ctx) {
@@ -160,13 +167,15 @@ static double act_loss(void *ctx) {
         sym_relu_forward(c->x, c->y, N);
     else if (c->kind == 1)
         sym_gelu_forward(c->x, c->y, N);
+    else if (c->kind == 3)
+        sym_gelu_tanh_forward(c->x, c->y, N);
     else /* 8 rows of 8: the mask is a function of (key, step, row, unit) */
         sym_dropout_forward(c->x, c->y, c->mask, 8, 8, 0.3f, 0xfeed, 7, 3);
     return dot(c->r, c->y, N);
 }
 
 static void check_activation(int kind) {
-    static const char *names[] = {"relu dx", "gelu dx", "dropout dx"};
+    static const char *names[] = {"relu dx", "gelu dx", "dropout dx", "gelu_tanh dx"};
     act_t c;
     c.kind = kind;
     fill(c.r, N, -1, 1);
@@ -184,6 +193,8 @@ static void check_activation(int kind) {
         sym_relu_backward(c.x, c.r, dx, N);
     else if (kind == 1)
         sym_gelu_backward(c.x, c.r, dx, N);
+    else if (kind == 3)
+        sym_gelu_tanh_backward(c.x, c.r, dx, N);
     else
         sym_dropout_backward(c.r, c.mask, dx, N);
     double num[N];
@@ -221,6 +232,452 @@ static void check_dropout_masks(void) {
           R * Wd);
     printf("  %-28s keeps %.4f (p = %.2f), identical when rows are split over PEs\n",
            "dropout masks", frac, (double)p);
+}
+
+/* ---- the GPT's layers ---- */
+
+/* Gradient buffers start here and have it taken off after the backward. */
+#define GRAD0 0.5f
+
+static void grad_start(float *g, size_t n) {
+    for (size_t i = 0; i < n; i++) g[i] = GRAD0;
+}
+static void grad_unstart(float *g, size_t n) {
+    for (size_t i = 0; i < n; i++) g[i] -= GRAD0;
+}
+static void poison(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = NAN;
+}
+
+/* GELU-tanh against its formula in double over a wide range (the gradient
+ * check above covers [-3, 3]); the backward in place gives the same bits. */
+static double gelu_tanh_ref(double x, double *deriv) {
+    const double k = 0.79788456080286535588, a = 0.044715; /* sqrt(2/pi) */
+    double t = tanh(k * (x + a * x * x * x));
+    *deriv = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * a * x * x);
+    return 0.5 * x * (1 + t);
+}
+
+static void check_gelu_tanh_formula(void) {
+    enum { G = 4096 };
+    static float x[G], y[G], dy[G], dx[G], dxi[G];
+    fill(x, G, -8, 8);
+    fill(dy, G, -2, 2);
+    x[0] = 0.0f;
+    x[1] = 1e-20f;
+    x[2] = -1e-20f;
+    poison(y, G);
+    poison(dx, G);
+    sym_gelu_tanh_forward(x, y, G);
+    sym_gelu_tanh_backward(x, dy, dx, G);
+    memcpy(dxi, dy, sizeof dxi);
+    sym_gelu_tanh_backward(x, dxi, dxi, G);
+    double wy = 0, wd = 0;
+    for (int i = 0; i < G; i++) {
+        double d, ref = gelu_tanh_ref(x[i], &d);
+        d *= dy[i];
+        /* fp32 tanhf: a few ulps, and 1 + t loses digits where t nears -1 */
+        double ey = fabs(y[i] - ref) / (1e-6 + 1e-6 * fabs(ref));
+        double ed = fabs(dx[i] - d) / (1e-5 + 1e-5 * fabs(d));
+        CHECK(ey <= 1.0, "gelu_tanh(%.9g) = %.9g, formula in double %.9g", (double)x[i],
+              (double)y[i], ref);
+        CHECK(ed <= 1.0, "gelu_tanh backward at x %.9g, dy %.9g: %.9g, formula in double %.9g",
+              (double)x[i], (double)dy[i], (double)dx[i], d);
+        wy = fmax(wy, ey);
+        wd = fmax(wd, ed);
+    }
+    CHECK(memcmp(dx, dxi, sizeof dx) == 0, "gelu_tanh backward in place (dx == dy) differs");
+    printf("  %-28s %4d elements in [-8, 8]: y worst %.3f, dx worst %.3f of tolerance\n",
+           "gelu_tanh vs fp64 formula", G, wy, wd);
+}
+
+/* Residual: out = a + b exactly, in place too; da and db gain dout. */
+enum { RN = 64 };
+
+typedef struct {
+    float a[RN], b[RN], y[RN], r[RN];
+} res_t;
+
+static double res_loss(void *ctx) {
+    res_t *c = ctx;
+    sym_residual_forward(c->y, c->a, c->b, RN);
+    return dot(c->r, c->y, RN);
+}
+
+static void check_residual(void) {
+    res_t c;
+    fill(c.a, RN, -1, 1);
+    fill(c.b, RN, -1, 1);
+    fill(c.r, RN, -1, 1);
+    poison(c.y, RN);
+    res_loss(&c);
+    float t[RN];
+    memcpy(t, c.a, sizeof t);
+    sym_residual_forward(t, t, c.b, RN); /* out == a */
+    for (int i = 0; i < RN; i++) {
+        CHECK(c.y[i] == c.a[i] + c.b[i], "residual element %d: %g + %g gave %g", i,
+              (double)c.a[i], (double)c.b[i], (double)c.y[i]);
+        CHECK(t[i] == c.y[i], "residual in place (out == a), element %d differs", i);
+    }
+    float da[RN], db[RN];
+    grad_start(da, RN);
+    grad_start(db, RN);
+    sym_residual_backward(da, db, c.r, RN);
+    grad_unstart(da, RN);
+    grad_unstart(db, RN);
+    double num[RN];
+    numeric(res_loss, &c, c.a, RN, num);
+    compare("residual da", num, da, RN);
+    numeric(res_loss, &c, c.b, RN, num);
+    compare("residual db", num, db, RN);
+    /* da == db: the one buffer gains dout twice */
+    float both[RN];
+    grad_start(both, RN);
+    sym_residual_backward(both, both, c.r, RN);
+    for (int i = 0; i < RN; i++)
+        CHECK(both[i] == (GRAD0 + c.r[i]) + c.r[i], "residual backward with da == db, element %d",
+              i);
+}
+
+/* Embedding: a batch of 2 sequences of 3 in which one token appears three
+ * times (twice in one sequence, once at the same position in the other). */
+enum { EB = 2, ET = 3, EC = 4, EV = 5 };
+
+typedef struct {
+    float wte[EV * EC], wpe[ET * EC], y[EB * ET * EC], r[EB * ET * EC];
+    int32_t tok[EB * ET];
+} emb_t;
+
+static double emb_loss(void *ctx) {
+    emb_t *c = ctx;
+    sym_embed_forward(c->y, c->tok, c->wte, c->wpe, EB, ET, EC);
+    return dot(c->r, c->y, EB * ET * EC);
+}
+
+static void check_embed(void) {
+    emb_t c;
+    fill(c.wte, EV * EC, -1, 1);
+    fill(c.wpe, ET * EC, -1, 1);
+    fill(c.r, EB * ET * EC, -1, 1);
+    for (int i = 0; i < EB * ET; i++) c.tok[i] = (int32_t)(test_next(&rng) % EV);
+    c.tok[1] = c.tok[0];      /* (0,1) repeats (0,0) */
+    c.tok[ET + 1] = c.tok[0]; /* (1,1): another sequence, the same position as (0,1) */
+    poison(c.y, EB * ET * EC);
+    emb_loss(&c);
+    for (int r = 0; r < EB * ET; r++)
+        for (int j = 0; j < EC; j++) {
+            float want = c.wte[c.tok[r] * EC + j] + c.wpe[(r % ET) * EC + j];
+            CHECK(c.y[r * EC + j] == want, "embedding row %d column %d: %g, wte + wpe is %g", r, j,
+                  (double)c.y[r * EC + j], (double)want);
+        }
+    float dwte[EV * EC], dwpe[ET * EC], rte[EV * EC], rpe[ET * EC];
+    grad_start(dwte, EV * EC);
+    grad_start(dwpe, ET * EC);
+    sym_embed_backward(dwte, dwpe, c.r, c.tok, EB, ET, EC);
+    /* the contract's order: every (b, t) in turn, in fp32, onto the start */
+    grad_start(rte, EV * EC);
+    grad_start(rpe, ET * EC);
+    for (int r = 0; r < EB * ET; r++)
+        for (int j = 0; j < EC; j++) {
+            rte[c.tok[r] * EC + j] += c.r[r * EC + j];
+            rpe[(r % ET) * EC + j] += c.r[r * EC + j];
+        }
+    CHECK(memcmp(dwte, rte, sizeof rte) == 0, "embedding dwte differs from the (b, t)-order sums");
+    CHECK(memcmp(dwpe, rpe, sizeof rpe) == 0, "embedding dwpe differs from the (b, t)-order sums");
+    grad_unstart(dwte, EV * EC);
+    grad_unstart(dwpe, ET * EC);
+    double num[EV * EC];
+    numeric(emb_loss, &c, c.wte, EV * EC, num);
+    compare("embedding dwte (token x3)", num, dwte, EV * EC);
+    numeric(emb_loss, &c, c.wpe, ET * EC, num);
+    compare("embedding dwpe", num, dwpe, ET * EC);
+}
+
+/* LayerNorm: rows off-centre (x in [-1, 3]); the forward against fp64. */
+enum { LNR = 4, LNC = 6 };
+
+typedef struct {
+    float x[LNR * LNC], w[LNC], b[LNC], y[LNR * LNC], r[LNR * LNC], mean[LNR], rstd[LNR];
+} ln_t;
+
+static double ln_loss(void *ctx) {
+    ln_t *c = ctx;
+    sym_layernorm_forward(c->y, c->mean, c->rstd, c->x, c->w, c->b, LNR, LNC);
+    return dot(c->r, c->y, LNR * LNC);
+}
+
+/* mean, rstd (biased variance, eps 1e-5) and out of row x (C) in double */
+static void ln_ref(const float *x, const float *w, const float *b, int C, double *mean,
+                   double *rstd, double *out) {
+    double m = 0, v = 0;
+    for (int j = 0; j < C; j++) m += x[j];
+    m /= C;
+    for (int j = 0; j < C; j++) v += (x[j] - m) * (x[j] - m);
+    v /= C;
+    *mean = m;
+    *rstd = 1 / sqrt(v + 1e-5);
+    for (int j = 0; j < C; j++) out[j] = (x[j] - m) * *rstd * w[j] + b[j];
+}
+
+static void check_layernorm(void) {
+    ln_t c;
+    fill(c.x, LNR * LNC, -1, 3);
+    fill(c.w, LNC, -1.5, 1.5);
+    fill(c.b, LNC, -1, 1);
+    fill(c.r, LNR * LNC, -1, 1);
+    poison(c.y, LNR * LNC);
+    poison(c.mean, LNR);
+    poison(c.rstd, LNR);
+    ln_loss(&c);
+    for (int r = 0; r < LNR; r++) {
+        double m, rs, out[LNC];
+        ln_ref(c.x + r * LNC, c.w, c.b, LNC, &m, &rs, out);
+        CHECK(fabs(c.mean[r] - m) <= 1e-6 * (1 + fabs(m)), "layernorm row %d: mean %.9g, fp64 %.9g",
+              r, (double)c.mean[r], m);
+        CHECK(fabs(c.rstd[r] - rs) <= 1e-6 * rs, "layernorm row %d: rstd %.9g, fp64 %.9g", r,
+              (double)c.rstd[r], rs);
+        for (int j = 0; j < LNC; j++)
+            CHECK(fabs(c.y[r * LNC + j] - out[j]) <= 1e-5 * (1 + fabs(out[j])),
+                  "layernorm row %d column %d: %.9g, fp64 %.9g", r, j, (double)c.y[r * LNC + j],
+                  out[j]);
+    }
+    /* A constant row: variance 0, so rstd is 1 / sqrt(eps) and out is b. */
+    float cx[LNC], cy[LNC], cm, crs;
+    for (int j = 0; j < LNC; j++) cx[j] = 2.5f;
+    sym_layernorm_forward(cy, &cm, &crs, cx, c.w, c.b, 1, LNC);
+    CHECK(cm == 2.5f && fabs(crs - 1 / sqrt(1e-5)) <= 1e-6 * crs,
+          "layernorm of a constant row: mean %.9g, rstd %.9g (1 / sqrt(1e-5) = %.9g)", (double)cm,
+          (double)crs, 1 / sqrt(1e-5));
+    for (int j = 0; j < LNC; j++)
+        CHECK(cy[j] == c.b[j], "layernorm of a constant row: column %d is %g, not b = %g", j,
+              (double)cy[j], (double)c.b[j]);
+    float dx[LNR * LNC], dw[LNC], db[LNC];
+    grad_start(dx, LNR * LNC);
+    grad_start(dw, LNC);
+    grad_start(db, LNC);
+    sym_layernorm_backward(dx, dw, db, c.r, c.x, c.w, c.mean, c.rstd, LNR, LNC);
+    grad_unstart(dx, LNR * LNC);
+    grad_unstart(dw, LNC);
+    grad_unstart(db, LNC);
+    double num[LNR * LNC];
+    numeric(ln_loss, &c, c.x, LNR * LNC, num);
+    compare("layernorm dx", num, dx, LNR * LNC);
+    numeric(ln_loss, &c, c.w, LNC, num);
+    compare("layernorm dw", num, dw, LNC);
+    numeric(ln_loss, &c, c.b, LNC, num);
+    compare("layernorm db", num, db, LNC);
+}
+
+/* Attention: B=2, T=5, C=8 in 2 heads of 4; the forward against fp64. */
+enum { AB = 2, AT = 5, AC = 8, ANH = 2, AHS = AC / ANH };
+
+typedef struct {
+    float qkv[AB * AT * 3 * AC], out[AB * AT * AC], att[AB * ANH * AT * AT], r[AB * AT * AC];
+} attn_t;
+
+static double attn_loss(void *ctx) {
+    attn_t *c = ctx;
+    CHECK(sym_attention_forward(c->out, c->att, c->qkv, AB, AT, AC, ANH) == 0, "%s",
+          sym_last_error());
+    return dot(c->r, c->out, AB * AT * AC);
+}
+
+static void check_attention(void) {
+    attn_t c;
+    fill(c.qkv, AB * AT * 3 * AC, -2, 2);
+    fill(c.r, AB * AT * AC, -1, 1);
+    poison(c.out, AB * AT * AC);
+    poison(c.att, AB * ANH * AT * AT);
+    attn_loss(&c);
+    double wa = 0, wo = 0;
+    for (int b = 0; b < AB; b++)
+        for (int h = 0; h < ANH; h++) {
+            const float *base = c.qkv + b * AT * 3 * AC + h * AHS;
+            const float *A = c.att + (b * ANH + h) * AT * AT;
+            double p[AT][AT] = {{0}};
+            for (int i = 0; i < AT; i++) {
+                double mx = -1e300, sum = 0, fsum = 0;
+                for (int j = 0; j <= i; j++) {
+                    double s = 0;
+                    for (int d = 0; d < AHS; d++)
+                        s += (double)base[i * 3 * AC + d] * base[j * 3 * AC + AC + d];
+                    p[i][j] = s / sqrt((double)AHS);
+                    mx = fmax(mx, p[i][j]);
+                }
+                for (int j = 0; j <= i; j++) sum += p[i][j] = exp(p[i][j] - mx);
+                for (int j = 0; j < AT; j++) {
+                    float got = A[i * AT + j];
+                    if (j > i) {
+                        CHECK(got == 0.0f, "att[%d,%d] row %d column %d (above the diagonal) is %g",
+                              b, h, i, j, (double)got);
+                        continue;
+                    }
+                    p[i][j] /= sum;
+                    fsum += got;
+                    CHECK(fabs(got - p[i][j]) <= 1e-6,
+                          "att[%d,%d] row %d column %d: %.9g, fp64 %.9g", b, h, i, j, (double)got,
+                          p[i][j]);
+                    wa = fmax(wa, fabs(got - p[i][j]) / 1e-6);
+                }
+                CHECK(fabs(fsum - 1) <= 1e-6, "att[%d,%d] row %d sums to %.9g", b, h, i, fsum);
+                for (int d = 0; d < AHS; d++) {
+                    double o = 0;
+                    for (int j = 0; j <= i; j++) o += p[i][j] * base[j * 3 * AC + 2 * AC + d];
+                    float got = c.out[(b * AT + i) * AC + h * AHS + d];
+                    double e = fabs(got - o) / (1e-5 * (1 + fabs(o)));
+                    CHECK(e <= 1.0, "attention out[%d,%d,%d]: %.9g, fp64 %.9g", b, i, h * AHS + d,
+                          (double)got, o);
+                    wo = fmax(wo, e);
+                }
+            }
+        }
+    printf("  %-28s att worst %.3f, out worst %.3f of tolerance; causal, rows sum to 1\n",
+           "attention vs fp64", wa, wo);
+    float dqkv[AB * AT * 3 * AC], scratch[AT * AT];
+    grad_start(dqkv, AB * AT * 3 * AC);
+    poison(scratch, AT * AT);
+    CHECK(sym_attention_backward(dqkv, scratch, c.r, c.qkv, c.att, AB, AT, AC, ANH) == 0, "%s",
+          sym_last_error());
+    grad_unstart(dqkv, AB * AT * 3 * AC);
+    double num[AB * AT * 3 * AC];
+    numeric(attn_loss, &c, c.qkv, AB * AT * 3 * AC, num);
+    compare("attention dqkv", num, dqkv, AB * AT * 3 * AC);
+    /* A width that the heads do not divide, and an empty sequence, are refused. */
+    CHECK(sym_attention_forward(c.out, c.att, c.qkv, AB, AT, AC, 3) == SYM_EINVAL &&
+              strstr(sym_last_error(), "not a multiple"),
+          "attention forward with C=8, NH=3 was not refused: %s", sym_last_error());
+    CHECK(sym_attention_backward(dqkv, scratch, c.r, c.qkv, c.att, AB, AT, AC, 3) == SYM_EINVAL,
+          "attention backward with C=8, NH=3 was not refused");
+    CHECK(sym_attention_forward(c.out, c.att, c.qkv, AB, 0, AC, ANH) == SYM_EINVAL,
+          "attention forward with T=0 was not refused");
+}
+
+/* ---- the same bits whatever the threads ---- */
+
+/* Large enough that each loop covers >= 4 * SYM_PAR_CHUNK elements, so 4
+ * threads split it 4 ways: LayerNorm (N,C), the embedding (B,T,C) over V
+ * tokens (each about 8 times), attention (B=1) with T*T per head. */
+enum { DN = 512, DC = 512, DB = 4, DT = 128, DE = 512, DV = 64, QT = 512, QC = 64, QH = 2 };
+
+enum { S_LN_Y, S_LN_MEAN, S_LN_RSTD, S_LN_DX, S_LN_DW, S_LN_DB, S_EM_OUT, S_EM_DWTE, S_EM_DWPE,
+       S_AT_OUT, S_AT_ATT, S_AT_DQKV, NSEG };
+
+static const struct {
+    const char *name;
+    size_t n;
+} seg[NSEG] = {
+    {"layernorm out", DN * DC}, {"layernorm mean", DN},      {"layernorm rstd", DN},
+    {"layernorm dx", DN * DC},  {"layernorm dw", DC},        {"layernorm db", DC},
+    {"embedding out", DB * DT * DE}, {"embedding dwte", DV * DE}, {"embedding dwpe", DT * DE},
+    {"attention out", QT * QC}, {"attention att", QH * QT * QT}, {"attention dqkv", QT * 3 * QC},
+};
+
+typedef struct {
+    float *ln_x, *ln_w, *ln_b, *ln_g; /* (DN,DC), (DC), (DC), (DN,DC) */
+    float *wte, *wpe, *em_g;          /* (DV,DE), (DT,DE), (DB,DT,DE) */
+    int32_t *tok;                     /* (DB,DT) */
+    float *qkv, *at_g, *scratch;      /* (QT,3QC), (QT,QC), (QT,QT) */
+} gpt_in_t;
+
+static float *alloc_fill(size_t n, double lo, double hi) {
+    float *x = malloc(n * sizeof *x);
+    CHECK(x != NULL, "out of memory for %zu floats", n);
+    fill(x, n, lo, hi);
+    return x;
+}
+
+/* Every output of the layers with `threads` threads, from the same start. */
+static void run_gpt_layers(int threads, const gpt_in_t *in, float **o) {
+    sym_blas_set_threads(threads);
+    for (int s = 0; s < NSEG; s++) grad_start(o[s], seg[s].n);
+    sym_layernorm_forward(o[S_LN_Y], o[S_LN_MEAN], o[S_LN_RSTD], in->ln_x, in->ln_w, in->ln_b, DN,
+                          DC);
+    sym_layernorm_backward(o[S_LN_DX], o[S_LN_DW], o[S_LN_DB], in->ln_g, in->ln_x, in->ln_w,
+                           o[S_LN_MEAN], o[S_LN_RSTD], DN, DC);
+    sym_embed_forward(o[S_EM_OUT], in->tok, in->wte, in->wpe, DB, DT, DE);
+    sym_embed_backward(o[S_EM_DWTE], o[S_EM_DWPE], in->em_g, in->tok, DB, DT, DE);
+    CHECK(sym_attention_forward(o[S_AT_OUT], o[S_AT_ATT], in->qkv, 1, QT, QC, QH) == 0, "%s",
+          sym_last_error());
+    CHECK(sym_attention_backward(o[S_AT_DQKV], in->scratch, in->at_g, in->qkv, o[S_AT_ATT], 1, QT,
+                                 QC, QH) == 0,
+          "%s", sym_last_error());
+}
+
+static void check_thread_independence(void) {
+    gpt_in_t in;
+    in.ln_x = alloc_fill((size_t)DN * DC, -1, 3);
+    in.ln_w = alloc_fill(DC, -1.5, 1.5);
+    in.ln_b = alloc_fill(DC, -1, 1);
+    in.ln_g = alloc_fill((size_t)DN * DC, -1, 1);
+    /* dw and db are summed in double, which would hide a changed order of the
+     * rows once rounded to fp32. So rows 0 and DN-1 get the same x and
+     * gradients of +-1e12, which cancel: what is left is the other rows' sum
+     * with the rounding steps of 1e12 (about 1e-4) it took in the order it was
+     * added, and a different order shows in fp32. */
+    memcpy(in.ln_x + (size_t)(DN - 1) * DC, in.ln_x, DC * sizeof *in.ln_x);
+    for (int j = 0; j < DC; j++) {
+        in.ln_g[j] = 1e12f;
+        in.ln_g[(size_t)(DN - 1) * DC + j] = -1e12f;
+    }
+    in.wte = alloc_fill((size_t)DV * DE, -1, 1);
+    in.wpe = alloc_fill((size_t)DT * DE, -1, 1);
+    in.em_g = alloc_fill((size_t)DB * DT * DE, -1, 1);
+    in.qkv = alloc_fill((size_t)QT * 3 * QC, -2, 2);
+    in.at_g = alloc_fill((size_t)QT * QC, -1, 1);
+    in.scratch = alloc_fill((size_t)QT * QT, -1, 1);
+    in.tok = malloc(DB * DT * sizeof *in.tok);
+    CHECK(in.tok != NULL, "out of memory");
+    for (int i = 0; i < DB * DT; i++) in.tok[i] = (int32_t)(test_next(&rng) % DV);
+    float *one[NSEG], *four[NSEG];
+    for (int s = 0; s < NSEG; s++) {
+        one[s] = malloc(seg[s].n * sizeof(float));
+        four[s] = malloc(seg[s].n * sizeof(float));
+        CHECK(one[s] && four[s], "out of memory for %s", seg[s].name);
+    }
+    run_gpt_layers(1, &in, one);
+    run_gpt_layers(4, &in, four);
+    sym_blas_set_threads(1);
+    for (int s = 0; s < NSEG; s++) {
+        size_t i = 0;
+        while (i < seg[s].n && memcmp(&one[s][i], &four[s][i], sizeof(float)) == 0) i++;
+        CHECK(i == seg[s].n, "%s element %zu: %.9g with 1 thread, %.9g with 4", seg[s].name, i,
+              (double)one[s][i], (double)four[s][i]);
+    }
+    /* ... and the embedding's sums are the (b, t)-order ones of the contract */
+    float *rte = malloc((size_t)DV * DE * sizeof *rte);
+    float *rpe = malloc((size_t)DT * DE * sizeof *rpe);
+    CHECK(rte && rpe, "out of memory");
+    grad_start(rte, (size_t)DV * DE);
+    grad_start(rpe, (size_t)DT * DE);
+    for (int r = 0; r < DB * DT; r++)
+        for (int j = 0; j < DE; j++) {
+            rte[(size_t)in.tok[r] * DE + j] += in.em_g[(size_t)r * DE + j];
+            rpe[(size_t)(r % DT) * DE + j] += in.em_g[(size_t)r * DE + j];
+        }
+    CHECK(memcmp(rte, four[S_EM_DWTE], (size_t)DV * DE * sizeof *rte) == 0,
+          "embedding dwte with 4 threads differs from the (b, t)-order sums");
+    CHECK(memcmp(rpe, four[S_EM_DWPE], (size_t)DT * DE * sizeof *rpe) == 0,
+          "embedding dwpe with 4 threads differs from the (b, t)-order sums");
+    printf("  %-28s layernorm %dx%d, embedding %dx%dx%d (V %d), attention T %d: 1 and 4 threads "
+           "agree bit for bit\n",
+           "thread independence", DN, DC, DB, DT, DE, DV, QT);
+    free(rte);
+    free(rpe);
+    for (int s = 0; s < NSEG; s++) {
+        free(one[s]);
+        free(four[s]);
+    }
+    free(in.ln_x);
+    free(in.ln_w);
+    free(in.ln_b);
+    free(in.ln_g);
+    free(in.wte);
+    free(in.wpe);
+    free(in.em_g);
+    free(in.qkv);
+    free(in.at_g);
+    free(in.scratch);
+    free(in.tok);
 }
 
 /* ---- softmax cross-entropy ---- */
@@ -372,12 +829,19 @@ int main(void) {
     check_activation(0);
     check_activation(1);
     check_activation(2);
+    check_activation(3);
+    check_gelu_tanh_formula();
     check_dropout_masks();
+    check_residual();
+    check_embed();
+    check_layernorm();
+    check_attention();
     check_xent();
     check_model("mlp:6-5-4-3", SYM_ACT_GELU, 0.0f);
     check_model("mlp:6-8-3", SYM_ACT_GELU, 0.3f);
     check_model("mlp:6-8-3", SYM_ACT_RELU, 0.3f);
     check_model("mlp:6-3", SYM_ACT_GELU, 0.0f);
+    check_thread_independence(); /* last: it leaves the threads at 1 */
     printf("train_gradcheck: all gradients match\n");
     return 0;
 }
