@@ -4,8 +4,10 @@
  *
  * A checkpoint is a directory DIR/step-NNNNNNNN/ holding data files (model.bin,
  * optim.bin, ...) and manifest.json: the training position (step, epoch,
- * sample), RNG states, world size, model config, and each file's size and
- * CRC32C. It is written under a temporary name, every file and the directory
+ * sample), RNG states, world size, model config, each file's size and
+ * CRC32C, and a table of the tensors the files hold (name, dtype, shape, and
+ * where in which file), so a reader finds "h.3.attn.c_attn.weight" without
+ * knowing the model's layout. It is written under a temporary name, every file and the directory
  * fsync'd, then renamed into place and the parent fsync'd: a crash leaves
  * either a whole checkpoint or a temporary directory that readers ignore.
  * After each write the newest `keep` checkpoints up to its step are kept;
@@ -25,7 +27,19 @@
 extern "C" {
 #endif
 
+#include "tensor.h"
+
 #define SYM_CKPT_MAX_FILES 4
+
+/* One tensor stored in a checkpoint file: contiguous, little-endian. */
+typedef struct {
+    char name[80];       /* "wte", "exp_avg.h.0.ln_1.weight", ... */
+    char file[32];       /* which data file */
+    sym_dtype_t dtype;
+    int ndim;
+    int64_t shape[SYM_MAX_DIMS];
+    uint64_t offset;     /* bytes into the file */
+} sym_ckpt_tensor_t;
 
 typedef struct {
     int64_t step;          /* optimizer steps taken */
@@ -46,6 +60,9 @@ typedef struct {
     uint64_t optim_steps;
     char dataset[64];
     int64_t train_samples;
+    int ntensors;                 /* the tensor table (may be 0) */
+    sym_ckpt_tensor_t *tensors;   /* writing: the caller's (copied by the writer);
+                                     reading: owned by the sym_ckpt_t */
 } sym_ckpt_meta_t;
 
 typedef struct {
@@ -100,6 +117,8 @@ int sym_ckpt_load_latest(const char *dir, sym_ckpt_t *out,
 int64_t sym_ckpt_newest_step(const char *dir);
 /* The file named `name`, or NULL. */
 const sym_ckpt_file_t *sym_ckpt_file(const sym_ckpt_t *ck, const char *name);
+/* The tensor named `name` in the table, or NULL. */
+const sym_ckpt_tensor_t *sym_ckpt_tensor(const sym_ckpt_t *ck, const char *name);
 void sym_ckpt_release(sym_ckpt_t *ck);
 
 #ifdef __cplusplus

@@ -301,7 +301,37 @@ static int save(run_t *r) {
         {"model.bin", sym_model_params(r->model), r->P * sizeof(float), 0},
         {"optim.bin", ostate, osize, 0},
     };
+    /* The tensor table: every parameter in model.bin, and its optimizer state
+     * (after the state's header, one fp32 array of P per kind of state). */
+    int nt = sym_model_num_tensors(r->model), adam = c->optim.kind == SYM_OPT_ADAMW;
+    int nstate = adam ? 2 : 1;
+    static const char *const state_name[2][2] = {{"momentum", ""}, {"exp_avg", "exp_avg_sq"}};
+    size_t hdr = osize - (size_t)nstate * r->P * sizeof(float);
+    sym_ckpt_tensor_t *tab = calloc((size_t)nt * (size_t)(1 + nstate), sizeof *tab);
+    if (!tab) {
+        free(ostate);
+        return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);
+    }
+    for (int i = 0; i < nt; i++) {
+        const sym_param_t *p = sym_model_param(r->model, i);
+        for (int k = 0; k <= nstate; k++) {
+            sym_ckpt_tensor_t *e = &tab[k * nt + i];
+            if (k == 0)
+                snprintf(e->name, sizeof e->name, "%s", p->name);
+            else
+                snprintf(e->name, sizeof e->name, "%s.%s", state_name[adam][k - 1], p->name);
+            snprintf(e->file, sizeof e->file, "%s", k ? "optim.bin" : "model.bin");
+            e->dtype = SYM_DT_F32;
+            e->ndim = p->ndim;
+            memcpy(e->shape, p->shape, sizeof e->shape);
+            e->offset = (k ? hdr + (size_t)(k - 1) * r->P * sizeof(float) : 0) +
+                        p->offset * sizeof(float);
+        }
+    }
+    m.tensors = tab;
+    m.ntensors = nt * (1 + nstate);
     int rc = sym_ckpt_save(r->writer, &m, files, 2);
+    free(tab);
     free(ostate);
     if (rc) /* the previous save failed; say so, keep training */
         sym__warn("symtrain train", "a checkpoint could not be written: %s", sym_last_error());

@@ -239,6 +239,19 @@ static void manifest_json(sym_jbuf_t *b, const sym_ckpt_meta_t *m, const sym_ckp
     sym__jbuf_printf(b, "  \"data\": {\"name\": ");
     sym__jbuf_string(b, m->dataset);
     sym__jbuf_printf(b, ", \"train_samples\": %lld},\n", (long long)m->train_samples);
+    sym__jbuf_printf(b, "  \"tensors\": [");
+    for (int i = 0; i < m->ntensors; i++) {
+        const sym_ckpt_tensor_t *t = &m->tensors[i];
+        sym__jbuf_printf(b, "%s\n    {\"name\": ", i ? "," : "");
+        sym__jbuf_string(b, t->name);
+        sym__jbuf_printf(b, ", \"file\": ");
+        sym__jbuf_string(b, t->file);
+        sym__jbuf_printf(b, ", \"dtype\": \"%s\", \"shape\": [", sym_dtype_name(t->dtype));
+        for (int d = 0; d < t->ndim; d++)
+            sym__jbuf_printf(b, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+        sym__jbuf_printf(b, "], \"offset\": %llu}", (unsigned long long)t->offset);
+    }
+    sym__jbuf_printf(b, "%s],\n", m->ntensors ? "\n  " : "");
     sym__jbuf_printf(b, "  \"files\": [");
     for (int i = 0; i < nfiles; i++) {
         sym__jbuf_printf(b, "%s\n    {\"name\": ", i ? "," : "");
@@ -247,6 +260,47 @@ static void manifest_json(sym_jbuf_t *b, const sym_ckpt_meta_t *m, const sym_ckp
                          files[i].crc32c);
     }
     sym__jbuf_printf(b, "\n  ]\n}\n");
+}
+
+/* The tensor table; each entry must lie inside a listed file. */
+static int parse_tensors(const char *path, const sym_json_t *arr, sym_ckpt_t *ck) {
+    sym_ckpt_meta_t *m = &ck->meta;
+    if (!arr) return SYM_OK; /* a checkpoint without a table (the MLP's before it) */
+    if (arr->type != SYM_JARR) return sym__error(SYM_ECORRUPT, "%s: \"tensors\" is not a list", path);
+    int n = 0;
+    for (const sym_json_t *t = arr->child; t; t = t->next) n++;
+    if (!n) return SYM_OK;
+    if (!(m->tensors = calloc((size_t)n, sizeof *m->tensors)))
+        return sym__error(SYM_ENOMEM, "out of memory for %s's tensor table", path);
+    for (const sym_json_t *t = arr->child; t; t = t->next) {
+        sym_ckpt_tensor_t *e = &m->tensors[m->ntensors++];
+        char dt[16];
+        uint64_t off;
+        const sym_json_t *shape = sym__json_get(t, "shape");
+        if (sym__json_str(t, "name", e->name, sizeof e->name) ||
+            sym__json_str(t, "file", e->file, sizeof e->file) ||
+            sym__json_str(t, "dtype", dt, sizeof dt) || sym_dtype_parse(dt, &e->dtype) ||
+            sym__json_u64(t, "offset", &off) || !shape || shape->type != SYM_JARR)
+            return sym__error(SYM_ECORRUPT, "%s has a malformed tensor entry", path);
+        e->offset = off;
+        uint64_t bytes = sym_dtype_size(e->dtype);
+        for (const sym_json_t *d = shape->child; d; d = d->next) {
+            char *end;
+            long long v = d->type == SYM_JNUM ? strtoll(d->str, &end, 10) : -1;
+            if (e->ndim == SYM_MAX_DIMS || v < 0 || (v && bytes > UINT64_MAX / (uint64_t)v))
+                return sym__error(SYM_ECORRUPT, "%s: tensor %s has an impossible shape", path,
+                                  e->name);
+            e->shape[e->ndim++] = v;
+            bytes *= (uint64_t)v;
+        }
+        const sym_ckpt_file_t *f = NULL;
+        for (int i = 0; i < ck->nfiles; i++)
+            if (!strcmp(ck->files[i].name, e->file)) f = &ck->files[i];
+        if (!f || off > f->size || bytes > f->size - off)
+            return sym__error(SYM_ECORRUPT, "%s: tensor %s does not lie inside %s", path, e->name,
+                              e->file);
+    }
+    return SYM_OK;
 }
 
 static int parse_manifest(const char *path, const char *text, size_t len, sym_ckpt_t *ck) {
@@ -322,6 +376,7 @@ static int parse_manifest(const char *path, const char *text, size_t len, sym_ck
         cf->data = NULL;
         ck->nfiles++;
     }
+    if ((rc = parse_tensors(path, sym__json_get(j, "tensors"), ck))) goto out;
 out:
     sym__json_free(j);
     return rc;
@@ -437,6 +492,8 @@ struct sym_ckpt_writer {
     char last_path[PATH_MAX];
     /* the snapshot */
     sym_ckpt_meta_t meta;
+    sym_ckpt_tensor_t *tensors; /* meta.tensors points here */
+    int tensors_cap;
     int nfiles;
     sym_ckpt_file_t files[SYM_CKPT_MAX_FILES];
     void *buf[SYM_CKPT_MAX_FILES];
@@ -519,6 +576,17 @@ int sym_ckpt_save(sym_ckpt_writer_t *w, const sym_ckpt_meta_t *meta,
         w->files[i].data = w->buf[i];
     }
     w->meta = *meta;
+    if (meta->ntensors > w->tensors_cap) {
+        sym_ckpt_tensor_t *t = realloc(w->tensors, (size_t)meta->ntensors * sizeof *t);
+        if (!t) {
+            pthread_mutex_unlock(&w->mu);
+            return sym__error(SYM_ENOMEM, "out of memory for a checkpoint's tensor table");
+        }
+        w->tensors = t;
+        w->tensors_cap = meta->ntensors;
+    }
+    if (meta->ntensors) memcpy(w->tensors, meta->tensors, (size_t)meta->ntensors * sizeof *w->tensors);
+    w->meta.tensors = w->tensors;
     w->nfiles = nfiles;
     w->status = 0;
     w->pending = 1;
@@ -546,6 +614,7 @@ void sym_ckpt_writer_destroy(sym_ckpt_writer_t *w) {
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     for (int i = 0; i < SYM_CKPT_MAX_FILES; i++) free(w->buf[i]);
+    free(w->tensors);
     free(w);
 }
 
@@ -554,6 +623,15 @@ void sym_ckpt_writer_destroy(sym_ckpt_writer_t *w) {
 void sym_ckpt_release(sym_ckpt_t *ck) {
     for (int i = 0; i < ck->nfiles; i++) free((void *)ck->files[i].data);
     ck->nfiles = 0;
+    free(ck->meta.tensors);
+    ck->meta.tensors = NULL;
+    ck->meta.ntensors = 0;
+}
+
+const sym_ckpt_tensor_t *sym_ckpt_tensor(const sym_ckpt_t *ck, const char *name) {
+    for (int i = 0; i < ck->meta.ntensors; i++)
+        if (!strcmp(ck->meta.tensors[i].name, name)) return &ck->meta.tensors[i];
+    return NULL;
 }
 
 int sym_ckpt_load(const char *path, sym_ckpt_t *ck) {
@@ -570,6 +648,7 @@ int sym_ckpt_load(const char *path, sym_ckpt_t *ck) {
     free(text);
     if (rc) {
         ck->nfiles = 0;
+        sym_ckpt_release(ck);
         return rc;
     }
     for (int i = 0; i < ck->nfiles; i++) {
@@ -589,8 +668,8 @@ int sym_ckpt_load(const char *path, sym_ckpt_t *ck) {
                             f->crc32c);
         if (rc) {
             free(data); /* NULL when the read itself failed */
-            for (int k = 0; k < i; k++) free((void *)ck->files[k].data);
-            ck->nfiles = 0;
+            ck->nfiles = i;
+            sym_ckpt_release(ck);
             return rc;
         }
         f->data = data;
