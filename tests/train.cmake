@@ -11,6 +11,7 @@ sym_unit_test(train_optim LIBS symtrain)      # SGD, AdamW, schedule, clipping v
 sym_unit_test(train_shard LIBS symtrain)      # every sample once per epoch across PEs
 sym_unit_test(train_data LIBS symtrain ZLIB::ZLIB) # IDX files, damaged ones, generated set
 sym_unit_test(train_ckpt LIBS symtrain)       # checkpoint write / verify / fall back / writer
+sym_unit_test(train_tokens SOURCES ${PROJECT_SOURCE_DIR}/tools/symtrain_tokenize.c LIBS symtrain) # shards, tokenize, corpus, CLI
 
 # ---- on PEs, through symrun ----
 sym_pe_test(train_tensor NPES 1 2 LIBS symtrain) # pools; symmetric tensors and model state

@@ -63,7 +63,9 @@ static const char usage_text[] =
     "  --momentum M                 SGD momentum (default 0.9)\n"
     "  --weight-decay WD            AdamW decoupled / SGD L2; not on biases (default 0.01)\n"
     "  --clip NORM                  clip the global gradient norm; 0 = off (default 1)\n"
-    "  --max-steps N                stop after N steps in all (the schedule ends there)\n"
+    "  --steps N                    train N steps in all, the schedule fitted to them\n"
+    "                               (instead of --epochs; the data repeats as needed)\n"
+    "  --max-steps N                stop after N steps in all (the schedule unchanged)\n"
     "  --eval-every N               also evaluate every N steps\n"
     "parallelism\n"
     "  --bucket-mb MB               gradient all-reduce bucket size (default 25)\n"
@@ -152,7 +154,7 @@ static const char *const valued[] = {
     "--test-samples", "--epochs", "--batch", "--optimizer", "--lr", "--warmup",
     "--final-lr-ratio", "--momentum", "--weight-decay", "--clip", "--max-steps", "--bucket-mb",
     "--threads", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--metrics",
-    "--log-interval", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
+    "--log-interval", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
     "--prompt", NULL};
 
 static int takes_value(const char *opt) {
@@ -194,6 +196,8 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->model.seed = (uint64_t)int_value(opt, v, 0, INT64_MAX);
         } else if (!strcmp(opt, "--data")) {
             c->data_dir = v;
+        } else if (!strcmp(opt, "--steps")) {
+            c->steps = int_value(opt, v, 1, INT64_MAX);
         } else if (!strcmp(opt, "--val-data")) {
             c->val_data = v;
         } else if (!strcmp(opt, "--seq")) {

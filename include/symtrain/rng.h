@@ -67,7 +67,9 @@ enum {
     SYM_RNG_INIT = 1,    /* weight init; index = layer */
     SYM_RNG_DATA = 2,    /* the epoch's permutation; index = epoch */
     SYM_RNG_DROPOUT = 3, /* dropout masks; index = layer; counter from (step, row, unit) */
-    SYM_RNG_SYNTH = 4    /* the generated data set */
+    SYM_RNG_SYNTH = 4,   /* the generated data set */
+    SYM_RNG_CORPUS = 5,  /* the generated text corpus (sym_corpus_generate) */
+    SYM_RNG_SAMPLE = 6   /* token sampling; counter = position */
 };
 
 #ifdef __cplusplus

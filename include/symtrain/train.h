@@ -48,8 +48,10 @@ typedef struct {
     /* schedule */
     int epochs;
     int global_batch;
+    int64_t steps;          /* the run's length in steps, the schedule's too (0: epochs
+                               x steps per epoch); epochs repeat the data as needed */
     int64_t max_steps;      /* stop after this many steps in all (0 = no limit); the
-                               schedule then ends there */
+                               schedule does not change, so a run can be continued */
     int64_t eval_every;     /* also evaluate every N steps (0 = at epoch ends only) */
     sym_optim_config_t optim;
     float lr;               /* peak */

@@ -74,6 +74,7 @@ void sym_train_defaults(sym_train_config_t *c) {
 
 int sym_train_validate(const sym_train_config_t *c, int npes) {
     if (c->epochs < 1) return sym__error(SYM_EINVAL, "--epochs must be at least 1");
+    if (c->steps < 0) return sym__error(SYM_EINVAL, "--steps cannot be negative");
     if (c->global_batch < 1 || c->global_batch > (1 << 20))
         return sym__error(SYM_EINVAL, "--batch must be between 1 and %d", 1 << 20);
     if (c->global_batch < npes)
@@ -84,7 +85,7 @@ int sym_train_validate(const sym_train_config_t *c, int npes) {
     if (!(c->lr > 0) || !isfinite(c->lr)) return sym__error(SYM_EINVAL, "--lr must be positive");
     if (!(c->final_lr_ratio >= 0 && c->final_lr_ratio <= 1))
         return sym__error(SYM_EINVAL, "--final-lr-ratio must be in [0, 1]");
-    if (!(c->warmup_epochs >= 0 && c->warmup_epochs <= c->epochs))
+    if (!(c->warmup_epochs >= 0 && (c->steps || c->warmup_epochs <= c->epochs)))
         return sym__error(SYM_EINVAL, "--warmup must be between 0 and --epochs");
     if (!(c->clip >= 0)) return sym__error(SYM_EINVAL, "--clip must be 0 (off) or positive");
     if (!(c->model.dropout >= 0 && c->model.dropout < 1))
@@ -146,6 +147,7 @@ typedef struct {
     sym_loader_t loader;
     sym_lr_schedule_t sched;
     int64_t steps_per_epoch;
+    int64_t epochs;    /* --epochs, or as many as --steps needs */
     float *x;          /* images: (rows, dim) */
     int32_t *tok, *y;  /* text: (rows, seq) inputs; labels (rows * seq) */
     int rows;          /* the batch buffers' and the model's rows */
@@ -461,7 +463,11 @@ static int setup(run_t *r) {
     r->sched.peak = c->lr;
     r->sched.final = c->lr * c->final_lr_ratio;
     r->sched.total_steps = r->steps_per_epoch * c->epochs;
-    if (c->max_steps && c->max_steps < r->sched.total_steps) r->sched.total_steps = c->max_steps;
+    r->epochs = c->epochs;
+    if (c->steps) {
+        r->sched.total_steps = c->steps;
+        r->epochs = (c->steps + r->steps_per_epoch - 1) / r->steps_per_epoch;
+    }
     r->sched.warmup = c->warmup_steps >= 0
                           ? c->warmup_steps
                           : (int64_t)llround(c->warmup_epochs * (double)r->steps_per_epoch);
@@ -500,8 +506,8 @@ static int setup(run_t *r) {
                  m->spec, sym_act_name(m->act), (double)m->dropout, r->P, t->name,
                  (long long)t->n_train, (long long)t->n_eval);
         char len[64];
-        if (r->sched.total_steps < r->steps_per_epoch * c->epochs)
-            snprintf(len, sizeof len, "%lld steps (--max-steps)", (long long)r->sched.total_steps);
+        if (c->steps)
+            snprintf(len, sizeof len, "%lld steps", (long long)c->steps);
         else
             snprintf(len, sizeof len, "%d epoch%s = %lld steps", c->epochs,
                      c->epochs == 1 ? "" : "s", (long long)r->sched.total_steps);
@@ -614,14 +620,17 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     double epoch_loss = 0, test_loss = -1, test_acc = -1;
     int evaluated = 0;
     int64_t eval_step = -1;
-    while (!rc && r.epoch < cfg->epochs && !stopped &&
-           !(cfg->max_steps && r.step >= cfg->max_steps)) {
+    /* --steps sets the run's length (and the schedule's); --max-steps only stops early. */
+    int64_t step_limit = INT64_MAX;
+    if (cfg->steps) step_limit = cfg->steps;
+    if (cfg->max_steps && cfg->max_steps < step_limit) step_limit = cfg->max_steps;
+    while (!rc && r.epoch < r.epochs && !stopped && r.step < step_limit) {
         sym_loader_set_epoch(&r.loader, r.epoch);
-        sym__progress_epoch(&r.progress, r.epoch, cfg->epochs, r.task.n_train, r.sample);
+        sym__progress_epoch(&r.progress, r.epoch, r.epochs, r.task.n_train, r.sample);
         epoch_rows = 0;
         epoch_loss = 0;
         evaluated = 0;
-        while (r.sample < r.task.n_train && !(cfg->max_steps && r.step >= cfg->max_steps)) {
+        while (r.sample < r.task.n_train && r.step < step_limit) {
             float loss;
             double norm;
             sym_step_record_t rec;
@@ -664,7 +673,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             /* The stop flag of the epoch's last step, or a step-count checkpoint due there. */
             const float *g = sym_model_grads(r.model);
             if (g[r.P + CTRL_STOP] > 0.0f) stopped = 1;
-            if (r.writer && !stopped && r.epoch < cfg->epochs &&
+            if (r.writer && !stopped && r.epoch < r.epochs &&
                 ((cfg->ckpt_steps && r.step % cfg->ckpt_steps == 0) ||
                  (cfg->ckpt_every_s > 0 && sym__now_s() - r.last_save >= cfg->ckpt_every_s)))
                 save(&r);
