@@ -51,8 +51,9 @@ int main(void) {
     static const double bucket_kib[] = {1, 16, 100, 100000};
     for (size_t bk = 0; bk < sizeof bucket_kib / sizeof bucket_kib[0]; bk++) {
         sym_ddp_t *d;
-        CHECK(sym_ddp_create(g, count, cuts, NT, (size_t)(bucket_kib[bk] * 1024), &d) == 0, "%s",
-              sym_last_error());
+        CHECK(sym_ddp_create(SHMEM_TEAM_WORLD, g, count, cuts, NT,
+                             (size_t)(bucket_kib[bk] * 1024), &d) == 0,
+              "%s", sym_last_error());
         int nb = sym_ddp_num_buckets(d);
         /* buckets: launch order from the end, contiguous, at tensor boundaries */
         size_t expect_hi = count;
@@ -122,6 +123,43 @@ int main(void) {
                        bucket_kib[bk], nb, count, worst);
         }
         sym_ddp_destroy(d);
+    }
+    /* On a sub-team (the even and the odd PEs, as a data-parallel row of a
+     * mesh would be): each team averages its own members only, and the
+     * world is usable afterwards. */
+    if (n >= 2) {
+        shmem_team_t half;
+        int parity = me % 2, members = (n - parity + 1) / 2;
+        shmem_team_t parent = SHMEM_TEAM_WORLD;
+        /* two splits, both collective over the world: PEs of the other parity get NULL */
+        shmem_team_t even, odd;
+        CHECK(shmem_team_split_strided(parent, 0, 2, (n + 1) / 2, NULL, 0, &even) == 0, "split");
+        CHECK(shmem_team_split_strided(parent, 1, 2, n / 2, NULL, 0, &odd) == 0, "split");
+        half = parity ? odd : even;
+        sym_ddp_t *d;
+        CHECK(sym_ddp_create(half, g, count, cuts, NT, 16 * 1024, &d) == 0, "%s", sym_last_error());
+        for (size_t i = 0; i < count; i++) g[i] = value(seed, me, 7, i);
+        sym_ddp_begin(d);
+        for (int t = NT - 1; t >= 0; t--) sym_ddp_ready(d, cuts[t]);
+        CHECK(sym_ddp_finish(d) == 0, "%s", sym_last_error());
+        for (size_t i = 0; i < count; i++) {
+            double avg = 0;
+            for (int pe = parity; pe < n; pe += 2) avg += value(seed, pe, 7, i);
+            avg /= members;
+            CHECK(fabs(g[i] - avg) <= 4e-7 * (1 + fabs(avg)) * members,
+                  "sub-team of %d: element %zu is %.9g, the team's average %.9g", members, i,
+                  (double)g[i], avg);
+        }
+        float x[2] = {1.0f, (float)me};
+        float *sx = shmem_malloc(sizeof x);
+        memcpy(sx, x, sizeof x);
+        CHECK(sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, sx, 2) == 0, "%s", sym_last_error());
+        CHECK(sx[0] == (float)n && sx[1] == (float)(n * (n - 1) / 2), "world sum after a sub-team");
+        shmem_free(sx);
+        sym_ddp_destroy(d);
+        if (even != SHMEM_TEAM_INVALID) shmem_team_destroy(even);
+        if (odd != SHMEM_TEAM_INVALID) shmem_team_destroy(odd);
+        if (me == 0) printf("  sub-teams of even and odd PEs: each averages its own members\n");
     }
     shmem_free(g);
     if (me == 0) printf("train_ddp: ok\n");

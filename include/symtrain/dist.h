@@ -1,22 +1,25 @@
 /*
- * symtrain/dist.h — data parallelism: averaging gradients across PEs in
- * buckets that overlap the backward pass.
+ * symtrain/dist.h — data parallelism: averaging gradients across the PEs of
+ * a team in buckets that overlap the backward pass.
  *
  * The gradients are one flat symmetric array (the model's). Buckets are
  * contiguous ranges of it, cut at tensor boundaries from the end (the last
  * layer's gradients are ready first), each about bucket_bytes large. During
  * backward the model reports "everything from offset lo on is final"
  * (sym_grad_ready_fn); every bucket that lies wholly inside starts its
- * non-blocking all-reduce (shmemx_allreduce_nb, fp32, SHMEMX_AVG) at once, in
- * place, while the earlier layers' backward still runs. sym_ddp_finish starts
- * whatever is left and waits for all of them: after it, every PE holds the
- * same averaged gradients.
+ * non-blocking all-reduce (shmemx_allreduce_nb on the team, fp32, SHMEMX_AVG)
+ * at once, in place, while the earlier layers' backward still runs.
+ * sym_ddp_finish starts whatever is left and waits for all of them: after it,
+ * every PE of the team holds the same averaged gradients. The team is the
+ * data-parallel group: SHMEM_TEAM_WORLD for plain data parallelism, a row of
+ * the device mesh when tensor or pipeline parallelism splits the model.
  *
- * With one PE nothing is communicated (the average of one is itself).
+ * With one PE in the team nothing is communicated (the average of one is itself).
  */
 #ifndef SYMTRAIN_DIST_H
 #define SYMTRAIN_DIST_H
 
+#include <shmem.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,10 +37,11 @@ typedef struct {
 } sym_ddp_stats_t;
 
 /* grads (count floats) must be symmetric memory (same on every PE) when the
- * job has more than one PE. cuts[0..ncuts) are the offsets where tensors start
- * (ascending, cuts[0] == 0); a bucket boundary is always one of them. */
-int sym_ddp_create(float *grads, size_t count, const size_t *cuts, int ncuts,
-                   size_t bucket_bytes, sym_ddp_t **out);
+ * team has more than one PE. cuts[0..ncuts) are the offsets where tensors start
+ * (ascending, cuts[0] == 0); a bucket boundary is always one of them. Every
+ * member of the team calls it with the same arguments. */
+int sym_ddp_create(shmem_team_t team, float *grads, size_t count, const size_t *cuts,
+                   int ncuts, size_t bucket_bytes, sym_ddp_t **out);
 void sym_ddp_destroy(sym_ddp_t *d);
 /* A new step: no bucket started yet. */
 void sym_ddp_begin(sym_ddp_t *d);
@@ -50,8 +54,9 @@ int sym_ddp_num_buckets(const sym_ddp_t *d);
 void sym_ddp_bucket(const sym_ddp_t *d, int b, size_t *lo, size_t *hi);
 sym_ddp_stats_t sym_ddp_stats(const sym_ddp_t *d);
 
-/* Blocking sum across PEs of x (n floats, symmetric), in place; nothing with one PE. */
-int sym_allreduce_sum_f32(float *x, size_t n);
+/* Blocking sum across the team's PEs of x (n floats, symmetric), in place;
+ * nothing with one PE. */
+int sym_allreduce_sum_f32(shmem_team_t team, float *x, size_t n);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 #ifndef SYM_TRAIN_INTERNAL_H
 #define SYM_TRAIN_INTERNAL_H
 
+#include <shmem.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,11 +27,11 @@ void sym__gemm_blocked(int ta, int tb, int m, int n, int k, float alpha, const f
 /* ---- comm: the training collectives (src/coll) as the trainer uses them ---- */
 
 typedef struct shmemx_req *sym__req_t;
-/* Start x (n floats, symmetric) = average over all PEs, in place. */
-int sym__comm_avg_start(float *x, size_t n, sym__req_t *req);
+/* Start x (n floats, symmetric) = average over the team's PEs, in place. */
+int sym__comm_avg_start(shmem_team_t team, float *x, size_t n, sym__req_t *req);
 int sym__comm_wait(sym__req_t req);
-/* Blocking sum over all PEs, in place (x symmetric). */
-int sym__comm_sum(float *x, size_t n);
+/* Blocking sum over the team's PEs, in place (x symmetric). */
+int sym__comm_sum(shmem_team_t team, float *x, size_t n);
 
 /* ---- JSON ---- */
 

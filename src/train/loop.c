@@ -371,7 +371,7 @@ static int evaluate(run_t *r, double *loss, double *acc) {
     }
     r->evalbuf[0] = (float)right;
     r->evalbuf[1] = (float)lsum;
-    int rc = sym_allreduce_sum_f32(r->evalbuf, 2);
+    int rc = sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 2);
     if (rc) return report(r, rc, 1);
     double predictions = (double)t->n_eval * t->seq;
     *acc = r->evalbuf[0] / predictions;
@@ -453,7 +453,7 @@ static int setup(run_t *r) {
             return report(r, rc, 1);
     }
     size_t bucket = (size_t)(c->bucket_mb * 1024 * 1024);
-    if ((rc = sym_ddp_create(sym_model_grads(r->model), r->P + SYM_GRAD_CTRL, cuts, nt, bucket,
+    if ((rc = sym_ddp_create(SHMEM_TEAM_WORLD, sym_model_grads(r->model), r->P + SYM_GRAD_CTRL, cuts, nt, bucket,
                              &r->ddp)))
         return report(r, rc, 1);
     if ((rc = sym_loader_init(&r->loader, t->n_train, c->global_batch, r->npes, r->me,

@@ -8,8 +8,8 @@
 
 #include "internal.h"
 
-int sym__comm_avg_start(float *x, size_t n, sym__req_t *req) {
-    int rc = shmemx_allreduce_nb(SHMEM_TEAM_WORLD, x, x, n, SHMEMX_FLOAT32, SHMEMX_AVG, req);
+int sym__comm_avg_start(shmem_team_t team, float *x, size_t n, sym__req_t *req) {
+    int rc = shmemx_allreduce_nb(team, x, x, n, SHMEMX_FLOAT32, SHMEMX_AVG, req);
     if (rc)
         return sym__error(SYM_ECOMM, "shmemx_allreduce_nb of %zu floats failed: %s", n,
                           shmemx_strerror(rc));
@@ -24,8 +24,8 @@ int sym__comm_wait(sym__req_t req) {
     return SYM_OK;
 }
 
-int sym__comm_sum(float *x, size_t n) {
-    int rc = shmemx_allreduce(SHMEM_TEAM_WORLD, x, x, n, SHMEMX_FLOAT32, SHMEMX_SUM);
+int sym__comm_sum(shmem_team_t team, float *x, size_t n) {
+    int rc = shmemx_allreduce(team, x, x, n, SHMEMX_FLOAT32, SHMEMX_SUM);
     if (rc)
         return sym__error(SYM_ECOMM, "shmemx_allreduce of %zu floats failed: %s", n,
                           shmemx_strerror(rc));

@@ -24,16 +24,17 @@ typedef struct {
 } bucket_t;
 
 struct sym_ddp {
+    shmem_team_t team;
     float *grads;
-    int npes;
+    int npes; /* in the team */
     int nb, next; /* buckets, and the next one to start */
     bucket_t *b;
     int failed;   /* a start failed: finish reports it */
     sym_ddp_stats_t stats;
 };
 
-int sym_ddp_create(float *grads, size_t count, const size_t *cuts, int ncuts,
-                   size_t bucket_bytes, sym_ddp_t **out) {
+int sym_ddp_create(shmem_team_t team, float *grads, size_t count, const size_t *cuts,
+                   int ncuts, size_t bucket_bytes, sym_ddp_t **out) {
     *out = NULL;
     if (ncuts < 1 || cuts[0] != 0)
         return sym__error(SYM_EINVAL, "ddp: tensor offsets must start at 0");
@@ -42,8 +43,13 @@ int sym_ddp_create(float *grads, size_t count, const size_t *cuts, int ncuts,
         free(d);
         return sym__error(SYM_ENOMEM, "out of memory for the gradient buckets");
     }
+    d->team = team;
     d->grads = grads;
-    d->npes = shmem_n_pes();
+    d->npes = shmem_team_n_pes(team);
+    if (d->npes < 1) {
+        sym_ddp_destroy(d);
+        return sym__error(SYM_EINVAL, "ddp: this PE is not a member of the team");
+    }
     if (bucket_bytes < sizeof(float)) bucket_bytes = sizeof(float);
     size_t hi = count;
     for (int c = ncuts - 1; c >= 0; c--) {
@@ -54,7 +60,7 @@ int sym_ddp_create(float *grads, size_t count, const size_t *cuts, int ncuts,
         }
     }
     d->stats.buckets = d->nb;
-    if (d->npes > 1 && !shmem_addr_accessible(grads, 0)) {
+    if (d->npes > 1 && !shmem_addr_accessible(grads, shmem_team_translate_pe(team, 0, SHMEM_TEAM_WORLD))) {
         sym_ddp_destroy(d);
         return sym__error(SYM_EINVAL, "ddp: the gradients must be in symmetric memory");
     }
@@ -79,7 +85,7 @@ void sym_ddp_begin(sym_ddp_t *d) {
 static void start(sym_ddp_t *d, bucket_t *b) {
     if (d->npes == 1 || d->failed) return; /* the average over one PE is itself */
     double t0 = sym__now_s();
-    if (sym__comm_avg_start(d->grads + b->lo, b->hi - b->lo, &b->req)) {
+    if (sym__comm_avg_start(d->team, d->grads + b->lo, b->hi - b->lo, &b->req)) {
         d->failed = 1;
         b->req = NULL;
     }
@@ -116,7 +122,7 @@ void sym_ddp_bucket(const sym_ddp_t *d, int b, size_t *lo, size_t *hi) {
 
 sym_ddp_stats_t sym_ddp_stats(const sym_ddp_t *d) { return d->stats; }
 
-int sym_allreduce_sum_f32(float *x, size_t n) {
-    if (shmem_n_pes() == 1) return SYM_OK;
-    return sym__comm_sum(x, n);
+int sym_allreduce_sum_f32(shmem_team_t team, float *x, size_t n) {
+    if (shmem_team_n_pes(team) == 1) return SYM_OK;
+    return sym__comm_sum(team, x, n);
 }
