@@ -56,7 +56,7 @@ add_library(symtrain SHARED ${SYMTRAIN_SOURCES})
 target_include_directories(symtrain PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>)
 target_include_directories(symtrain PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/train)
-target_link_libraries(symtrain PUBLIC symshmem PRIVATE ZLIB::ZLIB Threads::Threads m)
+target_link_libraries(symtrain PUBLIC symshmem PRIVATE ZLIB::ZLIB Threads::Threads m ${CMAKE_DL_LIBS})
 
 if(SYM_HAVE_OPENBLAS)
   target_compile_definitions(symtrain PRIVATE SYM_HAVE_OPENBLAS=1)

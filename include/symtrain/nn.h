@@ -175,7 +175,9 @@ typedef struct sym_model sym_model_t; /* opaque */
  * residual projections attn.c_proj and mlp.c_proj N(0, 0.02 / sqrt(2 L))),
  * biases 0, LayerNorm weights 1; the padding rows of the embedding are 0.
  * max_rows bounds the rows of a forward pass (samples, or sequences of up
- * to T tokens): activations are preallocated for it from a private pool. */
+ * to T tokens): activations are preallocated for it from a private pool;
+ * 0 makes a model of parameters only (a GPU run's host copy), whose forward
+ * is refused. */
 int sym_model_create(const sym_model_config_t *cfg, int max_rows, int symmetric,
                      sym_model_t **out);
 void sym_model_destroy(sym_model_t *m);

@@ -48,6 +48,11 @@ int sym_optim_no_decay(sym_optim_t *o, size_t off, size_t len);
 void sym_optim_step(sym_optim_t *o, float *w, const float *g, float lr);
 /* Updates taken so far (t). */
 uint64_t sym_optim_steps(const sym_optim_t *o);
+/* The state arrays (n floats each): 0 is SGD's momentum or AdamW's m, 1 is
+ * AdamW's v (NULL for SGD, and for any other i). For an optimizer whose steps
+ * run elsewhere (on a GPU) and whose state is kept here for checkpoints. */
+float *sym_optim_buffer(sym_optim_t *o, int i);
+void sym_optim_set_steps(sym_optim_t *o, uint64_t t);
 
 /* The state as bytes: a small header (kind, n, t) then the arrays. */
 size_t sym_optim_state_size(const sym_optim_t *o);

@@ -30,9 +30,15 @@
 extern "C" {
 #endif
 
+typedef enum { SYM_TRAIN_AUTO = 0, SYM_TRAIN_CPU = 1, SYM_TRAIN_GPU = 2 } sym_train_device_t;
+
 typedef struct {
     /* model */
     sym_model_config_t model;
+    sym_train_device_t device; /* auto: a GPT on the GPU where there is one */
+    int precision;          /* on the GPU: 0 fp32, 1 bf16 (default), 2 fp16 (sym_precision_t) */
+    int recompute_gelu;     /* on the GPU: recompute activations in backward */
+    int recompute_ln;
     /* data */
     const char *data_dir;   /* MLP: the IDX directory (NULL: $SYMTRAIN_DATA_DIR or
                                SYM_FASHION_MNIST_DIR). GPT: a glob of training

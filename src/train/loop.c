@@ -37,6 +37,7 @@
 #include <symtrain/rng.h>
 #include <symtrain/train.h>
 
+#include "core/device.h"
 #include "data/task.h"
 #include "internal.h"
 #include "obs/progress.h"
@@ -66,6 +67,7 @@ void sym_train_defaults(sym_train_config_t *c) {
     c->final_lr_ratio = 0.01f;
     c->warmup_epochs = 0.25f;
     c->warmup_steps = -1;
+    c->precision = SYM_PREC_BF16;
     c->clip = 1.0f;
     c->bucket_mb = 25;
     c->ckpt_keep = 3;
@@ -140,7 +142,9 @@ typedef struct {
     const sym_train_config_t *cfg;
     int me, npes, speak;
     sym__task_t task;
-    sym_model_t *model;
+    sym_model_t *model;          /* on a GPU run: the host copy (parameters only) */
+    const struct sym_cuda_backend *gpu; /* NULL: the CPU trains */
+    sym_gpu_model_t *gm;
     size_t P;
     sym_optim_t *opt;
     sym_ddp_t *ddp;
@@ -162,6 +166,8 @@ typedef struct {
     int64_t saved_step;          /* the newest checkpoint's step (-1 none) */
     double last_save;
 } run_t;
+
+static int gpu_sync_host(run_t *r);
 
 /* Errors every PE sees alike are printed by PE 0 alone. */
 static int report(run_t *r, int rc, int replicated) {
@@ -273,6 +279,10 @@ static int resume(run_t *r) {
 /* PE 0: hand a snapshot of the current state to the writer. */
 static int save(run_t *r) {
     if (r->me != 0 || !r->writer || r->saved_step == r->step) return SYM_OK;
+    if (r->gpu) {
+        int rc = gpu_sync_host(r);
+        if (rc) return rc;
+    }
     const sym_train_config_t *c = r->cfg;
     sym_ckpt_meta_t m;
     memset(&m, 0, sizeof m);
@@ -360,12 +370,18 @@ static int evaluate(run_t *r, double *loss, double *acc) {
         for (int k = 0; k < rows; k++) r->eidx[k] = off + i + k;
         sym_input_t in;
         sym__task_gather(t, 0, r->eidx, rows, r->x, r->tok, r->y, &in);
-        sym_tensor_t logits;
-        int rc = sym_model_forward(r->model, &in, &f, &logits);
-        if (rc) return report(r, rc, 0);
         int64_t c;
-        double l = sym_softmax_xent(&logits, r->y, classes, 1.0f, NULL, &c);
-        if (isnan(l)) return report(r, SYM_EINVAL, 0);
+        double l;
+        if (r->gpu) {
+            int rc = r->gpu->eval(r->gm, r->tok, r->y, rows, t->seq, &l, &c);
+            if (rc) return report(r, sym__error(rc, "GPU evaluation: %s", r->gpu->error()), 0);
+        } else {
+            sym_tensor_t logits;
+            int rc = sym_model_forward(r->model, &in, &f, &logits);
+            if (rc) return report(r, rc, 0);
+            l = sym_softmax_xent(&logits, r->y, classes, 1.0f, NULL, &c);
+            if (isnan(l)) return report(r, SYM_EINVAL, 0);
+        }
         lsum += l;
         right += c;
     }
@@ -407,10 +423,22 @@ static int say_sample(run_t *r) {
     int32_t *tok = malloc((size_t)total * sizeof *tok);
     if (!tok) return report(r, sym__error(SYM_ENOMEM, "out of memory for a sample"), 0);
     for (int i = 0; i < n; i++) tok[i] = (unsigned char)prompt[i];
+    sym_model_t *m = r->model, *host = NULL;
+    int rc = SYM_OK;
+    if (r->gpu) { /* the GPU's weights, in a host model that can run forward */
+        if (!(rc = gpu_sync_host(r)) && !(rc = sym_model_create(&c->model, 1, 0, &host)))
+            memcpy(sym_model_params(host), sym_model_params(r->model), r->P * sizeof(float));
+        if (rc) {
+            free(tok);
+            return report(r, rc, 0);
+        }
+        m = host;
+    }
     note(r, "a sample (%d tokens, temperature 1, top-k 40):", c->sample_tokens);
     fputs(prompt, stdout);
-    int rc = sym_model_generate(r->model, tok, n, c->sample_tokens, 1.0f, 40, c->model.seed,
-                                print_token, NULL);
+    rc = sym_model_generate(m, tok, n, c->sample_tokens, 1.0f, 40, c->model.seed, print_token,
+                            NULL);
+    sym_model_destroy(host);
     fputs("\n", stdout);
     fflush(stdout);
     free(tok);
@@ -429,6 +457,69 @@ static int blas_threads(const sym_train_config_t *c) {
     return t < 1 ? 1 : t;
 }
 
+/* --device: the GPU for a GPT where the CUDA part and a GPU are there (auto),
+ * or as asked. Every PE reaches the same verdict, or the job ends. */
+static int choose_device(run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    if (c->device == SYM_TRAIN_CPU) return SYM_OK;
+    int gpt = c->model.kind == SYM_MODEL_GPT;
+    if (!gpt) {
+        if (c->device == SYM_TRAIN_GPU)
+            return report(r, sym__error(SYM_EINVAL, "--device gpu trains a GPT (--model gpt:...); "
+                                                    "the MLP trains on the CPU"), 1);
+        return SYM_OK;
+    }
+    const struct sym_cuda_backend *be = sym__cuda_backend();
+    int gpus = be ? be->device_count() : 0;
+    char why[1024];
+    snprintf(why, sizeof why, "%s", be ? be->error() : sym_last_error());
+    if (be && !gpus && !why[0]) snprintf(why, sizeof why, "no GPU is visible to this process");
+    /* agree: a PE without a GPU makes the whole job choose the CPU (auto) or fail */
+    r->evalbuf[0] = gpus > 0 ? 0.0f : 1.0f;
+    int rc = sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 1);
+    if (rc) return report(r, rc, 1);
+    int missing = (int)r->evalbuf[0];
+    if (missing && c->device == SYM_TRAIN_GPU)
+        return report(r, sym__error(SYM_ENOENT, "--device gpu: %d PE%s cannot use a GPU: %s",
+                                    missing, missing == 1 ? "" : "s", why), 0);
+    if (missing) return SYM_OK; /* auto: the CPU */
+    r->gpu = be;
+    return SYM_OK;
+}
+
+/* The GPU model from the host copy's weights (after a resume: the checkpoint's). */
+static int gpu_create(run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    sym_gpu_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.precision = c->precision;
+    o.recompute_gelu = c->recompute_gelu;
+    o.recompute_ln = c->recompute_ln;
+    o.optim = c->optim;
+    o.dp_team = SHMEM_TEAM_WORLD;
+    o.use_graph = 1;
+    int nt = sym_model_num_tensors(r->model);
+    const sym_param_t *table = sym_model_param(r->model, 0);
+    int rc = r->gpu->create(&c->model, r->rows, table, nt, sym_model_params(r->model), r->P, &o,
+                            &r->gm);
+    if (rc) return report(r, sym__error(rc, "GPU model: %s", r->gpu->error()), 0);
+    if (sym_optim_steps(r->opt) &&
+        (rc = r->gpu->set_state(r->gm, sym_model_params(r->model), sym_optim_buffer(r->opt, 0),
+                                sym_optim_buffer(r->opt, 1), sym_optim_steps(r->opt))))
+        return report(r, sym__error(rc, "GPU model: %s", r->gpu->error()), 0);
+    return SYM_OK;
+}
+
+/* Bring the GPU's weights and optimizer state to the host copy. */
+static int gpu_sync_host(run_t *r) {
+    uint64_t t = 0;
+    int rc = r->gpu->get_state(r->gm, sym_model_params(r->model), sym_optim_buffer(r->opt, 0),
+                               sym_optim_buffer(r->opt, 1), &t);
+    if (rc) return report(r, sym__error(rc, "GPU model: %s", r->gpu->error()), 0);
+    sym_optim_set_steps(r->opt, t);
+    return SYM_OK;
+}
+
 static int setup(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     int rc = sym_train_validate(c, r->npes);
@@ -437,25 +528,32 @@ static int setup(run_t *r) {
     sym_blas_set_threads(threads);
     if ((rc = sym__task_load(&r->task, c, &c->model, say_note, r))) return report(r, rc, 1);
     const sym__task_t *t = &r->task;
+    r->evalbuf = shmem_calloc(4, sizeof(float)); /* collective */
+    if (!r->evalbuf) return report(r, sym__error(SYM_ENOMEM, "symmetric heap exhausted"), 1);
 
     /* The batch's rows; an MLP evaluates in larger blocks, a GPT in batches. */
     r->max_local = (c->global_batch + r->npes - 1) / r->npes;
     int rows = r->rows = t->text || r->max_local > EVAL_ROWS ? r->max_local : EVAL_ROWS;
-    if ((rc = sym_model_create(&c->model, rows, 1, &r->model))) return report(r, rc, 1);
+    if ((rc = choose_device(r))) return rc;
+    /* On the GPU the host keeps a parameters-only copy (init, checkpoints, samples). */
+    if ((rc = sym_model_create(&c->model, r->gpu ? 0 : rows, !r->gpu, &r->model)))
+        return report(r, rc, 1);
     r->P = sym_model_num_params(r->model);
     if ((rc = sym_optim_create(&c->optim, r->P, &r->opt))) return report(r, rc, 1);
     int nt = sym_model_num_tensors(r->model);
-    size_t cuts[2 * SYM_MAX_LAYERS];
-    for (int i = 0; i < nt; i++) {
+    size_t *cuts = malloc((size_t)nt * sizeof *cuts);
+    if (!cuts) return report(r, sym__error(SYM_ENOMEM, "out of memory for the gradient buckets"), 0);
+    for (int i = 0; i < nt && !rc; i++) {
         const sym_param_t *p = sym_model_param(r->model, i);
         cuts[i] = p->offset;
-        if (!p->decay && (rc = sym_optim_no_decay(r->opt, p->offset, p->numel)))
-            return report(r, rc, 1);
+        if (!p->decay) rc = sym_optim_no_decay(r->opt, p->offset, p->numel);
     }
     size_t bucket = (size_t)(c->bucket_mb * 1024 * 1024);
-    if ((rc = sym_ddp_create(SHMEM_TEAM_WORLD, sym_model_grads(r->model), r->P + SYM_GRAD_CTRL, cuts, nt, bucket,
-                             &r->ddp)))
-        return report(r, rc, 1);
+    if (!rc && !r->gpu)
+        rc = sym_ddp_create(SHMEM_TEAM_WORLD, sym_model_grads(r->model), r->P + SYM_GRAD_CTRL,
+                            cuts, nt, bucket, &r->ddp);
+    free(cuts);
+    if (rc) return report(r, rc, 1);
     if ((rc = sym_loader_init(&r->loader, t->n_train, c->global_batch, r->npes, r->me,
                               c->model.seed)))
         return report(r, rc, 1);
@@ -477,12 +575,12 @@ static int setup(run_t *r) {
     r->tok = malloc(sizeof(int32_t) * R * per);
     r->y = malloc(sizeof(int32_t) * R * per);
     r->eidx = malloc(sizeof(int64_t) * R);
-    r->evalbuf = shmem_calloc(4, sizeof(float)); /* collective */
-    if (!r->x || !r->tok || !r->y || !r->eidx || !r->evalbuf)
+    if (!r->x || !r->tok || !r->y || !r->eidx)
         return report(r, sym__error(SYM_ENOMEM, "out of memory for the batch buffers"), 0);
 
     r->saved_step = -1;
     if (c->resume && (rc = resume(r))) return rc;
+    if (r->gpu && (rc = gpu_create(r))) return rc;
     if (!c->resume && c->ckpt_dir && sym_ckpt_newest_step(c->ckpt_dir) >= 0)
         note(r, "%s holds checkpoints of an earlier run (up to step %lld); without --resume this "
                 "run starts over and replaces them as it saves",
@@ -494,7 +592,7 @@ static int setup(run_t *r) {
 
     if (r->speak) {
         char bsz[32];
-        int nb = sym_ddp_num_buckets(r->ddp);
+        int nb = r->ddp ? sym_ddp_num_buckets(r->ddp) : 0;
         const sym_model_config_t *m = &c->model;
         if (t->text)
             note(r, "%s (%d layers, %d wide, %d heads, vocabulary %d, context %d), %zu "
@@ -511,11 +609,22 @@ static int setup(run_t *r) {
         else
             snprintf(len, sizeof len, "%d epoch%s = %lld steps", c->epochs,
                      c->epochs == 1 ? "" : "s", (long long)r->sched.total_steps);
-        note(r, "%d PE%s x %d BLAS thread%s (%s); global batch %d (%d per PE); %s, lr %g; "
-                "%s; %d gradient bucket%s (%s)",
-             r->npes, r->npes == 1 ? "" : "s", threads, threads == 1 ? "" : "s", sym_blas_name(),
-             c->global_batch, r->max_local, sym_optim_name(c->optim.kind), (double)c->lr, len,
-             nb, nb == 1 ? "" : "s", sym__fmt_size((r->P + SYM_GRAD_CTRL) * 4, bsz, sizeof bsz));
+        static const char *const prec[] = {"fp32", "bf16 (fp32 master weights)",
+                                           "fp16 (dynamic loss scaling)"};
+        char gmem[32];
+        if (r->gpu)
+            note(r, "%d PE%s on the GPU: %s; %s; %s of GPU memory per PE; global batch %d (%d "
+                    "per PE); adamw, lr %g; %s",
+                 r->npes, r->npes == 1 ? "" : "s", r->gpu->describe(r->gm), prec[c->precision % 3],
+                 sym__fmt_size(r->gpu->memory(r->gm), gmem, sizeof gmem), c->global_batch,
+                 r->max_local, (double)c->lr, len);
+        else
+            note(r, "%d PE%s x %d BLAS thread%s (%s); global batch %d (%d per PE); %s, lr %g; "
+                    "%s; %d gradient bucket%s (%s)",
+                 r->npes, r->npes == 1 ? "" : "s", threads, threads == 1 ? "" : "s",
+                 sym_blas_name(), c->global_batch, r->max_local, sym_optim_name(c->optim.kind),
+                 (double)c->lr, len, nb, nb == 1 ? "" : "s",
+                 sym__fmt_size((r->P + SYM_GRAD_CTRL) * 4, bsz, sizeof bsz));
     }
     return SYM_OK;
 }
@@ -531,12 +640,47 @@ static void teardown(run_t *r) {
     free(r->eidx);
     sym_loader_free(&r->loader);
     sym_ddp_destroy(r->ddp);
+    if (r->gm) r->gpu->destroy(r->gm);
     sym_optim_destroy(r->opt);
     sym_model_destroy(r->model);
     sym__task_free(&r->task);
 }
 
 /* ---- one step ---- */
+
+/* The step on the GPU: everything but the data stays there; the PEs agree on
+ * the mean loss and the stop flag with one small collective afterwards. */
+static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
+                    double *norm_out, sym_step_record_t *rec, int *stop) {
+    const sym_train_config_t *c = r->cfg;
+    double predictions = (double)b->gsize * r->task.seq;
+    float lr = sym_lr_at(&r->sched, r->step);
+    sym_gpu_step_t st;
+    int rc = r->gpu->train_step(r->gm, r->tok, r->y, b->count, r->task.seq, lr,
+                                (float)(r->npes / predictions), c->clip, &st);
+    if (rc) return report(r, sym__error(rc, "GPU step: %s", r->gpu->error()), 0);
+    double t1 = sym__now_s();
+    r->evalbuf[0] = (float)(st.loss_sum / predictions);
+    r->evalbuf[1] = stop_signal ? 1.0f : 0.0f;
+    if ((rc = sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 2))) return report(r, rc, 1);
+    *loss_out = r->evalbuf[0];
+    *stop = r->evalbuf[1] > 0.0f;
+    *norm_out = st.grad_norm;
+    r->step++;
+    r->sample += b->gsize;
+    double dt = sym__now_s() - t0;
+    rec->step = r->step;
+    rec->epoch = r->epoch;
+    rec->loss = *loss_out;
+    rec->lr = lr;
+    rec->grad_norm = st.grad_norm;
+    rec->samples_per_s = b->gsize / (dt > 1e-9 ? dt : 1e-9);
+    rec->tokens_per_s = rec->samples_per_s * r->task.seq;
+    rec->comm_s = sym__now_s() - t1;
+    rec->compute_s = t1 - t0;
+    rec->bytes_allreduced = r->npes > 1 ? r->P * sym_dtype_size(SYM_DT_F32) : 0;
+    return SYM_OK;
+}
 
 /* Returns 0 or an error; *stop gets the agreed stop flag. */
 static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *rec, int *stop) {
@@ -545,6 +689,7 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
     sym_batch_t b = sym_loader_batch(&r->loader, r->sample);
     sym_input_t in;
     sym__task_gather(&r->task, 1, b.idx, b.count, r->x, r->tok, r->y, &in);
+    if (r->gpu) return gpu_step(r, &b, t0, loss_out, norm_out, rec, stop);
     sym_forward_t f = {1, (uint64_t)r->step, b.row0};
     sym_tensor_t logits;
     int rc = sym_model_forward(r->model, &in, &f, &logits);
@@ -615,6 +760,12 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
 
     int rc = setup(&r), stopped = 0;
     r.progress.seq = r.task.seq;
+    if (!rc && r.gpu) {
+        r.progress.peak_flops = r.gpu->peak_flops(r.gm);
+        r.progress.flops_per_sample = sym_model_flops_per_token(r.model, r.task.seq) * r.task.seq *
+                                      r.npes; /* the whole job's, against one GPU's peak x PEs */
+        r.progress.peak_flops *= r.npes;
+    }
     r.last_save = sym__now_s();
     int64_t epoch_rows = 0;
     double epoch_loss = 0, test_loss = -1, test_acc = -1;
@@ -631,8 +782,8 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         epoch_loss = 0;
         evaluated = 0;
         while (r.sample < r.task.n_train && r.step < step_limit) {
-            float loss;
-            double norm;
+            float loss = 0;
+            double norm = 0;
             sym_step_record_t rec;
             int stop = 0;
             int64_t before = r.sample;

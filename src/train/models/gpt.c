@@ -206,6 +206,8 @@ static void init_weights(sym_model_t *m) {
 static int gpt_init(sym_model_t *m) {
     gpt_t *g = m->impl;
     const sym_model_config_t *c = &m->cfg;
+    init_weights(m);
+    if (m->max_rows == 0) return SYM_OK; /* parameters only */
     size_t B = (size_t)m->max_rows, T = (size_t)c->max_seq, C = (size_t)c->n_embd;
     size_t N = B * T, NH = (size_t)c->n_head, Vp = (size_t)c->padded_vocab;
     /* Every buffer in floats; the pool is sized for their power-of-two blocks. */
@@ -258,7 +260,6 @@ static int gpt_init(sym_model_t *m) {
     TAKE(g->dfch, others[k]);
     TAKE(g->datt, others[k]);
 #undef TAKE
-    init_weights(m);
     return SYM_OK;
 }
 

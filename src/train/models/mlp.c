@@ -126,6 +126,8 @@ static void init_weights(sym_model_t *m) {
 static int mlp_init(sym_model_t *m) {
     mlp_t *n = m->impl;
     const sym_model_config_t *cfg = &m->cfg;
+    init_weights(m);
+    if (m->max_rows == 0) return SYM_OK; /* parameters only */
     /* Activations: per hidden layer z, a, and (with dropout) h and the mask;
      * the logits; two scratch buffers for the backward pass. */
     size_t B = (size_t)m->max_rows, need = 0, widest = 1;
@@ -154,7 +156,6 @@ static int mlp_init(sym_model_t *m) {
     n->scratch[0] = sym_pool_alloc(n->acts, B * widest * sizeof(float));
     n->scratch[1] = sym_pool_alloc(n->acts, B * widest * sizeof(float));
     if (!n->logits || !n->scratch[0] || !n->scratch[1]) return SYM_ENOMEM;
-    init_weights(m);
     return SYM_OK;
 }
 

@@ -69,7 +69,7 @@ size_t sym__model_param(sym_model_t *m, const char *name, int ndim, const int64_
 int sym_model_create(const sym_model_config_t *cfg, int max_rows, int symmetric,
                      sym_model_t **out) {
     *out = NULL;
-    if (max_rows < 1) return sym__error(SYM_EINVAL, "max_rows must be at least 1");
+    if (max_rows < 0) return sym__error(SYM_EINVAL, "max_rows cannot be negative");
     sym_model_t *m = calloc(1, sizeof *m);
     if (!m) return sym__error(SYM_ENOMEM, "out of memory for the model");
     m->cfg = *cfg;

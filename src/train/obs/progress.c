@@ -61,6 +61,9 @@ void sym__progress_update(sym_progress_t *p, int64_t done, double loss) {
     double rate = (double)(done - p->done0) / (now - p->t0 > 1e-9 ? now - p->t0 : 1e-9);
     char r[32], eta[32];
     time_text(rate > 0 ? (double)(p->total - done) / rate : 0, eta, sizeof eta);
+    char mfu[24] = "";
+    if (p->peak_flops > 0)
+        snprintf(mfu, sizeof mfu, "  MFU %.1f%%", 100.0 * rate * p->flops_per_sample / p->peak_flops);
     const char *u = unit(p, &rate);
     rate_text(rate, r, sizeof r);
     int pct = p->total ? (int)(100 * done / p->total) : 100;
@@ -69,13 +72,13 @@ void sym__progress_update(sym_progress_t *p, int64_t done, double loss) {
         int fill = (int)(BAR * done / (p->total ? p->total : 1));
         for (int i = 0; i < BAR; i++) bar[i] = i < fill ? '#' : '.';
         bar[BAR] = '\0';
-        printf("\r\033[Kepoch %lld/%lld [%s] %3d%%  %s %s  loss %.4f  ETA %s",
-               (long long)p->epoch + 1, (long long)p->epochs, bar, pct, r, u, loss, eta);
+        printf("\r\033[Kepoch %lld/%lld [%s] %3d%%  %s %s%s  loss %.4f  ETA %s",
+               (long long)p->epoch + 1, (long long)p->epochs, bar, pct, r, u, mfu, loss, eta);
         p->drawn = 1;
     } else {
-        printf("epoch %lld/%lld  %3d%%  %lld/%lld  %s %s  loss %.4f  ETA %s\n",
+        printf("epoch %lld/%lld  %3d%%  %lld/%lld  %s %s%s  loss %.4f  ETA %s\n",
                (long long)p->epoch + 1, (long long)p->epochs, pct, (long long)done,
-               (long long)p->total, r, u, loss, eta);
+               (long long)p->total, r, u, mfu, loss, eta);
     }
     fflush(stdout);
 }

@@ -19,6 +19,8 @@ typedef struct {
     double t0, last;    /* epoch start, last output */
     int drawn;          /* a bar is on the screen */
     int seq;            /* tokens per sample: > 1 shows tokens/s instead of samples/s */
+    double flops_per_sample; /* with peak_flops > 0 (a GPU), lines show the MFU */
+    double peak_flops;
 } sym_progress_t;
 
 void sym__progress_init(sym_progress_t *p, int enabled, double interval_s);

@@ -94,6 +94,8 @@ int sym_optim_no_decay(sym_optim_t *o, size_t off, size_t len) {
 }
 
 uint64_t sym_optim_steps(const sym_optim_t *o) { return o->t; }
+float *sym_optim_buffer(sym_optim_t *o, int i) { return i == 0 ? o->buf0 : i == 1 ? o->buf1 : NULL; }
+void sym_optim_set_steps(sym_optim_t *o, uint64_t t) { o->t = t; }
 
 /* ---- updates ---- */
 

@@ -1,0 +1,97 @@
+/*
+ * device.h — the seam between libsymtrain (plain C, what every machine runs)
+ * and libsymtrain_cuda (the GPT's CUDA kernels, cuBLASLt and the GPU
+ * collectives), a module loaded with dlopen when a run asks for the GPU.
+ *
+ * As with libsymgpu's backend (src/gpu/backend.h), loading at run time lets
+ * a machine without CUDA run everything else, and a missing library be said
+ * in one line. The table below is the whole interface. A GPU model holds
+ * its weights (fp32 master and the compute copy), gradients, AdamW state and
+ * activations in GPU memory from one pool; a training step is forward,
+ * backward, the gradient average over the data-parallel team (on the GPU
+ * collectives), clipping and AdamW, launched on the GPU with no host
+ * synchronisation inside it (one CUDA graph after the first step).
+ *
+ * The backend reports failures as a SYM_E* code with the sentence readable
+ * through error(); it uses only the public API of libsymtrain and symshmem.
+ */
+#ifndef SYM_TRAIN_DEVICE_H
+#define SYM_TRAIN_DEVICE_H
+
+#include <shmem.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <symtrain/nn.h>
+#include <symtrain/optim.h>
+
+#define SYM_CUDA_BACKEND_ABI 1
+#define SYM_CUDA_BACKEND_SYMBOL "sym_cuda_backend"
+#define SYM_CUDA_BACKEND_FILE "libsymtrain_cuda.so"
+
+typedef enum { SYM_PREC_FP32 = 0, SYM_PREC_BF16 = 1, SYM_PREC_FP16 = 2 } sym_precision_t;
+
+/* What a GPU model is built with (besides the model config). */
+typedef struct {
+    sym_precision_t precision;  /* compute dtype; master weights and optimizer state fp32 */
+    int recompute_gelu;         /* recompute the MLP's GELU in backward instead of keeping it */
+    int recompute_ln;           /* recompute LayerNorm outputs in backward */
+    sym_optim_config_t optim;   /* AdamW's betas, eps, weight decay */
+    shmem_team_t dp_team;       /* gradients are averaged over it (one PE: nothing to do) */
+    int use_graph;              /* capture the step as a CUDA graph */
+} sym_gpu_opts_t;
+
+/* What one training step reports. */
+typedef struct {
+    double loss_sum;    /* this PE's summed loss over its rows * seq predictions */
+    double grad_norm;   /* the global norm before clipping (after the average) */
+    int skipped;        /* fp16: an overflow skipped the update (and lowered the scale) */
+    float loss_scale;   /* fp16's dynamic loss scale after this step (1 otherwise) */
+} sym_gpu_step_t;
+
+typedef struct sym_gpu_model sym_gpu_model_t; /* the backend's */
+
+struct sym_cuda_backend {
+    int abi; /* SYM_CUDA_BACKEND_ABI */
+    /* The latest error sentence of the calling thread. */
+    const char *(*error)(void);
+    /* GPUs this process can use (0 when none or no driver). */
+    int (*device_count)(void);
+    /* Build the model from cfg on the PE's GPU (shmemx_gpu_device when the GPU
+     * runtime is up, else device 0), with the weights `params` (P floats, the
+     * CPU model's initial or checkpointed weights, laid out by `table`). max_rows
+     * bounds the sequences of a step. Collective over opts->dp_team. */
+    int (*create)(const sym_model_config_t *cfg, int max_rows, const sym_param_t *table,
+                  int ntable, const float *params, size_t P, const sym_gpu_opts_t *opts,
+                  sym_gpu_model_t **out);
+    void (*destroy)(sym_gpu_model_t *m);
+    /* One step on tok, tgt (rows, seq) int32 host arrays: loss gradient scaled by
+     * grad_scale (npes / global predictions), backward, gradients averaged over
+     * the team, clipped to `clip` (0: off), AdamW at lr with weight decay on
+     * the table's `decay` tensors. Collective over the team. */
+    int (*train_step)(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows,
+                      int seq, float lr, float grad_scale, float clip, sym_gpu_step_t *out);
+    /* The summed loss and correct next-token predictions of a forward pass. */
+    int (*eval)(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows, int seq,
+                double *loss_sum, int64_t *correct);
+    /* Copy out / in the fp32 master weights (P), AdamW's m and v (P each, may be
+     * NULL) and its step count: checkpoints and resume. */
+    int (*get_state)(sym_gpu_model_t *m, float *params, float *exp_avg, float *exp_avg_sq,
+                     uint64_t *steps);
+    int (*set_state)(sym_gpu_model_t *m, const float *params, const float *exp_avg,
+                     const float *exp_avg_sq, uint64_t steps);
+    /* Bytes of GPU memory the model holds, and the device's peak dense rate
+     * of the compute dtype (FLOP/s), for MFU. */
+    size_t (*memory)(sym_gpu_model_t *m);
+    double (*peak_flops)(sym_gpu_model_t *m);
+    /* One line naming the GPU, e.g. "NVIDIA H200 (132 SMs, 141 GiB)". */
+    const char *(*describe)(sym_gpu_model_t *m);
+};
+
+typedef const struct sym_cuda_backend *(*sym_cuda_backend_fn)(void);
+
+/* Load the backend (once; later calls return the same table). NULL with the
+ * reason recorded (sym_last_error) when the module or a GPU is missing. */
+const struct sym_cuda_backend *sym__cuda_backend(void);
+
+#endif
