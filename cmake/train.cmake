@@ -56,6 +56,11 @@ add_library(symtrain SHARED ${SYMTRAIN_SOURCES})
 target_include_directories(symtrain PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>)
 target_include_directories(symtrain PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/train)
+# The element-wise loops vectorise at -O3 (GCC's -O2 cost model refuses them);
+# their clamps become min/max instructions only without NaN / signed-zero
+# rules (a NaN input still gives a NaN output: it flows through the product).
+set_source_files_properties(src/train/ops/cpu/activation.c PROPERTIES COMPILE_OPTIONS
+  "-O3;-fno-math-errno;-ffinite-math-only;-fno-signed-zeros")
 target_link_libraries(symtrain PUBLIC symshmem PRIVATE ZLIB::ZLIB Threads::Threads m ${CMAKE_DL_LIBS})
 
 if(SYM_HAVE_OPENBLAS)
