@@ -12,6 +12,8 @@ sym_unit_test(train_shard LIBS symtrain)      # every sample once per epoch acro
 sym_unit_test(train_data LIBS symtrain ZLIB::ZLIB) # IDX files, damaged ones, generated set
 sym_unit_test(train_ckpt LIBS symtrain)       # checkpoint write / verify / fall back / writer
 sym_unit_test(train_tokens SOURCES ${PROJECT_SOURCE_DIR}/tools/symtrain_tokenize.c LIBS symtrain) # shards, tokenize, corpus, CLI
+sym_unit_test(train_gpt_torch LIBS symtrain)   # the whole GPT's loss and gradients vs PyTorch (SKIP without torch)
+target_compile_definitions(train_gpt_torch PRIVATE SYM_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
 
 # ---- on PEs, through symrun ----
 sym_pe_test(train_tensor NPES 1 2 LIBS symtrain) # pools; symmetric tensors and model state
@@ -32,3 +34,6 @@ sym_train_e2e(train_sigterm) # SIGTERM / SIGINT: checkpoint, exit 0, exact resum
 sym_train_e2e(train_corrupt) # damaged checkpoints: named, previous one used
 sym_train_e2e(train_resize)  # resume on another PE count
 sym_train_e2e(train_cli)     # usage, errors, progress, metrics, plot
+sym_train_e2e(train_gpt)        # GPT: N-PE == 1-PE losses, validation, a sample
+sym_train_e2e(train_gpt_resume) # GPT: SIGKILL + restart + resume bit-identical
+sym_train_e2e(train_gpt_data)   # GPT: tokenize, train on shards, sample; damaged / missing data

@@ -21,7 +21,9 @@
  * be off by it. The GPT's layers (embedding, LayerNorm, attention, GELU-tanh,
  * residual) are checked the same way, their forwards also against fp64
  * references, and they are run with 1 and 4 threads on inputs large enough
- * to be split, which must agree bit for bit.
+ * to be split, which must agree bit for bit. Last, the whole GPT: every
+ * parameter through the mean cross-entropy, the padded vocabulary and a
+ * sequence shorter than the context (check_gpt_model).
  */
 #include <math.h>
 #include <stdio.h>
@@ -820,6 +822,192 @@ static void check_model(const char *spec, sym_act_t act, float dropout) {
     sym_model_destroy(c.m);
 }
 
+/* ---- the whole GPT ----
+ *
+ * gpt:L=2,C=8,H=2,V=11,T=5 on 2 sequences of 4 tokens: the vocabulary is
+ * padded to Vp = 128 (117 rows of wte and 117 logit columns that must take no
+ * part) and the sequences are shorter than the context (row 4 of wpe is
+ * unused). L = the mean softmax cross-entropy over the 8 predictions, as the
+ * training loop computes it: sym_softmax_xent with scale 1 / 8, the gradient
+ * written over the logits, which the backward then consumes. Every element of
+ * every named tensor (2,824 in all, the padding rows of wte included) is
+ * checked against finite differences, tensor by tensor. The weights are drawn
+ * far wider than GPT-2's N(0, 0.02) init (LayerNorm weights U(0.5, 2), all
+ * else U(-0.8, 0.8), the padding rows of wte too), so the attention is not
+ * uniform, the gradients are not tiny, and a padding column that leaked into
+ * the loss would show; they are redrawn (a few times) until every tensor has
+ * a gradient of 0.1 or more, as compare() needs. Also: the gradients of
+ * wte's padding rows are exactly 0; the ready hook reports tensor starts in
+ * strictly descending order ending at 0, and what it reported final never
+ * changes afterwards; a second backward without zeroing doubles every
+ * gradient (it adds). */
+
+enum { GB = 2, GS = 4, GV = 11 };
+
+typedef struct {
+    sym_model_t *m;
+    int32_t tok[GB * GS], y[GB * GS];
+} gpt_ctx_t;
+
+static double gpt_loss(void *ctx) {
+    gpt_ctx_t *c = ctx;
+    sym_forward_t f = {1, 0, 0};
+    sym_input_t in = {GB, GS, NULL, c->tok};
+    sym_tensor_t logits;
+    CHECK(sym_model_forward(c->m, &in, &f, &logits) == 0, "%s", sym_last_error());
+    return sym_softmax_xent(&logits, c->y, GV, 1.0f, NULL, NULL) / (GB * GS);
+}
+
+/* The ready hook: offsets strictly descending, each the start of a tensor,
+ * and a copy of the gradients [lo, P) as they were when reported final. */
+#define GPT_MAX_READY 64
+
+typedef struct {
+    const sym_model_t *m;
+    const float *g;
+    size_t P, last;
+    int calls;
+    size_t lo[GPT_MAX_READY];
+    float *snap[GPT_MAX_READY];
+} gpt_ready_t;
+
+static void gpt_on_ready(void *user, size_t lo) {
+    gpt_ready_t *r = user;
+    CHECK(lo < r->last, "gradients reported ready out of order (%zu after %zu)", lo, r->last);
+    CHECK(r->calls < GPT_MAX_READY, "more than %d ready calls", GPT_MAX_READY);
+    int boundary = 0;
+    for (int i = 0; i < sym_model_num_tensors(r->m); i++)
+        boundary |= sym_model_param(r->m, i)->offset == lo;
+    CHECK(boundary, "ready reported offset %zu, which is not the start of a tensor", lo);
+    float *s = malloc((r->P - lo) * sizeof *s);
+    CHECK(s != NULL, "out of memory");
+    memcpy(s, r->g + lo, (r->P - lo) * sizeof *s);
+    r->lo[r->calls] = lo;
+    r->snap[r->calls++] = s;
+    r->last = lo;
+}
+
+/* Forward, loss gradient over the logits in place, backward (adding into the
+ * gradients as they are); returns the mean loss. */
+static double gpt_backward(gpt_ctx_t *c, gpt_ready_t *ready) {
+    sym_forward_t f = {1, 0, 0};
+    sym_input_t in = {GB, GS, NULL, c->tok};
+    sym_tensor_t logits;
+    CHECK(sym_model_forward(c->m, &in, &f, &logits) == 0, "%s", sym_last_error());
+    CHECK(logits.shape[0] == GB * GS && logits.shape[1] == sym_model_logit_width(c->m),
+          "GPT logits are (%lld,%lld), expected (%d,%d)", (long long)logits.shape[0],
+          (long long)logits.shape[1], GB * GS, sym_model_logit_width(c->m));
+    double l = sym_softmax_xent(&logits, c->y, GV, 1.0f / (GB * GS), &logits, NULL);
+    CHECK(sym_model_backward(c->m, &logits, ready ? gpt_on_ready : NULL, ready) == 0, "%s",
+          sym_last_error());
+    return l / (GB * GS);
+}
+
+static void check_gpt_model(void) {
+    sym_model_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    CHECK(sym_model_parse("gpt:L=2,C=8,H=2,V=11,T=5", &cfg) == 0, "%s", sym_last_error());
+    cfg.seed = test_next(&rng);
+    CHECK(cfg.vocab == GV && cfg.padded_vocab == 128 && cfg.max_seq == 5 && GS < cfg.max_seq,
+          "gpt:L=2,C=8,H=2,V=11,T=5 parsed to V=%d, Vp=%d, T=%d", cfg.vocab, cfg.padded_vocab,
+          cfg.max_seq);
+    gpt_ctx_t c;
+    CHECK(sym_model_create(&cfg, GB, 0, &c.m) == 0, "%s", sym_last_error());
+    const int C = cfg.n_embd, V = cfg.vocab, Vp = cfg.padded_vocab, nt = sym_model_num_tensors(c.m);
+    size_t P = sym_model_num_params(c.m);
+    float *params = sym_model_params(c.m), *grads = sym_model_grads(c.m);
+    CHECK(nt == 2 + 12 * cfg.n_layer + 2, "the GPT has %d tensors, expected %d", nt,
+          2 + 12 * cfg.n_layer + 2);
+    for (int i = 0; i < GB * GS; i++) {
+        c.tok[i] = (int32_t)(test_next(&rng) % GV);
+        c.y[i] = (int32_t)(test_next(&rng) % GV);
+    }
+    c.tok[GS + 1] = c.tok[1]; /* a token at the same position in both sequences */
+    c.tok[2] = c.tok[0];      /* and twice in one */
+    /* Redraw until every tensor has a gradient of 0.1 or more to compare
+     * (with 8 predictions, a LayerNorm's can all be small). */
+    gpt_ready_t ready;
+    double loss;
+    int tries = 0;
+    for (;; tries++) {
+        CHECK(tries < 1000, "could not draw GPT weights with every tensor's gradient above 0.1");
+        for (int i = 0; i < nt; i++) {
+            const sym_param_t *p = sym_model_param(c.m, i);
+            float *w = params + p->offset;
+            if (strstr(p->name, "ln_") && strstr(p->name, ".weight"))
+                fill(w, p->numel, 0.5, 2.0);
+            else /* wte and wpe too, the padding rows included */
+                fill(w, p->numel, -0.8, 0.8);
+        }
+        /* the analytic gradient, from zero, with the ready hook watching */
+        for (int k = 0; k < ready.calls && tries; k++) free(ready.snap[k]);
+        memset(&ready, 0, sizeof ready);
+        ready.m = c.m;
+        ready.g = grads;
+        ready.P = P;
+        ready.last = P + 1;
+        sym_model_zero_grads(c.m);
+        loss = gpt_backward(&c, &ready);
+        double smallest = 1e9;
+        for (int i = 0; i < nt; i++) {
+            const sym_param_t *p = sym_model_param(c.m, i);
+            double big = 0;
+            for (size_t k = 0; k < p->numel; k++) big = fmax(big, fabs(grads[p->offset + k]));
+            CHECK(big > 0, "%s has no gradient at all: backward left it 0", p->name);
+            smallest = fmin(smallest, big);
+        }
+        if (smallest > 0.1) break;
+    }
+    CHECK(fabs(loss - gpt_loss(&c)) <= 1e-6 * loss, "the loss %.9g differs from a forward's %.9g",
+          loss, gpt_loss(&c));
+    CHECK(ready.calls > 0 && ready.last == 0,
+          "backward never reported the first tensors' gradients ready (%d calls, last %zu)",
+          ready.calls, ready.last);
+    for (int k = 0; k < ready.calls; k++) {
+        CHECK(memcmp(ready.snap[k], grads + ready.lo[k], (P - ready.lo[k]) * sizeof(float)) == 0,
+              "gradients [%zu, %zu) were reported final, then changed", ready.lo[k], P);
+        free(ready.snap[k]);
+    }
+    float *g = malloc(P * sizeof *g);
+    CHECK(g != NULL, "out of memory");
+    memcpy(g, grads, P * sizeof *g);
+    const sym_param_t *wte = sym_model_find_param(c.m, "wte");
+    CHECK(wte && wte->offset == 0 && wte->shape[0] == Vp && wte->shape[1] == C,
+          "wte is not the (%d,%d) tensor at offset 0", Vp, C);
+    for (size_t i = (size_t)V * C; i < (size_t)Vp * C; i++)
+        CHECK(g[i] == 0.0f, "wte padding row %zu (>= V = %d) has gradient %g", i / C, V,
+              (double)g[i]);
+    /* backward adds: a second pass without zeroing doubles every gradient */
+    gpt_backward(&c, NULL);
+    for (int i = 0; i < nt; i++) {
+        const sym_param_t *p = sym_model_param(c.m, i);
+        double big = 0;
+        for (size_t k = 0; k < p->numel; k++) big = fmax(big, fabs(g[p->offset + k]));
+        for (size_t k = 0; k < p->numel; k++) {
+            size_t at = p->offset + k;
+            CHECK(fabs(grads[at] - 2.0 * g[at]) <= 1e-5 * big, "%s element %zu: %.9g after two "
+                  "backward passes, %.9g after one: backward does not add", p->name, k,
+                  (double)grads[at], (double)g[at]);
+        }
+    }
+    /* every tensor against finite differences */
+    double *num = malloc(P * sizeof *num);
+    CHECK(num != NULL, "out of memory");
+    numeric(gpt_loss, &c, params, P, num);
+    printf("  gpt:L=2,C=8,H=2,V=11,T=5, %d x %d tokens (Vp %d, T 5), loss %.4f, %d ready calls, "
+           "weights drawn %d time%s:\n",
+           GB, GS, Vp, loss, ready.calls, tries + 1, tries ? "s" : "");
+    for (int i = 0; i < nt; i++) {
+        const sym_param_t *p = sym_model_param(c.m, i);
+        char what[80];
+        snprintf(what, sizeof what, "gpt %s", p->name);
+        compare(what, num + p->offset, g + p->offset, p->numel);
+    }
+    free(num);
+    free(g);
+    sym_model_destroy(c.m);
+}
+
 int main(void) {
     uint64_t seed = test_seed();
     printf("train_gradcheck: seed %llu (SYMTRAIN_TEST_SEED=%llu replays it)\n",
@@ -841,7 +1029,8 @@ int main(void) {
     check_model("mlp:6-8-3", SYM_ACT_GELU, 0.3f);
     check_model("mlp:6-8-3", SYM_ACT_RELU, 0.3f);
     check_model("mlp:6-3", SYM_ACT_GELU, 0.0f);
-    check_thread_independence(); /* last: it leaves the threads at 1 */
+    check_thread_independence(); /* it leaves the threads at 1 */
+    check_gpt_model();
     printf("train_gradcheck: all gradients match\n");
     return 0;
 }

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <symtrain/ckpt.h>
@@ -169,9 +170,25 @@ typedef struct {
 
 static int gpu_sync_host(run_t *r);
 
-/* Errors every PE sees alike are printed by PE 0 alone. */
+/* Errors every PE sees alike are printed by PE 0 alone. The other PEs then
+ * wait for the job to be ended (PE 0's own failure ends it), at most
+ * REPORT_WAIT_S: were they to exit first, symrun would end PE 0 at once,
+ * often before it had said why. */
+#define REPORT_WAIT_S 2.0
+
+static void wait_for_the_end(void) {
+    double until = sym__now_s() + REPORT_WAIT_S;
+    while (!stop_signal && sym__now_s() < until) { /* symrun's SIGTERM sets it */
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static int report(run_t *r, int rc, int replicated) {
-    if (rc && (!replicated || r->me == 0)) sym__warn("symtrain train", "%s", sym_last_error());
+    if (rc && (!replicated || r->me == 0))
+        sym__warn("symtrain train", "%s", sym_last_error());
+    else if (rc)
+        wait_for_the_end();
     return rc;
 }
 
