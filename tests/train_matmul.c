@@ -127,6 +127,87 @@ static void check_tensor_matmul(void) {
     free(c2);
 }
 
+/* ---- dtypes: conversions and narrow operands ---- */
+
+/* fp32 -> bf16 / fp16 round to nearest even, back exactly; specials kept. */
+static void check_conversions(void) {
+    CHECK(sym_dtype_size(SYM_DT_F32) == 4 && sym_dtype_size(SYM_DT_BF16) == 2 &&
+              sym_dtype_size(SYM_DT_F16) == 2 && sym_dtype_size(SYM_DT_I32) == 4,
+          "dtype sizes");
+    sym_dtype_t dt;
+    CHECK(sym_dtype_parse("bf16", &dt) == 0 && dt == SYM_DT_BF16 && sym_dtype_parse("f32", &dt) != 0,
+          "dtype names");
+    /* exact values survive both ways */
+    static const float exact[] = {0.0f, -0.0f, 1.0f, -2.5f, 0.15625f, 65504.0f, 0x1p-24f, 0x1p-14f};
+    for (size_t i = 0; i < sizeof exact / sizeof *exact; i++) {
+        CHECK(sym_f16_to_f32(sym_f32_to_f16(exact[i])) == exact[i], "fp16 round trip of %g", (double)exact[i]);
+        if (exact[i] != 65504.0f && exact[i] != 0x1p-24f)
+            CHECK(sym_bf16_to_f32(sym_f32_to_bf16(exact[i])) == exact[i], "bf16 round trip of %g",
+                  (double)exact[i]);
+    }
+    /* ties to even: 1 + 2^-8 is halfway between two bf16 values (1 and 1 + 2^-7) */
+    CHECK(sym_bf16_to_f32(sym_f32_to_bf16(1.0f + 0x1p-8f)) == 1.0f, "bf16 tie not to even");
+    CHECK(sym_bf16_to_f32(sym_f32_to_bf16(1.0f + 3 * 0x1p-8f)) == 1.0f + 0x1p-6f, "bf16 tie up to even");
+    CHECK(sym_f16_to_f32(sym_f32_to_f16(1.0f + 0x1p-11f)) == 1.0f, "fp16 tie not to even");
+    CHECK(isinf(sym_f16_to_f32(sym_f32_to_f16(70000.0f))), "fp16 overflow is not inf");
+    CHECK(isnan(sym_f16_to_f32(sym_f32_to_f16(NAN))) && isnan(sym_bf16_to_f32(sym_f32_to_bf16(NAN))),
+          "NaN lost");
+    CHECK(sym_f16_to_f32(sym_f32_to_f16(0x1p-25f)) == 0.0f &&
+              sym_f16_to_f32(sym_f32_to_f16(0x1.8p-24f)) == 0x1p-23f,
+          "fp16 subnormal rounding");
+    /* random values: the nearest representable, so the error is at most half a step */
+    for (int i = 0; i < 100000; i++) {
+        float v = (float)((2 * test_uniform(&rng) - 1) * 1000);
+        float b = sym_bf16_to_f32(sym_f32_to_bf16(v)), h = sym_f16_to_f32(sym_f32_to_f16(v));
+        CHECK(fabs((double)b - v) <= fabs((double)v) * 0x1p-8 * 1.0000001, "bf16 of %.9g is %.9g", (double)v, (double)b);
+        CHECK(fabs((double)h - v) <= fabs((double)v) * 0x1p-11 * 1.0000001 + 0x1p-25, "fp16 of %.9g is %.9g",
+              (double)v, (double)h);
+    }
+    printf("  %-24s bf16 / fp16 round to nearest even, specials and subnormals kept\n", "conversions");
+}
+
+/* sym_gemm_ex with bf16 and fp16 operands equals sym_gemm on the widened
+ * values (the widening is exact, the accumulation fp32), for every transpose. */
+static void check_narrow_gemm(void) {
+    enum { M = 37, N = 29, K = 300 };
+    for (int dt = 1; dt <= 2; dt++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                int lda = (ta ? M : K) + 2, ldb = (tb ? K : N) + 1;
+                int ar = ta ? K : M, br = tb ? N : K;
+                uint16_t *A = malloc(sizeof(uint16_t) * (size_t)ar * lda);
+                uint16_t *B = malloc(sizeof(uint16_t) * (size_t)br * ldb);
+                float *Aw = malloc(sizeof(float) * (size_t)ar * lda), *Bw = malloc(sizeof(float) * (size_t)br * ldb);
+                float *C = malloc(sizeof(float) * M * N), *R = malloc(sizeof(float) * M * N);
+                CHECK(A && B && Aw && Bw && C && R, "out of memory");
+                sym_dtype_t t = (sym_dtype_t)dt;
+                for (int i = 0; i < ar * lda; i++) {
+                    float v = (float)(2 * test_uniform(&rng) - 1);
+                    A[i] = t == SYM_DT_BF16 ? sym_f32_to_bf16(v) : sym_f32_to_f16(v);
+                }
+                for (int i = 0; i < br * ldb; i++) {
+                    float v = (float)(2 * test_uniform(&rng) - 1);
+                    B[i] = t == SYM_DT_BF16 ? sym_f32_to_bf16(v) : sym_f32_to_f16(v);
+                }
+                sym_convert(Aw, SYM_DT_F32, A, t, (size_t)ar * lda);
+                sym_convert(Bw, SYM_DT_F32, B, t, (size_t)br * ldb);
+                for (int i = 0; i < M * N; i++) C[i] = NAN;
+                CHECK(sym_gemm_ex(ta, tb, M, N, K, 0.5f, A, t, lda, B, t, ldb, 0.0f, C, N) == 0, "%s",
+                      sym_last_error());
+                sym_gemm(ta, tb, M, N, K, 0.5f, Aw, lda, Bw, ldb, 0.0f, R, N);
+                CHECK(memcmp(C, R, sizeof(float) * M * N) == 0,
+                      "%s ta=%d tb=%d: the narrow product differs from the widened one", sym_dtype_name(t),
+                      ta, tb);
+                free(A), free(B), free(Aw), free(Bw), free(C), free(R);
+            }
+    float c = 0;
+    int32_t ia = 1;
+    CHECK(sym_gemm_ex(0, 0, 1, 1, 1, 1, &ia, SYM_DT_I32, 1, &ia, SYM_DT_I32, 1, 0, &c, 1) == SYM_EINVAL,
+          "an int32 product was accepted");
+    printf("  %-24s bf16 / fp16 operands, all transposes: equal to fp32 on the widened values\n",
+           "sym_gemm_ex");
+}
+
 /* sym_gemm takes 64-bit sizes; the table's kernels take int. */
 static void gemm64(int ta, int tb, int m, int n, int k, float alpha, const float *A, int lda,
                    const float *B, int ldb, float beta, float *C, int ldc) {
@@ -140,6 +221,8 @@ int main(void) {
     check_all("sym_gemm", gemm64);
     check_all("built-in blocked kernel", sym__gemm_blocked);
     check_tensor_matmul();
+    check_conversions();
+    check_narrow_gemm();
     printf("train_matmul: ok\n");
     return 0;
 }

@@ -24,6 +24,7 @@
 #include <sched.h>
 #include <shmem.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -415,9 +416,13 @@ static int evaluate(run_t *r, double *loss, double *acc) {
 /* An evaluation between epochs, as a line. */
 static void say_eval(run_t *r, double loss, double acc) {
     if (!r->speak) return;
+    struct rusage ru;
+    char mem[32];
+    getrusage(RUSAGE_SELF, &ru);
+    sym__fmt_size((size_t)ru.ru_maxrss * 1024, mem, sizeof mem);
     if (r->task.text)
-        note(r, "step %lld: validation loss %.4f (next-token accuracy %.1f%%)",
-             (long long)r->step, loss, 100.0 * acc);
+        note(r, "step %lld: validation loss %.4f (next-token accuracy %.1f%%); PE 0 peak memory %s",
+             (long long)r->step, loss, 100.0 * acc, mem);
     else
         note(r, "step %lld: test loss %.4f, accuracy %.2f%%", (long long)r->step, loss,
              100.0 * acc);
