@@ -4,8 +4,9 @@ sym_pe_test(coll_allreduce NPES 1 2 3 4)
 sym_pe_test(coll_shmemx NPES 1 2 3 4)
 sym_pe_test(coll_replica NPES 1 2 3 4)
 
-# Installing, then building an outside program with symcc, pkg-config and
-# find_package(symshmem).
+# Installing to a prefix the build was not configured for, moving the tree,
+# running the installed tools, then building outside programs with symcc,
+# pkg-config (symshmem, symtrain) and find_package(symshmem).
 add_test(NAME tools_install COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools_install.sh
-         ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
+         ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR} $<BOOL:${SYM_HAVE_TRAIN}>)
 set_tests_properties(tools_install PROPERTIES TIMEOUT 300 LABELS tools)
