@@ -10,3 +10,9 @@ sym_pe_test(coll_replica NPES 1 2 3 4)
 add_test(NAME tools_install COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools_install.sh
          ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR} $<BOOL:${SYM_HAVE_TRAIN}>)
 set_tests_properties(tools_install PROPERTIES TIMEOUT 300 LABELS tools)
+
+# --help of symrun and symbench: usage on stdout, exit 0, every environment
+# variable src/ reads; usage errors on stderr with exit 2.
+add_test(NAME tools_help COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools_help.sh
+         $<TARGET_FILE:symrun> $<TARGET_FILE:symbench> ${PROJECT_SOURCE_DIR})
+set_tests_properties(tools_help PROPERTIES TIMEOUT 120 LABELS tools)

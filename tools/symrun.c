@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdnoreturn.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -32,6 +33,7 @@
 #include <unistd.h>
 
 #include "../src/bootstrap/wire.h"
+#include "envhelp.h"
 
 #define EXIT_USAGE 2
 #define EXIT_TIMEOUT 124
@@ -77,16 +79,35 @@ static void note(const char *fmt, ...) {
     (void)w;
 }
 
-static void usage(const char *why) {
-    if (why) note("%s", why);
-    fprintf(stderr,
+static void print_usage(FILE *f) {
+    fprintf(f,
             "usage: symrun -n N [--timeout SECONDS] [--tag-output] [--max-restarts K] [--] "
             "program [args...]\n"
             "  -n, -np N          number of PEs to start (N >= 1)\n"
             "  --timeout S        end the job, failing, after S seconds\n"
             "  --tag-output       prefix every output line with [PE n]\n"
-            "  --max-restarts K   when a PE fails, start the job again, up to K times\n");
+            "  --max-restarts K   when a PE fails, start the job again, up to K times\n"
+            "  -h, --help         this text, with the environment variables PEs read\n");
+}
+
+/* A usage error: why, the options, exit status 2. */
+static noreturn void usage(const char *why) {
+    note("%s", why);
+    print_usage(stderr);
     exit(EXIT_USAGE);
+}
+
+/* --help: everything, on stdout, exit status 0. */
+static noreturn void help(void) {
+    print_usage(stdout);
+    fputs("\nsymrun exits 0 when every PE exits 0; otherwise with the first failing PE's\n"
+          "status (128+N for signal N), 124 after --timeout, 2 for its own usage errors.\n\n"
+          SYM_ENV_HELP_RUNTIME
+          " symtrain train:\n"
+          "  SYMTRAIN_DATA_DIR        the Fashion-MNIST files, without --data-dir (default:\n"
+          "                           where the Debian package puts them)\n",
+          stdout);
+    exit(0);
 }
 
 static double now(void) {
@@ -175,7 +196,7 @@ static void parse_args(int argc, char **argv, options_t *o) {
         } else if (!strcmp(a, "--tag-output")) {
             o->tag_output = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(NULL);
+            help();
         } else {
             char msg[128];
             snprintf(msg, sizeof msg, "unknown option '%s'", a);
