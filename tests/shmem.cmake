@@ -82,6 +82,10 @@ endfunction()
 shmem_pe_exe(shmem_symrun_child)
 shmem_script_test(shmem_symrun shmem_symrun.sh shmem_symrun_child)
 
+# A failing PE's explanation is never cut off by symrun ending the job, and a
+# usage error reads as one (30 runs per case: it was a race).
+shmem_script_test(shmem_symrun_output shmem_symrun_output.sh shmem_symrun_child)
+
 # Misuse: one message naming PE, call and cause; the job ends, nothing hangs.
 shmem_pe_exe(shmem_misuse_child)
 shmem_script_test(shmem_misuse shmem_misuse.sh shmem_misuse_child)
