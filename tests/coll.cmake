@@ -16,3 +16,7 @@ set_tests_properties(tools_install PROPERTIES TIMEOUT 300 LABELS tools)
 add_test(NAME tools_help COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools_help.sh
          $<TARGET_FILE:symrun> $<TARGET_FILE:symbench> ${PROJECT_SOURCE_DIR})
 set_tests_properties(tools_help PROPERTIES TIMEOUT 120 LABELS tools)
+
+# The documents name only paths that exist in the repository.
+add_test(NAME docs_paths COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/docs_paths.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(docs_paths PROPERTIES TIMEOUT 60 LABELS tools)
