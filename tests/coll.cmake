@@ -17,6 +17,18 @@ add_test(NAME tools_help COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools_help.sh
          $<TARGET_FILE:symrun> $<TARGET_FILE:symbench> ${PROJECT_SOURCE_DIR})
 set_tests_properties(tools_help PROPERTIES TIMEOUT 120 LABELS tools)
 
+# The version macros come from the project version and the functions return
+# them; error codes do not collide between the libraries.
+add_executable(tools_version tools_version.c)
+target_compile_definitions(tools_version PRIVATE WANT_VERSION="${PROJECT_VERSION}")
+target_link_libraries(tools_version PRIVATE symshmem)
+if(TARGET symtrain)
+  target_compile_definitions(tools_version PRIVATE HAVE_TRAIN=1)
+  target_link_libraries(tools_version PRIVATE symtrain)
+endif()
+add_test(NAME tools_version COMMAND tools_version)
+set_tests_properties(tools_version PROPERTIES TIMEOUT 60 LABELS tools)
+
 # The documents name only paths that exist in the repository.
 add_test(NAME docs_paths COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/docs_paths.sh ${PROJECT_SOURCE_DIR})
 set_tests_properties(docs_paths PROPERTIES TIMEOUT 60 LABELS tools)

@@ -76,15 +76,18 @@ if command -v pkg-config >/dev/null; then
         flags=$(pkg-config --cflags --libs symtrain) || fail "pkg-config symtrain"
         cat >"$tmp/train_pc.c" <<'C'
 #include <shmem.h>
+#include <shmemx.h>
 #include <stdio.h>
 #include <string.h>
 #include <symtrain/symtrain.h>
 int main(void) {
     shmem_init(); /* libsymtrain sits on libsymshmem: both link */
     const char *s = sym_strerror(SYM_ENOMEM);
-    printf("PE %d: %s\n", shmem_my_pe(), s);
+    printf("PE %d: version %s/%s: %s\n", shmem_my_pe(), sym_version_string(),
+           shmemx_version_string(), s);
+    int ok = sym_version() == SYMTRAIN_VERSION_HEX && shmemx_version() == SHMEMX_VERSION_HEX;
     shmem_finalize();
-    return strcmp(s, "out of memory") != 0;
+    return strcmp(s, "out of memory") != 0 || !ok;
 }
 C
         cc -std=c11 -Wall -Werror "$tmp/train_pc.c" -o "$tmp/train_pc" $flags
