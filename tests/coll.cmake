@@ -17,8 +17,17 @@ add_test(NAME tools_help COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools_help.sh
          $<TARGET_FILE:symrun> $<TARGET_FILE:symbench> ${PROJECT_SOURCE_DIR})
 set_tests_properties(tools_help PROPERTIES TIMEOUT 120 LABELS tools)
 
-# The version macros come from the project version and the functions return
-# them; error codes do not collide between the libraries.
+# The public libraries export their API only; the version macros come from the
+# project version and the functions return them; error codes do not collide.
+set(_public_libs $<TARGET_FILE:symshmem>)
+if(TARGET symtrain)
+  list(APPEND _public_libs $<TARGET_FILE:symtrain>)
+endif()
+if(TARGET symgpu)
+  list(APPEND _public_libs $<TARGET_FILE:symgpu>)
+endif()
+add_test(NAME tools_exports COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools_exports.sh ${_public_libs})
+set_tests_properties(tools_exports PROPERTIES TIMEOUT 60 LABELS tools)
 add_executable(tools_version tools_version.c)
 target_compile_definitions(tools_version PRIVATE WANT_VERSION="${PROJECT_VERSION}")
 target_link_libraries(tools_version PRIVATE symshmem)

@@ -39,6 +39,7 @@ endfunction()
 # size read from each variable and suffix.
 shmem_pe_exe(shmem_heap)
 target_include_directories(shmem_heap PRIVATE ${PROJECT_SOURCE_DIR}/src) # util/util.h
+target_link_libraries(shmem_heap PRIVATE symutil) # sym__fmt_size (libsymshmem does not export it)
 shmem_pe_run(shmem_heap shmem_heap ARGS api 4194304 ENV SYMTRAIN_SYMMETRIC_SIZE=4M)
 shmem_pe_run(shmem_heap_size_M shmem_heap ARGS sizes 3145728 ENV SHMEM_SYMMETRIC_SIZE=3M)
 shmem_pe_run(shmem_heap_size_k shmem_heap ARGS sizes 1572864 ENV SHMEM_SYMMETRIC_SIZE=1536k)

@@ -40,6 +40,9 @@ for f in "$prefix"/bin/* "$prefix"/lib/*.so*; do
     case ":$rpath:" in *":$configured/$libdir:"*) fail "$f: RPATH $rpath names the configured prefix" ;; esac
 done
 echo "ok   ldd: every installed program and library finds its libraries"
+# libsymutil is private: installed for the libraries, with no link name
+[ ! -e "$prefix/lib/libsymutil.so" ] || fail "lib/libsymutil.so installed: programs could link it"
+ls "$prefix"/lib/libsymutil.so.0 >/dev/null || fail "lib/libsymutil.so.0 not installed"
 
 run() { # run NAME EXE: it must print the right counter on 3 PEs
     out=$("$prefix/bin/symrun" -n 3 --timeout 60 "$2")
