@@ -126,7 +126,7 @@ add_library(symgpu_nvshmem MODULE ${SYMGPU_CU_SOURCES})
 sym_cuda_target(symgpu_nvshmem)
 target_compile_options(symgpu_nvshmem PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fvisibility=hidden>)
 target_link_libraries(symgpu_nvshmem PRIVATE ${NVSHMEM_DEVICE_LIB} ${NVSHMEM_HOST_LIB} symshmem
-                      CUDA::cudart)
+                      symutil CUDA::cudart)
 # Only the backend table is exported: NVSHMEM's static device library and the
 # CUDA registration stubs stay private to this module, so a program that links
 # its own copy (its kernels call NVSHMEM) does not interpose ours.
@@ -134,24 +134,30 @@ target_link_options(symgpu_nvshmem PRIVATE
   "LINKER:--version-script=${PROJECT_SOURCE_DIR}/src/gpu/backend.map" "LINKER:--exclude-libs,ALL")
 set_property(TARGET symgpu_nvshmem APPEND PROPERTY LINK_DEPENDS ${PROJECT_SOURCE_DIR}/src/gpu/backend.map)
 set_target_properties(symgpu_nvshmem PROPERTIES
-  INSTALL_RPATH "${CMAKE_INSTALL_FULL_LIBDIR};${NVSHMEM_LIB_DIR};${CUDAToolkit_LIBRARY_DIR}")
+  INSTALL_RPATH "${SYM_LIB_RPATH};${NVSHMEM_LIB_DIR};${CUDAToolkit_LIBRARY_DIR}")
 
 # ---- libsymgpu: the public API (C, no CUDA needed to load) ----
 add_library(symgpu SHARED ${PROJECT_SOURCE_DIR}/src/gpu/api.c)
-target_link_libraries(symgpu PUBLIC symshmem PRIVATE ${CMAKE_DL_LIBS})
+target_link_libraries(symgpu PUBLIC symshmem PRIVATE symutil ${CMAKE_DL_LIBS})
 add_dependencies(symgpu symgpu_nvshmem)
-set_target_properties(symgpu PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION 0)
+set_target_properties(symgpu PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION 0
+  INSTALL_RPATH "${SYM_LIB_RPATH}")
 
 # ---- symbench-gpu ----
 add_executable(symbench-gpu ${PROJECT_SOURCE_DIR}/tools/symbench_gpu.cu)
 sym_cuda_target(symbench-gpu)
-target_link_libraries(symbench-gpu PRIVATE symgpu symshmem ${NVSHMEM_DEVICE_LIB}
+target_link_libraries(symbench-gpu PRIVATE symgpu symshmem symutil ${NVSHMEM_DEVICE_LIB}
                       ${NVSHMEM_HOST_LIB} CUDA::cudart m)
+# Installed: ours relative to bin/, NVSHMEM, CUDA and NCCL where they were found.
+set(_symbench_gpu_rpath "${CMAKE_INSTALL_RPATH};${NVSHMEM_LIB_DIR};${CUDAToolkit_LIBRARY_DIR}")
 if(NCCL_LIB)
   target_compile_definitions(symbench-gpu PRIVATE SYM_HAVE_NCCL=1)
   target_include_directories(symbench-gpu PRIVATE ${_nccl}/include)
   target_link_libraries(symbench-gpu PRIVATE ${NCCL_LIB})
+  get_filename_component(_nccl_lib_dir "${NCCL_LIB}" DIRECTORY)
+  list(APPEND _symbench_gpu_rpath "${_nccl_lib_dir}")
 endif()
+set_target_properties(symbench-gpu PROPERTIES INSTALL_RPATH "${_symbench_gpu_rpath}")
 
 # The gpu-put baseline: MPI with host staging (symbench-gpu gpu-put reads its table).
 if(MPI_C_FOUND)

@@ -27,12 +27,20 @@
  *   until the request completes.
  *
  *   Every function returns 0, or a negative SHMEMX_E* code after printing one
- *   line saying what was wrong.
+ *   line saying what was wrong. The codes lie in -100 ... -199, apart from
+ *   symtrain's SYM_E* (-1 ...) and the GPU part's SHMEMX_GPU_E* (-20 ...), so
+ *   a code names the library it came from.
+ *
+ * Version
+ *   SHMEMX_VERSION_MAJOR / _MINOR / _PATCH / _STRING / _HEX (shmemx_version.h,
+ *   generated from the project version) are what a program was compiled
+ *   against; shmemx_version() is the library it runs with.
  */
 #ifndef SHMEMX_H
 #define SHMEMX_H
 
 #include <shmem.h>
+#include <shmemx_version.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,14 +69,20 @@ typedef enum {
 
 /* Error codes: an X-macro list, so names and messages stay together. */
 #define SHMEMX_ERRNO_MAP(X)                                                          \
-    X(EINVAL, -1, "invalid argument")                                                \
-    X(ENOMEM, -2, "out of memory")                                                   \
-    X(ETEAM, -3, "invalid team, or this PE is not a member")                         \
-    X(EBUSY, -4, "request still in progress")
+    X(EINVAL, -101, "invalid argument")                                              \
+    X(ENOMEM, -102, "out of memory")                                                 \
+    X(ETEAM, -103, "invalid team, or this PE is not a member")                       \
+    X(EBUSY, -104, "request still in progress")
 #define SHMEMX_ERRNO_DEF(name, code, msg) SHMEMX_##name = code,
 enum { SHMEMX_OK = 0, SHMEMX_ERRNO_MAP(SHMEMX_ERRNO_DEF) };
 #undef SHMEMX_ERRNO_DEF
+/* "invalid argument" etc. for a SHMEMX_E* code, "success" for 0, "unknown
+ * error" for anything else. */
 const char *shmemx_strerror(int err);
+
+/* The library's version, (major << 16) | (minor << 8) | patch, and as text. */
+unsigned shmemx_version(void);
+const char *shmemx_version_string(void);
 
 size_t shmemx_dtype_size(shmemx_dtype_t dtype);
 

@@ -4,8 +4,40 @@ sym_pe_test(coll_allreduce NPES 1 2 3 4)
 sym_pe_test(coll_shmemx NPES 1 2 3 4)
 sym_pe_test(coll_replica NPES 1 2 3 4)
 
-# Installing, then building an outside program with symcc, pkg-config and
-# find_package(symshmem).
+# Installing to a prefix the build was not configured for, moving the tree,
+# running the installed tools, then building outside programs with symcc,
+# pkg-config (symshmem, symtrain) and find_package(symshmem).
 add_test(NAME tools_install COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools_install.sh
-         ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
+         ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR} $<BOOL:${SYM_HAVE_TRAIN}>)
 set_tests_properties(tools_install PROPERTIES TIMEOUT 300 LABELS tools)
+
+# --help of symrun and symbench: usage on stdout, exit 0, every environment
+# variable src/ reads; usage errors on stderr with exit 2.
+add_test(NAME tools_help COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools_help.sh
+         $<TARGET_FILE:symrun> $<TARGET_FILE:symbench> ${PROJECT_SOURCE_DIR})
+set_tests_properties(tools_help PROPERTIES TIMEOUT 120 LABELS tools)
+
+# The public libraries export their API only; the version macros come from the
+# project version and the functions return them; error codes do not collide.
+set(_public_libs $<TARGET_FILE:symshmem>)
+if(TARGET symtrain)
+  list(APPEND _public_libs $<TARGET_FILE:symtrain>)
+endif()
+if(TARGET symgpu)
+  list(APPEND _public_libs $<TARGET_FILE:symgpu>)
+endif()
+add_test(NAME tools_exports COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools_exports.sh ${_public_libs})
+set_tests_properties(tools_exports PROPERTIES TIMEOUT 60 LABELS tools)
+add_executable(tools_version tools_version.c)
+target_compile_definitions(tools_version PRIVATE WANT_VERSION="${PROJECT_VERSION}")
+target_link_libraries(tools_version PRIVATE symshmem)
+if(TARGET symtrain)
+  target_compile_definitions(tools_version PRIVATE HAVE_TRAIN=1)
+  target_link_libraries(tools_version PRIVATE symtrain)
+endif()
+add_test(NAME tools_version COMMAND tools_version)
+set_tests_properties(tools_version PROPERTIES TIMEOUT 60 LABELS tools)
+
+# The documents name only paths that exist in the repository.
+add_test(NAME docs_paths COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/docs_paths.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(docs_paths PROPERTIES TIMEOUT 60 LABELS tools)

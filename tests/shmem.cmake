@@ -39,6 +39,7 @@ endfunction()
 # size read from each variable and suffix.
 shmem_pe_exe(shmem_heap)
 target_include_directories(shmem_heap PRIVATE ${PROJECT_SOURCE_DIR}/src) # util/util.h
+target_link_libraries(shmem_heap PRIVATE symutil) # sym__fmt_size (libsymshmem does not export it)
 shmem_pe_run(shmem_heap shmem_heap ARGS api 4194304 ENV SYMTRAIN_SYMMETRIC_SIZE=4M)
 shmem_pe_run(shmem_heap_size_M shmem_heap ARGS sizes 3145728 ENV SHMEM_SYMMETRIC_SIZE=3M)
 shmem_pe_run(shmem_heap_size_k shmem_heap ARGS sizes 1572864 ENV SHMEM_SYMMETRIC_SIZE=1536k)
@@ -81,6 +82,10 @@ endfunction()
 # arguments, --tag-output, --max-restarts; no process or /dev/shm entry left.
 shmem_pe_exe(shmem_symrun_child)
 shmem_script_test(shmem_symrun shmem_symrun.sh shmem_symrun_child)
+
+# A failing PE's explanation is never cut off by symrun ending the job, and a
+# usage error reads as one (30 runs per case: it was a race).
+shmem_script_test(shmem_symrun_output shmem_symrun_output.sh shmem_symrun_child)
 
 # Misuse: one message naming PE, call and cause; the job ends, nothing hangs.
 shmem_pe_exe(shmem_misuse_child)

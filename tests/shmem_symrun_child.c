@@ -1,5 +1,6 @@
 /*
- * shmem_symrun_child — the PEs that tests/shmem_symrun.sh starts under symrun,
+ * shmem_symrun_child — the PEs that tests/shmem_symrun.sh and
+ * tests/shmem_symrun_output.sh start under symrun,
  * one behaviour per mode. The "victim" is the last PE; the others wait in a
  * barrier that only symrun can end for them.
  *
@@ -20,6 +21,15 @@
 static long never; /* nobody sets it */
 
 static void block_forever(void) { shmem_long_wait_until(&never, SHMEM_CMP_NE, 0); }
+
+/* A long explanation on stderr, one write per line as fprintf makes them, its
+ * last line "END OF EXPLANATION from PE me". */
+static void explain(int me) {
+    for (int i = 0; i < 200; i++)
+        fprintf(stderr, "PE %d: explanation line %3d: the input was wrong in this precise way\n",
+                me, i);
+    fprintf(stderr, "END OF EXPLANATION from PE %d\n", me);
+}
 
 /* Every symmetric memory file this PE maps (its own and its peers') is mode 0600. */
 static int check_modes(void) {
@@ -101,6 +111,25 @@ int main(int argc, char **argv) {
         printf("line two from %d\nline three from %d\n", me, me);
         printf("partial from %d", me); /* no newline: symrun still tags and ends it */
         fflush(stdout);
+    } else if (!strcmp(mode, "explain")) {
+        /* the victim says why, then fails; the others wait in a barrier */
+        if (victim) {
+            explain(me);
+            exit(1);
+        }
+        shmem_barrier_all();
+    } else if (!strcmp(mode, "explain0")) {
+        /* every PE sees the error; PE 0 alone explains it (as a program's
+         * usage message is printed by PE 0), the others fail at once */
+        if (me == 0) {
+            usleep(20 * 1000); /* PE 0 is a little slower (a loaded machine) */
+            explain(me);
+        }
+        exit(1);
+    } else if (!strcmp(mode, "usage")) {
+        /* a usage error: PE 0 prints the usage, every PE exits 2 */
+        if (me == 0) fprintf(stderr, "usage: shmem_symrun_child MODE TOKEN\n");
+        exit(2);
     } else if (!strcmp(mode, "restart")) {
         const char *rc = getenv("SYMTRAIN_RESTART_COUNT");
         if (victim && (!rc || atoi(rc) == 0)) exit(1);

@@ -6,7 +6,10 @@ endif()
 
 # ---- units: one program, no PEs ----
 sym_unit_test(train_gradcheck LIBS symtrain)  # backward passes vs finite differences
-sym_unit_test(train_matmul LIBS symtrain)     # sgemm / blocked kernel vs fp64
+# sgemm / blocked kernel vs fp64: the kernel (sym__gemm_blocked) is not exported,
+# so the test links libsymtrain's objects, with what the library links, instead
+sym_unit_test(train_matmul SOURCES $<TARGET_OBJECTS:symtrain>
+  LIBS $<TARGET_PROPERTY:symtrain,LINK_LIBRARIES>)
 sym_unit_test(train_optim LIBS symtrain)      # SGD, AdamW, schedule, clipping vs formulas
 sym_unit_test(train_shard LIBS symtrain)      # every sample once per epoch across PEs
 sym_unit_test(train_data LIBS symtrain ZLIB::ZLIB) # IDX files, damaged ones, generated set

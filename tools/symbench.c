@@ -35,10 +35,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdnoreturn.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../src/util/util.h" /* sym__now_s, sym__parse_size */
+#include "envhelp.h"
 #include "symbench.h"
 
 /* The harness the baselines use too (bench/baseline.h): the options iters,
@@ -217,15 +219,18 @@ static const bench_t benches[] = {
 };
 #define N_BENCHES (sizeof benches / sizeof benches[0])
 
-static void usage(const char *why) {
+/* why == NULL: --help, the whole text on stdout and exit status 0; else a
+ * usage error: why and the options on stderr, exit status 2. PE 0 speaks. */
+static noreturn void usage(const char *why) {
+    FILE *f = why ? stderr : stdout;
     if (me == 0) {
-        if (why) fprintf(stderr, "symbench: %s\n", why);
-        fprintf(stderr,
+        if (why) fprintf(f, "symbench: %s\n", why);
+        fprintf(f,
                 "usage: symrun -n 2 symbench TEST [options]\n"
                 "tests:\n");
         for (size_t i = 0; i < N_BENCHES; i++)
-            fprintf(stderr, "  %-10s %s\n", benches[i].name, benches[i].help);
-        fprintf(stderr,
+            fprintf(f, "  %-10s %s\n", benches[i].name, benches[i].help);
+        fprintf(f,
                 "  %-10s every test above, in that order\n"
                 "  allreduce, reduce_scatter, allgather, broadcast: the training collectives\n"
                 "             (symbench allreduce -h for their options)\n"
@@ -237,11 +242,14 @@ static void usage(const char *why) {
                 "  -w, --window N       _nbi transfers per quiet below 1 MiB (default %d)\n"
                 "  --min-size SIZE      smallest transfer, e.g. 1, 4K (default %zu)\n"
                 "  --max-size SIZE      largest transfer, e.g. 64M (default %zu)\n"
-                "  --no-bind            do not bind each PE to a CPU\n",
+                "  --no-bind            do not bind each PE to a CPU\n"
+                "  -h, --help           this text, with the environment variables\n",
                 "all", iters, iters_large, reps, window, min_size, max_size);
+        if (!why) fputs("\n" SYM_ENV_HELP_RUNTIME, f);
+        fflush(f);
     }
     shmem_finalize();
-    exit(2);
+    exit(why ? 2 : 0);
 }
 
 static long parse_long(const char *name, const char *v, long lo) {
@@ -286,6 +294,7 @@ int main(int argc, char **argv) {
     peer = npes > 1 ? 1 : 0;
     if (argc < 2) usage("name a test");
     const char *test = argv[1];
+    if (!strcmp(test, "-h") || !strcmp(test, "--help")) usage(NULL);
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int takes = strcmp(a, "-h") && strcmp(a, "--help") && strcmp(a, "--no-bind");

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../src/util/util.h" /* sym__now_s, sym__parse_size */
+#include "envhelp.h"
 #include "symbench.h"
 
 typedef enum { K_ALLREDUCE, K_REDUCE_SCATTER, K_ALLGATHER, K_BROADCAST } kind_t;
@@ -59,10 +60,12 @@ static int run_one(kind_t k, void *dst, void *src, size_t count, shmemx_dtype_t 
     return -1;
 }
 
+/* why == NULL: --help, on stdout, status 0; else a usage error on stderr, status 2. */
 static int usage(const char *why, int me) {
+    FILE *f = why ? stderr : stdout;
     if (me == 0) {
-        if (why) fprintf(stderr, "symbench: %s\n", why);
-        fprintf(stderr,
+        if (why) fprintf(f, "symbench: %s\n", why);
+        fprintf(f,
                 "usage: symrun -n N symbench allreduce|reduce_scatter|allgather|broadcast "
                 "[options]\n"
                 "  -b SIZE     smallest size (default 8)\n"
@@ -74,10 +77,13 @@ static int usage(const char *why, int me) {
                 "  --symmetric | --private   measure one placement only\n"
                 "  --out-of-place            symmetric all-reduce into another buffer\n"
                 "                            (default: in place, as gradients are reduced)\n"
-                "  --algo A    force the all-reduce algorithm: auto|direct|ring|rd\n");
+                "  --algo A    force the all-reduce algorithm: auto|direct|ring|rd\n"
+                "  -h, --help  this text, with the environment variables\n");
+        if (!why) fputs("\n" SYM_ENV_HELP_RUNTIME, f);
+        fflush(f);
     }
     shmem_finalize();
-    return 2;
+    return why ? 2 : 0;
 }
 
 int symbench_coll(const char *test, int argc, char **argv) {

@@ -7,8 +7,15 @@
  * it bootstraps (src/bootstrap/symrun.c): symrun answers all-gathers and
  * global-exit requests. It returns 0 only if every PE exits 0. When a PE fails
  * (non-zero exit, a signal, or an exit without shmem_finalize after shmem_init)
- * symrun ends the others within a second and says which PE failed and how; with
- * --max-restarts it then starts the whole job again, up to K times.
+ * symrun ends the others within a second and says once which PE failed and how
+ * (a usage error, exit status 2, plainly as one); with --max-restarts it then
+ * starts the whole job again, up to K times.
+ *
+ * What the PEs write is never cut off by that: the other PEs first get
+ * FAIL_GRACE_MS to end by themselves (they often saw the same error, and the
+ * one explaining it may not be the first to exit), then SIGTERM, then SIGKILL;
+ * their output is forwarded all the while (--tag-output) and read to the end
+ * of each pipe before symrun exits. symrun's own line comes after the grace.
  *
  * Symmetric memory lives in memory files owned by the PEs (src/transport/shm.c),
  * so nothing is left in /dev/shm however the PEs end.
@@ -23,6 +30,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdnoreturn.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -32,9 +40,11 @@
 #include <unistd.h>
 
 #include "../src/bootstrap/wire.h"
+#include "envhelp.h"
 
 #define EXIT_USAGE 2
 #define EXIT_TIMEOUT 124
+#define FAIL_GRACE_MS 500 /* after a PE fails, the others may end by themselves */
 #define KILL_GRACE_MS 400 /* SIGTERM, then SIGKILL after this */
 
 typedef struct {
@@ -77,16 +87,35 @@ static void note(const char *fmt, ...) {
     (void)w;
 }
 
-static void usage(const char *why) {
-    if (why) note("%s", why);
-    fprintf(stderr,
+static void print_usage(FILE *f) {
+    fprintf(f,
             "usage: symrun -n N [--timeout SECONDS] [--tag-output] [--max-restarts K] [--] "
             "program [args...]\n"
             "  -n, -np N          number of PEs to start (N >= 1)\n"
             "  --timeout S        end the job, failing, after S seconds\n"
             "  --tag-output       prefix every output line with [PE n]\n"
-            "  --max-restarts K   when a PE fails, start the job again, up to K times\n");
+            "  --max-restarts K   when a PE fails, start the job again, up to K times\n"
+            "  -h, --help         this text, with the environment variables PEs read\n");
+}
+
+/* A usage error: why, the options, exit status 2. */
+static noreturn void usage(const char *why) {
+    note("%s", why);
+    print_usage(stderr);
     exit(EXIT_USAGE);
+}
+
+/* --help: everything, on stdout, exit status 0. */
+static noreturn void help(void) {
+    print_usage(stdout);
+    fputs("\nsymrun exits 0 when every PE exits 0; otherwise with the first failing PE's\n"
+          "status (128+N for signal N), 124 after --timeout, 2 for its own usage errors.\n\n"
+          SYM_ENV_HELP_RUNTIME
+          " symtrain train:\n"
+          "  SYMTRAIN_DATA_DIR        the Fashion-MNIST files, without --data-dir (default:\n"
+          "                           where the Debian package puts them)\n",
+          stdout);
+    exit(0);
 }
 
 static double now(void) {
@@ -175,7 +204,7 @@ static void parse_args(int argc, char **argv, options_t *o) {
         } else if (!strcmp(a, "--tag-output")) {
             o->tag_output = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(NULL);
+            help();
         } else {
             char msg[128];
             snprintf(msg, sizeof msg, "unknown option '%s'", a);
@@ -350,6 +379,11 @@ typedef struct {
     int gathered; /* PEs whose part of the all-gather has arrived */
     outcome_t outcome;
     int exit_code;
+    /* The first PE whose end failed the job, reported once the others have
+     * had FAIL_GRACE_MS (until grace_until) to end by themselves. */
+    int failed_pe; /* -1: none */
+    int failed_unfinalized; /* it exited 0 without shmem_finalize */
+    double grace_until;     /* 0: no grace running */
 } job_t;
 
 static void describe_end(const pe_t *p, int rank, char *buf, size_t len) {
@@ -382,14 +416,36 @@ static void reap(job_t *j) {
     }
 }
 
-/* SIGTERM every running PE, then SIGKILL whatever is left after the grace time. */
+/* Forward what the PEs write (--tag-output) for up to `ms` milliseconds, or
+ * sleep that long when no pipe is open. */
+static void pump_output(job_t *j, int ms) {
+    struct pollfd *fds = calloc((size_t)j->npes * 2 + 1, sizeof *fds);
+    if (!fds) return;
+    int n = 0;
+    for (int i = 0; i < j->npes; i++)
+        for (int s = 0; s < 2; s++)
+            if (j->pes[i].out[s] >= 0) {
+                fds[n].fd = j->pes[i].out[s];
+                fds[n++].events = POLLIN;
+            }
+    if (poll(fds, (nfds_t)n, ms) > 0)
+        for (int k = 0, m = 0; k < j->npes * 2 && m < n; k++) {
+            pe_t *p = &j->pes[k / 2];
+            if (p->out[k % 2] < 0) continue;
+            if (fds[m].revents) drain_output(p, k / 2, k % 2, !(fds[m].revents & POLLIN), 0);
+            m++;
+        }
+    free(fds);
+}
+
+/* SIGTERM every running PE, then SIGKILL whatever is left after the grace
+ * time; their output is forwarded meanwhile (a PE may explain on SIGTERM). */
 static void end_all(job_t *j, int first_sig) {
     for (int i = 0; i < j->npes; i++)
         if (j->pes[i].running) kill(j->pes[i].pid, first_sig);
     double deadline = now() + KILL_GRACE_MS / 1000.0;
     while (running_count(j) && now() < deadline) {
-        struct timespec ts = {0, 5 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+        pump_output(j, 5);
         reap(j);
     }
     for (int i = 0; i < j->npes; i++)
@@ -505,38 +561,54 @@ static void drain_ended(job_t *j) {
     }
 }
 
-/* Look at PEs that ended: a failure ends the job. */
+/* PE `rank` failed the job: note it and start the others' grace time. */
+static void pe_failed(job_t *j, int rank, int unfinalized, int code) {
+    fail(j, JOB_FAILED, code);
+    j->failed_pe = rank;
+    j->failed_unfinalized = unfinalized;
+    j->grace_until = now() + FAIL_GRACE_MS / 1000.0;
+}
+
+/* Say once how the job failed, after the grace time: the PE's end, and how
+ * many PEs symrun must now end itself. */
+static void report_failure(const job_t *j) {
+    if (j->failed_pe < 0) return;
+    const pe_t *p = &j->pes[j->failed_pe];
+    int others = running_count(j);
+    char what[160];
+    describe_end(p, j->failed_pe, what, sizeof what);
+    if (j->failed_unfinalized)
+        note("%s without calling shmem_finalize while other PEs still run; ending the job", what);
+    else if (WIFEXITED(p->status) && WEXITSTATUS(p->status) == EXIT_USAGE)
+        note("PE %d exited with status %d (a usage error)%s", j->failed_pe, EXIT_USAGE,
+             others ? "; ending the job" : "");
+    else if (others)
+        note("%s; ending the other %d PE%s", what, others, others == 1 ? "" : "s");
+    else
+        note("%s", what);
+}
+
+/* Look at PEs that ended: a failure ends the job (after the grace time). */
 static void check_ended(job_t *j, int *seen) {
     for (int i = 0; i < j->npes; i++) {
         pe_t *p = &j->pes[i];
         if (p->running || seen[i]) continue;
         seen[i] = 1;
-        char what[160];
-        describe_end(p, i, what, sizeof what);
+        if (j->outcome != JOB_OK) continue; /* already ending; this is the fallout */
         if (WIFEXITED(p->status) && WEXITSTATUS(p->status) == 0) {
-            if (p->initialized && !p->finalized && running_count(j)) {
-                note("%s without calling shmem_finalize while other PEs still run; ending "
-                     "the job",
-                     what);
-                fail(j, JOB_FAILED, 1);
-            }
+            if (p->initialized && !p->finalized && running_count(j)) pe_failed(j, i, 1, 1);
             continue;
         }
-        if (j->outcome != JOB_OK) continue; /* already ending; this is the fallout */
         int code = WIFEXITED(p->status) ? WEXITSTATUS(p->status)
                                         : 128 + (WIFSIGNALED(p->status) ? WTERMSIG(p->status) : 0);
-        int others = running_count(j);
-        if (others)
-            note("%s; ending the other %d PE%s", what, others, others == 1 ? "" : "s");
-        else
-            note("%s", what);
-        fail(j, JOB_FAILED, code);
+        pe_failed(j, i, 0, code);
     }
 }
 
 static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
     job_t j = {0};
     j.npes = o->npes;
+    j.failed_pe = -1;
     j.pes = calloc((size_t)o->npes, sizeof(pe_t));
     int *seen = calloc((size_t)o->npes, sizeof(int));
     struct pollfd *fds = calloc((size_t)o->npes * 3 + 1, sizeof *fds);
@@ -555,7 +627,10 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
         check_ended(&j, seen);
         int outputs_open = 0;
         for (int i = 0; i < j.npes; i++) outputs_open += (j.pes[i].out[0] >= 0) + (j.pes[i].out[1] >= 0);
-        if (j.outcome != JOB_OK || (!running_count(&j) && !outputs_open)) break;
+        if (!running_count(&j) && !outputs_open) break;
+        /* A failure ends the loop at once, or once the others' grace is over. */
+        int in_grace = j.grace_until && now() < j.grace_until && running_count(&j);
+        if (j.outcome != JOB_OK && !in_grace) break;
         if (got_signal && forwarded != got_signal) {
             /* Pass it on (training saves a checkpoint on SIGTERM/SIGINT); a second
              * signal of the same kind is not repeated. */
@@ -582,11 +657,14 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
                 }
         }
         int wait_ms = 1000;
+        if (in_grace && (j.grace_until - now()) * 1000 < wait_ms)
+            wait_ms = (int)((j.grace_until - now()) * 1000) + 1;
         if (deadline) {
             double left = deadline - now();
             if (left <= 0) {
-                note("timeout: the job ran longer than %g s; ending %d PE%s", o->timeout,
-                     running_count(&j), running_count(&j) == 1 ? "" : "s");
+                if (j.outcome == JOB_OK)
+                    note("timeout: the job ran longer than %g s; ending %d PE%s", o->timeout,
+                         running_count(&j), running_count(&j) == 1 ? "" : "s");
                 fail(&j, JOB_TIMEOUT, EXIT_TIMEOUT);
                 break;
             }
@@ -611,10 +689,11 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
                 handle_message(&j, rank);
             else
                 drain_output(&j.pes[rank], rank, what - 1, !(fds[k].revents & POLLIN), 0);
-            if (j.outcome != JOB_OK) break;
+            if (j.outcome != JOB_OK && !j.grace_until) break;
         }
     }
 
+    report_failure(&j);
     if (running_count(&j)) end_all(&j, SIGTERM);
     for (int i = 0; i < j.npes; i++) {
         for (int s = 0; s < 2; s++)

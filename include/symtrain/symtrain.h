@@ -11,9 +11,12 @@
  *   ckpt.h     crash-safe checkpoints, written in the background
  *   metrics.h  the per-step metrics file and its SVG plot
  *   train.h    the training loop behind `symtrain train`
+ *   version.h  SYMTRAIN_VERSION_MAJOR / _MINOR / _PATCH / _STRING / _HEX
  */
 #ifndef SYMTRAIN_SYMTRAIN_H
 #define SYMTRAIN_SYMTRAIN_H
+
+#include <symtrain/version.h> /* SYMTRAIN_VERSION_*, generated from the project version */
 
 #include "ckpt.h"
 #include "data.h"
@@ -25,5 +28,19 @@
 #include "rng.h"
 #include "tensor.h"
 #include "train.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library's version, (major << 16) | (minor << 8) | patch, and as text:
+ * compare with SYMTRAIN_VERSION_HEX, the version the program was compiled
+ * against. */
+unsigned sym_version(void);
+const char *sym_version_string(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

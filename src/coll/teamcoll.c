@@ -47,7 +47,8 @@
 #define OP_prod SYM_PROD
 
 /* Common entry: a valid team this PE belongs to, of a size the collectives
- * support; queued collectives first. Non-zero: return -1 (SHMEMX_EINVAL). */
+ * support; queued collectives first. Non-zero: the collective returns -1 (the
+ * standard's "non-zero on failure"; not a SHMEMX_E* code). */
 static int enter(const char *fn, shmem_team_t team) {
     SYM_REQUIRE_INIT(fn);
     if (team == SHMEM_TEAM_INVALID) return sym__invalid_team(fn);

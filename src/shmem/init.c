@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <shmemx.h> /* shmemx_version */
+
 #include "runtime.h"
 
 sym_runtime_t sym__rt;
@@ -332,6 +334,9 @@ void shmem_info_get_version(int *major, int *minor) {
     *major = SHMEM_MAJOR_VERSION;
     *minor = SHMEM_MINOR_VERSION;
 }
+
+unsigned shmemx_version(void) { return SHMEMX_VERSION_HEX; }
+const char *shmemx_version_string(void) { return SHMEMX_VERSION_STRING; }
 
 void shmem_info_get_name(char *name) {
     strncpy(name, SHMEM_VENDOR_STRING, SHMEM_MAX_NAME_LEN - 1);

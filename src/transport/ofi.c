@@ -4,33 +4,54 @@
  *
  * Memory: both symmetric segments are registered once; every PE's endpoint
  * name, keys and segment addresses are all-gathered at init.
- * Puts and gets: fi_write / fi_inject_write / fi_read with delivery-complete
- * semantics, so an operation's completion means it is visible at the target.
- * Ordering: the endpoint is asked for write-after-write and send-after-write
- * ordering, so shmem_fence has nothing to wait for; shmem_quiet waits until a
- * context's issued operations have all completed.
- * Small non-blocking puts are gathered per context into one message to their
- * target (as MPI's one-sided layer does over TCP), which the target applies and
- * acknowledges; a batch leaves when it is full, when another target or any
- * other operation comes, at a fence or quiet, and whenever a thread of the PE
- * waits. Because the target's CPU applies a batch later than its provider
- * places direct writes, a direct operation waits for earlier batches' acks.
+ * Ordering: the endpoint is asked for write-after-write, send-after-write,
+ * read-after-write and send-after-send ordering (FI_ORDER_WAW | SAW | RAW |
+ * SAS), so what one PE sends one target arrives in the order it was posted.
+ * Puts: up to 4 KiB (blocking ones too: the data is copied) they are gathered
+ * per context into a batch for one target, sent as one message that the
+ * target's CPU applies (as MPI's one-sided layer does over TCP). A batch
+ * leaves when it is full, when a put to another target comes, when a thread of
+ * the PE waits, at a fence or quiet, and from the progress thread once 100 us
+ * old. Batches carry a per-target number and are applied in that order, also
+ * when two threads take them from the queue at once. Larger puts are fi_write,
+ * gets fi_read.
+ * Acknowledgements: none one by one. A context notes the targets it sent
+ * batches, writes or non-fetching fabric atomics to since it last asked; to
+ * settle, it sends each such target one batch (empty if need be) that asks to
+ * be acknowledged once applied. Its reply covers everything before it:
+ * batches are applied in order, and the ordered endpoint places earlier writes
+ * before the request (send-after-write). A direct operation (a larger put, a
+ * get, an atomic) first settles the batches, or the target's CPU could apply
+ * an older put over what it writes, or after what it reads; a fence settles
+ * the batches and waits for outstanding active messages (on an unordered
+ * endpoint it is a quiet); a quiet settles batches and writes, then waits for
+ * every operation it issued to complete. A provider's write completion alone
+ * is not trusted to mean the data is at the target: libfabric 1.17's net
+ * provider completes a write once the local kernel has taken it, even with
+ * FI_DELIVERY_COMPLETE (tests/net_quiet.c). Sends ask only for what freeing
+ * their buffer needs (fi_inject, else FI_COMPLETION): a delivery- or
+ * transmit-complete send makes tcp-class providers acknowledge every message.
  * Atomics: where the provider offers them and every host runs one PE, fabric
  * atomics (fi_atomic, fi_fetch_atomic, fi_compare_atomic), with the PE's own
  * atomics sent through the fabric too. Otherwise — the common case, PEs of one
  * host sharing memory — an atomic is an active message executed by the
- * target's CPU: a fabric atomic is not atomic with respect to the CPU atomics
- * the target's same-host peers use on the same word, a CPU atomic is.
- * put-with-signal: the data write, then — ordered after it — a write of the
- * signal word (SHMEM_SIGNAL_SET) or an active-message add (SHMEM_SIGNAL_ADD).
+ * target's CPU, which replies: a fabric atomic is not atomic with respect to
+ * the CPU atomics the target's same-host peers use on the same word, a CPU
+ * atomic is.
+ * put-with-signal: with SHMEM_SIGNAL_SET and data that fits a batch, data and
+ * signal in one batch sent at once, the signal stored (release) after the
+ * data; otherwise the batches are settled, the data written, then the signal
+ * word written, ordered after the data (set), or an active message the
+ * target applies with a CPU atomic (SHMEM_SIGNAL_ADD).
  * Write-with-immediate (fi_writedata) was the first design and is not used:
  * a signal applied by the target's progress thread when the completion
  * arrives can land after a later plain write to the same word (losing it),
- * and a quiet cannot wait for it. Ordered writes keep program order and are
- * covered by delivery-complete semantics.
- * Progress: one thread per PE waits on the completion queue. Providers with
- * manual progress need it to move data at all; it also executes incoming
- * active messages and applies signals.
+ * and a quiet cannot wait for it. Ordered writes keep program order.
+ * Progress: a thread waiting in the runtime polls the completion queue itself
+ * (and keeps polling while its host has a core per PE: SYMTRAIN_WAIT). One
+ * progress thread per PE serves the rest, blocked in the provider's wait: it
+ * applies incoming batches and active messages, and sleeps while a waiting
+ * thread polls busily.
  *
  * libfabric is loaded (dlopen) only when a job spans hosts: single-host jobs
  * never load it or the provider libraries it pulls in (some of which install
