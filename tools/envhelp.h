@@ -47,6 +47,8 @@
     "  SYMTRAIN_GPU_ONESHOT_MAX, SYMTRAIN_GPU_MIN_CHUNK  override the tuned sizes\n"        \
     "  SYMTRAIN_GPU_PDL=0       no programmatic dependent launch\n"                         \
     "  SYMTRAIN_GPU_TIMEOUT     seconds a GPU wait may take before it fails (default 30)\n" \
-    "  SYMTRAIN_GPU_BACKEND     path of libsymgpu_nvshmem.so (default: next to libsymgpu)\n"
+    "  SYMTRAIN_GPU_BACKEND     path of libsymgpu_nvshmem.so (default: next to libsymgpu)\n"   \
+    "  SYMTRAIN_CUDA_BACKEND    path of libsymtrain_cuda.so, the GPT's GPU part (default:\n" \
+    "                           next to libsymtrain)\n"
 
 #endif
