@@ -174,3 +174,20 @@ install(TARGETS symgpu LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS symgpu_nvshmem LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS symbench-gpu RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/include/shmemx_gpu.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+# ---- libsymtrain_cuda: the GPT's GPU kernels (src/train/ops/cuda), on cuBLASLt ----
+# A library of its own beside libsymtrain (which stays plain C): no NVSHMEM and no
+# -rdc; its private header src/train/ops/cuda/ops_cuda.h declares the launchers.
+file(GLOB SYMTRAIN_CUDA_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/train/ops/cuda/*.cu)
+add_library(symtrain_cuda SHARED ${SYMTRAIN_CUDA_SOURCES})
+set_property(TARGET symtrain_cuda PROPERTY COMPILE_OPTIONS "")
+target_compile_options(symtrain_cuda PRIVATE
+  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra -lineinfo>)
+target_include_directories(symtrain_cuda PUBLIC ${PROJECT_SOURCE_DIR}/include
+  PRIVATE ${PROJECT_SOURCE_DIR}/src/train/ops/cuda)
+target_link_libraries(symtrain_cuda PUBLIC CUDA::cudart PRIVATE CUDA::cublasLt)
+set_target_properties(symtrain_cuda PROPERTIES CUDA_RUNTIME_LIBRARY Shared
+  VERSION ${PROJECT_VERSION} SOVERSION 0
+  INSTALL_RPATH "${CMAKE_INSTALL_FULL_LIBDIR};${CUDAToolkit_LIBRARY_DIR}")
+set_property(TARGET symtrain_cuda APPEND PROPERTY BUILD_RPATH ${CUDAToolkit_LIBRARY_DIR})
+install(TARGETS symtrain_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

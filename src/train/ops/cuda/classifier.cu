@@ -1,0 +1,120 @@
+/*
+ * classifier.cu — the fused softmax cross-entropy over a padded vocabulary,
+ * in place: loss per row and dlogits over the logits (CPU reference:
+ * sym_softmax_xent in ops/cpu/loss.c).
+ *
+ * One block per row. Pass 1 reads the row once, each thread keeping a running
+ * (max, sum of 2^(x - max)) of x = logit * log2 e over its 16-byte chunks
+ * (exp2f is one instruction, expf several: with expf the kernel was
+ * compute-bound); the pairs are combined (max of the maxima, sums rescaled) by
+ * a butterfly in each warp and then across warps in warp order, into the
+ * row's log-sum-exp. Pass 2 reads the row
+ * again (from L2, usually) and overwrites it with (softmax - onehot) * scale,
+ * and zeros in the padding columns. No probability array is kept; the target's
+ * logit is read before anything is written.
+ */
+#include <float.h>
+#include <math.h>
+
+#include "common.cuh"
+
+#define XENT_THREADS 512
+#define LOG2E 1.4426950408889634f
+#define LN2 0.6931471805599453f
+
+/* (m, s) and (m2, s2) -> the pair of their union (base 2: s = sum 2^(x - m)). Symmetric in its two
+ * arguments (bit for bit), so the butterfly gives every lane the same pair. */
+__device__ __forceinline__ void lse_merge(float &m, float &s, float m2, float s2) {
+    float mm = fmaxf(m, m2);
+    s = s * exp2f(m - mm) + s2 * exp2f(m2 - mm);
+    m = mm;
+}
+
+/* loss (N); logits (N,Vp) become dlogits; targets (N) */
+__global__ void __launch_bounds__(XENT_THREADS)
+    xent_kernel(float *loss, bf16 *logits, const int32_t *targets, int V, int Vp, float scale) {
+    __shared__ float shm[32], shs[32];
+    size_t row = blockIdx.x;
+    bf16 *z = logits + row * (size_t)Vp;
+    int tgt = targets[row];
+    int valid = tgt >= 0 && tgt < V;
+    float zt = 0.0f;
+    if (threadIdx.x == 0 && valid) zt = __bfloat162float(z[tgt]);
+    /* pass 1: the thread's chunks, in base 2 (x * log2 e; exp2f is one
+     * instruction where expf is several); -FLT_MAX, not -inf, so empty pairs
+     * merge to 0 */
+    float m = -FLT_MAX, s = 0.0f;
+    for (int c = threadIdx.x * 8; c < V; c += XENT_THREADS * 8) {
+        float f[8];
+        load8(f, z + c);
+        float cm = -FLT_MAX;
+        if (c + 8 <= V) {
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                f[k] *= LOG2E;
+                cm = fmaxf(cm, f[k]);
+            }
+        } else {
+            for (int k = 0; k < 8; k++) f[k] = c + k < V ? f[k] * LOG2E : -INFINITY;
+            for (int k = 0; k < 8; k++) cm = fmaxf(cm, f[k]);
+        }
+        float mm = fmaxf(m, cm), cs = 0.0f;
+#pragma unroll
+        for (int k = 0; k < 8; k++) cs += exp2f(f[k] - mm);
+        s = s * exp2f(m - mm) + cs;
+        m = mm;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        lse_merge(m, s, m2, s2);
+    }
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) {
+        shm[warp] = m;
+        shs[warp] = s;
+    }
+    __syncthreads(); /* also: every thread's pass-1 reads are done before pass 2 writes */
+    if (warp == 0) {
+        m = lane < XENT_THREADS / 32 ? shm[lane] : -FLT_MAX;
+        s = lane < XENT_THREADS / 32 ? shs[lane] : 0.0f;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+            lse_merge(m, s, m2, s2);
+        }
+        if (lane == 0) {
+            shm[0] = m;
+            shs[0] = s;
+        }
+    }
+    __syncthreads();
+    float lse2 = shm[0] + log2f(shs[0]); /* log2 of the sum of e^x */
+    if (threadIdx.x == 0) loss[row] = valid ? lse2 * LN2 - zt : NAN;
+    /* pass 2 */
+    for (int c = threadIdx.x * 8; c < Vp; c += XENT_THREADS * 8) {
+        float f[8];
+        load8_cs(f, z + c);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            int col = c + k;
+            float p = col < V ? exp2f(f[k] * LOG2E - lse2) : 0.0f;
+            if (col == tgt) p -= 1.0f;
+            f[k] = col < V ? p * scale : 0.0f;
+        }
+        store8(z + c, f);
+    }
+}
+
+int symcu_softmax_xent(float *loss, symcu_bf16 *logits, const int32_t *targets, int N, int V,
+                       int Vp, float scale, cudaStream_t stream) {
+    if (N < 1 || V < 1 || V > Vp || Vp % 8)
+        return SYMCU_INVAL("softmax cross-entropy: N=%d V=%d Vp=%d; needs N >= 1, 1 <= V <= Vp "
+                           "and Vp a multiple of 8",
+                           N, V, Vp);
+    if (!symcu__aligned16(logits))
+        return SYMCU_INVAL("softmax cross-entropy: logits must be 16-byte aligned");
+    xent_kernel<<<N, XENT_THREADS, 0, stream>>>(loss, logits, targets, V, Vp, scale);
+    SYMCU_LAUNCHED("xent_kernel");
+    return SYM_OK;
+}
