@@ -108,3 +108,10 @@ shmem_pe_run(shmem_barrier shmem_barrier)
 # cache stream): odd sizes and offsets, and the signal still after the data.
 shmem_pe_run(shmem_rma_stream shmem_rma ENV SYMTRAIN_COPY_NT_MIN=1000)
 shmem_pe_run(shmem_signal_stream shmem_signal ENV SYMTRAIN_COPY_NT_MIN=1000)
+
+# Operations of zero elements are no-ops whatever their pointers (NULL too):
+# every put/get form, team and active-set collectives, the shmemx_ ones; a
+# zero-length put-with-signal still updates the signal.
+shmem_pe_exe(shmem_zero)
+target_link_libraries(shmem_zero PRIVATE Threads::Threads)
+shmem_pe_run(shmem_zero shmem_zero)

@@ -7,6 +7,8 @@
  * complete when they return, so the _nbi forms are the blocking ones; for a
  * remote peer the fabric transport decides when the data has gone. Copies
  * larger than half the last-level cache use streaming stores (util/copy.c).
+ * An operation of zero elements does nothing and looks at no buffer (the
+ * standard's rule), except that a put-with-signal still updates its signal.
  */
 #include <string.h>
 
@@ -24,6 +26,7 @@ static inline __attribute__((always_inline)) void put_core(shmem_ctx_t ctx, void
                                                            int blocking, const char *fn) {
     SYM_REQUIRE_INIT(fn);
     pe = sym__world_pe(ctx, pe, fn);
+    if (SYM_UNLIKELY(len == 0)) return; /* a no-op, whatever the pointers (NULL too) */
     void *d = sym__peer_range(dest, len, pe, fn);
     if (SYM_LIKELY(d != NULL))
         sym__copy(d, src, len);
@@ -36,6 +39,7 @@ static inline __attribute__((always_inline)) void get_core(shmem_ctx_t ctx, void
                                                            int blocking, const char *fn) {
     SYM_REQUIRE_INIT(fn);
     pe = sym__world_pe(ctx, pe, fn);
+    if (SYM_UNLIKELY(len == 0)) return;
     const void *s = sym__peer_range(src, len, pe, fn);
     if (SYM_LIKELY(s != NULL))
         sym__copy(dest, s, len);
@@ -92,17 +96,19 @@ static inline void check_sig_op(int sig_op, const char *fn) {
         sym__fatal(fn, "sig_op %d is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD", sig_op);
 }
 
-/* The data, then the signal: a waiter that sees the signal sees the data. */
+/* The data, then the signal: a waiter that sees the signal sees the data. With
+ * no data (len 0) dest and src are not looked at, but the signal is still
+ * updated, as the standard has it. */
 static inline void put_signal_core(shmem_ctx_t ctx, void *dest, const void *src, size_t len,
                                    uint64_t *sig, uint64_t value, int sig_op, int pe,
                                    int blocking, const char *fn) {
     SYM_REQUIRE_INIT(fn);
     check_sig_op(sig_op, fn);
     pe = sym__world_pe(ctx, pe, fn);
-    void *d = sym__peer_range(dest, len, pe, fn);
-    uint64_t *s = sym__peer_range(sig, sizeof *sig, pe, fn);
-    if (SYM_LIKELY(d != NULL)) {
-        sym__copy(d, src, len); /* fenced when it streams: the signal comes after */
+    void *d = SYM_LIKELY(len != 0) ? sym__peer_range(dest, len, pe, fn) : NULL;
+    uint64_t *s = sym__peer_range(sig, sizeof *sig, pe, fn); /* NULL: a remote peer */
+    if (SYM_LIKELY(s != NULL)) {
+        if (len) sym__copy(d, src, len); /* fenced when it streams: the signal comes after */
         if (sig_op == SHMEM_SIGNAL_SET)
             __atomic_store_n(s, value, __ATOMIC_RELEASE);
         else
