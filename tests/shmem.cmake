@@ -115,3 +115,10 @@ shmem_pe_run(shmem_signal_stream shmem_signal ENV SYMTRAIN_COPY_NT_MIN=1000)
 shmem_pe_exe(shmem_zero)
 target_link_libraries(shmem_zero PRIVATE Threads::Threads)
 shmem_pe_run(shmem_zero shmem_zero)
+
+# Size strings (SYMTRAIN_SYMMETRIC_SIZE and the other size settings): exact
+# values for K/M/G/T and fractions of whole bytes; hex, exponents, byte
+# fractions and the like refused (src/util/env.c linked directly).
+sym_unit_test(shmem_size_parse SOURCES ${PROJECT_SOURCE_DIR}/src/util/env.c
+              ${PROJECT_SOURCE_DIR}/src/util/error.c)
+set_tests_properties(shmem_size_parse PROPERTIES LABELS shmem)

@@ -7,7 +7,7 @@
 # address that is not symmetric (stack, private heap, a range past the end of
 # the heap), a strided range whose extent overflows 64 bits, a misaligned
 # atomic, a bad comparison or signal operation, freeing memory that
-# shmem_malloc did not return. The last PE
+# shmem_malloc did not return, malformed sizes in the environment. The last PE
 # misuses the API while the others wait in a barrier: symrun must exit
 # non-zero within seconds, and stderr must hold exactly one runtime line,
 # "symtrain: PE <n>: <call>: <cause>".
@@ -56,4 +56,11 @@ misuse iget_wrap shmem_long_iget "the strided source \(2 elements of 8 bytes, -$
 CASE=bad_heap_size
 SYMTRAIN_SYMMETRIC_SIZE=12Q run_case bad_heap_size nonzero 5 -n "$N" "$CHILD" pe_too_big "$TOKEN"
 expect_err "SYMTRAIN_SYMMETRIC_SIZE='12Q' is not a size"
+# So are spellings a float parser would take: hexadecimal, an exponent, a
+# fraction of a byte; the message says which suffixes there are.
+for bad in 0x10 1e3 1.5 inf; do
+    CASE=bad_heap_size_$bad
+    SYMTRAIN_SYMMETRIC_SIZE=$bad run_case "bad_heap_size_$bad" nonzero 5 -n "$N" "$CHILD" pe_too_big "$TOKEN"
+    expect_err "SYMTRAIN_SYMMETRIC_SIZE='$bad' is not a size: .*K, M, G or T suffix"
+done
 finish
