@@ -47,8 +47,11 @@ void shmemx_block_range(size_t count, int npes, int pe, size_t *offset, size_t *
     *len = q + (p < rem ? 1 : 0);
 }
 
+/* The arguments every collective checks. `members`: how many count-element
+ * blocks the largest buffer holds (an all-gather's dest: the team size; else
+ * 1), so that its byte count is known to fit in a size_t. */
 static int check(const char *fn, shmem_team_t team, shmemx_dtype_t dtype, int op, size_t count,
-                 const void *dest, const void *source) {
+                 size_t members, const void *dest, const void *source) {
     SYM_REQUIRE_INIT(fn);
     if (team == SHMEM_TEAM_INVALID || team->me < 0) {
         sym__warn(fn, "the team is invalid or this PE is not a member");
@@ -60,6 +63,12 @@ static int check(const char *fn, shmem_team_t team, shmemx_dtype_t dtype, int op
     }
     if (op >= 0 && (unsigned)op >= SHMEMX_OP_COUNT) {
         sym__warn(fn, "op %d is not a shmemx_op_t", op);
+        return SHMEMX_EINVAL;
+    }
+    size_t es = sym__dtype_size[dtype_map[dtype]];
+    if (count > SIZE_MAX / es / members) {
+        sym__warn(fn, "count %zu of %zu-byte elements%s is more bytes than a size_t holds", count,
+                  es, members > 1 ? " from each member" : "");
         return SHMEMX_EINVAL;
     }
     if (count && (!dest || !source)) {
@@ -195,7 +204,8 @@ int shmemx_req_test(shmemx_req_t req, int *done) {
 static int start(const char *fn, kind_t kind, shmem_team_t team, void *dest, const void *source,
                  size_t count, shmemx_dtype_t dtype, int op, int root, shmemx_req_t *req) {
     /* A broadcast reads only the root's source; the others may pass NULL. */
-    int rc = check(fn, team, dtype, op, count, dest,
+    size_t members = kind == OP_ALLGATHER && team != SHMEM_TEAM_INVALID ? (size_t)team->size : 1;
+    int rc = check(fn, team, dtype, op, count, members, dest,
                    kind == OP_BROADCAST && team && team->me != root ? dest : source);
     if (rc) return rc;
     if (kind == OP_BROADCAST && (root < 0 || root >= team->size)) {
