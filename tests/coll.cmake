@@ -9,3 +9,20 @@ sym_pe_test(coll_replica NPES 1 2 3 4)
 add_test(NAME tools_install COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools_install.sh
          ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
 set_tests_properties(tools_install PROPERTIES TIMEOUT 300 LABELS tools)
+
+# Private all-reduces above 64 KiB (the direct algorithm reading peers' memory)
+# on a sub-team, then on the world: whether peers can be read is per team, and
+# members must not disagree about it (they hung). A hang must fail fast: a
+# short symrun timeout. Also with the reads refused (SYMTRAIN_CMA=0: staged).
+add_executable(coll_subteam coll_subteam.c)
+target_link_libraries(coll_subteam PRIVATE symshmem m)
+foreach(n 2 3 4)
+  foreach(cma 1 0)
+    set(tn coll_subteam_np${n})
+    if(cma EQUAL 0)
+      set(tn coll_subteam_nocma_np${n})
+    endif()
+    add_test(NAME ${tn} COMMAND ${SYMRUN} -n ${n} --timeout 60 $<TARGET_FILE:coll_subteam>)
+    set_tests_properties(${tn} PROPERTIES TIMEOUT 100 ENVIRONMENT "SYMTRAIN_CMA=${cma}")
+  endforeach()
+endforeach()

@@ -126,9 +126,10 @@ static void oneshot(shmem_team_t t, void *dest, const void *source, size_t count
  * with process_vm_readv (same user; it is what MPI calls CMA). Then each PE
  * reads its slice of every peer's input straight out of the peer, reduces it
  * into its own output, and reads the others' results out of their outputs:
- * no staging copies. cma_state: 0 untried, 1 works, -1 refused (stage instead). */
-static int cma_state;
-
+ * no staging copies. Whether that works is a property of the team (of which
+ * processes read which), kept in t->coll_cma: a per-process answer found on
+ * one team would make a PE skip the finding-out round another team's members
+ * still take, and the rounds would stop matching. */
 static int cma_read(int pid, void *dst, const void *src, size_t len) {
     while (len) {
         struct iovec l = {dst, len}, r = {(void *)(uintptr_t)src, len};
@@ -142,19 +143,20 @@ static int cma_read(int pid, void *dst, const void *src, size_t len) {
 }
 
 /* Returns 0 when done, -1 when some member cannot read its peers' memory (the
- * caller then stages); all members take the same way. The first call finds
- * out: after the ready round each member tries a byte of every peer's source
- * and publishes whether it could, and all read each other's answer. */
+ * caller then stages); all members take the same way. The team's first call
+ * finds out: after the ready round each member tries a byte of every peer's
+ * source, publishes whether it could, and after a second round all read each
+ * other's answers and record the same verdict in t->coll_cma. */
 static int direct_cma(shmem_team_t t, void *dest, const void *source, size_t count,
                       const sym_redop_t *r, const void **in, int dst_sym) {
     int n = t->size, me = t->me;
     size_t es = r->esize, lo, len;
+    if (t->coll_cma < 0) return -1; /* the same verdict on every member: nothing synchronised */
     uint64_t *pub = &sym__slot(t)->psync[2]; /* [0] source, [1] dest, [2] can read */
     pub[0] = (uint64_t)(uintptr_t)source;
     pub[1] = (uint64_t)(uintptr_t)dest;
-    pub[2] = cma_state > 0;
     sym__coll_sync_all(t, SYM_COLL_READY);
-    if (cma_state == 0) {
+    if (t->coll_cma == 0) {
         const char *off = getenv("SYMTRAIN_CMA");
         int ok = !(off && !strcmp(off, "0"));
         for (int k = 0; k < n && ok; k++) {
@@ -164,13 +166,18 @@ static int direct_cma(shmem_team_t t, void *dest, const void *source, size_t cou
                                     (const void *)(uintptr_t)peer[0], 1))
                 ok = 0;
         }
-        if (!ok) sym__info("cross-process reads refused: private buffers are staged");
-        cma_state = ok ? 1 : -1;
         pub[2] = ok;
         sym__coll_sync_all(t, SYM_COLL_DONE);
+        int all = 1;
+        for (int k = 0; k < n; k++) all &= ((uint64_t *)sym__coll_peer(t, k, pub))[2] != 0;
+        t->coll_cma = all ? 1 : -1;
+        if (!all) {
+            static int said;
+            if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+                sym__info("cross-process reads refused: private buffers are staged");
+            return -1; /* nothing touched yet */
+        }
     }
-    for (int k = 0; k < n; k++)
-        if (!((uint64_t *)sym__coll_peer(t, k, pub))[2]) return -1; /* nothing touched yet */
     shmemx_block_range(count, n, me, &lo, &len);
     char *tmp = sym__coll_stage_in(t); /* our own: nobody else reads it here */
     size_t chunk = (SYM_COLL_STAGE_BYTES / (size_t)n) / es;

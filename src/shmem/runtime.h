@@ -67,6 +67,9 @@ struct symi_team {
     long config_mask;
     int n_ctx;      /* contexts created on it and not destroyed */
     uint64_t coll_round; /* the collectives' step counter (src/coll), equal on all members */
+    int coll_cma;        /* can every member read every other's private memory
+                          * (allreduce.c): 0 not found out yet, 1 yes, -1 no;
+                          * found out together, so equal on all members */
 };
 
 struct symi_ctx {
