@@ -136,6 +136,7 @@ static void test_nonblocking(void) {
         CHECK_EQ_INT(shmemx_req_wait(req[0]), 0);
     }
     for (int k = 1; k < K; k++) CHECK_EQ_INT(shmemx_req_wait(req[k]), 0);
+    for (int k = 0; k < K; k++) shmemx_req_free(req[k]);
     float tri = (float)(n * (n + 1) / 2);
     for (int k = 0; k < K; k++)
         for (int i = 0; i < C; i++)
@@ -148,6 +149,7 @@ static void test_nonblocking(void) {
     CHECK_EQ_INT(shmemx_allreduce_nb(SHMEM_TEAM_WORLD, x, x, 4, SHMEMX_INT64, SHMEMX_SUM, &rq), 0);
     CHECK_EQ_INT(shmemx_allreduce(SHMEM_TEAM_WORLD, x, x, 4, SHMEMX_INT64, SHMEMX_MAX), 0);
     CHECK_EQ_INT(shmemx_req_wait(rq), 0);
+    shmemx_req_free(rq);
     for (int i = 0; i < 4; i++) CHECK_EQ_INT(x[i], (long)n * (n + 1) / 2);
     release(1, x);
     for (int k = 0; k < K; k++) release(k % 2, buf[k]);

@@ -187,7 +187,8 @@ static void training_collectives(void) {
     CHECK_EQ_INT(shmemx_allgather_nb(SHMEM_TEAM_WORLD, NULL, NULL, 0, SHMEMX_INT64, &r[2]), 0);
     CHECK_EQ_INT(shmemx_broadcast_nb(SHMEM_TEAM_WORLD, NULL, NULL, 0, SHMEMX_FLOAT64, 0, &r[3]),
                  0);
-    for (int k = 0; k < 4; k++) CHECK_EQ_INT(shmemx_req_wait(r[k]), 0);
+    CHECK_EQ_INT(shmemx_req_waitall(r, 4), 0);
+    for (int k = 0; k < 4; k++) shmemx_req_free(r[k]);
     shmem_barrier_all();
 }
 

@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -36,8 +37,12 @@
 
 /* ---- choice ---- */
 
+/* The forced algorithm: SYMTRAIN_ALLREDUCE_ALGO, read once, then whatever
+ * shmemx_set_allreduce_algo stored last. Atomic: the progress thread never
+ * reads it (a request captures it when it is made, shmemx.c), but a program's
+ * threads may set and read it at once. */
 static shmemx_algo_t forced = SHMEMX_ALGO_AUTO;
-static int forced_read;
+static pthread_once_t forced_once = PTHREAD_ONCE_INIT;
 
 static const char *const algo_names[SHMEMX_ALGO_COUNT] = {"auto", "direct", "ring", "rd"};
 
@@ -45,30 +50,28 @@ const char *shmemx_algo_name(shmemx_algo_t algo) {
     return (unsigned)algo < SHMEMX_ALGO_COUNT ? algo_names[algo] : "unknown";
 }
 
+static void read_forced_env(void) {
+    const char *s = getenv("SYMTRAIN_ALLREDUCE_ALGO");
+    if (!s || !*s) return;
+    for (int a = 0; a < SHMEMX_ALGO_COUNT; a++)
+        if (!strcmp(s, algo_names[a])) {
+            __atomic_store_n(&forced, (shmemx_algo_t)a, __ATOMIC_RELEASE);
+            return;
+        }
+    sym__fatal("shmemx_allreduce",
+               "SYMTRAIN_ALLREDUCE_ALGO='%s' is not one of auto, direct, ring, rd", s);
+}
+
 void shmemx_set_allreduce_algo(shmemx_algo_t algo) {
     if ((unsigned)algo >= SHMEMX_ALGO_COUNT)
         sym__fatal("shmemx_set_allreduce_algo", "algorithm %d does not exist", (int)algo);
-    forced = algo;
-    forced_read = 1;
+    pthread_once(&forced_once, read_forced_env); /* so the environment cannot undo this later */
+    __atomic_store_n(&forced, algo, __ATOMIC_RELEASE);
 }
 
 shmemx_algo_t sym__allreduce_algo_forced(void) {
-    if (!forced_read) {
-        forced_read = 1;
-        const char *s = getenv("SYMTRAIN_ALLREDUCE_ALGO");
-        if (s && *s) {
-            int found = 0;
-            for (int a = 0; a < SHMEMX_ALGO_COUNT; a++)
-                if (!strcmp(s, algo_names[a])) {
-                    forced = (shmemx_algo_t)a;
-                    found = 1;
-                }
-            if (!found)
-                sym__fatal("shmemx_allreduce",
-                           "SYMTRAIN_ALLREDUCE_ALGO='%s' is not one of auto, direct, ring, rd", s);
-        }
-    }
-    return forced;
+    pthread_once(&forced_once, read_forced_env);
+    return __atomic_load_n(&forced, __ATOMIC_ACQUIRE);
 }
 
 /* Bytes each member may push into an inbox half. */
@@ -463,7 +466,6 @@ int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
     }
     size_t bytes = count * r->esize;
     int local = sym__coll_all_local(t);
-    if (algo == SHMEMX_ALGO_AUTO) algo = sym__allreduce_algo_forced();
     /* The world over several hosts, some with several PEs: hierarchical. */
     if (algo == SHMEMX_ALGO_AUTO && t == &sym__team_world && sym__world.n_hosts > 1 &&
         sym__world.n_hosts < sym__world.npes)

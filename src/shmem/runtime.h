@@ -115,6 +115,14 @@ static inline void sym__wait_ge(const uint64_t *w, uint64_t value) {
     SYM_WAIT_UNTIL(__atomic_load_n(w, __ATOMIC_ACQUIRE) >= value);
 }
 
+/* ---- the collectives layer's non-blocking requests ---- */
+
+/* Set by src/coll when its progress thread starts: waits until this PE's
+ * queued non-blocking collectives have completed, and with stop != 0 then
+ * ends and joins the thread. shmem_team_destroy and shmem_finalize call it
+ * before freeing what the requests use (a hook: this layer sits below coll). */
+extern void (*sym__coll_drain_hook)(int stop);
+
 /* ---- heap ---- */
 
 void sym__heap_init(void);
