@@ -173,7 +173,13 @@ static int setup_memory(sym_gpu_agree_fn agree, size_t scratch) {
     if (g->base) ce = cudaMemset(g->base, 0, total);
     struct sym_gpu_args *a = &g->fixed;
     if (ce == cudaSuccess) ce = cudaMalloc((void **)&a->epoch, SYM_GPU_MAXB * sizeof(uint32_t));
-    if (ce == cudaSuccess) ce = cudaMemset(a->epoch, 0, SYM_GPU_MAXB * sizeof(uint32_t));
+    /* Test hook, not a setting: SYMTRAIN_GPU_EPOCH_START=N starts every
+     * block's epoch at N instead of 0 (the same N on every PE), so a test
+     * reaches the counters' limits in a few collectives (tests/gpu.cmake). */
+    uint32_t start[SYM_GPU_MAXB];
+    for (int b = 0; b < SYM_GPU_MAXB; b++)
+        start[b] = (uint32_t)sym__env_long("SYMTRAIN_GPU_EPOCH_START", 0);
+    if (ce == cudaSuccess) ce = cudaMemcpy(a->epoch, start, sizeof start, cudaMemcpyHostToDevice);
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize();
     int st = 0;
     if (!g->base) {
