@@ -56,6 +56,7 @@ int main(void) {
         }
         free(b[k]);
     }
-    if (me == 0) printf("coll_nb_finalize: PASS (%d requests completed by shmem_finalize)\n", K + 1);
+    if (me == 0)
+        printf("coll_nb_finalize: PASS (%d requests completed by shmem_finalize)\n", K + 1);
     return 0;
 }

@@ -59,7 +59,8 @@ static void sub_then_world(int start, int stride, int size, int r, const char *w
         allreduce_check(t, pes, size, r, 0, what);
         allreduce_check(t, pes, size, r + 1, 0, what);
     }
-    for (int k = 0; k < 3; k++) allreduce_check(SHMEM_TEAM_WORLD, world, n, r + 2 + k, k == 2, "world");
+    for (int k = 0; k < 3; k++)
+        allreduce_check(SHMEM_TEAM_WORLD, world, n, r + 2 + k, k == 2, "world");
     if (t != SHMEM_TEAM_INVALID) {
         allreduce_check(t, pes, size, r + 5, 0, what);
         shmem_team_destroy(t);

@@ -15,7 +15,8 @@
 static int decimal(const char *s, const char *e, uint64_t *out) {
     uint64_t v = 0;
     for (; s < e; s++)
-        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v))
+        if (__builtin_mul_overflow(v, 10, &v) ||
+            __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v))
             return -1;
     *out = v;
     return 0;
