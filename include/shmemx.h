@@ -22,9 +22,14 @@
  *
  *   Non-blocking forms return a request and run on a progress thread, so the
  *   collective advances while the caller computes, without calls into the
- *   library; shmemx_req_wait / shmemx_req_test complete it. Requests on one
- *   team complete in the order they were started. Buffers must not be touched
- *   until the request completes.
+ *   library. Requests complete in the order they were started (on every team).
+ *   Buffers must not be touched until the request completes. A request's
+ *   lifetime is explicit: shmemx_req_wait / _test / _waitall / _testany only
+ *   complete requests and may be called again on a complete one (same status);
+ *   shmemx_req_free alone releases it. shmem_team_destroy and shmem_finalize
+ *   complete the requests still outstanding first; handles stay valid after
+ *   shmem_finalize until freed. The all-reduce algorithm a request uses is the
+ *   one forced (shmemx_set_allreduce_algo) when it was made.
  *
  *   Every function returns 0, or a negative SHMEMX_E* code after printing one
  *   line saying what was wrong. The codes lie in -100 ... -199, apart from
@@ -118,10 +123,23 @@ int shmemx_allgather_nb(shmem_team_t team, void *dest, const void *source, size_
                         shmemx_dtype_t dtype, shmemx_req_t *req);
 int shmemx_broadcast_nb(shmem_team_t team, void *dest, const void *source, size_t count,
                         shmemx_dtype_t dtype, int root, shmemx_req_t *req);
-/* Block until the request is complete, then free it. Returns its status. */
+/* Block until the request is complete; returns its status (0, or the
+ * SHMEMX_E* code the collective failed with). The request stays allocated. */
 int shmemx_req_wait(shmemx_req_t req);
-/* *done = 1 (and the request freed, its status returned) if complete, else 0. */
+/* Complete: *done = 1 and the status is returned. Still running: *done = 0 and
+ * SHMEMX_EBUSY. The request stays allocated either way. */
 int shmemx_req_test(shmemx_req_t req, int *done);
+/* shmemx_req_wait on each non-NULL reqs[i], i < n; returns 0, or the first
+ * failed status in index order. */
+int shmemx_req_waitall(shmemx_req_t *reqs, int n);
+/* The lowest i < n whose non-NULL reqs[i] is complete: *index = i and its
+ * status returned. None complete yet: *index = -1 and SHMEMX_EBUSY. No
+ * non-NULL entry: *index = -1 and 0. A complete request is found again by the
+ * next call, so the caller frees it and sets its entry to NULL. */
+int shmemx_req_testany(shmemx_req_t *reqs, int n, int *index);
+/* Release a request (waiting for it first if it is still running). NULL is a
+ * no-op. Using the handle afterwards is an error. */
+void shmemx_req_free(shmemx_req_t req);
 
 /* ---- versioned replication ----
  *
@@ -160,8 +178,9 @@ typedef enum {
     SHMEMX_ALGO_RD,     /* recursive doubling on put-with-signal */
     SHMEMX_ALGO_COUNT
 } shmemx_algo_t;
-/* Force an all-reduce algorithm for this PE (every member must force the same);
- * SYMTRAIN_ALLREDUCE_ALGO=ring|direct|rd|auto does the same at init. */
+/* Force an all-reduce algorithm for this PE (every member must force the same
+ * for the same calls); SYMTRAIN_ALLREDUCE_ALGO=ring|direct|rd|auto does the
+ * same at init. Applies to calls and requests made after it; thread-safe. */
 void shmemx_set_allreduce_algo(shmemx_algo_t algo);
 const char *shmemx_algo_name(shmemx_algo_t algo);
 

@@ -2,7 +2,8 @@
  * coll_shmemx — the other training collectives: reduce-scatter, all-gather and
  * broadcast for every dtype (and op), odd counts, private and symmetric
  * buffers, in place; the non-blocking forms overlapping with computation and
- * mixed with blocking calls; a split team; and the error returns.
+ * mixed with blocking calls; a split team; and the error returns (sizes whose
+ * byte count overflows size_t among them).
  */
 #include <stdlib.h>
 
@@ -135,6 +136,7 @@ static void test_nonblocking(void) {
         CHECK_EQ_INT(shmemx_req_wait(req[0]), 0);
     }
     for (int k = 1; k < K; k++) CHECK_EQ_INT(shmemx_req_wait(req[k]), 0);
+    for (int k = 0; k < K; k++) shmemx_req_free(req[k]);
     float tri = (float)(n * (n + 1) / 2);
     for (int k = 0; k < K; k++)
         for (int i = 0; i < C; i++)
@@ -147,6 +149,7 @@ static void test_nonblocking(void) {
     CHECK_EQ_INT(shmemx_allreduce_nb(SHMEM_TEAM_WORLD, x, x, 4, SHMEMX_INT64, SHMEMX_SUM, &rq), 0);
     CHECK_EQ_INT(shmemx_allreduce(SHMEM_TEAM_WORLD, x, x, 4, SHMEMX_INT64, SHMEMX_MAX), 0);
     CHECK_EQ_INT(shmemx_req_wait(rq), 0);
+    shmemx_req_free(rq);
     for (int i = 0; i < 4; i++) CHECK_EQ_INT(x[i], (long)n * (n + 1) / 2);
     release(1, x);
     for (int k = 0; k < K; k++) release(k % 2, buf[k]);
@@ -188,6 +191,23 @@ static void test_errors(void) {
     CHECK_EQ_INT(shmemx_allreduce(SHMEM_TEAM_WORLD, NULL, &x, 1, SHMEMX_FLOAT32, SHMEMX_SUM),
                  SHMEMX_EINVAL);
     CHECK_EQ_INT(shmemx_allreduce_nb(SHMEM_TEAM_WORLD, &x, &x, 1, SHMEMX_FLOAT32, SHMEMX_SUM, NULL),
+                 SHMEMX_EINVAL);
+    /* count x element size (x members, for an all-gather's dest) past SIZE_MAX:
+     * the product would wrap to a few bytes and the collective run off the
+     * end of the buffers */
+    size_t wrap4 = SIZE_MAX / 4 + 2; /* x 4 = 4 (mod 2^64) */
+    size_t gwrap = SIZE_MAX / 4 / (size_t)shmem_n_pes() + 1;
+    CHECK_EQ_INT(shmemx_allreduce(SHMEM_TEAM_WORLD, &x, &x, wrap4, SHMEMX_FLOAT32, SHMEMX_SUM),
+                 SHMEMX_EINVAL);
+    CHECK_EQ_INT(shmemx_reduce_scatter(SHMEM_TEAM_WORLD, &x, &x, SIZE_MAX / 8 + 2, SHMEMX_INT64,
+                                       SHMEMX_MAX), SHMEMX_EINVAL);
+    CHECK_EQ_INT(shmemx_broadcast(SHMEM_TEAM_WORLD, &x, &x, SIZE_MAX / 2 + 3, SHMEMX_BFLOAT16, 0),
+                 SHMEMX_EINVAL);
+    CHECK_EQ_INT(shmemx_allgather(SHMEM_TEAM_WORLD, &x, &x, gwrap, SHMEMX_FLOAT32), SHMEMX_EINVAL);
+    shmemx_req_t rq;
+    CHECK_EQ_INT(shmemx_allreduce_nb(SHMEM_TEAM_WORLD, &x, &x, wrap4, SHMEMX_INT32, SHMEMX_SUM, &rq),
+                 SHMEMX_EINVAL);
+    CHECK_EQ_INT(shmemx_allgather_nb(SHMEM_TEAM_WORLD, &x, &x, gwrap, SHMEMX_INT32, &rq),
                  SHMEMX_EINVAL);
     CHECK(strcmp(shmemx_strerror(SHMEMX_ETEAM), "invalid team, or this PE is not a member") == 0,
           "strerror");

@@ -44,6 +44,11 @@ sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 2 SUFFIX _share1gpu
   ENV "${_gpu_env};SYMTRAIN_GPU_SCRATCH=4M;SYMTRAIN_GPU_SHARE=1;CUDA_VISIBLE_DEVICES=0;SYMTRAIN_TEST_QUICK=1")
 sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 4 8 SUFFIX _share2gpu
   ENV "${_gpu_env};SYMTRAIN_GPU_SCRATCH=4M;SYMTRAIN_GPU_SHARE=1;SYMTRAIN_TEST_QUICK=1")
+# the epochs started just below 2^32 (SYMTRAIN_GPU_EPOCH_START, a test hook):
+# block 0 passes 2^32 within a few collectives, the busier blocks during the
+# quick subset, with every algorithm and the back-to-back sequences
+sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 2 SUFFIX _epochwrap
+  ENV "${_gpu_env};SYMTRAIN_GPU_SCRATCH=4M;SYMTRAIN_GPU_SHARE=1;CUDA_VISIBLE_DEVICES=0;SYMTRAIN_TEST_QUICK=1;SYMTRAIN_GPU_EPOCH_START=4294967288;SYMTRAIN_GPU_TIMEOUT=10")
 sym_gpu_test(gpu_user_kernel SOURCE gpu_user_kernel.cu NPES 2 ENV "${_gpu_env}" CUDA)
 
 # ---- the GPT's GPU kernels (libsymtrain_cuda) against their CPU references ----

@@ -43,6 +43,7 @@ net_test(net_amo shmem_amo 3 2)
 net_test(net_signal shmem_signal 3 2)
 net_test(net_wait shmem_wait 3 2)
 net_test(net_barrier shmem_barrier 3 2)
+net_test(net_zero shmem_zero 2 1) # a zero-length put-with-signal over the fabric
 net_test(net_coll coll_shmemx 3 2)
 net_test(net_allreduce coll_allreduce 2 2)
 net_test(net_allreduce_2x1 coll_allreduce 2 1) # two members: oneshot in pieces

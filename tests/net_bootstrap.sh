@@ -96,6 +96,17 @@ expect "token unset: named" has notoken.0 "SYMTRAIN_JOB_TOKEN is not set"
 launch badrank 2 "5"
 finish
 expect "RANK >= WORLD_SIZE: named" has badrank.5 "RANK=5 and WORLD_SIZE=2 do not fit"
+# a rank or size past what an int holds: refused at once, not wrapped negative
+# (a negative rank 0 never arrives, so rank 2^31 would wait out the timeout)
+launch bigrank 2147483649 "2147483648"
+start=$SECONDS
+finish
+expect "RANK >= 2^31: fails" test "${rcs[0]}" != 0
+expect "RANK >= 2^31: named" has bigrank.2147483648 "WORLD_SIZE=2147483649 is more PEs than symtrain supports (at most 2147483647)"
+expect "RANK >= 2^31: at once" test $((SECONDS - start)) -lt 3
+launch bigworld 4294967296 "0"
+finish
+expect "WORLD_SIZE >= 2^31: named" has bigworld.0 "WORLD_SIZE=4294967296 is more PEs than symtrain supports"
 
 # 7. ranks that disagree on WORLD_SIZE, or on the heap size
 launch world 2 "0"

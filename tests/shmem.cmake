@@ -113,3 +113,17 @@ shmem_pe_run(shmem_barrier shmem_barrier)
 # cache stream): odd sizes and offsets, and the signal still after the data.
 shmem_pe_run(shmem_rma_stream shmem_rma ENV SYMTRAIN_COPY_NT_MIN=1000)
 shmem_pe_run(shmem_signal_stream shmem_signal ENV SYMTRAIN_COPY_NT_MIN=1000)
+
+# Operations of zero elements are no-ops whatever their pointers (NULL too):
+# every put/get form, team and active-set collectives, the shmemx_ ones; a
+# zero-length put-with-signal still updates the signal.
+shmem_pe_exe(shmem_zero)
+target_link_libraries(shmem_zero PRIVATE Threads::Threads)
+shmem_pe_run(shmem_zero shmem_zero)
+
+# Size strings (SYMTRAIN_SYMMETRIC_SIZE and the other size settings): exact
+# values for K/M/G/T and fractions of whole bytes; hex, exponents, byte
+# fractions and the like refused (src/util/env.c linked directly).
+sym_unit_test(shmem_size_parse SOURCES ${PROJECT_SOURCE_DIR}/src/util/env.c
+              ${PROJECT_SOURCE_DIR}/src/util/error.c)
+set_tests_properties(shmem_size_parse PROPERTIES LABELS shmem)

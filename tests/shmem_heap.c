@@ -8,7 +8,9 @@
  *                               other's blocks); contents kept; calloc zeroes;
  *                               exhaustion returns NULL on every PE with
  *                               exactly one message naming the sizes and
- *                               SYMTRAIN_SYMMETRIC_SIZE.
+ *                               SYMTRAIN_SYMMETRIC_SIZE; sizes no block
+ *                               can hold (SIZE_MAX, negative ints) fail the
+ *                               same way, at once.
  *   shmem_heap sizes HEAP_BYTES the heap that SHMEM_SYMMETRIC_SIZE /
  *                               SYMTRAIN_SYMMETRIC_SIZE (set by ctest, K/M/G
  *                               suffixes) asked for holds exactly HEAP_BYTES.
@@ -353,6 +355,49 @@ static void exhaustion(void) {
     check_all_live();
 }
 
+/* Sizes no block can hold (SIZE_MAX, a negative int converted to size_t,
+ * more than half of SIZE_MAX) fail at once like any other exhaustion: NULL on
+ * every PE, one message. A calloc whose count x size overflows says so. */
+static void huge_requests(void) {
+    size_t free_now = heap_bytes - live_bytes_in_blocks();
+    int minus = -4096;
+    const size_t huge[] = {SIZE_MAX, (size_t)minus, (SIZE_MAX >> 1) + 2};
+    for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+        size_t h = huge[i];
+        capture_begin();
+        void *p = shmem_malloc(h);
+        expect_exhausted("shmem_malloc", h, free_now, p, capture_end());
+        capture_begin();
+        p = shmem_malloc_with_hints(h, SHMEM_MALLOC_SIGNAL_REMOTE);
+        expect_exhausted("shmem_malloc_with_hints", h, free_now, p, capture_end());
+        capture_begin();
+        p = shmem_align(4096, h);
+        expect_exhausted("shmem_align", h, free_now, p, capture_end());
+        capture_begin();
+        p = shmem_calloc(1, h);
+        expect_exhausted("shmem_calloc", h, free_now, p, capture_end());
+        if (n_live) { /* the old block stays as it was */
+            capture_begin();
+            p = shmem_realloc(live[0].p, h);
+            expect_exhausted("shmem_realloc", h, free_now, p, capture_end());
+        }
+    }
+    capture_begin(); /* an alignment larger than any block */
+    void *p = shmem_align((size_t)1 << (sizeof(size_t) * 8 - 1), 1);
+    expect_exhausted("shmem_align", 1, free_now, p, capture_end());
+
+    capture_begin();
+    p = shmem_calloc(SIZE_MAX / 2, 3);
+    char *text = capture_end();
+    CHECK(p == NULL, "shmem_calloc(SIZE_MAX / 2, 3) returned %p", p);
+    CHECK(count_lines_with(text, "\n") == (me == 0) &&
+              (me != 0 || (strstr(text, "shmem_calloc") && strstr(text, "overflows"))),
+          "shmem_calloc(SIZE_MAX / 2, 3) should say once, on PE 0, that the size overflows; "
+          "this PE printed:\n%s", text);
+    free(text);
+    check_all_live();
+}
+
 static void api(void) {
     CHECK(heap_bytes >= 64 * MAX_BLOCK, "the api test needs a heap of at least %d bytes",
           64 * MAX_BLOCK);
@@ -361,6 +406,7 @@ static void api(void) {
     random_ops(300);
     while (n_live > MAX_LIVE / 2) free_block(0);
     edge_cases();
+    huge_requests();
     exhaustion();
     while (n_live) free_block(0);
     shmem_free(ref);

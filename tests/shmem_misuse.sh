@@ -5,10 +5,12 @@
 #
 # A call before shmem_init or after shmem_finalize, a PE out of range, an
 # address that is not symmetric (stack, private heap, a range past the end of
-# the heap), a misaligned atomic, a bad comparison or signal operation, freeing
-# memory that shmem_malloc did not return. The last PE misuses the API while
-# the others wait in a barrier: symrun must exit non-zero within seconds, and
-# stderr must hold exactly one runtime line, "symtrain: PE <n>: <call>: <cause>".
+# the heap), a strided range whose extent overflows 64 bits, a misaligned
+# atomic, a bad comparison or signal operation, freeing memory that
+# shmem_malloc did not return, malformed sizes in the environment. The last PE
+# misuses the API while the others wait in a barrier: symrun must exit
+# non-zero within seconds, and stderr must hold exactly one runtime line,
+# "symtrain: PE <n>: <call>: <cause>".
 set -u
 NAME=shmem_misuse
 SYMRUN=$1
@@ -46,9 +48,19 @@ misuse misaligned_amo shmem_long_atomic_inc "address 0x[0-9a-f]+ is not aligned 
 misuse bad_cmp shmem_long_wait_until "comparison 99 is not one of SHMEM_CMP_"
 misuse bad_sig_op shmem_putmem_signal "sig_op 7 is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD"
 misuse free_private shmem_free "0x[0-9a-f]+ was not returned by shmem_malloc"
+STRIDE=2305843009213693952
+misuse iput_wrap shmem_long_iput "the strided destination \(2 elements of 8 bytes, $STRIDE elements apart\) spans more than the address space"
+misuse iget_wrap shmem_long_iget "the strided source \(2 elements of 8 bytes, -$STRIDE elements apart\) spans more than the address space"
 
 # A malformed heap size names the variable (every PE reads it, so every PE may say so).
 CASE=bad_heap_size
 SYMTRAIN_SYMMETRIC_SIZE=12Q run_case bad_heap_size nonzero 5 -n "$N" "$CHILD" pe_too_big "$TOKEN"
 expect_err "SYMTRAIN_SYMMETRIC_SIZE='12Q' is not a size"
+# So are spellings a float parser would take: hexadecimal, an exponent, a
+# fraction of a byte; the message says which suffixes there are.
+for bad in 0x10 1e3 1.5 inf; do
+    CASE=bad_heap_size_$bad
+    SYMTRAIN_SYMMETRIC_SIZE=$bad run_case "bad_heap_size_$bad" nonzero 5 -n "$N" "$CHILD" pe_too_big "$TOKEN"
+    expect_err "SYMTRAIN_SYMMETRIC_SIZE='$bad' is not a size: .*K, M, G or T suffix"
+done
 finish

@@ -67,6 +67,14 @@ int main(int argc, char **argv) {
         shmem_long_wait_until(&x, 99, 0);
     } else if (!strcmp(mode, "bad_sig_op")) {
         shmem_putmem_signal(heap, &local, 8, (uint64_t *)&sig, 1, 7, 0);
+    } else if (!strcmp(mode, "iput_wrap")) {
+        /* 2 elements 2^61 longs apart: the extent, 2^64 bytes, wraps to 0 in
+         * 64 bits and would pass a range check computed that way */
+        long two[2] = {1, 2};
+        shmem_long_iput(heap, two, (ptrdiff_t)1 << 61, 1, 2, 0);
+    } else if (!strcmp(mode, "iget_wrap")) {
+        long two[2];
+        shmem_long_iget(two, heap, 1, -((ptrdiff_t)1 << 61), 2, 0);
     } else if (!strcmp(mode, "free_private")) {
         shmem_free(priv);
     } else if (!strcmp(mode, "after_finalize")) {

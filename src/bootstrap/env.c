@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -489,6 +490,11 @@ static store_t *start_store(int world, const char *port, const char *token, doub
 sym_boot_t *sym__boot_env_init(void) {
     long rank = sym__env_long("RANK", -1), world = sym__env_long("WORLD_SIZE", -1);
     const char *addr = need("MASTER_ADDR"), *port = need("MASTER_PORT");
+    /* PE numbers are ints everywhere (the OpenSHMEM API's): a larger value
+     * would wrap negative below, and rank 0 would never arrive. */
+    if (world > INT_MAX)
+        sym__fatal("shmem_init", "WORLD_SIZE=%ld is more PEs than symtrain supports (at most %d)",
+                   world, INT_MAX);
     if (world < 1 || rank < 0 || rank >= world)
         sym__fatal("shmem_init", "RANK=%ld and WORLD_SIZE=%ld do not fit: need 0 <= RANK < "
                                  "WORLD_SIZE",

@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -36,8 +37,12 @@
 
 /* ---- choice ---- */
 
+/* The forced algorithm: SYMTRAIN_ALLREDUCE_ALGO, read once, then whatever
+ * shmemx_set_allreduce_algo stored last. Atomic: the progress thread never
+ * reads it (a request captures it when it is made, shmemx.c), but a program's
+ * threads may set and read it at once. */
 static shmemx_algo_t forced = SHMEMX_ALGO_AUTO;
-static int forced_read;
+static pthread_once_t forced_once = PTHREAD_ONCE_INIT;
 
 static const char *const algo_names[SHMEMX_ALGO_COUNT] = {"auto", "direct", "ring", "rd"};
 
@@ -45,30 +50,28 @@ const char *shmemx_algo_name(shmemx_algo_t algo) {
     return (unsigned)algo < SHMEMX_ALGO_COUNT ? algo_names[algo] : "unknown";
 }
 
+static void read_forced_env(void) {
+    const char *s = getenv("SYMTRAIN_ALLREDUCE_ALGO");
+    if (!s || !*s) return;
+    for (int a = 0; a < SHMEMX_ALGO_COUNT; a++)
+        if (!strcmp(s, algo_names[a])) {
+            __atomic_store_n(&forced, (shmemx_algo_t)a, __ATOMIC_RELEASE);
+            return;
+        }
+    sym__fatal("shmemx_allreduce",
+               "SYMTRAIN_ALLREDUCE_ALGO='%s' is not one of auto, direct, ring, rd", s);
+}
+
 void shmemx_set_allreduce_algo(shmemx_algo_t algo) {
     if ((unsigned)algo >= SHMEMX_ALGO_COUNT)
         sym__fatal("shmemx_set_allreduce_algo", "algorithm %d does not exist", (int)algo);
-    forced = algo;
-    forced_read = 1;
+    pthread_once(&forced_once, read_forced_env); /* so the environment cannot undo this later */
+    __atomic_store_n(&forced, algo, __ATOMIC_RELEASE);
 }
 
 shmemx_algo_t sym__allreduce_algo_forced(void) {
-    if (!forced_read) {
-        forced_read = 1;
-        const char *s = getenv("SYMTRAIN_ALLREDUCE_ALGO");
-        if (s && *s) {
-            int found = 0;
-            for (int a = 0; a < SHMEMX_ALGO_COUNT; a++)
-                if (!strcmp(s, algo_names[a])) {
-                    forced = (shmemx_algo_t)a;
-                    found = 1;
-                }
-            if (!found)
-                sym__fatal("shmemx_allreduce",
-                           "SYMTRAIN_ALLREDUCE_ALGO='%s' is not one of auto, direct, ring, rd", s);
-        }
-    }
-    return forced;
+    pthread_once(&forced_once, read_forced_env);
+    return __atomic_load_n(&forced, __ATOMIC_ACQUIRE);
 }
 
 /* Bytes each member may push into an inbox half. */
@@ -126,9 +129,10 @@ static void oneshot(shmem_team_t t, void *dest, const void *source, size_t count
  * with process_vm_readv (same user; it is what MPI calls CMA). Then each PE
  * reads its slice of every peer's input straight out of the peer, reduces it
  * into its own output, and reads the others' results out of their outputs:
- * no staging copies. cma_state: 0 untried, 1 works, -1 refused (stage instead). */
-static int cma_state;
-
+ * no staging copies. Whether that works is a property of the team (of which
+ * processes read which), kept in t->coll_cma: a per-process answer found on
+ * one team would make a PE skip the finding-out round another team's members
+ * still take, and the rounds would stop matching. */
 static int cma_read(int pid, void *dst, const void *src, size_t len) {
     while (len) {
         struct iovec l = {dst, len}, r = {(void *)(uintptr_t)src, len};
@@ -142,19 +146,20 @@ static int cma_read(int pid, void *dst, const void *src, size_t len) {
 }
 
 /* Returns 0 when done, -1 when some member cannot read its peers' memory (the
- * caller then stages); all members take the same way. The first call finds
- * out: after the ready round each member tries a byte of every peer's source
- * and publishes whether it could, and all read each other's answer. */
+ * caller then stages); all members take the same way. The team's first call
+ * finds out: after the ready round each member tries a byte of every peer's
+ * source, publishes whether it could, and after a second round all read each
+ * other's answers and record the same verdict in t->coll_cma. */
 static int direct_cma(shmem_team_t t, void *dest, const void *source, size_t count,
                       const sym_redop_t *r, const void **in, int dst_sym) {
     int n = t->size, me = t->me;
     size_t es = r->esize, lo, len;
+    if (t->coll_cma < 0) return -1; /* the same verdict on every member: nothing synchronised */
     uint64_t *pub = &sym__slot(t)->psync[2]; /* [0] source, [1] dest, [2] can read */
     pub[0] = (uint64_t)(uintptr_t)source;
     pub[1] = (uint64_t)(uintptr_t)dest;
-    pub[2] = cma_state > 0;
     sym__coll_sync_all(t, SYM_COLL_READY);
-    if (cma_state == 0) {
+    if (t->coll_cma == 0) {
         const char *off = getenv("SYMTRAIN_CMA");
         int ok = !(off && !strcmp(off, "0"));
         for (int k = 0; k < n && ok; k++) {
@@ -164,13 +169,18 @@ static int direct_cma(shmem_team_t t, void *dest, const void *source, size_t cou
                                     (const void *)(uintptr_t)peer[0], 1))
                 ok = 0;
         }
-        if (!ok) sym__info("cross-process reads refused: private buffers are staged");
-        cma_state = ok ? 1 : -1;
         pub[2] = ok;
         sym__coll_sync_all(t, SYM_COLL_DONE);
+        int all = 1;
+        for (int k = 0; k < n; k++) all &= ((uint64_t *)sym__coll_peer(t, k, pub))[2] != 0;
+        t->coll_cma = all ? 1 : -1;
+        if (!all) {
+            static int said;
+            if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+                sym__info("cross-process reads refused: private buffers are staged");
+            return -1; /* nothing touched yet */
+        }
     }
-    for (int k = 0; k < n; k++)
-        if (!((uint64_t *)sym__coll_peer(t, k, pub))[2]) return -1; /* nothing touched yet */
     shmemx_block_range(count, n, me, &lo, &len);
     char *tmp = sym__coll_stage_in(t); /* our own: nobody else reads it here */
     size_t chunk = (SYM_COLL_STAGE_BYTES / (size_t)n) / es;
@@ -456,7 +466,6 @@ int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
     }
     size_t bytes = count * r->esize;
     int local = sym__coll_all_local(t);
-    if (algo == SHMEMX_ALGO_AUTO) algo = sym__allreduce_algo_forced();
     /* The world over several hosts, some with several PEs: hierarchical. */
     if (algo == SHMEMX_ALGO_AUTO && t == &sym__team_world && sym__world.n_hosts > 1 &&
         sym__world.n_hosts < sym__world.npes)

@@ -120,7 +120,9 @@ int sym__coll_all_local(shmem_team_t t);
  * has at most SYM_COLL_MAX_MEMBERS members. */
 
 /* All-reduce `count` elements; dest and source may each be symmetric or private
- * and may be the same buffer. */
+ * and may be the same buffer. `algo`: the caller's choice, read from
+ * sym__allreduce_algo_forced() when the call (or request) was made, so every
+ * member uses the one it was asked for; AUTO is the tuning table. */
 int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
                    const sym_redop_t *r, shmemx_algo_t algo);
 int sym__reduce_scatter(shmem_team_t t, void *dest, const void *source, size_t count,
@@ -133,7 +135,8 @@ int sym__allgatherv(shmem_team_t t, void *dest, const void *source, const size_t
 int sym__alltoalls(shmem_team_t t, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst,
                    size_t nelems, size_t esize);
 
-/* The algorithm SYMTRAIN_ALLREDUCE_ALGO / shmemx_set_allreduce_algo chose. */
+/* The algorithm SYMTRAIN_ALLREDUCE_ALGO / shmemx_set_allreduce_algo chose
+ * (AUTO: none); thread-safe. */
 shmemx_algo_t sym__allreduce_algo_forced(void);
 
 #endif

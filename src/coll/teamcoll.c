@@ -162,7 +162,7 @@ static int reduce(const char *fn, shmem_team_t team, void *dest, const void *sou
     sym__redop(&r, dtype, op, 0);
     need_symmetric(fn, dest, nreduce * r.esize);
     need_symmetric(fn, source, nreduce * r.esize);
-    return sym__allreduce(team, dest, source, nreduce, &r, SHMEMX_ALGO_AUTO);
+    return sym__allreduce(team, dest, source, nreduce, &r, sym__allreduce_algo_forced());
 }
 
 #define DEF_REDUCE(T, N, OP)                                                         \

@@ -11,16 +11,25 @@
  *            of 16 bytes = 8 bytes of data + two copies of a 32-bit flag.
  *   flags    64-bit handshake words (FLAG_* below), written by peers.
  *
- * Epochs: every block b keeps a counter epoch[b] in device memory, advanced by
- * the kernel itself, so a collective replayed from a CUDA graph still gets a
- * new epoch. Every PE runs the same collectives with the same grids, so block
- * b's epoch agrees across PEs. Flags carry (epoch << 32 | step) and only grow;
- * a wait is "flag >= expected", never a reset. At the start of each
- * collective block b stores e into ACK(b, me) on its peers ("my stream has
- * reached epoch e here, so I am done with region b and dest"): a PE writes into
- * a peer's region b, or straight into its dest, only after that peer's ACK
- * shows it has started the same collective (one-shot lines, double-buffered by
- * parity, need only the one before: ACK >= e-1).
+ * Clocks: every block b keeps two 64-bit counters in device memory, advanced
+ * by the kernel itself (so a collective replayed from a CUDA graph still gets
+ * new values): its epoch, the collectives it has taken part in, and its step,
+ * the last value its handshake flags used. Every PE runs the same collectives
+ * with the same grids and iteration counts, so both agree across PEs. A
+ * collective of epoch e and `iters` iterations raises step flags to
+ * s0 + i + 1 (s0: the step before it) and leaves step at s0 + iters + 1, so
+ * every flag only grows; a wait is "flag >= expected", never a reset. 64 bits
+ * do not wrap in any run (2^64 collectives at a nanosecond each take 584
+ * years); 32-bit epochs wrapped after 2^32, when stale flags satisfied waits.
+ * At the start of each collective block b stores e into ACK(b, me) on its
+ * peers ("my stream has reached epoch e here, so I am done with region b and
+ * dest"): a PE writes into a peer's region b, or straight into its dest, only
+ * after that peer's ACK shows it has started the same collective (one-shot
+ * lines, double-buffered by epoch parity, need only the one before: ACK >=
+ * e-1). A one-shot line's flag is 32 bits (ll_flag(e), never 0), and its
+ * reader zeroes it once read, so a line left from an older collective never
+ * carries a valid flag whatever the epochs (the writer of the next use of that
+ * slot waits for the reader's ACK of the collective after, see oneshot.cu).
  */
 #ifndef SYM_GPU_GPU_H
 #define SYM_GPU_GPU_H
@@ -61,6 +70,12 @@
 
 /* ---- collectives ---- */
 
+/* Block b's counters (see "Clocks" above). */
+struct sym_gpu_clock {
+    uint64_t epoch; /* collectives block b has taken part in */
+    uint64_t step;  /* the last value block b's step flags were raised to */
+};
+
 enum { SYM_GPU_ALLREDUCE = 0, SYM_GPU_REDUCE_SCATTER, SYM_GPU_ALLGATHER, SYM_GPU_BROADCAST };
 
 /* Everything a collective kernel needs, passed by value. Sizes:
@@ -80,7 +95,7 @@ struct sym_gpu_args {
     int src_sym; /* src is symmetric here (the ring puts from it without staging) */
     int p2p;     /* every peer reachable by stores: handshakes are plain stores */
     unsigned long long timeout_ns;
-    uint32_t *epoch;  /* [SYM_GPU_MAXB], this GPU's memory */
+    struct sym_gpu_clock *clock; /* [SYM_GPU_MAXB], this GPU's memory */
     uint8_t *scr;     /* this PE's scratch (symmetric address) */
     uint8_t *ll;      /* this PE's one-shot lines (symmetric address) */
     uint64_t *flags;  /* this PE's flags (symmetric address) */

@@ -186,34 +186,43 @@ SYM_DEV void grid_dep_launch(void) {
 /* The block's epoch for this collective (see gpu.h). Every kernel starts
  * here: wait for the previous grid (programmatic launch), let the next one be
  * launched, read the epoch. */
-SYM_DEV uint32_t block_epoch(const struct sym_gpu_args &a) {
+SYM_DEV uint64_t block_epoch(const struct sym_gpu_args &a) {
     grid_dep_wait();
     grid_dep_launch();
-    return *(volatile uint32_t *)&a.epoch[blockIdx.x] + 1;
+    return *(volatile uint64_t *)&a.clock[blockIdx.x].epoch + 1;
 }
 
-/* The flag value of iteration i in epoch e: (e << 32 | i + 1), see gpu.h. */
-SYM_DEV uint64_t step_val(uint32_t e, int i) { return ((uint64_t)e << 32) | (uint32_t)(i + 1); }
+/* The block's step before this collective (after block_epoch). */
+SYM_DEV uint64_t block_step(const struct sym_gpu_args &a) {
+    return *(volatile uint64_t *)&a.clock[blockIdx.x].step;
+}
+
+/* The flag value of iteration i, step s0 before the collective: s0 + i + 1. */
+SYM_DEV uint64_t step_val(uint64_t s0, int i) { return s0 + (uint64_t)i + 1; }
 
 /* Start of a collective for block b on NVLink: tell every peer "my stream
  * has reached epoch e here" (ACK(b, me) = e), so I am done with region b and
  * dest may be written. A relaxed store: the previous kernel, and every read it
  * made of region b, is complete. */
-SYM_DEV void ack_peers(const struct sym_gpu_args &a, uint32_t e) {
+SYM_DEV void ack_peers(const struct sym_gpu_args &a, uint64_t e) {
     int t = threadIdx.x;
     if (t < a.npes && t != a.me) st_relaxed(a.peer_flags[t] + FLAG_ACK(blockIdx.x, a.me), e);
 }
 
-/* End of a collective for this block: record the epoch. */
-SYM_DEV void block_end(const struct sym_gpu_args &a, uint32_t e) {
+/* End of a collective for this block: record the epoch, and the step past
+ * every value this collective's flags used (s0 + 1 .. s0 + max(iters, 1)). */
+SYM_DEV void block_end(const struct sym_gpu_args &a, uint64_t e, uint64_t s0) {
     __syncthreads();
-    if (threadIdx.x == 0) a.epoch[blockIdx.x] = e;
+    if (threadIdx.x == 0) {
+        a.clock[blockIdx.x].epoch = e;
+        a.clock[blockIdx.x].step = s0 + (uint64_t)a.iters + 1;
+    }
 }
 
 /* Threads 0..npes-1 wait until each peer in `mask` has started epoch `e`
  * (its ACK >= e), then the block synchronises. No acquire: nothing is read on
  * the strength of it, only written. */
-SYM_DEV void wait_started(const struct sym_gpu_args &a, uint32_t e, uint64_t mask,
+SYM_DEV void wait_started(const struct sym_gpu_args &a, uint64_t e, uint64_t mask,
                           const char *what) {
     int t = threadIdx.x;
     if (t < a.npes && t != a.me && ((mask >> t) & 1)) {
@@ -242,12 +251,19 @@ SYM_DEV void signal_peers(const struct sym_gpu_args &a, size_t idx, uint64_t val
 
 /* ---- one-shot lines: 8 data bytes + the flag twice, in one 16-byte store ---- */
 
+/* The 32-bit flag of epoch e's lines: its low bits, never 0 (a read line). */
+SYM_DEV uint32_t ll_flag(uint64_t e) {
+    uint32_t f = (uint32_t)e;
+    return f ? f : 1;
+}
+
 SYM_DEV void ll_store(uint8_t *line, uint2 v, uint32_t flag) {
     asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(line), "r"(v.x),
                  "r"(flag), "r"(v.y), "r"(flag)
                  : "memory");
 }
-SYM_DEV uint2 ll_load(const uint8_t *line, uint32_t flag, const struct sym_gpu_args &a, int peer) {
+/* Wait for the line to carry `flag` in both halves, read it, and zero it. */
+SYM_DEV uint2 ll_load(uint8_t *line, uint32_t flag, const struct sym_gpu_args &a, int peer) {
     uint32_t x, f0, y, f1;
     unsigned long long t0 = 0;
     unsigned spins = 0;
@@ -256,7 +272,7 @@ SYM_DEV uint2 ll_load(const uint8_t *line, uint32_t flag, const struct sym_gpu_a
                      : "=r"(x), "=r"(f0), "=r"(y), "=r"(f1)
                      : "l"(line)
                      : "memory");
-        if (f0 == flag && f1 == flag) break;
+        if (f0 == flag && f1 == flag) break; /* fresh: written in this collective */
         if (a.timeout_ns && (++spins & 1023) == 0) {
             if (!t0)
                 t0 = globaltimer();
@@ -269,6 +285,11 @@ SYM_DEV uint2 ll_load(const uint8_t *line, uint32_t flag, const struct sym_gpu_a
             }
         }
     }
+    /* Zero it, so it can never pass for a later collective's line, however
+     * many epochs go by before this slot is written again (the next writer
+     * waits for our ACK of the collective after this one: our kernel, this
+     * store included, has completed by then). */
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1,%1,%1,%1};" ::"l"(line), "r"(0u) : "memory");
     return make_uint2(x, y);
 }
 

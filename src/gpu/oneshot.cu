@@ -11,9 +11,11 @@
  * bytes, which is why this is for small sizes only (the table in coll.cu).
  * Line slots are double-buffered by epoch parity; before writing parity p a
  * block makes sure its peers have started epoch e-1 (so finished e-2, the
- * last use of that parity: ACK >= e-1). Latency is the point here, so the
- * epoch, that check and the first line of data are loaded together, before
- * anything waits.
+ * last use of that parity: ACK >= e-1). A reader zeroes each line it has
+ * read, so the slot holds nothing that looks fresh when a writer next fills
+ * it, however many epochs later (the flag is only the epoch's low 32 bits).
+ * Latency is the point here, so the epoch, that check and the first line of
+ * data are loaded together, before anything waits.
  */
 #include "kernels.cuh"
 
@@ -27,7 +29,8 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_oneshot(const struct sym_gp
     constexpr int ES = sym_dt<DT>::size;
     constexpr int EPL = 8 / ES; /* elements per line */
     const int b = blockIdx.x, t = threadIdx.x, n = a.npes, me = a.me;
-    const uint32_t e = block_epoch(a);
+    const uint64_t e = block_epoch(a), s0 = block_step(a);
+    const uint32_t lf = ll_flag(e);
     const int par = (int)(e & 1);
     const size_t lo = (size_t)b * a.chunk, hi = lo + a.chunk;
     const size_t qstride = (size_t)SYM_GPU_LLCAP * 16; /* bytes between senders' slots */
@@ -61,7 +64,7 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_oneshot(const struct sym_gp
                     if (l * 8 >= pl * ES) continue;
                     v = line_get(a.src + off * ES, pl * ES, l);
                 }
-                ll_store(a.peer_ll[p] + (LL_OFF(b, par, me) + (l - lo)) * 16, v, e);
+                ll_store(a.peer_ll[p] + (LL_OFF(b, par, me) + (l - lo)) * 16, v, lf);
             }
         }
     }
@@ -69,7 +72,7 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_oneshot(const struct sym_gp
 
     /* ---- receive ---- */
     for (size_t l = lo + t; l < hi; l += blockDim.x) {
-        const uint8_t *slot0 = a.ll + (LL_OFF(b, par, 0) + (l - lo)) * 16;
+        uint8_t *slot0 = a.ll + (LL_OFF(b, par, 0) + (l - lo)) * 16;
         if (a.coll == SYM_GPU_ALLREDUCE || a.coll == SYM_GPU_REDUCE_SCATTER) {
             const uint8_t *own = a.src;
             size_t len = a.count * ES;
@@ -82,7 +85,7 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_oneshot(const struct sym_gp
             if (l * 8 >= len) break;
             float acc[EPL], x[EPL];
             for (int q = 0; q < n; q++) {
-                uint2 v = q != me ? ll_load(slot0 + q * qstride, e, a, q)
+                uint2 v = q != me ? ll_load(slot0 + q * qstride, lf, a, q)
                           : (pre && l == l0) ? v0 : line_get(own, len, l);
                 if (q == 0) {
                     unpack<DT, 2>((const uint32_t *)&v, acc);
@@ -103,18 +106,18 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_oneshot(const struct sym_gp
             for (int q = 0; q < n; q++)
                 if (q != me)
                     line_put(a.dst + (size_t)q * len, len, l,
-                             ll_load(slot0 + q * qstride, e, a, q));
+                             ll_load(slot0 + q * qstride, lf, a, q));
         } else { /* broadcast */
             const size_t len = a.count * ES;
             if (l * 8 >= len) break;
             if (me == a.root) {
                 if (a.dst != a.src) line_put(a.dst, len, l, line_get(a.src, len, l));
             } else {
-                line_put(a.dst, len, l, ll_load(slot0 + (size_t)a.root * qstride, e, a, a.root));
+                line_put(a.dst, len, l, ll_load(slot0 + (size_t)a.root * qstride, lf, a, a.root));
             }
         }
     }
-    block_end(a, e);
+    block_end(a, e, s0);
 }
 
 cudaError_t sym__gpu_launch_oneshot(const struct sym_gpu_args *a, int blocks, int threads,

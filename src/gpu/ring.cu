@@ -11,11 +11,11 @@
  *   second half alone; broadcast is a chain from the root.
  *
  * Each step's data lands in its own slot of the receiver's region b (slots
- * alternate by iteration parity), with the slot's signal set to
- * (epoch << 32 | iteration + 1). Partials are reduced in place in the slot
- * they arrived in and forwarded from there (symmetric memory, so any
- * transport can read it); a private source is staged through a slot first
- * when the transport needs registered memory. After iteration i the receiver
+ * alternate by iteration parity), with the slot's signal set to the block's
+ * step for the iteration (64-bit, see gpu.h). Partials are reduced in place
+ * in the slot they arrived in and forwarded from there (symmetric memory, so
+ * any transport can read it); a private source is staged through a slot
+ * first when the transport needs registered memory. After iteration i the receiver
  * tells `prev` it may reuse parity i's slots (RDONE); a sender starting
  * iteration i >= 2 waits for that, and before the first two for `next` to
  * have started this collective (its ACK, see gpu.h).
@@ -46,7 +46,7 @@ template <int DT>
 __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_args a) {
     constexpr int es = sym_dt<DT>::size;
     const int b = blockIdx.x, G = gridDim.x, n = a.npes, me = a.me, next = a.next, prev = a.prev;
-    const uint32_t e = block_epoch(a);
+    const uint64_t e = block_epoch(a), s0 = block_step(a);
     const int coll = a.coll;
     const bool reduce = coll == SYM_GPU_ALLREDUCE || coll == SYM_GPU_REDUCE_SCATTER;
     /* receive steps per iteration, and slots per parity (one more: staging) */
@@ -73,10 +73,10 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
     __syncthreads();
 
     for (int i = 0; i < a.iters; i++) {
-        const uint64_t val = step_val(e, i);
+        const uint64_t val = step_val(s0, i);
         const int par = i & 1;
         if (i >= 2 && sends)
-            ring_wait(a, FLAG_RDONE(b), step_val(e, i - 2), "ring slot credit", next);
+            ring_wait(a, FLAG_RDONE(b), step_val(s0, i - 2), "ring slot credit", next);
 
         if (reduce) {
             const size_t x0 = ((size_t)i * G + b) * a.chunk;
@@ -174,10 +174,8 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
 #undef SLOT
 #undef SIG
     __syncthreads();
-    if (threadIdx.x == 0) {
-        if (!a.p2p) nvshmem_quiet();
-        a.epoch[blockIdx.x] = e;
-    }
+    if (threadIdx.x == 0 && !a.p2p) nvshmem_quiet();
+    block_end(a, e, s0);
 }
 
 cudaError_t sym__gpu_launch_ring(const struct sym_gpu_args *a, int blocks, cudaStream_t stream) {

@@ -15,11 +15,11 @@
  *
  * Persistent grid: block b handles chunk i*G + b of every part in iteration i,
  * always in its own scratch region b. Handshakes are per block and per peer:
- * a flag store after a fence, (epoch << 32 | iteration + 1), waited on with
- * ">=" — no grid-wide barrier anywhere. Where a slot is reused before the
- * other side's next data proves it was read (reduce-scatter, slot all-gather,
- * broadcast), slots alternate by iteration parity and the reader returns a
- * "consumed" credit.
+ * a flag store after a fence, of the block's step for the iteration (gpu.h),
+ * waited on with ">=" — no grid-wide barrier anywhere. Where a slot is reused
+ * before the other side's next data proves it was read (reduce-scatter, slot
+ * all-gather, broadcast), slots alternate by iteration parity and the reader
+ * returns a "consumed" credit.
  */
 #include "kernels.cuh"
 
@@ -36,7 +36,7 @@ __global__ void __launch_bounds__(twoshot_threads<NP>::value)
     constexpr int ES = sym_dt<DT>::size;
     const int b = blockIdx.x, G = gridDim.x, n = a.npes, me = a.me;
     const bool ar = a.coll == SYM_GPU_ALLREDUCE;
-    const uint32_t e = block_epoch(a);
+    const uint64_t e = block_epoch(a), s0 = block_step(a);
     const size_t che = a.chunk;                       /* elements per chunk */
     const size_t chb = (che * ES + 15) & ~(size_t)15; /* slot bytes */
     uint8_t *region = a.scr + (size_t)b * a.region;
@@ -55,14 +55,14 @@ __global__ void __launch_bounds__(twoshot_threads<NP>::value)
         if (p < n) part_range(a.coll, a.count, n, p, ES, &poff[p], &plen[p]);
 
     for (int i = 0; i < a.iters; i++) {
-        const uint64_t val = step_val(e, i);
+        const uint64_t val = step_val(s0, i);
         const int par = i & 1;
         const size_t x0 = ((size_t)i * G + b) * che; /* element offset inside each part */
 #define WIDTH(p) (x0 < plen[p] ? (plen[p] - x0 < che ? plen[p] - x0 : che) : 0)
 
         /* reduce-scatter reuses parity `par` slots: wait until peers consumed i-2 */
         if (!ar && i >= 2)
-            wait_peers(a, FLAG_SIG(b, 1, 0), 1, step_val(e, i - 2), "reduce-scatter credit",
+            wait_peers(a, FLAG_SIG(b, 1, 0), 1, step_val(s0, i - 2), "reduce-scatter credit",
                        ~0ull);
 
         /* (1) push my copy of part p to PE p */
@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(twoshot_threads<NP>::value)
     }
 #undef RS_SLOT
 #undef AG_SLOT
-    block_end(a, e);
+    block_end(a, e, s0);
 }
 
 /* ---- all-gather and broadcast ---- */
@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_push(const struct sym_gpu_a
     const int b = blockIdx.x, G = gridDim.x, n = a.npes, me = a.me;
     const bool ag = a.coll == SYM_GPU_ALLGATHER;
     const bool sender = ag || me == a.root;
-    const uint32_t e = block_epoch(a);
+    const uint64_t e = block_epoch(a), s0 = block_step(a);
     const size_t len = a.count * (size_t)a.es, chb = a.chunk;
     uint8_t *region = a.scr + (size_t)b * a.region;
     const size_t reg_off = (size_t)b * a.region;
@@ -160,19 +160,20 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_push(const struct sym_gpu_a
             copy_bytes<NP>(out, nout, a.src + x0, w);
         }
         __syncthreads();
-        signal_peers(a, FLAG_SIG(b, 0, me), step_val(e, 0), targets);
-        wait_peers(a, FLAG_SIG(b, 0, 0), 1, step_val(e, 0), "pushed data", sources);
-        block_end(a, e);
+        signal_peers(a, FLAG_SIG(b, 0, me), step_val(s0, 0), targets);
+        wait_peers(a, FLAG_SIG(b, 0, 0), 1, step_val(s0, 0), "pushed data", sources);
+        block_end(a, e, s0);
         return;
     }
 
     /* Through slots: [parity][sender] in each receiver's region b. */
     for (int i = 0; i < a.iters; i++) {
-        const uint64_t val = step_val(e, i);
+        const uint64_t val = step_val(s0, i);
         const int par = i & 1;
         size_t x0 = ((size_t)i * G + b) * chb;
         size_t w = x0 < len ? (len - x0 < chb ? len - x0 : chb) : 0;
-        if (i >= 2) wait_peers(a, FLAG_SIG(b, 1, 0), 1, step_val(e, i - 2), "push credit", targets);
+        if (i >= 2)
+            wait_peers(a, FLAG_SIG(b, 1, 0), 1, step_val(s0, i - 2), "push credit", targets);
         if (sender && w) {
             uint8_t *out[NP];
             int nout = 0;
@@ -193,7 +194,7 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_push(const struct sym_gpu_a
         __syncthreads();
         signal_peers(a, FLAG_SIG(b, 1, me), val, sources);
     }
-    block_end(a, e);
+    block_end(a, e, s0);
 }
 
 template <int DT>

@@ -8,6 +8,7 @@
  * block is allocated everywhere before any PE can write to it remotely.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../util/buddy.h"
@@ -24,25 +25,31 @@ void sym__heap_init(void) {
 
 void sym__heap_fini(void) { sym_buddy_fini(&heap); }
 
-/* The buddy block a request takes: the power of two covering size and align. */
+/* The buddy block a request takes: the power of two covering size and align;
+ * 0 when no size_t power of two covers it (SIZE_MAX, a negative int converted). */
 static size_t block_for(size_t size, size_t align) {
     size_t need = size > align ? size : align, b = SYM_BUDDY_MIN;
+    if (need > ((size_t)1 << (sizeof(size_t) * 8 - 1))) return 0;
     while (b < need) b <<= 1;
     return b;
 }
 
 static void exhausted(const char *fn, size_t size, size_t align) {
-    char want[32], have[32], big[32], now[32], blk[32];
+    char want[32], have[32], big[32], now[32], b32[32], blk[48];
     /* Every PE fails the same way; one message is enough. */
-    if (sym__world.me == 0)
-        sym__warn(fn,
-                  "symmetric heap exhausted: asked %s, %s free (largest block %s; the request "
-                  "needs a block of %s); raise SYMTRAIN_SYMMETRIC_SIZE (now %s)",
-                  sym__fmt_size(size, want, sizeof want),
-                  sym__fmt_size(heap.free_bytes, have, sizeof have),
-                  sym__fmt_size(sym_buddy_largest_free(&heap), big, sizeof big),
-                  sym__fmt_size(block_for(size, align), blk, sizeof blk),
-                  sym__fmt_size(sym__rt.heap_user_size, now, sizeof now));
+    if (sym__world.me != 0) return;
+    size_t b = block_for(size, align);
+    if (b)
+        snprintf(blk, sizeof blk, "needs a block of %s", sym__fmt_size(b, b32, sizeof b32));
+    else
+        snprintf(blk, sizeof blk, "is larger than any block can be");
+    sym__warn(fn,
+              "symmetric heap exhausted: asked %s, %s free (largest block %s; the request %s); "
+              "raise SYMTRAIN_SYMMETRIC_SIZE (now %s)",
+              sym__fmt_size(size, want, sizeof want),
+              sym__fmt_size(heap.free_bytes, have, sizeof have),
+              sym__fmt_size(sym_buddy_largest_free(&heap), big, sizeof big), blk,
+              sym__fmt_size(sym__rt.heap_user_size, now, sizeof now));
 }
 
 /* Allocate without the closing barrier; NULL on exhaustion (reported). */

@@ -24,6 +24,7 @@ sym_runtime_t sym__rt;
 sym_world_t sym__world;
 const sym_remote_ops_t *sym__remote;
 int sym__amo_through_fabric;
+void (*sym__coll_drain_hook)(int stop);
 
 #define DEFAULT_HEAP_SIZE ((size_t)512 << 20)
 
@@ -273,6 +274,10 @@ void shmem_query_thread(int *provided) {
 
 void shmem_finalize(void) {
     if (sym__rt.state != SYM_RT_RUNNING) return; /* a second finalize does nothing */
+    /* Non-blocking collectives still queued use the teams and the heap: every
+     * PE completes its own (they match up, since every PE finalizes) and joins
+     * the progress thread before anything is freed. */
+    if (sym__coll_drain_hook) sym__coll_drain_hook(1);
     shmem_barrier_all();
     sym__heap_fini();
     sym__team_fini_all();

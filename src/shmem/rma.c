@@ -7,7 +7,10 @@
  * complete when they return, so the _nbi forms are the blocking ones; for a
  * remote peer the fabric transport decides when the data has gone. Copies
  * larger than half the last-level cache use streaming stores (util/copy.c).
+ * An operation of zero elements does nothing and looks at no buffer (the
+ * standard's rule), except that a put-with-signal still updates its signal.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "runtime.h"
@@ -24,6 +27,7 @@ static inline __attribute__((always_inline)) void put_core(shmem_ctx_t ctx, void
                                                            int blocking, const char *fn) {
     SYM_REQUIRE_INIT(fn);
     pe = sym__world_pe(ctx, pe, fn);
+    if (SYM_UNLIKELY(len == 0)) return; /* a no-op, whatever the pointers (NULL too) */
     void *d = sym__peer_range(dest, len, pe, fn);
     if (SYM_LIKELY(d != NULL))
         sym__copy(d, src, len);
@@ -36,6 +40,7 @@ static inline __attribute__((always_inline)) void get_core(shmem_ctx_t ctx, void
                                                            int blocking, const char *fn) {
     SYM_REQUIRE_INIT(fn);
     pe = sym__world_pe(ctx, pe, fn);
+    if (SYM_UNLIKELY(len == 0)) return;
     const void *s = sym__peer_range(src, len, pe, fn);
     if (SYM_LIKELY(s != NULL))
         sym__copy(dest, s, len);
@@ -43,15 +48,33 @@ static inline __attribute__((always_inline)) void get_core(shmem_ctx_t ctx, void
         sym__remote->get(ctx->remote, dest, src, len, pe, blocking);
 }
 
-/* The peer's copy of the strided range base[i * stride], i < n, elements of
- * esize bytes; NULL for a remote peer. The stride may be negative. */
-static inline char *peer_strided(const void *base, ptrdiff_t stride, size_t n, size_t esize,
+/* The distance in bytes between consecutive elements of a strided range of n
+ * elements `stride` elements apart, esize bytes each, computed in checked
+ * unsigned arithmetic: the whole extent (n - 1) * |stride| * esize must fit
+ * in a ptrdiff_t, or a product that wrapped would slip past the range check
+ * (signed overflow is undefined besides). Fatal when it does not fit. */
+static ptrdiff_t stride_bytes(ptrdiff_t stride, size_t n, size_t esize, const char *which,
+                              const char *fn) {
+    if (n < 2) return 0; /* one element: the stride is never used */
+    size_t mag = stride < 0 ? (size_t)0 - (size_t)stride : (size_t)stride, step, extent;
+    if (__builtin_mul_overflow(mag, esize, &step) || __builtin_mul_overflow(step, n - 1, &extent) ||
+        extent > (size_t)PTRDIFF_MAX - esize)
+        sym__fatal(fn,
+                   "the strided %s (%zu elements of %zu bytes, %td elements apart) spans more "
+                   "than the address space; check nelems and the strides",
+                   which, n, esize, stride);
+    return stride < 0 ? -(ptrdiff_t)step : (ptrdiff_t)step;
+}
+
+/* The peer's copy of the strided range base + i * step, i < n, elements of
+ * esize bytes (step from stride_bytes, so the extent fits); NULL for a remote
+ * peer. The step may be negative. */
+static inline char *peer_strided(const void *base, ptrdiff_t step, size_t n, size_t esize,
                                  int pe, const char *fn) {
-    ptrdiff_t last = (ptrdiff_t)(n - 1) * stride * (ptrdiff_t)esize;
-    ptrdiff_t lo = last < 0 ? last : 0;
-    size_t span = (size_t)(last < 0 ? -last : last) + esize;
-    char *p = sym__peer_range((const char *)base + lo, span, pe, fn);
-    return p ? p - lo : NULL;
+    size_t extent = (step < 0 ? (size_t)0 - (size_t)step : (size_t)step) * (n - 1);
+    uintptr_t lo = (uintptr_t)base - (step < 0 ? extent : 0);
+    char *p = sym__peer_range((const void *)lo, extent + esize, pe, fn);
+    return p ? p + ((uintptr_t)base - lo) : NULL;
 }
 
 /* Strided: element i moves from source[i * sst] to dest[i * dst]. */
@@ -60,8 +83,9 @@ static void iput_core(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t ds
     SYM_REQUIRE_INIT(fn);
     if (!nelems) return;
     pe = sym__world_pe(ctx, pe, fn);
-    ptrdiff_t ds = dst * (ptrdiff_t)esize, ss = sst * (ptrdiff_t)esize;
-    char *d = peer_strided(dest, dst, nelems, esize, pe, fn);
+    ptrdiff_t ds = stride_bytes(dst, nelems, esize, "destination", fn);
+    ptrdiff_t ss = stride_bytes(sst, nelems, esize, "source", fn);
+    char *d = peer_strided(dest, ds, nelems, esize, pe, fn);
     const char *s = src;
     for (size_t i = 0; i < nelems; i++, s += ss) {
         if (d)
@@ -76,8 +100,9 @@ static void iget_core(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t ds
     SYM_REQUIRE_INIT(fn);
     if (!nelems) return;
     pe = sym__world_pe(ctx, pe, fn);
-    ptrdiff_t ds = dst * (ptrdiff_t)esize, ss = sst * (ptrdiff_t)esize;
-    const char *s = peer_strided(src, sst, nelems, esize, pe, fn);
+    ptrdiff_t ds = stride_bytes(dst, nelems, esize, "destination", fn);
+    ptrdiff_t ss = stride_bytes(sst, nelems, esize, "source", fn);
+    const char *s = peer_strided(src, ss, nelems, esize, pe, fn);
     char *d = dest;
     for (size_t i = 0; i < nelems; i++, d += ds) {
         if (s)
@@ -92,17 +117,19 @@ static inline void check_sig_op(int sig_op, const char *fn) {
         sym__fatal(fn, "sig_op %d is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD", sig_op);
 }
 
-/* The data, then the signal: a waiter that sees the signal sees the data. */
+/* The data, then the signal: a waiter that sees the signal sees the data. With
+ * no data (len 0) dest and src are not looked at, but the signal is still
+ * updated, as the standard has it. */
 static inline void put_signal_core(shmem_ctx_t ctx, void *dest, const void *src, size_t len,
                                    uint64_t *sig, uint64_t value, int sig_op, int pe,
                                    int blocking, const char *fn) {
     SYM_REQUIRE_INIT(fn);
     check_sig_op(sig_op, fn);
     pe = sym__world_pe(ctx, pe, fn);
-    void *d = sym__peer_range(dest, len, pe, fn);
-    uint64_t *s = sym__peer_range(sig, sizeof *sig, pe, fn);
-    if (SYM_LIKELY(d != NULL)) {
-        sym__copy(d, src, len); /* fenced when it streams: the signal comes after */
+    void *d = SYM_LIKELY(len != 0) ? sym__peer_range(dest, len, pe, fn) : NULL;
+    uint64_t *s = sym__peer_range(sig, sizeof *sig, pe, fn); /* NULL: a remote peer */
+    if (SYM_LIKELY(s != NULL)) {
+        if (len) sym__copy(d, src, len); /* fenced when it streams: the signal comes after */
         if (sig_op == SHMEM_SIGNAL_SET)
             __atomic_store_n(s, value, __ATOMIC_RELEASE);
         else

@@ -67,6 +67,9 @@ struct symi_team {
     long config_mask;
     int n_ctx;      /* contexts created on it and not destroyed */
     uint64_t coll_round; /* the collectives' step counter (src/coll), equal on all members */
+    int coll_cma;        /* can every member read every other's private memory
+                          * (allreduce.c): 0 not found out yet, 1 yes, -1 no;
+                          * found out together, so equal on all members */
 };
 
 struct symi_ctx {
@@ -111,6 +114,14 @@ void sym__atomic_add_u64(uint64_t *dest, uint64_t value, int pe);
 static inline void sym__wait_ge(const uint64_t *w, uint64_t value) {
     SYM_WAIT_UNTIL(__atomic_load_n(w, __ATOMIC_ACQUIRE) >= value);
 }
+
+/* ---- the collectives layer's non-blocking requests ---- */
+
+/* Set by src/coll when its progress thread starts: waits until this PE's
+ * queued non-blocking collectives have completed, and with stop != 0 then
+ * ends and joins the thread. shmem_team_destroy and shmem_finalize call it
+ * before freeing what the requests use (a hook: this layer sits below coll). */
+extern void (*sym__coll_drain_hook)(int stop);
 
 /* ---- heap ---- */
 

@@ -244,6 +244,7 @@ void shmem_team_destroy(shmem_team_t team) {
         team == &sym__team_leaders)
         sym__fatal("shmem_team_destroy", "SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED cannot be "
                                          "destroyed");
+    if (sym__coll_drain_hook) sym__coll_drain_hook(0); /* requests on it still queued */
     slots_used &= ~(1ull << team->slot);
     free(team->pes);
     free(team->index_of);

@@ -897,7 +897,8 @@ static struct fi_info *query(const char *prov, int atomics, int *rc) {
     hints->domain_attr->threading = FI_THREAD_SAFE;
     hints->tx_attr->msg_order = FI_ORDER_WAW | FI_ORDER_SAW | FI_ORDER_RAW | FI_ORDER_SAS;
     hints->rx_attr->msg_order = hints->tx_attr->msg_order;
-    if (prov && *prov) hints->fabric_attr->prov_name = strdup(prov);
+    if (prov && *prov && !(hints->fabric_attr->prov_name = strdup(prov)))
+        sym__fatal("ofi", "out of memory"); /* NULL would mean any provider */
     struct fi_info *info = NULL;
     *rc = lib.getinfo(FI_VERSION_NEEDED, NULL, NULL, 0, hints, &info);
     lib.freeinfo(hints);
@@ -1053,7 +1054,9 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
         g.key[s] = calloc((size_t)npes, sizeof(uint64_t));
         g.base[s] = calloc((size_t)npes, sizeof(uint64_t));
     }
-    if (!all || !g.addr || !g.seq_to || !g.expect) sym__fatal("shmem_init", "out of memory");
+    int oom = !all || !g.addr || !g.seq_to || !g.expect;
+    for (int s = 0; s < SYM_SEG_COUNT; s++) oom |= !g.key[s] || !g.base[s];
+    if (oom) sym__fatal("shmem_init", "out of memory for the fabric's tables of %d PEs", npes);
     size_t nl = sizeof mine.name;
     OFI_CHECK(fi_getname(&g.ep->fid, mine.name, &nl));
     mine.name_len = nl;

@@ -122,6 +122,8 @@ void sym_buddy_fini(sym_buddy_t *b) {
     memset(b, 0, sizeof *b);
 }
 
+/* The order of the smallest block covering size and align; SYM_BUDDY_ORDERS
+ * when none does (the loop never shifts past the largest order). */
 static int order_for(size_t size, size_t align) {
     size_t need = size > align ? size : align;
     if (need < SYM_BUDDY_MIN) need = SYM_BUDDY_MIN;
@@ -133,8 +135,10 @@ static int order_for(size_t size, size_t align) {
 uint64_t sym_buddy_alloc(sym_buddy_t *b, size_t size, size_t align) {
     if (size == 0) size = 1;
     if (align == 0) align = 1;
+    /* Checked before any rounding: SIZE_MAX and its neighbours round to nothing. */
     if (size > b->size || align > b->size) return SYM_BUDDY_EMPTY;
     int k = order_for(size, align), j = k;
+    if (k >= SYM_BUDDY_ORDERS) return SYM_BUDDY_EMPTY;
     while (j < SYM_BUDDY_ORDERS && b->head[j] == SYM_BUDDY_EMPTY) j++;
     if (j >= SYM_BUDDY_ORDERS) return SYM_BUDDY_EMPTY;
     uint64_t off = b->head[j];

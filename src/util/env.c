@@ -4,34 +4,82 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
 
+/* Decimal digits [s, e) as a uint64; -1 when they do not fit. */
+static int decimal(const char *s, const char *e, uint64_t *out) {
+    uint64_t v = 0;
+    for (; s < e; s++)
+        if (__builtin_mul_overflow(v, 10, &v) ||
+            __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v))
+            return -1;
+    *out = v;
+    return 0;
+}
+
+/* The grammar: digits, an optional fraction ".digits", an optional K, M, G
+ * or T (powers of 1024, either case) optionally followed by "i" and/or "B",
+ * blanks around. No sign, no hexadecimal, no exponent, no inf or nan (strtod
+ * would take them all), and the value must be a whole number of bytes:
+ * "1.5" and "0.3K" are refused, "1.5K" (1536) is not. Computed exactly in
+ * integers: x.f * 2^k is whole when 10^n (n fraction digits) divides f * 2^k. */
 int sym__parse_size(const char *s, size_t *out) {
     if (!s) return -1;
     while (isspace((unsigned char)*s)) s++;
-    if (!isdigit((unsigned char)*s)) return -1;
-    errno = 0;
-    char *end;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < 0) return -1;
-    double mul = 1;
-    switch (toupper((unsigned char)*end)) {
-    case 'K': mul = 1024.0; end++; break;
-    case 'M': mul = 1024.0 * 1024; end++; break;
-    case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
-    case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    const char *p = s;
+    while (isdigit((unsigned char)*p)) p++;
+    const char *int_end = p, *frac = p, *frac_end = p;
+    if (p == s) return -1;
+    if (*p == '.') {
+        frac = ++p;
+        while (isdigit((unsigned char)*p)) p++;
+        frac_end = p;
+        if (frac == frac_end) return -1;
+    }
+    int shift = 0;
+    switch (toupper((unsigned char)*p)) {
+    case 'K': shift = 10; break;
+    case 'M': shift = 20; break;
+    case 'G': shift = 30; break;
+    case 'T': shift = 40; break;
     default: break;
     }
-    if (mul > 1 && (*end == 'i' || *end == 'I')) end++;
-    if (mul > 1 && (*end == 'b' || *end == 'B')) end++;
-    while (isspace((unsigned char)*end)) end++;
-    if (*end) return -1;
-    double bytes = v * mul;
-    if (bytes > (double)(SIZE_MAX / 2)) return -1;
+    if (shift) {
+        p++;
+        if (*p == 'i' || *p == 'I') p++;
+        if (*p == 'b' || *p == 'B') p++;
+    }
+    while (isspace((unsigned char)*p)) p++;
+    if (*p) return -1;
+
+    uint64_t whole, bytes;
+    if (decimal(s, int_end, &whole) || whole > (UINT64_MAX >> shift)) return -1;
+    bytes = whole << shift;
+    while (frac_end > frac && frac_end[-1] == '0') frac_end--; /* "2.50" is "2.5" */
+    int n = (int)(frac_end - frac);
+    if (n) {
+        /* f / 10^n * 2^shift = (f / 5^n) * 2^(shift - n): whole only if 5^n
+         * divides f and, when n > shift, 2^(n - shift) divides the quotient. */
+        uint64_t f, five = 1;
+        if (n > 27 || decimal(frac, frac_end, &f)) return -1; /* 5^27 < 2^64 < 5^28 */
+        for (int i = 0; i < n; i++) five *= 5;
+        if (f % five) return -1;
+        f /= five;
+        if (n > shift) {
+            if (f & ((UINT64_C(1) << (n - shift)) - 1)) return -1;
+            f >>= n - shift;
+        } else {
+            if (f > (UINT64_MAX >> (shift - n))) return -1;
+            f <<= shift - n;
+        }
+        if (__builtin_add_overflow(bytes, f, &bytes)) return -1;
+    }
+    if (bytes > SIZE_MAX / 2) return -1;
     *out = (size_t)bytes;
     return 0;
 }
@@ -42,9 +90,10 @@ size_t sym__env_size(const char *name, size_t dflt) {
     size_t v;
     if (sym__parse_size(s, &v) != 0)
         sym__fatal("environment",
-                   "%s='%s' is not a size; write a number with an optional K, M or G "
-                   "suffix, e.g. %s=512M",
-                   name, s, name);
+                   "%s='%s' is not a size: write a whole number of bytes, or a number with a "
+                   "K, M, G or T suffix (powers of 1024), e.g. %s=512M or %s=1.5G; "
+                   "hexadecimal, exponents and fractions of a byte are not taken",
+                   name, s, name, name);
     return v;
 }
 

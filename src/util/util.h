@@ -48,10 +48,14 @@ noreturn void sym__sys_fail(const char *file, int line, const char *call);
 
 /* ---- environment ---- */
 
-/* A size such as "512M", "2G", "1048576", "64k"; `dflt` when unset. A malformed
- * value is fatal with a message naming the variable. */
+/* A size such as "512M", "2G", "1.5T", "1048576", "64k"; `dflt` when unset. A
+ * malformed value is fatal with a message naming the variable and the
+ * suffixes allowed. */
 size_t sym__env_size(const char *name, size_t dflt);
-/* Parse a size string; returns 0 on success, -1 if malformed. */
+/* Parse a size string: decimal digits, an optional fraction, an optional K, M,
+ * G or T suffix (powers of 1024; "KiB", "kb" and the like too), a whole number
+ * of bytes in all. Returns 0 on success, -1 if malformed (hexadecimal,
+ * exponents, "1.5" bytes) or beyond SIZE_MAX / 2. */
 int sym__parse_size(const char *s, size_t *out);
 long sym__env_long(const char *name, long dflt);
 /* The first of `names` (NULL-terminated) that is set, or NULL. */

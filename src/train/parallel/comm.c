@@ -18,6 +18,7 @@ int sym__comm_avg_start(shmem_team_t team, float *x, size_t n, sym__req_t *req) 
 
 int sym__comm_wait(sym__req_t req) {
     int rc = shmemx_req_wait(req);
+    shmemx_req_free(req); /* wait completes a request; free releases it */
     if (rc)
         return sym__error(SYM_ECOMM, "an all-reduce of the gradients failed: %s",
                           shmemx_strerror(rc));
