@@ -63,7 +63,7 @@
  *   SYMTRAIN_GPU_TIMEOUT=30                  seconds a kernel waits for a peer before
  *                                            it prints which one and traps (0: never)
  *   SYMTRAIN_GPU_BACKEND=path                the libsymgpu_nvshmem.so to load
- *   SYMTRAIN_GPU_EPOCH_START=N               a test hook, not a setting: the
+ *   SYMTRAIN_TEST_GPU_EPOCH_START=N               a test hook, not a setting: the
  *                                            kernels' 64-bit counters start at N
  *   NVSHMEM's own variables are honoured; NVSHMEM_DISABLE_NVLS=1 is the default.
  *

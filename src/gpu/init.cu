@@ -173,12 +173,12 @@ static int setup_memory(sym_gpu_agree_fn agree, size_t scratch) {
     if (g->base) ce = cudaMemset(g->base, 0, total);
     struct sym_gpu_args *a = &g->fixed;
     if (ce == cudaSuccess) ce = cudaMalloc((void **)&a->clock, SYM_GPU_MAXB * sizeof *a->clock);
-    /* Test hook, not a setting: SYMTRAIN_GPU_EPOCH_START=N starts every
+    /* Test hook, not a setting: SYMTRAIN_TEST_GPU_EPOCH_START=N starts every
      * block's epoch and step at N instead of 0 (the same N on every PE), so a
      * test crosses a counter boundary (2^32, where 32-bit epochs wrapped) in
      * a few collectives (tests/gpu.cmake). */
     struct sym_gpu_clock start[SYM_GPU_MAXB];
-    uint64_t n0 = (uint64_t)sym__env_long("SYMTRAIN_GPU_EPOCH_START", 0);
+    uint64_t n0 = (uint64_t)sym__env_long("SYMTRAIN_TEST_GPU_EPOCH_START", 0);
     for (int b = 0; b < SYM_GPU_MAXB; b++) start[b].epoch = start[b].step = n0;
     if (ce == cudaSuccess) ce = cudaMemcpy(a->clock, start, sizeof start, cudaMemcpyHostToDevice);
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize();
