@@ -175,19 +175,36 @@ install(TARGETS symgpu_nvshmem LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS symbench-gpu RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/include/shmemx_gpu.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
-# ---- libsymtrain_cuda: the GPT's GPU kernels (src/train/ops/cuda), on cuBLASLt ----
-# A library of its own beside libsymtrain (which stays plain C): no NVSHMEM and no
-# -rdc; its private header src/train/ops/cuda/ops_cuda.h declares the launchers.
+# ---- libsymtrain_cuda: the GPT on the GPU (src/train/ops/cuda + models/gpt_cuda.cu) ----
+# The kernels are a static library of their own (no NVSHMEM, no -rdc; private
+# header src/train/ops/cuda/ops_cuda.h), linked into the module and into
+# tests/gpu_train_ops. The module is what libsymtrain (plain C) dlopens from its
+# own folder (src/train/core/device.h): it exports only sym_cuda_backend and
+# finds libsymgpu / libsymshmem beside itself ($ORIGIN), CUDA where it was found.
 file(GLOB SYMTRAIN_CUDA_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/train/ops/cuda/*.cu)
-add_library(symtrain_cuda SHARED ${SYMTRAIN_CUDA_SOURCES})
+add_library(symtrain_cuda_ops STATIC ${SYMTRAIN_CUDA_SOURCES})
+set_property(TARGET symtrain_cuda_ops PROPERTY COMPILE_OPTIONS "")
+target_compile_options(symtrain_cuda_ops PRIVATE
+  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra -lineinfo>)
+target_include_directories(symtrain_cuda_ops PUBLIC ${PROJECT_SOURCE_DIR}/include
+  ${PROJECT_SOURCE_DIR}/src/train/ops/cuda)
+target_link_libraries(symtrain_cuda_ops PUBLIC CUDA::cudart CUDA::cublasLt)
+set_target_properties(symtrain_cuda_ops PROPERTIES CUDA_RUNTIME_LIBRARY Shared
+  POSITION_INDEPENDENT_CODE ON)
+
+add_library(symtrain_cuda MODULE ${PROJECT_SOURCE_DIR}/src/train/models/gpt_cuda.cu)
 set_property(TARGET symtrain_cuda PROPERTY COMPILE_OPTIONS "")
 target_compile_options(symtrain_cuda PRIVATE
-  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra -lineinfo>)
-target_include_directories(symtrain_cuda PUBLIC ${PROJECT_SOURCE_DIR}/include
-  PRIVATE ${PROJECT_SOURCE_DIR}/src/train/ops/cuda)
-target_link_libraries(symtrain_cuda PUBLIC CUDA::cudart PRIVATE CUDA::cublasLt)
+  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-fvisibility=hidden -lineinfo>)
+target_include_directories(symtrain_cuda PRIVATE ${PROJECT_SOURCE_DIR}/src/train)
+target_link_libraries(symtrain_cuda PRIVATE symtrain_cuda_ops symgpu symshmem CUDA::cudart
+  CUDA::cublasLt)
+target_link_options(symtrain_cuda PRIVATE "LINKER:--exclude-libs,ALL" "LINKER:--no-undefined")
 set_target_properties(symtrain_cuda PROPERTIES CUDA_RUNTIME_LIBRARY Shared
-  VERSION ${PROJECT_VERSION} SOVERSION 0
-  INSTALL_RPATH "${CMAKE_INSTALL_FULL_LIBDIR};${CUDAToolkit_LIBRARY_DIR}")
+  LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}
+  INSTALL_RPATH "${SYM_LIB_RPATH};${CUDAToolkit_LIBRARY_DIR}")
 set_property(TARGET symtrain_cuda APPEND PROPERTY BUILD_RPATH ${CUDAToolkit_LIBRARY_DIR})
+if(TARGET symtrain)
+  add_dependencies(symtrain symtrain_cuda) # built with the library that loads it
+endif()
 install(TARGETS symtrain_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

@@ -44,23 +44,23 @@ sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 2 SUFFIX _share1gpu
   ENV "${_gpu_env};SYMTRAIN_GPU_SCRATCH=4M;SYMTRAIN_GPU_SHARE=1;CUDA_VISIBLE_DEVICES=0;SYMTRAIN_TEST_QUICK=1")
 sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 4 8 SUFFIX _share2gpu
   ENV "${_gpu_env};SYMTRAIN_GPU_SCRATCH=4M;SYMTRAIN_GPU_SHARE=1;SYMTRAIN_TEST_QUICK=1")
-# the epochs started just below 2^32 (SYMTRAIN_GPU_EPOCH_START, a test hook):
+# the epochs started just below 2^32 (SYMTRAIN_TEST_GPU_EPOCH_START, a test hook):
 # block 0 passes 2^32 within a few collectives, the busier blocks during the
 # quick subset, with every algorithm and the back-to-back sequences
 sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 2 SUFFIX _epochwrap
-  ENV "${_gpu_env};SYMTRAIN_GPU_SCRATCH=4M;SYMTRAIN_GPU_SHARE=1;CUDA_VISIBLE_DEVICES=0;SYMTRAIN_TEST_QUICK=1;SYMTRAIN_GPU_EPOCH_START=4294967288;SYMTRAIN_GPU_TIMEOUT=10")
+  ENV "${_gpu_env};SYMTRAIN_GPU_SCRATCH=4M;SYMTRAIN_GPU_SHARE=1;CUDA_VISIBLE_DEVICES=0;SYMTRAIN_TEST_QUICK=1;SYMTRAIN_TEST_GPU_EPOCH_START=4294967288;SYMTRAIN_GPU_TIMEOUT=10")
 sym_gpu_test(gpu_user_kernel SOURCE gpu_user_kernel.cu NPES 2 ENV "${_gpu_env}" CUDA)
 
 # ---- the GPT's GPU kernels (libsymtrain_cuda) against their CPU references ----
 # One process, no PEs: fresh random inputs each run (the seed is printed),
 # every element compared, every kernel run twice for bitwise determinism.
 # `gpu_train_ops --bench` times them at the GPT-2 small shape (not a test).
-if(TARGET symtrain_cuda AND TARGET symtrain)
+if(TARGET symtrain_cuda_ops AND TARGET symtrain)
   add_executable(gpu_train_ops gpu_train_ops.cu)
   set_property(TARGET gpu_train_ops PROPERTY COMPILE_OPTIONS "")
   target_compile_options(gpu_train_ops PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>)
   target_include_directories(gpu_train_ops PRIVATE ${PROJECT_SOURCE_DIR}/src/train/ops/cuda)
-  target_link_libraries(gpu_train_ops PRIVATE symtrain_cuda symtrain CUDA::cudart m)
+  target_link_libraries(gpu_train_ops PRIVATE symtrain_cuda_ops symtrain CUDA::cudart m)
   set_target_properties(gpu_train_ops PROPERTIES CUDA_RUNTIME_LIBRARY Shared)
   add_test(NAME gpu_train_ops COMMAND $<TARGET_FILE:gpu_train_ops>)
   set_tests_properties(gpu_train_ops PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_CODE 77

@@ -31,6 +31,7 @@ row() { # spec L C H V T batch ranks steps
     local spec=$1 L=$2 C=$3 H=$4 V=$5 T=$6 batch=$7 r=$8 n=$9
     local t=$((cores / r)); [ $t -ge 1 ] || t=1
     rm -f "$tmp/m.jsonl"
+    SYMTRAIN_SYMMETRIC_SIZE=${SYMTRAIN_SYMMETRIC_SIZE:-4G} \
     "$build/symrun" -n "$r" "$build/symtrain" train --model "$spec" --generated --device cpu \
         --batch "$batch" --steps "$n" --threads "$t" --test-samples 1 --metrics "$tmp/m.jsonl" \
         --quiet >"$tmp/sym.log" 2>&1 || { cat "$tmp/sym.log"; exit 1; }

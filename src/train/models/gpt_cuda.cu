@@ -1,0 +1,753 @@
+/*
+ * gpt_cuda.cu — the GPT of models/gpt.c on one GPU: the backend table of
+ * core/device.h (libsymtrain_cuda.so, loaded by libsymtrain with dlopen).
+ *
+ * The chain is gpt.c's, layer for layer, on the kernels of ops/cuda:
+ *
+ *   x_0 = wte[tok] + wpe[t]                          encoder          (B,T,C)
+ *   block l:  ln1 = LN(x_l)                          (fused with the previous residual add)
+ *             qkv = ln1 @ c_attn^T + b               cuBLASLt         (B,T,3C)
+ *             atty = attention(qkv)                  flash, keeps lse (B,NH,T)
+ *             res2 = x_l + atty @ c_proj^T + b;  ln2 = LN(res2)
+ *             fch_gelu = gelu(ln2 @ c_fc^T + b)      GELU epilogue, keeps fch (B,T,4C)
+ *             res3 = res2 + fch_gelu @ c_proj^T + b  (added inside the next LayerNorm)
+ *   logits = LN_f(x_L) @ wte^T                       (B,T,Vp), then the loss in place
+ *
+ * Precision: the weights' compute copy and every activation are bf16; the
+ * master weights, their gradients and AdamW's moments are fp32, laid out as
+ * the host's flat array (the sym_param_t table), so one gradient norm, one
+ * all-reduce and one AdamW launch cover every parameter. fp32 and fp16
+ * compute are refused at create (the LayerNorm, attention and loss kernels
+ * are bf16 only).
+ *
+ * Memory: everything the model holds comes from one cudaMalloc, carved at
+ * create (carve() runs twice: once to size, once to hand out); a step
+ * allocates nothing. A step is: tokens in (pinned staging), forward, loss,
+ * backward, [the gradient average over the data-parallel team], the norm and
+ * clipping factor, AdamW, the loss and norm out: one host synchronisation at
+ * its end. The part up to the loss (tokens to gradients) is captured as a
+ * CUDA graph from the second step on and replayed; the average, norm and
+ * AdamW (whose lr and step count change every step) are launched plainly
+ * after it, so the graph needs no device-side hyperparameters and never holds
+ * an NVSHMEM collective.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+
+#include <shmem.h>
+#include <shmemx_gpu.h>
+
+#include "common.cuh"
+#include "core/device.h"
+#include "ops_cuda.h"
+
+/* ---- errors ---- */
+
+static __thread char err_buf[2048];
+
+static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err_buf, sizeof err_buf, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* A CUDA runtime call of this file: the call, file:line and the cause. */
+#define CK(call)                                                                          \
+    do {                                                                                  \
+        cudaError_t e_ = (call);                                                          \
+        if (e_ != cudaSuccess)                                                            \
+            return fail(SYM_EIO, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,     \
+                        cudaGetErrorString(e_));                                          \
+    } while (0)
+
+/* A launcher of ops/cuda: its own sentence (symcu_last_error). */
+#define OP(call)                                                                          \
+    do {                                                                                  \
+        int rc_ = (call);                                                                 \
+        if (rc_) return fail(rc_, "%s", symcu_last_error());                              \
+    } while (0)
+
+static const char *be_error(void) { return err_buf; }
+
+static int be_device_count(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+/* ---- the model ---- */
+
+enum { LN1W, LN1B, QKVW, QKVB, PROJW, PROJB, LN2W, LN2B, FCW, FCB, FCPW, FCPB, NBLOCK };
+
+typedef struct {
+    size_t off[NBLOCK];          /* the block's parameters in the flat arrays */
+    bf16 *ln1, *qkv, *atty, *res2, *ln2, *fch, *fch_gelu, *res3; /* (N,C) (N,3C) (N,4C) */
+    float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd;             /* (N) */
+    float *lse;                  /* (B,NH,T) */
+} gblock_t;
+
+struct sym_gpu_model {
+    sym_model_config_t cfg;
+    sym_gpu_opts_t opts;
+    int L, C, NH, V, Vp, T, Bmax, dev, npes, own_gpu_init;
+    size_t P, off_wte, off_wpe, off_lnfw, off_lnfb;
+    cudaStream_t s;
+    symcu_blas_t *blas;
+    char *region;
+    size_t region_bytes;
+    /* parameters, fp32 (P) but w16 */
+    float *w, *m, *v, *g;
+    bf16 *w16;
+    uint64_t *nodecay; /* (2 nr) */
+    int nr;
+    uint64_t *nodecay_h;
+    /* activations */
+    gblock_t *blk;
+    bf16 *encoded, *lnf, *logits, *proj;  /* (N,C) (N,C) (N,Vp) (N,C) */
+    float *lnf_mean, *lnf_rstd;           /* (N) */
+    bf16 *dres, *dln, *datty, *dqkv, *dfch; /* (N,C) (N,C) (N,C) (N,3C) (N,4C) */
+    float *losses, *hits;                 /* (N) */
+    float *ln_scratch, *att_scratch;
+    void *enc_scratch;
+    size_t enc_scratch_bytes;
+    double *norm_scratch;
+    float *norm, *clip_scale;             /* (1) */
+    double *sums;                         /* (2): loss sum, correct */
+    int32_t *tok, *tgt;                   /* (N) */
+    /* pinned host staging */
+    int32_t *tok_h, *tgt_h;
+    struct { double sums[2]; float norm; } *out_h;
+    uint64_t steps;
+    /* the captured step: valid for (rows, seq, scale) */
+    cudaGraphExec_t exec;
+    int graph_rows, graph_seq, graph_failed, warm;
+    float graph_scale;
+    char desc[256];
+};
+
+/* ---- small kernels of this model: loss sums, arg-max, bf16 copies ---- */
+
+/* sums[0] = sum of losses (n), sums[1] = sum of hits (n) (hits may be NULL):
+ * one block of 1024 threads in a fixed order, in double. */
+__global__ void sum_rows_kernel(double *sums, const float *losses, const float *hits, int n) {
+    __shared__ double sh[32];
+    double a = 0, b = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        a += (double)losses[i];
+        if (hits) b += (double)hits[i];
+    }
+    a = block_sum(a, sh);
+    b = block_sum(b, sh);
+    if (threadIdx.x == 0) {
+        sums[0] = a;
+        sums[1] = b;
+    }
+}
+
+/* hits (N) = 1 where the first arg-max of logits (N,Vp) over [0, V) is the
+ * target (N), else 0: the CPU's rule (the first of equal maxima). One block
+ * of 256 per row. */
+__global__ void argmax_hits_kernel(float *hits, const bf16 *logits, const int32_t *tgt, int V,
+                                   int Vp) {
+    __shared__ float shv[32];
+    __shared__ int shi[32];
+    const bf16 *z = logits + (size_t)blockIdx.x * Vp;
+    float best = -INFINITY;
+    int bi = 0x7fffffff;
+    for (int c = threadIdx.x; c < V; c += blockDim.x) {
+        float x = __bfloat162float(z[c]);
+        if (x > best) { /* c grows: the first maximum of this thread's columns */
+            best = x;
+            bi = c;
+        }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        float ov = __shfl_xor_sync(0xffffffffu, best, o);
+        int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+        if (ov > best || (ov == best && oi < bi)) {
+            best = ov;
+            bi = oi;
+        }
+    }
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    if (lane == 0) {
+        shv[warp] = best;
+        shi[warp] = bi;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        best = lane < nw ? shv[lane] : -INFINITY;
+        bi = lane < nw ? shi[lane] : 0x7fffffff;
+        for (int o = 16; o > 0; o >>= 1) {
+            float ov = __shfl_xor_sync(0xffffffffu, best, o);
+            int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+            if (ov > best || (ov == best && oi < bi)) {
+                best = ov;
+                bi = oi;
+            }
+        }
+        if (lane == 0) hits[blockIdx.x] = bi == tgt[blockIdx.x] ? 1.0f : 0.0f;
+    }
+}
+
+/* out (n) = bf16(in (n)), round to nearest even (as AdamW writes its copy). */
+__global__ void to_bf16_kernel(bf16 *out, const float *in, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = __float2bfloat16_rn(in[i]);
+}
+
+static int refresh_bf16(sym_gpu_model_t *m) {
+    to_bf16_kernel<<<1024, 256, 0, m->s>>>(m->w16, m->w, m->P);
+    CK(cudaGetLastError());
+    return SYM_OK;
+}
+
+/* ---- the region: one cudaMalloc, carved twice ---- */
+
+typedef struct {
+    char *base; /* NULL: only count */
+    size_t used;
+} carver_t;
+
+static void *take(carver_t *c, size_t bytes) {
+    size_t at = (c->used + 255) & ~(size_t)255;
+    c->used = at + bytes;
+    return c->base ? c->base + at : (void *)(uintptr_t)0x100; /* non-NULL while sizing */
+}
+
+#define TAKE(c, ptr, count) ((ptr) = (decltype(ptr))take((c), (size_t)(count) * sizeof *(ptr)))
+
+static void carve(sym_gpu_model_t *m, carver_t *c) {
+    size_t N = (size_t)m->Bmax * m->T, C = m->C, P = m->P;
+    TAKE(c, m->w, P);
+    TAKE(c, m->m, P);
+    TAKE(c, m->v, P);
+    TAKE(c, m->g, P);
+    TAKE(c, m->w16, P);
+    TAKE(c, m->nodecay, 2 * (size_t)(m->nr ? m->nr : 1));
+    TAKE(c, m->encoded, N * C);
+    for (int l = 0; l < m->L; l++) {
+        gblock_t *b = &m->blk[l];
+        TAKE(c, b->ln1, N * C);
+        TAKE(c, b->ln1_mean, N);
+        TAKE(c, b->ln1_rstd, N);
+        TAKE(c, b->qkv, N * 3 * C);
+        TAKE(c, b->atty, N * C);
+        TAKE(c, b->lse, N * m->NH);
+        TAKE(c, b->res2, N * C);
+        TAKE(c, b->ln2, N * C);
+        TAKE(c, b->ln2_mean, N);
+        TAKE(c, b->ln2_rstd, N);
+        TAKE(c, b->fch, N * 4 * C);
+        TAKE(c, b->fch_gelu, N * 4 * C);
+        TAKE(c, b->res3, N * C);
+    }
+    TAKE(c, m->lnf, N * C);
+    TAKE(c, m->lnf_mean, N);
+    TAKE(c, m->lnf_rstd, N);
+    TAKE(c, m->logits, N * m->Vp);
+    TAKE(c, m->proj, N * C);
+    TAKE(c, m->dres, N * C);
+    TAKE(c, m->dln, N * C);
+    TAKE(c, m->datty, N * C);
+    TAKE(c, m->dqkv, N * 3 * C);
+    TAKE(c, m->dfch, N * 4 * C);
+    TAKE(c, m->losses, N);
+    TAKE(c, m->hits, N);
+    TAKE(c, m->ln_scratch, symcu_layernorm_backward_scratch((int)N, (int)C));
+    TAKE(c, m->att_scratch, N * m->NH);
+    m->enc_scratch_bytes = symcu_encoder_backward_scratch((int)N);
+    m->enc_scratch = take(c, m->enc_scratch_bytes);
+    TAKE(c, m->norm_scratch, symcu_grad_norm_scratch());
+    TAKE(c, m->norm, 1);
+    TAKE(c, m->clip_scale, 1);
+    TAKE(c, m->sums, 2);
+    TAKE(c, m->tok, N);
+    TAKE(c, m->tgt, N);
+}
+
+/* ---- the passes ---- */
+
+/* The weights' compute copy of parameter offset o. */
+#define W(o) (m->w16 + (o))
+#define G(o) (m->g + (o))
+
+/* Tokens (B,T) on the device to logits (B,T,Vp), keeping the activations. */
+static int forward(sym_gpu_model_t *m, int B, int T) {
+    int N = B * T, C = m->C, L = m->L;
+    cudaStream_t s = m->s;
+    OP(symcu_encoder_forward(m->encoded, m->tok, W(m->off_wte), W(m->off_wpe), B, T, C, s));
+    if (L > 0) {
+        const size_t *o = m->blk[0].off;
+        OP(symcu_residual_layernorm_forward(NULL, m->blk[0].ln1, m->blk[0].ln1_mean,
+                                            m->blk[0].ln1_rstd, m->encoded, NULL, W(o[LN1W]),
+                                            W(o[LN1B]), N, C, s));
+    } else {
+        OP(symcu_residual_layernorm_forward(NULL, m->lnf, m->lnf_mean, m->lnf_rstd, m->encoded,
+                                            NULL, W(m->off_lnfw), W(m->off_lnfb), N, C, s));
+    }
+    for (int l = 0; l < L; l++) {
+        gblock_t *b = &m->blk[l];
+        const size_t *o = b->off;
+        const bf16 *x = l == 0 ? m->encoded : m->blk[l - 1].res3;
+        OP(symcu_matmul_forward(m->blas, b->qkv, b->ln1, W(o[QKVW]), W(o[QKVB]), N, C, 3 * C,
+                                NULL, s));
+        OP(symcu_attention_forward(b->atty, b->lse, b->qkv, B, T, C, m->NH, s));
+        OP(symcu_matmul_forward(m->blas, m->proj, b->atty, W(o[PROJW]), W(o[PROJB]), N, C, C,
+                                NULL, s));
+        OP(symcu_residual_layernorm_forward(b->res2, b->ln2, b->ln2_mean, b->ln2_rstd, x, m->proj,
+                                            W(o[LN2W]), W(o[LN2B]), N, C, s));
+        OP(symcu_matmul_forward(m->blas, b->fch_gelu, b->ln2, W(o[FCW]), W(o[FCB]), N, C, 4 * C,
+                                b->fch, s));
+        OP(symcu_matmul_forward(m->blas, m->proj, b->fch_gelu, W(o[FCPW]), W(o[FCPB]), N, 4 * C,
+                                C, NULL, s));
+        /* res3 = res2 + proj, normalised by the next block's ln_1 or by ln_f */
+        bf16 *out = l + 1 < L ? m->blk[l + 1].ln1 : m->lnf;
+        float *mean = l + 1 < L ? m->blk[l + 1].ln1_mean : m->lnf_mean;
+        float *rstd = l + 1 < L ? m->blk[l + 1].ln1_rstd : m->lnf_rstd;
+        size_t lw = l + 1 < L ? m->blk[l + 1].off[LN1W] : m->off_lnfw;
+        size_t lb = l + 1 < L ? m->blk[l + 1].off[LN1B] : m->off_lnfb;
+        OP(symcu_residual_layernorm_forward(b->res3, out, mean, rstd, b->res2, m->proj, W(lw),
+                                            W(lb), N, C, s));
+    }
+    OP(symcu_matmul_forward(m->blas, m->logits, m->lnf, W(m->off_wte), NULL, N, C, m->Vp, NULL,
+                            s));
+    return SYM_OK;
+}
+
+/* From dlogits (in m->logits) to the parameter gradients m->g (zeroed here). */
+static int backward(sym_gpu_model_t *m, int B, int T) {
+    int N = B * T, C = m->C, L = m->L;
+    size_t NC = (size_t)N * C;
+    cudaStream_t s = m->s;
+    CK(cudaMemsetAsync(m->g, 0, m->P * sizeof(float), s));
+    CK(cudaMemsetAsync(m->dln, 0, NC * sizeof(bf16), s));
+    OP(symcu_matmul_backward(m->blas, m->dln, G(m->off_wte), NULL, m->logits, m->lnf,
+                             W(m->off_wte), N, C, m->Vp, s));
+    const bf16 *xL = L ? m->blk[L - 1].res3 : m->encoded;
+    CK(cudaMemsetAsync(m->dres, 0, NC * sizeof(bf16), s));
+    OP(symcu_layernorm_backward(m->dres, G(m->off_lnfw), G(m->off_lnfb), m->ln_scratch, m->dln,
+                                xL, W(m->off_lnfw), m->lnf_mean, m->lnf_rstd, N, C, s));
+    for (int l = L - 1; l >= 0; l--) {
+        gblock_t *b = &m->blk[l];
+        const size_t *o = b->off;
+        const bf16 *x = l == 0 ? m->encoded : m->blk[l - 1].res3;
+        /* dres holds d res3: through the MLP half into d res2 */
+        CK(cudaMemsetAsync(m->dfch, 0, NC * 4 * sizeof(bf16), s));
+        OP(symcu_matmul_backward(m->blas, m->dfch, G(o[FCPW]), G(o[FCPB]), m->dres, b->fch_gelu,
+                                 W(o[FCPW]), N, 4 * C, C, s));
+        OP(symcu_gelu_backward(m->dfch, b->fch, m->dfch, NC * 4, s));
+        CK(cudaMemsetAsync(m->dln, 0, NC * sizeof(bf16), s));
+        OP(symcu_matmul_backward(m->blas, m->dln, G(o[FCW]), G(o[FCB]), m->dfch, b->ln2, W(o[FCW]),
+                                 N, C, 4 * C, s));
+        OP(symcu_layernorm_backward(m->dres, G(o[LN2W]), G(o[LN2B]), m->ln_scratch, m->dln,
+                                    b->res2, W(o[LN2W]), b->ln2_mean, b->ln2_rstd, N, C, s));
+        /* dres holds d res2: through the attention half into d x */
+        CK(cudaMemsetAsync(m->datty, 0, NC * sizeof(bf16), s));
+        OP(symcu_matmul_backward(m->blas, m->datty, G(o[PROJW]), G(o[PROJB]), m->dres, b->atty,
+                                 W(o[PROJW]), N, C, C, s));
+        CK(cudaMemsetAsync(m->dqkv, 0, NC * 3 * sizeof(bf16), s));
+        OP(symcu_attention_backward(m->dqkv, m->att_scratch, m->datty, b->qkv, b->lse, B, T, C,
+                                    m->NH, s));
+        CK(cudaMemsetAsync(m->dln, 0, NC * sizeof(bf16), s));
+        OP(symcu_matmul_backward(m->blas, m->dln, G(o[QKVW]), G(o[QKVB]), m->dqkv, b->ln1,
+                                 W(o[QKVW]), N, C, 3 * C, s));
+        OP(symcu_layernorm_backward(m->dres, G(o[LN1W]), G(o[LN1B]), m->ln_scratch, m->dln, x,
+                                    W(o[LN1W]), b->ln1_mean, b->ln1_rstd, N, C, s));
+    }
+    OP(symcu_encoder_backward(G(m->off_wte), G(m->off_wpe), m->enc_scratch, m->enc_scratch_bytes,
+                              m->dres, m->tok, B, T, C, m->V, s));
+    return SYM_OK;
+}
+
+/* The part of a step a graph holds: tokens in, forward, loss, backward, the
+ * loss sum. */
+static int step_body(sym_gpu_model_t *m, int B, int T, float scale) {
+    size_t N = (size_t)B * T;
+    CK(cudaMemcpyAsync(m->tok, m->tok_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
+    CK(cudaMemcpyAsync(m->tgt, m->tgt_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
+    int rc = forward(m, B, T);
+    if (rc) return rc;
+    OP(symcu_softmax_xent(m->losses, m->logits, m->tgt, (int)N, m->V, m->Vp, scale, m->s));
+    sum_rows_kernel<<<1, 1024, 0, m->s>>>(m->sums, m->losses, NULL, (int)N);
+    CK(cudaGetLastError());
+    return backward(m, B, T);
+}
+
+/* Said once per model (PE 0), then the steps run as plain launches. */
+static int capture_failed(sym_gpu_model_t *m, const char *why) {
+    cudaGetLastError();
+    if (shmem_my_pe() == 0)
+        fprintf(stderr, "symtrain: GPU: capturing the step as a CUDA graph failed (%s); the "
+                        "steps continue as plain kernel launches\n", why);
+    (void)m;
+    return -1;
+}
+
+/* Capture step_body as a graph for (B, T, scale). Returns 0 with m->exec set,
+ * or nonzero (the capture is abandoned and the error cleared). */
+static int capture(sym_gpu_model_t *m, int B, int T, float scale) {
+    if (m->exec) {
+        cudaGraphExecDestroy(m->exec);
+        m->exec = NULL;
+    }
+    cudaError_t e = cudaStreamBeginCapture(m->s, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) return capture_failed(m, cudaGetErrorString(e));
+    int rc = step_body(m, B, T, scale);
+    cudaGraph_t graph = NULL;
+    e = cudaStreamEndCapture(m->s, &graph);
+    if (rc || e != cudaSuccess || !graph) {
+        if (graph) cudaGraphDestroy(graph);
+        return capture_failed(m, rc ? err_buf : cudaGetErrorString(e));
+    }
+    e = cudaGraphInstantiate(&m->exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (e != cudaSuccess) {
+        m->exec = NULL;
+        return capture_failed(m, cudaGetErrorString(e));
+    }
+    m->graph_rows = B;
+    m->graph_seq = T;
+    m->graph_scale = scale;
+    return 0;
+}
+
+/* ---- the table's functions ---- */
+
+static void be_destroy(sym_gpu_model_t *m) {
+    if (!m) return;
+    if (m->dev >= 0) cudaSetDevice(m->dev);
+    if (m->s) cudaStreamSynchronize(m->s);
+    if (m->exec) cudaGraphExecDestroy(m->exec);
+    if (m->blas) symcu_blas_destroy(m->blas);
+    if (m->region) cudaFree(m->region);
+    if (m->tok_h) cudaFreeHost(m->tok_h);
+    if (m->tgt_h) cudaFreeHost(m->tgt_h);
+    if (m->out_h) cudaFreeHost(m->out_h);
+    if (m->s) cudaStreamDestroy(m->s);
+    free(m->blk);
+    free(m->nodecay_h);
+    if (m->own_gpu_init) shmemx_gpu_finalize();
+    free(m);
+}
+
+/* The parameter called name: its offset, checked to hold numel floats. */
+static int find(const sym_param_t *t, int nt, const char *name, size_t numel, size_t *off) {
+    for (int i = 0; i < nt; i++)
+        if (!strcmp(t[i].name, name)) {
+            if (t[i].numel != numel)
+                return fail(SYM_EINVAL, "GPU GPT: parameter %s has %zu elements, expected %zu",
+                            name, t[i].numel, numel);
+            *off = t[i].offset;
+            return SYM_OK;
+        }
+    return fail(SYM_EINVAL, "GPU GPT: the parameter table has no %s (not a GPT's table?)", name);
+}
+
+static int check_config(const sym_model_config_t *c, const sym_gpu_opts_t *o, int max_rows) {
+    if (c->kind != SYM_MODEL_GPT) return fail(SYM_EINVAL, "the GPU backend trains GPTs only");
+    if (o->precision == SYM_PREC_FP32)
+        return fail(SYM_EINVAL, "--precision fp32 is not supported on the GPU yet (the "
+                                "LayerNorm, attention and loss kernels are bf16 only); use "
+                                "--precision bf16, or --device cpu for fp32");
+    if (o->precision == SYM_PREC_FP16)
+        return fail(SYM_EINVAL, "--precision fp16 (dynamic loss scaling) is not supported on "
+                                "the GPU yet; use --precision bf16");
+    int C = c->n_embd, H = c->n_head;
+    if (C % 8 || C > 3072)
+        return fail(SYM_EINVAL, "GPU GPT: width C=%d; the kernels need C a multiple of 8 and at "
+                                "most 3072", C);
+    int hs = C / H;
+    if (C % H || (hs != 32 && hs != 64 && hs != 128))
+        return fail(SYM_EINVAL, "GPU GPT: head size C/H = %d/%d; the attention kernel takes 32, "
+                                "64 or 128", C, H);
+    if (c->padded_vocab % 8 || c->vocab > c->padded_vocab)
+        return fail(SYM_EINVAL, "GPU GPT: vocabulary %d padded to %d; the padding must be a "
+                                "multiple of 8", c->vocab, c->padded_vocab);
+    if (max_rows < 1 || (int64_t)max_rows * H > 65535)
+        return fail(SYM_EINVAL, "GPU GPT: %d rows x %d heads; the attention grid takes at most "
+                                "65535", max_rows, H);
+    return SYM_OK;
+}
+
+static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
+                     const float *params) {
+    int C = m->C;
+    size_t uC = (size_t)C;
+    int rc;
+    if ((rc = find(table, ntable, "wte", (size_t)m->Vp * uC, &m->off_wte)) ||
+        (rc = find(table, ntable, "wpe", (size_t)m->T * uC, &m->off_wpe)) ||
+        (rc = find(table, ntable, "ln_f.weight", uC, &m->off_lnfw)) ||
+        (rc = find(table, ntable, "ln_f.bias", uC, &m->off_lnfb)))
+        return rc;
+    static const char *const names[NBLOCK] = {
+        "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
+        "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
+        "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"};
+    const size_t numel[NBLOCK] = {uC, uC, 3 * uC * uC, 3 * uC, uC * uC, uC,
+                                  uC, uC, 4 * uC * uC, 4 * uC, 4 * uC * uC, uC};
+    if (!(m->blk = (gblock_t *)calloc((size_t)m->L, sizeof *m->blk)) && m->L)
+        return fail(SYM_ENOMEM, "out of host memory for the GPU model");
+    for (int l = 0; l < m->L; l++)
+        for (int k = 0; k < NBLOCK; k++) {
+            char name[64];
+            snprintf(name, sizeof name, "h.%d.%s", l, names[k]);
+            if ((rc = find(table, ntable, name, numel[k], &m->blk[l].off[k]))) return rc;
+        }
+    /* AdamW's no-decay ranges, merged where adjacent */
+    m->nodecay_h = (uint64_t *)malloc(sizeof(uint64_t) * 2 * (size_t)(ntable ? ntable : 1));
+    if (!m->nodecay_h) return fail(SYM_ENOMEM, "out of host memory for the GPU model");
+    size_t prev_end = 0;
+    for (int i = 0; i < ntable; i++) {
+        if (i && table[i].offset < prev_end)
+            return fail(SYM_EINVAL, "GPU GPT: the parameter table is not in layout order");
+        prev_end = table[i].offset + table[i].numel;
+        if (table[i].decay) continue;
+        if (m->nr && m->nodecay_h[2 * m->nr - 2] + m->nodecay_h[2 * m->nr - 1] == table[i].offset)
+            m->nodecay_h[2 * m->nr - 1] += table[i].numel;
+        else {
+            m->nodecay_h[2 * m->nr] = table[i].offset;
+            m->nodecay_h[2 * m->nr + 1] = table[i].numel;
+            m->nr++;
+        }
+    }
+    if (prev_end != m->P)
+        return fail(SYM_EINVAL, "GPU GPT: the table covers %zu floats, the parameters are %zu",
+                    prev_end, m->P);
+
+    CK(cudaSetDevice(m->dev));
+    CK(cudaStreamCreateWithFlags(&m->s, cudaStreamNonBlocking));
+    OP(symcu_blas_create(&m->blas, 4 * C));
+    carver_t cv = {NULL, 0};
+    carve(m, &cv);
+    m->region_bytes = cv.used;
+    cudaError_t e = cudaMalloc((void **)&m->region, m->region_bytes);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        size_t fr = 0, tot = 0;
+        cudaMemGetInfo(&fr, &tot);
+        m->region = NULL;
+        return fail(SYM_ENOMEM, "GPU %d: the model needs %.2f GiB of GPU memory and %.2f GiB "
+                                "are free (%s); lower --batch (or --seq)",
+                    m->dev, m->region_bytes / 1073741824.0, fr / 1073741824.0,
+                    cudaGetErrorString(e));
+    }
+    cv.base = m->region;
+    cv.used = 0;
+    carve(m, &cv);
+    size_t N = (size_t)m->Bmax * m->T;
+    CK(cudaMallocHost((void **)&m->tok_h, N * sizeof(int32_t)));
+    CK(cudaMallocHost((void **)&m->tgt_h, N * sizeof(int32_t)));
+    CK(cudaMallocHost((void **)&m->out_h, sizeof *m->out_h));
+    CK(cudaMemcpyAsync(m->w, params, m->P * sizeof(float), cudaMemcpyHostToDevice, m->s));
+    CK(cudaMemsetAsync(m->m, 0, m->P * sizeof(float), m->s));
+    CK(cudaMemsetAsync(m->v, 0, m->P * sizeof(float), m->s));
+    if (m->nr)
+        CK(cudaMemcpyAsync(m->nodecay, m->nodecay_h, 2 * (size_t)m->nr * sizeof(uint64_t),
+                           cudaMemcpyHostToDevice, m->s));
+    if ((rc = refresh_bf16(m))) return rc;
+    CK(cudaStreamSynchronize(m->s));
+
+    cudaDeviceProp p;
+    CK(cudaGetDeviceProperties(&p, m->dev));
+    snprintf(m->desc, sizeof m->desc, "%.200s (%d SMs, %.0f GiB)", p.name, p.multiProcessorCount,
+             p.totalGlobalMem / 1073741824.0);
+    return SYM_OK;
+}
+
+static int be_create(const sym_model_config_t *cfg, int max_rows, const sym_param_t *table,
+                     int ntable, const float *params, size_t P, const sym_gpu_opts_t *opts,
+                     sym_gpu_model_t **out) {
+    *out = NULL;
+    int npes = shmem_team_n_pes(opts->dp_team);
+    if (npes > 1 && npes != shmem_n_pes())
+        return fail(SYM_EINVAL, "the GPU gradient average runs over every PE of the job; a "
+                                "data-parallel team of %d of %d PEs is not supported yet",
+                    npes, shmem_n_pes());
+    /* the GPU runtime first, collectively, so that a PE refusing the config
+     * below still leaves the others in step (they all refuse it alike) */
+    int own = 0;
+    if (npes > 1 && shmemx_gpu_device() < 0) {
+        int rc = shmemx_gpu_init();
+        if (rc)
+            return fail(SYM_EIO, "PE %d: shmemx_gpu_init failed: %s (several PEs on one GPU "
+                                 "need SYMTRAIN_GPU_SHARE=1)",
+                        shmem_my_pe(), shmemx_gpu_strerror(rc));
+        own = 1;
+    }
+    sym_gpu_model_t *m = (sym_gpu_model_t *)calloc(1, sizeof *m);
+    if (!m) return fail(SYM_ENOMEM, "out of host memory for the GPU model");
+    m->own_gpu_init = own;
+    m->dev = -1;
+    int rc = check_config(cfg, opts, max_rows);
+    if (rc) {
+        be_destroy(m);
+        return rc;
+    }
+    m->cfg = *cfg;
+    m->opts = *opts;
+    m->L = cfg->n_layer;
+    m->C = cfg->n_embd;
+    m->NH = cfg->n_head;
+    m->V = cfg->vocab;
+    m->Vp = cfg->padded_vocab;
+    m->T = cfg->max_seq;
+    m->Bmax = max_rows;
+    m->P = P;
+    m->npes = npes;
+    int d = shmemx_gpu_device();
+    m->dev = d >= 0 ? d : 0;
+    if ((rc = create_in(m, table, ntable, params))) {
+        be_destroy(m);
+        return rc;
+    }
+    *out = m;
+    return SYM_OK;
+}
+
+/* Validate a batch and stage it in pinned memory. */
+static int stage(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows, int seq) {
+    if (rows < 1 || rows > m->Bmax || seq < 1 || seq > m->T)
+        return fail(SYM_EINVAL, "GPU GPT: a batch of %d x %d tokens; the model takes at most "
+                                "%d x %d", rows, seq, m->Bmax, m->T);
+    size_t N = (size_t)rows * seq;
+    for (size_t i = 0; i < N; i++)
+        if (tok[i] < 0 || tok[i] >= m->V || tgt[i] < 0 || tgt[i] >= m->V)
+            return fail(SYM_EINVAL, "token %d / target %d at position %zu is not in the "
+                                    "model's vocabulary [0, %d)", (int)tok[i], (int)tgt[i], i, m->V);
+    memcpy(m->tok_h, tok, N * sizeof(int32_t));
+    memcpy(m->tgt_h, tgt, N * sizeof(int32_t));
+    return SYM_OK;
+}
+
+static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows,
+                         int seq, float lr, float grad_scale, float clip, sym_gpu_step_t *out) {
+    memset(out, 0, sizeof *out);
+    CK(cudaSetDevice(m->dev));
+    int rc = stage(m, tok, tgt, rows, seq);
+    if (rc) return rc;
+    /* the first step warms up (cuBLASLt's choices, lazy module loading); later ones replay */
+    int use = m->opts.use_graph && m->warm && !m->graph_failed;
+    if (use && (!m->exec || m->graph_rows != rows || m->graph_seq != seq ||
+                m->graph_scale != grad_scale) &&
+        capture(m, rows, seq, grad_scale))
+        m->graph_failed = 1, use = 0;
+    if (use)
+        CK(cudaGraphLaunch(m->exec, m->s));
+    else if ((rc = step_body(m, rows, seq, grad_scale)))
+        return rc;
+    m->warm = 1;
+    if (m->npes > 1) {
+        int e = shmemx_gpu_allreduce(m->g, m->g, m->P, SHMEMX_FLOAT32, SHMEMX_AVG, m->s);
+        if (e)
+            return fail(SYM_EIO, "PE %d: the gradient average (shmemx_gpu_allreduce of %zu "
+                                 "floats) failed: %s",
+                        shmem_my_pe(), m->P, shmemx_gpu_strerror(e));
+    }
+    OP(symcu_grad_norm(m->norm, m->clip_scale, m->norm_scratch, m->g, m->P, clip, m->s));
+    symcu_adamw_t hp;
+    hp.lr = lr;
+    hp.beta1 = m->opts.optim.beta1;
+    hp.beta2 = m->opts.optim.beta2;
+    hp.eps = m->opts.optim.eps;
+    hp.weight_decay = m->opts.optim.weight_decay;
+    hp.t = m->steps + 1;
+    OP(symcu_adamw(m->w, m->w16, m->m, m->v, m->g, m->P, m->clip_scale, m->nodecay, m->nr, &hp,
+                   m->s));
+    CK(cudaMemcpyAsync(m->out_h->sums, m->sums, sizeof(double), cudaMemcpyDeviceToHost, m->s));
+    CK(cudaMemcpyAsync(&m->out_h->norm, m->norm, sizeof(float), cudaMemcpyDeviceToHost, m->s));
+    CK(cudaStreamSynchronize(m->s));
+    m->steps++;
+    out->loss_sum = m->out_h->sums[0];
+    out->grad_norm = m->out_h->norm;
+    out->loss_scale = 1.0f;
+    return SYM_OK;
+}
+
+static int be_eval(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows, int seq,
+                   double *loss_sum, int64_t *correct) {
+    CK(cudaSetDevice(m->dev));
+    int rc = stage(m, tok, tgt, rows, seq);
+    if (rc) return rc;
+    size_t N = (size_t)rows * seq;
+    CK(cudaMemcpyAsync(m->tok, m->tok_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
+    CK(cudaMemcpyAsync(m->tgt, m->tgt_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
+    if ((rc = forward(m, rows, seq))) return rc;
+    argmax_hits_kernel<<<(unsigned)N, 256, 0, m->s>>>(m->hits, m->logits, m->tgt, m->V, m->Vp);
+    CK(cudaGetLastError());
+    OP(symcu_softmax_xent(m->losses, m->logits, m->tgt, (int)N, m->V, m->Vp, 1.0f, m->s));
+    sum_rows_kernel<<<1, 1024, 0, m->s>>>(m->sums, m->losses, m->hits, (int)N);
+    CK(cudaGetLastError());
+    CK(cudaMemcpyAsync(m->out_h->sums, m->sums, 2 * sizeof(double), cudaMemcpyDeviceToHost,
+                       m->s));
+    CK(cudaStreamSynchronize(m->s));
+    *loss_sum = m->out_h->sums[0];
+    *correct = (int64_t)m->out_h->sums[1];
+    return SYM_OK;
+}
+
+static int be_get_state(sym_gpu_model_t *m, float *params, float *exp_avg, float *exp_avg_sq,
+                        uint64_t *steps) {
+    CK(cudaSetDevice(m->dev));
+    CK(cudaStreamSynchronize(m->s));
+    size_t b = m->P * sizeof(float);
+    if (params) CK(cudaMemcpy(params, m->w, b, cudaMemcpyDeviceToHost));
+    if (exp_avg) CK(cudaMemcpy(exp_avg, m->m, b, cudaMemcpyDeviceToHost));
+    if (exp_avg_sq) CK(cudaMemcpy(exp_avg_sq, m->v, b, cudaMemcpyDeviceToHost));
+    if (steps) *steps = m->steps;
+    return SYM_OK;
+}
+
+static int be_set_state(sym_gpu_model_t *m, const float *params, const float *exp_avg,
+                        const float *exp_avg_sq, uint64_t steps) {
+    CK(cudaSetDevice(m->dev));
+    CK(cudaStreamSynchronize(m->s));
+    size_t b = m->P * sizeof(float);
+    if (params) CK(cudaMemcpy(m->w, params, b, cudaMemcpyHostToDevice));
+    if (exp_avg) CK(cudaMemcpy(m->m, exp_avg, b, cudaMemcpyHostToDevice));
+    if (exp_avg_sq) CK(cudaMemcpy(m->v, exp_avg_sq, b, cudaMemcpyHostToDevice));
+    m->steps = steps;
+    int rc = refresh_bf16(m);
+    if (rc) return rc;
+    CK(cudaStreamSynchronize(m->s));
+    return SYM_OK;
+}
+
+static size_t be_memory(sym_gpu_model_t *m) { return m->region_bytes; }
+
+/* Dense peak of the compute dtype: the H100 / H200 SXM's 989 TFLOP/s bf16
+ * (67 fp32); another Hopper in proportion to its SMs; else an A100's 312. */
+static double be_peak_flops(sym_gpu_model_t *m) {
+    cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, m->dev) != cudaSuccess) {
+        cudaGetLastError();
+        return 989e12;
+    }
+    double bf = 312e12;
+    if (p.major == 9) bf = 989e12 * p.multiProcessorCount / 132.0;
+    if (m->opts.precision == SYM_PREC_FP32) return bf * 67.0 / 989.0;
+    return bf;
+}
+
+static const char *be_describe(sym_gpu_model_t *m) { return m->desc; }
+
+static const struct sym_cuda_backend table = {
+    SYM_CUDA_BACKEND_ABI, be_error,     be_device_count, be_create,   be_destroy,
+    be_train_step,        be_eval,      be_get_state,    be_set_state, be_memory,
+    be_peak_flops,        be_describe};
+
+extern "C" __attribute__((visibility("default"))) const struct sym_cuda_backend *
+sym_cuda_backend(void) {
+    return &table;
+}

@@ -1,0 +1,162 @@
+/*
+ * train_gpt_gpu — the GPT trained on the GPU (--device gpu, bf16) through
+ * symrun and the symtrain CLI, checked against the CPU and against itself:
+ *
+ *   (a) 30 steps of gpt:L=2,C=128,H=2,V=256,T=64 on the generated corpus,
+ *       global batch 8, AdamW at lr 0.001 (at 0.003 the CPU run itself
+ *       spikes at step 10, gradient norm 200, and bf16 spikes differently): every step's loss is within 0.05 + 2% of the CPU
+ *       run's with the same seed (bf16 activations against fp32), the
+ *       validation loss too, and the loss falls by more than 1;
+ *   (b) a second GPU run with the same seed: the same losses and a
+ *       byte-identical final model.bin (the kernels are deterministic);
+ *   (c) 2 PEs sharing the one GPU (SYMTRAIN_GPU_SHARE=1; the gradient average
+ *       on the GPU collectives) track the 1-PE GPU run within the same
+ *       tolerance, and step 1's gradient norm (the same weights and batch)
+ *       within 3%, as it is against the CPU: AdamW would hide a gradient
+ *       averaged wrongly over the PEs from the losses, the norm does not;
+ *   (d) 15 steps, a checkpoint, then --resume to 30: model.bin and optim.bin
+ *       byte-identical to the uninterrupted run's.
+ *
+ * SKIP (77) where the GPU part is not built or no GPU is visible.
+ */
+#include "train_e2e.h"
+
+#define ARGS "--generated --model gpt:L=2,C=128,H=2,V=256,T=64 --batch 8 --steps 30 " \
+             "--lr 0.001 --warmup-steps 3 --threads 4"
+#define STEPS 30
+
+static int close_enough(double gpu, double ref) { return fabs(gpu - ref) < 0.05 + 0.02 * fabs(ref); }
+
+/* The validation loss of the outcome line ("validation loss X"), the last one. */
+static double final_val(const char *log) {
+    char *s = e2e_read(log, NULL), *at = NULL;
+    CHECK(s != NULL, "cannot read %s", log);
+    for (char *p = s; (p = strstr(p, "validation loss ")); p++) at = p;
+    CHECK(at != NULL, "%s reports no validation loss", log);
+    double v = strtod(at + 16, NULL);
+    free(s);
+    return v;
+}
+
+static double *losses_of(const char *metrics) {
+    long long n;
+    double *l = e2e_losses(metrics, &n);
+    CHECK(n == STEPS, "%s: %lld steps, expected %d", metrics, n, STEPS);
+    return l;
+}
+
+/* Step 1's gradient norm before clipping (the same weights and batch in
+ * every run, so a wrongly scaled or unaveraged gradient shows here even where
+ * AdamW, being scale-free, hides it in the losses). */
+static double first_norm(const char *metrics) {
+    char *s = e2e_read(metrics, NULL);
+    CHECK(s != NULL, "cannot read %s", metrics);
+    char *at = strstr(s, "\"step\":1,");
+    char *g = at ? strstr(at, "\"grad_norm\":") : NULL;
+    CHECK(g != NULL, "%s: no gradient norm for step 1", metrics);
+    double v = strtod(g + 12, NULL);
+    free(s);
+    return v;
+}
+
+static void same_norm(const char *what, double got, double ref) {
+    CHECK(fabs(got - ref) <= 0.03 * ref, "%s: step 1's gradient norm %.6f, reference %.6f (3%%)",
+          what, got, ref);
+    printf("train_gpt_gpu: %s: step 1's gradient norm %.6f, reference %.6f\n", what, got, ref);
+}
+
+/* Two GPT runs that should track each other: every step within tolerance. */
+static void track(const char *what, const double *got, const double *ref) {
+    double worst = 0;
+    for (int k = 0; k < STEPS; k++) {
+        worst = fmax(worst, fabs(got[k] - ref[k]));
+        CHECK(close_enough(got[k], ref[k]), "%s, step %d: loss %.6f, reference %.6f (tolerance "
+              "0.05 + 2%%)", what, k + 1, got[k], ref[k]);
+    }
+    printf("train_gpt_gpu: %s: every step's loss within %.4f of the reference (last %.4f vs "
+           "%.4f)\n", what, worst, got[STEPS - 1], ref[STEPS - 1]);
+}
+
+int main(int argc, char **argv) {
+    e2e_init(argc, argv, "train_gpt_gpu");
+    char args[2048];
+    const char *log1 = e2e_path("gpu1.log");
+    snprintf(args, sizeof args, ARGS " --device gpu --metrics %s --ckpt-dir %s",
+             e2e_path("gpu1.jsonl"), e2e_path("ck1"));
+    e2e_proc_t p = e2e_start(1, NULL, NULL, log1, args);
+    int rc = e2e_wait(&p);
+    if (rc != 0 && (e2e_log_has(log1, "cannot use a GPU") ||
+                    e2e_log_has(log1, "GPU part of symtrain is not available"))) {
+        char *s = e2e_read(log1, NULL), *line = s ? strstr(s, "--device gpu") : NULL;
+        if (line && strchr(line, '\n')) *strchr(line, '\n') = '\0';
+        printf("SKIP: train_gpt_gpu: %s\n", line ? line : "no GPU");
+        e2e_cleanup();
+        return 77;
+    }
+    if (rc != 0) e2e_show(log1);
+    CHECK(rc == 0, "symtrain train %s: exit status %d", args, rc);
+    e2e_expect_log(log1, "on the GPU: ");
+
+    /* (a) against the CPU */
+    snprintf(args, sizeof args, ARGS " --device cpu --metrics %s", e2e_path("cpu.jsonl"));
+    e2e_run(1, NULL, NULL, e2e_path("cpu.log"), 0, args);
+    double *g1 = losses_of(e2e_path("gpu1.jsonl")), *cpu = losses_of(e2e_path("cpu.jsonl"));
+    track("1 PE on the GPU vs the CPU", g1, cpu);
+    same_norm("1 PE on the GPU vs the CPU", first_norm(e2e_path("gpu1.jsonl")),
+              first_norm(e2e_path("cpu.jsonl")));
+    CHECK(g1[STEPS - 1] < g1[0] - 1.0, "the GPU loss went from %.4f to %.4f: not learning", g1[0],
+          g1[STEPS - 1]);
+    double vg = final_val(log1), vc = final_val(e2e_path("cpu.log"));
+    CHECK(close_enough(vg, vc), "validation loss on the GPU %.6f, on the CPU %.6f", vg, vc);
+    printf("train_gpt_gpu: validation loss GPU %.6f, CPU %.6f\n", vg, vc);
+
+    /* (b) the same run again: the same bits */
+    snprintf(args, sizeof args, ARGS " --device gpu --metrics %s --ckpt-dir %s",
+             e2e_path("gpu2.jsonl"), e2e_path("ck2"));
+    e2e_run(1, NULL, NULL, e2e_path("gpu2.log"), 0, args);
+    double *g2 = losses_of(e2e_path("gpu2.jsonl"));
+    for (int k = 0; k < STEPS; k++)
+        CHECK(g2[k] == g1[k], "two GPU runs with the same seed, step %d: loss %.9g and %.9g",
+              k + 1, g2[k], g1[k]);
+    e2e_same_ckpt_file(e2e_path("ck1"), e2e_path("ck2"), "model.bin");
+    printf("train_gpt_gpu: two GPU runs: identical losses and model.bin\n");
+
+    /* (c) 2 PEs sharing the GPU */
+    snprintf(args, sizeof args, ARGS " --device gpu --metrics %s", e2e_path("gpu_np2.jsonl"));
+    e2e_run(2, NULL, "SYMTRAIN_GPU_SHARE=1", e2e_path("gpu_np2.log"), 0, args);
+    double *g2pe = losses_of(e2e_path("gpu_np2.jsonl"));
+    track("2 PEs sharing the GPU vs 1 PE", g2pe, g1);
+    same_norm("2 PEs sharing the GPU vs 1 PE", first_norm(e2e_path("gpu_np2.jsonl")),
+              first_norm(e2e_path("gpu1.jsonl")));
+    snprintf(args, sizeof args, ARGS " --device gpu --seed 2 --metrics %s", e2e_path("seed2.jsonl"));
+    e2e_run(1, NULL, NULL, e2e_path("seed2.log"), 0, args);
+    double *s2 = losses_of(e2e_path("seed2.jsonl")), d2 = 0;
+    for (int k = 0; k < STEPS; k++) d2 = fmax(d2, fabs(s2[k] - g1[k]));
+    CHECK(d2 > 0.02, "another seed changes the GPU losses by only %.4f: the comparison is blind",
+          d2);
+    printf("train_gpt_gpu: another seed moves the GPU losses by up to %.4f\n", d2);
+
+    /* (d) checkpoint at 15, resume to 30 */
+    snprintf(args, sizeof args, ARGS " --device gpu --max-steps 15 --ckpt-dir %s",
+             e2e_path("ck3"));
+    e2e_run(1, NULL, NULL, e2e_path("half.log"), 0, args);
+    CHECK(e2e_newest(e2e_path("ck3"), NULL, 0) == 15, "the first half left no step-15 checkpoint");
+    snprintf(args, sizeof args, ARGS " --device gpu --resume --ckpt-dir %s", e2e_path("ck3"));
+    e2e_run(1, NULL, NULL, e2e_path("resumed.log"), 0, args);
+    e2e_expect_log(e2e_path("resumed.log"), "resumed from ");
+    CHECK(e2e_newest(e2e_path("ck3"), NULL, 0) == STEPS, "the resumed run did not reach step %d",
+          STEPS);
+    e2e_same_ckpt_file(e2e_path("ck1"), e2e_path("ck3"), "model.bin");
+    e2e_same_ckpt_file(e2e_path("ck1"), e2e_path("ck3"), "optim.bin");
+    printf("train_gpt_gpu: checkpoint at step 15 + --resume: model.bin and optim.bin identical "
+           "to the uninterrupted run's\n");
+
+    free(g1);
+    free(g2);
+    free(g2pe);
+    free(s2);
+    free(cpu);
+    e2e_cleanup();
+    printf("train_gpt_gpu: ok\n");
+    return 0;
+}
