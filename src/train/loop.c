@@ -670,6 +670,21 @@ static void teardown(run_t *r) {
 
 /* ---- one step ---- */
 
+/* The metrics line of a step that took dt seconds, comm of them communicating. */
+static void record(const run_t *r, sym_step_record_t *rec, float loss, float lr, double norm,
+                   int gsize, double dt, double comm, uint64_t bytes) {
+    rec->step = r->step;
+    rec->epoch = r->epoch;
+    rec->loss = loss;
+    rec->lr = lr;
+    rec->grad_norm = norm;
+    rec->samples_per_s = gsize / (dt > 1e-9 ? dt : 1e-9);
+    rec->tokens_per_s = rec->samples_per_s * r->task.seq;
+    rec->comm_s = comm;
+    rec->compute_s = dt - comm;
+    rec->bytes_allreduced = bytes;
+}
+
 /* The step on the GPU: everything but the data stays there; the PEs agree on
  * the mean loss and the stop flag with one small collective afterwards. */
 static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
@@ -691,16 +706,9 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     r->step++;
     r->sample += b->gsize;
     double dt = sym__now_s() - t0;
-    rec->step = r->step;
-    rec->epoch = r->epoch;
-    rec->loss = *loss_out;
-    rec->lr = lr;
-    rec->grad_norm = st.grad_norm;
-    rec->samples_per_s = b->gsize / (dt > 1e-9 ? dt : 1e-9);
-    rec->tokens_per_s = rec->samples_per_s * r->task.seq;
-    rec->comm_s = sym__now_s() - t1;
-    rec->compute_s = t1 - t0;
-    rec->bytes_allreduced = r->npes > 1 ? r->P * sym_dtype_size(SYM_DT_F32) : 0;
+    double comm = sym__now_s() - t1;
+    record(r, rec, *loss_out, lr, st.grad_norm, b->gsize, dt, comm,
+           r->npes > 1 ? r->P * sym_dtype_size(SYM_DT_F32) : 0);
     return SYM_OK;
 }
 
@@ -743,16 +751,8 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
 
     double dt = sym__now_s() - t0;
     sym_ddp_stats_t st = sym_ddp_stats(r->ddp);
-    rec->step = r->step;
-    rec->epoch = r->epoch;
-    rec->loss = *loss_out;
-    rec->lr = lr;
-    rec->grad_norm = *norm_out;
-    rec->samples_per_s = b.gsize / (dt > 1e-9 ? dt : 1e-9);
-    rec->tokens_per_s = rec->samples_per_s * r->task.seq;
-    rec->comm_s = st.wait_s + st.issue_s;
-    rec->compute_s = dt - rec->comm_s;
-    rec->bytes_allreduced = st.bytes_reduced;
+    record(r, rec, *loss_out, lr, *norm_out, b.gsize, dt, st.wait_s + st.issue_s,
+           st.bytes_reduced);
     return SYM_OK;
 }
 
