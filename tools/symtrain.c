@@ -45,8 +45,6 @@ static const char usage_text[] =
     "  --device auto|cpu|gpu        where a GPT trains (auto: the GPU when there is one)\n"
     "  --precision bf16|fp16|fp32   GPU compute type; master weights and AdamW stay fp32;\n"
     "                               fp16 scales the loss dynamically (default bf16)\n"
-    "  --recompute none|gelu|ln|gelu,ln  recompute these activations in the backward pass\n"
-    "                               on the GPU instead of keeping them (default none)\n"
     "data\n"
     "  --data DIR|GLOB              MLP: Fashion-MNIST IDX files (default $SYMTRAIN_DATA_DIR,\n"
     "                               else " SYM_FASHION_MNIST_DIR ").\n"
@@ -160,7 +158,7 @@ static const char *const valued[] = {
     "--test-samples", "--epochs", "--batch", "--optimizer", "--lr", "--warmup",
     "--final-lr-ratio", "--momentum", "--weight-decay", "--clip", "--max-steps", "--bucket-mb",
     "--threads", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--metrics",
-    "--log-interval", "--device", "--precision", "--recompute", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
+    "--log-interval", "--device", "--precision", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
     "--prompt", NULL};
 
 static int takes_value(const char *opt) {
@@ -212,12 +210,6 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             else if (!strcmp(v, "bf16")) c->precision = 1;
             else if (!strcmp(v, "fp16")) c->precision = 2;
             else usage_error("--precision '%s': use bf16, fp16 or fp32", v);
-        } else if (!strcmp(opt, "--recompute")) {
-            c->recompute_gelu = c->recompute_ln = 0;
-            if (!strcmp(v, "gelu") || !strcmp(v, "gelu,ln") || !strcmp(v, "ln,gelu")) c->recompute_gelu = 1;
-            if (!strcmp(v, "ln") || !strcmp(v, "gelu,ln") || !strcmp(v, "ln,gelu")) c->recompute_ln = 1;
-            if (!c->recompute_gelu && !c->recompute_ln && strcmp(v, "none"))
-                usage_error("--recompute '%s': use none, gelu, ln or gelu,ln", v);
         } else if (!strcmp(opt, "--steps")) {
             c->steps = int_value(opt, v, 1, INT64_MAX);
         } else if (!strcmp(opt, "--val-data")) {

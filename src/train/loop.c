@@ -483,6 +483,9 @@ static int blas_threads(const sym_train_config_t *c) {
  * or as asked. Every PE reaches the same verdict, or the job ends. */
 static int choose_device(run_t *r) {
     const sym_train_config_t *c = r->cfg;
+    if (c->device == SYM_TRAIN_CPU && (c->recompute_gelu || c->recompute_ln))
+        return report(r, sym__error(SYM_EINVAL, "--recompute is for the GPU (--device gpu); the "
+                                                "CPU keeps every activation"), 1);
     if (c->device == SYM_TRAIN_CPU) return SYM_OK;
     int gpt = c->model.kind == SYM_MODEL_GPT;
     if (!gpt) {

@@ -464,6 +464,10 @@ static int check_config(const sym_model_config_t *c, const sym_gpu_opts_t *o, in
     if (o->precision == SYM_PREC_FP16)
         return fail(SYM_EINVAL, "--precision fp16 (dynamic loss scaling) is not supported on "
                                 "the GPU yet; use --precision bf16");
+    if (o->recompute_gelu || o->recompute_ln)
+        return fail(SYM_EINVAL, "--recompute is not implemented on the GPU yet: every "
+                                "activation is kept (gpt:d12 at 16 x 1024 tokens fits in 8.4 "
+                                "GiB); leave --recompute out");
     int C = c->n_embd, H = c->n_head;
     if (C % 8 || C > 3072)
         return fail(SYM_EINVAL, "GPU GPT: width C=%d; the kernels need C a multiple of 8 and at "
