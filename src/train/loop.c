@@ -117,7 +117,17 @@ int sym_train_validate(const sym_train_config_t *c, int npes) {
 
 static volatile sig_atomic_t stop_signal;
 
-static void on_stop(int sig) { stop_signal = sig; }
+/* The first SIGTERM / SIGINT asks for a clean stop at the end of the step;
+ * a second one ends the process at once (a stop that cannot finish, e.g. a
+ * PE waiting for one that is gone, must never leave the job unkillable). */
+static void on_stop(int sig) {
+    if (stop_signal) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    stop_signal = sig;
+}
 
 /* ---- fault injection for the restart tests ----
  * SYMTRAIN_TEST_KILL_AT="PE:STEP": on the job's first attempt
@@ -759,6 +769,18 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
     return SYM_OK;
 }
 
+/* Setup fails on one PE alone for some causes (PE 0 cannot create the
+ * checkpoint directory or the metrics file): every PE learns it here, before
+ * the first step's collectives, so none waits for a PE that has given up. A
+ * failure before the symmetric buffer existed was the same on every PE. */
+static int agree(run_t *r, int rc) {
+    if (!r->evalbuf) return rc;
+    r->evalbuf[0] = rc ? 1.0f : 0.0f;
+    int e = sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 1);
+    if (e) return report(r, e, 1);
+    return r->evalbuf[0] > 0.0f ? (rc ? rc : SYM_EIO) : SYM_OK;
+}
+
 /* ---- the loop ---- */
 
 int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
@@ -783,7 +805,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     sigaction(SIGTERM, &sa, &old_term);
     sigaction(SIGINT, &sa, &old_int);
 
-    int rc = setup(&r), stopped = 0;
+    int rc = agree(&r, setup(&r)), stopped = 0;
     r.progress.seq = r.task.seq;
     if (!rc && r.gpu) {
         r.progress.peak_flops = r.gpu->peak_flops(r.gm);

@@ -1,0 +1,78 @@
+/*
+ * train_errors — an error that one PE alone finds ends the whole job at once,
+ * and a second SIGTERM ends a PE that is still busy with the first.
+ *
+ *   - --ckpt-dir naming a regular file, and --metrics in a directory that does
+ *     not exist: PE 0 alone creates them; the other PEs used to wait in the
+ *     first gradient all-reduce for good (and PE 0 in a collective free), and
+ *     SIGTERM did not end them. Now every PE learns of it before the first
+ *     step: the job exits 1 within seconds with the message said once.
+ *   - SIGTERM asks for a clean stop at the end of the step; a second one
+ *     during that step ends the process at once (it used to be ignored).
+ */
+#include <signal.h>
+#include <time.h>
+
+#include "train_e2e.h"
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void one_pe_fails(const char *what, const char *args, const char *needle) {
+    const char *log = e2e_path("%s.log", what);
+    double t0 = now_s();
+    e2e_run(2, NULL, NULL, log, 1, args);
+    double dt = now_s() - t0;
+    CHECK(dt < 20, "%s: the job took %.1f s to end", what, dt);
+    CHECK(e2e_count(log, needle) == 1, "%s: '%s' is not said exactly once", what, needle);
+    printf("train_errors: %s: the job ended in %.1f s, the cause said once\n", what, dt);
+}
+
+int main(int argc, char **argv) {
+    e2e_init(argc, argv, "train_errors");
+    char args[2048];
+    const char *file = e2e_path("a-file");
+    FILE *f = fopen(file, "w");
+    CHECK(f && fclose(f) == 0, "create %s", file);
+    snprintf(args, sizeof args, "--generated --train-samples 512 --test-samples 64 --ckpt-dir %s",
+             file);
+    one_pe_fails("ckpt-dir-is-a-file", args, "is not a directory");
+    snprintf(args, sizeof args, "--generated --train-samples 512 --test-samples 64 --metrics %s",
+             e2e_path("missing/m.jsonl"));
+    one_pe_fails("metrics-dir-missing", args, "cannot open metrics file");
+
+    /* Two SIGTERMs to one PE in the middle of a long step (a GPT of 2 x 512
+     * tokens at 256 wide, one thread): the second ends it by the signal. */
+    const char *log = e2e_path("twice.log");
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(e2e_symtrain, e2e_symtrain, "train", "--model", "gpt:L=8,C=256,H=4,V=256,T=512",
+              "--generated", "--batch", "2", "--steps", "50", "--threads", "1", "--quiet",
+              (char *)NULL);
+        _exit(127);
+    }
+    e2e_sleep_ms(3000); /* past start-up, inside a step */
+    kill(pid, SIGTERM);
+    e2e_sleep_ms(50);
+    double t0 = now_s();
+    kill(pid, SIGTERM);
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+    double dt = now_s() - t0;
+    if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM)) e2e_show(log);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM,
+          "a second SIGTERM did not end the PE (exit status %d)", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    CHECK(dt < 2, "the second SIGTERM took %.1f s to end the PE", dt);
+    printf("train_errors: a second SIGTERM ended a busy PE in %.2f s\n", dt);
+    printf("train_errors: ok\n");
+    e2e_cleanup();
+    return 0;
+}
