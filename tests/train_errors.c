@@ -9,6 +9,8 @@
  *     step: the job exits 1 within seconds with the message said once.
  *   - SIGTERM asks for a clean stop at the end of the step; a second one
  *     during that step ends the process at once (it used to be ignored).
+ *   - Interrupted without --ckpt-dir, the run exits 130 (it said 0 having
+ *     saved nothing).
  */
 #include <signal.h>
 #include <time.h>
@@ -72,6 +74,29 @@ int main(int argc, char **argv) {
           "a second SIGTERM did not end the PE (exit status %d)", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     CHECK(dt < 2, "the second SIGTERM took %.1f s to end the PE", dt);
     printf("train_errors: a second SIGTERM ended a busy PE in %.2f s\n", dt);
+
+    /* One SIGINT without --ckpt-dir: a clean stop with nothing saved is 130. */
+    log = e2e_path("interrupted.log");
+    fflush(stdout);
+    pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(e2e_symtrain, e2e_symtrain, "train", "--model", "gpt:L=2,C=64,H=2,V=256,T=64",
+              "--generated", "--batch", "4", "--steps", "100000", "--threads", "1", "--quiet",
+              (char *)NULL);
+        _exit(127);
+    }
+    e2e_sleep_ms(2000);
+    kill(pid, SIGINT);
+    CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+    if (!(WIFEXITED(st) && WEXITSTATUS(st) == 130)) e2e_show(log);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 130, "interrupted with nothing saved: exit status %d, "
+          "expected 130", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    e2e_expect_log(log, "nothing saved");
+    printf("train_errors: interrupted with nothing saved: exit status 130\n");
     printf("train_errors: ok\n");
     e2e_cleanup();
     return 0;

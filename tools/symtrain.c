@@ -9,7 +9,8 @@
  * `train` starts the runtime, then parses its options on every PE (they all
  * see the same command line, so they all reach the same verdict); PE 0 alone
  * prints. Exit status: 0 when training finished, or was stopped by SIGTERM /
- * SIGINT after saving its checkpoint; 1 on an error; 2 on bad usage.
+ * SIGINT after saving its checkpoint; 130 when stopped with nothing saved (no
+ * --ckpt-dir); 1 on an error; 2 on bad usage.
  */
 #include <errno.h>
 #include <math.h>
@@ -24,6 +25,7 @@
 #include "symtrain_cli.h"
 
 #define EXIT_USAGE 2
+#define EXIT_INTERRUPTED 130
 
 static const char usage_text[] =
     "usage: symtrain train [options]          train (several PEs: symrun -n N symtrain train)\n"
@@ -285,7 +287,10 @@ static int train_main(int argc, char **argv) {
     parse_train(argc, argv, &cfg);
     if (sym_train_validate(&cfg, shmem_n_pes())) usage_error("%s", sym_last_error());
     sym_train_result_t res;
-    if (sym_train_run(&cfg, &res)) {
+    int rc = sym_train_run(&cfg, &res);
+    /* Stopped by a signal with nothing saved: 130, as shells expect of Ctrl-C. */
+    if (!rc && res.stopped && !cfg.ckpt_dir) leave(EXIT_INTERRUPTED);
+    if (rc) {
         /* The message is out. Other PEs may be inside a collective, so do not
          * finalize (it would wait for them); symrun ends the job. */
         fflush(stdout);
