@@ -24,6 +24,7 @@ int main(int argc, char **argv) {
     direct("unknown command", 2, "unknown command 'fly'", "fly");
     direct("--help", 0, "--ckpt-every T", "--help");
     direct("unknown option", 2, "unknown option '--bogus'", "train --bogus");
+    direct("a near miss", 2, "unknown option '--epoch'; did you mean --epochs?", "train --epoch 3");
     direct("malformed number", 2, "--batch 'many': expected a whole number", "train --batch many");
     direct("value missing", 2, "--epochs needs a value", "train --epochs");
     direct("bad model", 2, "--model 'mlp:784': give at least an input and an output width",

@@ -163,6 +163,37 @@ static const char *const valued[] = {
     "--log-interval", "--device", "--precision", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
     "--prompt", NULL};
 
+static const char *const flags[] = {"--generated", "--resume", "--quiet", "--help", NULL};
+
+/* Edit distance of a and b (short strings), for "did you mean". */
+static int distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    int d[64][64];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+/* The known option closest to `opt` when it is a near miss (2 edits), else NULL. */
+static const char *closest(const char *opt) {
+    const char *best = NULL;
+    int bd = 3;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; (pass ? flags : valued)[i]; i++) {
+            int d = distance(opt, (pass ? flags : valued)[i]);
+            if (d < bd) bd = d, best = (pass ? flags : valued)[i];
+        }
+    return best;
+}
+
 static int takes_value(const char *opt) {
     for (int i = 0; valued[i]; i++)
         if (!strcmp(opt, valued[i])) return 1;
@@ -274,6 +305,8 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
         } else if (!strcmp(opt, "--quiet")) {
             c->quiet = 1;
         } else {
+            const char *near = closest(opt);
+            if (near) usage_error("unknown option '%s'; did you mean %s?", a, near);
             usage_error("unknown option '%s'", a);
         }
     }
