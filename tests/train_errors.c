@@ -11,6 +11,8 @@
  *     during that step ends the process at once (it used to be ignored).
  *   - Interrupted without --ckpt-dir, the run exits 130 (it said 0 having
  *     saved nothing).
+ *   - --resume with another --lr or schedule length says which changed (it
+ *     took them silently), and says when the checkpoint's run had finished.
  */
 #include <signal.h>
 #include <time.h>
@@ -97,6 +99,23 @@ int main(int argc, char **argv) {
           "expected 130", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     e2e_expect_log(log, "nothing saved");
     printf("train_errors: interrupted with nothing saved: exit status 130\n");
+    /* --resume with a changed --lr or schedule says so; a finished run says so. */
+    const char *ck = e2e_path("ck");
+    snprintf(args, sizeof args, "--model gpt:L=1,C=16,H=2,V=256,T=16 --generated --batch 4 "
+             "--steps 6 --ckpt-dir %s --quiet", ck);
+    e2e_run(1, NULL, NULL, e2e_path("first.log"), 0, args);
+    snprintf(args, sizeof args, "--model gpt:L=1,C=16,H=2,V=256,T=16 --generated --batch 4 "
+             "--steps 6 --ckpt-dir %s --resume", ck);
+    log = e2e_path("again.log");
+    e2e_run(1, NULL, NULL, log, 0, args);
+    e2e_expect_log(log, "had already finished (step 6 of 6)");
+    snprintf(args, sizeof args, "--model gpt:L=1,C=16,H=2,V=256,T=16 --generated --batch 4 "
+             "--steps 9 --lr 0.002 --ckpt-dir %s --resume", ck);
+    log = e2e_path("changed.log");
+    e2e_run(1, NULL, NULL, log, 0, args);
+    e2e_expect_log(log, "trained with --lr 0.001 and this run asks for 0.002");
+    e2e_expect_log(log, "schedule was 6 steps long and this run's is 9");
+    printf("train_errors: --resume names a changed --lr and schedule, and a finished run\n");
     printf("train_errors: ok\n");
     e2e_cleanup();
     return 0;

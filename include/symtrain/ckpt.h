@@ -60,6 +60,9 @@ typedef struct {
     uint64_t optim_steps;
     char dataset[64];
     int64_t train_samples;
+    /* the schedule it ran under (0 when a checkpoint predates them) */
+    double lr;                    /* peak learning rate */
+    int64_t total_steps;          /* the schedule's length */
     int ntensors;                 /* the tensor table (may be 0) */
     sym_ckpt_tensor_t *tensors;   /* writing: the caller's (copied by the writer);
                                      reading: owned by the sym_ckpt_t */

@@ -289,6 +289,19 @@ static int resume(run_t *r) {
     r->saved_step = m->step;
     note(r, "resumed from %s: step %lld, epoch %lld, sample %lld of %lld", ck.path,
          (long long)m->step, (long long)m->epoch + 1, (long long)m->sample, (long long)r->task.n_train);
+    /* Settings the run may change: said, so a changed one is never a surprise. */
+    if (m->lr > 0 && (float)m->lr != c->lr)
+        note(r, "the checkpoint was trained with --lr %g and this run asks for %g: the schedule "
+                "continues at the new rate from step %lld",
+             m->lr, (double)c->lr, (long long)m->step);
+    if (m->total_steps > 0 && m->total_steps != r->sched.total_steps)
+        note(r, "the checkpoint's schedule was %lld steps long and this run's is %lld (--epochs "
+                "or --steps changed): the learning rate follows the new length from here",
+             (long long)m->total_steps, (long long)r->sched.total_steps);
+    if (m->total_steps > 0 && m->step >= r->sched.total_steps)
+        note(r, "the checkpoint's run had already finished (step %lld of %lld): nothing is left "
+                "to train; raise --epochs or --steps to go on",
+             (long long)m->step, (long long)r->sched.total_steps);
     if (m->world_size == r->npes && m->blas_threads != r->threads)
         note(r, "the checkpoint was written with %d BLAS thread%s per PE and this run uses %d: "
                 "training continues, equal up to fp32 rounding (pass --threads %d to continue "
@@ -333,6 +346,8 @@ static int save(run_t *r) {
     m.optim_steps = sym_optim_steps(r->opt);
     snprintf(m.dataset, sizeof m.dataset, "%s", r->task.name);
     m.train_samples = r->task.n_train;
+    m.lr = c->lr;
+    m.total_steps = r->sched.total_steps;
     size_t osize = sym_optim_state_size(r->opt);
     void *ostate = malloc(osize);
     if (!ostate) return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);

@@ -236,6 +236,8 @@ static void manifest_json(sym_jbuf_t *b, const sym_ckpt_meta_t *m, const sym_ckp
                      (unsigned long long)m->seed, (unsigned long long)m->data_key,
                      (unsigned long long)m->data_counter, (unsigned long long)m->dropout_key,
                      (long long)m->step);
+    sym__jbuf_printf(b, "  \"schedule\": {\"lr\": %.9g, \"total_steps\": %lld},\n", m->lr,
+                     (long long)m->total_steps);
     sym__jbuf_printf(b, "  \"data\": {\"name\": ");
     sym__jbuf_string(b, m->dataset);
     sym__jbuf_printf(b, ", \"train_samples\": %lld},\n", (long long)m->train_samples);
@@ -339,6 +341,12 @@ static int parse_manifest(const char *path, const char *text, size_t len, sym_ck
         sym__json_str(data, "name", m->dataset, sizeof m->dataset) ||
         sym__json_i64(data, "train_samples", &m->train_samples)) {
         rc = sym__error(SYM_ECORRUPT, "%s lacks a field or has one of the wrong type", path);
+        goto out;
+    }
+    const sym_json_t *sched = sym__json_get(j, "schedule"); /* optional: older ones lack it */
+    if (sched && (sym__json_num(sched, "lr", &m->lr) ||
+                  sym__json_i64(sched, "total_steps", &m->total_steps))) {
+        rc = sym__error(SYM_ECORRUPT, "%s has a malformed schedule", path);
         goto out;
     }
     m->world_size = (int)ws;
