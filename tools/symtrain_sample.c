@@ -55,9 +55,8 @@ static int number(const char *opt, const char *s, double lo, double hi, double *
 
 static void put_token(void *user, int32_t tok) {
     (void)user;
-    char *t = sym_detokenize_bytes(&tok, 1);
-    if (t) fputs(t, stdout);
-    free(t);
+    char text[SYM_TOKEN_TEXT_MAX];
+    fwrite(text, 1, (size_t)sym_detokenize_one(tok, text), stdout);
     fflush(stdout);
 }
 

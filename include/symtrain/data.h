@@ -161,6 +161,11 @@ int sym_tokenize_bytes(const char *const *files, int nfiles, const char *dir,
 /* Byte-level decoding: tokens < 256 are bytes; others are written as
  * "<|N|>". Returns a malloc'd NUL-terminated string, or NULL (out of memory). */
 char *sym_detokenize_bytes(const int32_t *tok, int64_t n);
+/* One token's text by the same rule, into out (room for SYM_TOKEN_TEXT_MAX
+ * bytes, not NUL-terminated): returns its length (1 for a byte). For printing
+ * tokens as a sampler draws them. */
+#define SYM_TOKEN_TEXT_MAX 24
+int sym_detokenize_one(int32_t tok, char *out);
 
 /* A generated English-like corpus of about `bytes` bytes, a pure function of
  * seed (words of a fixed vocabulary strung into sentences by a small random

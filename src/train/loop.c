@@ -457,10 +457,8 @@ static void say_eval(run_t *r, double loss, double acc) {
 
 static void print_token(void *user, int32_t tok) {
     (void)user;
-    if (tok < 256)
-        putchar((unsigned char)tok);
-    else
-        printf("<|%d|>", (int)tok);
+    char text[SYM_TOKEN_TEXT_MAX];
+    fwrite(text, 1, (size_t)sym_detokenize_one(tok, text), stdout);
 }
 
 static int say_sample(run_t *r) {

@@ -245,25 +245,29 @@ out:
 
 /* ---- tokens to text ---- */
 
+int sym_detokenize_one(int32_t tok, char *out) {
+    if (tok >= 0 && tok < 256) {
+        out[0] = (char)(unsigned char)tok;
+        return 1;
+    }
+    char tmp[SYM_TOKEN_TEXT_MAX + 1];
+    int w = snprintf(tmp, sizeof tmp, "<|%ld|>", (long)tok);
+    memcpy(out, tmp, (size_t)w);
+    return w;
+}
+
 char *sym_detokenize_bytes(const int32_t *tok, int64_t n) {
     if (n < 0 || (n > 0 && !tok)) return NULL;
-    char tmp[32];
+    char tmp[SYM_TOKEN_TEXT_MAX];
     size_t len = 0;
     for (int64_t i = 0; i < n; i++) {
-        size_t w = tok[i] >= 0 && tok[i] < 256
-                       ? 1
-                       : (size_t)snprintf(tmp, sizeof tmp, "<|%ld|>", (long)tok[i]);
+        size_t w = (size_t)sym_detokenize_one(tok[i], tmp);
         if (len > SIZE_MAX - 1 - w) return NULL;
         len += w;
     }
     char *s = malloc(len + 1), *p = s;
     if (!s) return NULL;
-    for (int64_t i = 0; i < n; i++) {
-        if (tok[i] >= 0 && tok[i] < 256)
-            *p++ = (char)(unsigned char)tok[i];
-        else
-            p += snprintf(p, sizeof tmp, "<|%ld|>", (long)tok[i]);
-    }
+    for (int64_t i = 0; i < n; i++) p += sym_detokenize_one(tok[i], p);
     *p = '\0';
     return s;
 }
