@@ -78,14 +78,18 @@ static inline float exp_approx(float x) {
 #define VEC_CLONES
 #endif
 
+/* 1 + e^(-2u) = 1 / s, u = sqrt(2/pi) (v + 0.044715 v^3): forward and backward share it. */
+static inline float gelu_tanh_inv_s(float v) {
+    float u = SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v);
+    return 1.0f + exp_approx(-2.0f * u);
+}
+
 VEC_CLONES static void gelu_tanh_fwd(size_t lo, size_t hi, void *arg) {
     const act_args_t *a = arg;
     const float *x = a->x;
     float *y = a->y;
     for (size_t i = lo; i < hi; i++) {
-        float v = x[i];
-        float u = SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v);
-        y[i] = v / (1.0f + exp_approx(-2.0f * u));
+        y[i] = x[i] / gelu_tanh_inv_s(x[i]);
     }
 }
 /* dy/dx = s + 0.5 x (1 - tanh^2 u) u' = s + 2 x s (1 - s) u' */
@@ -94,9 +98,7 @@ VEC_CLONES static void gelu_tanh_bwd(size_t lo, size_t hi, void *arg) {
     const float *x = a->x, *dy = a->dy;
     float *dx = a->y;
     for (size_t i = lo; i < hi; i++) {
-        float v = x[i];
-        float u = SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v);
-        float s = 1.0f / (1.0f + exp_approx(-2.0f * u));
+        float v = x[i], s = 1.0f / gelu_tanh_inv_s(v);
         float du = SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_CUBIC * v * v);
         dx[i] = dy[i] * (s + 2.0f * v * s * (1.0f - s) * du);
     }
