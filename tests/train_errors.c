@@ -35,6 +35,23 @@ static void one_pe_fails(const char *what, const char *args, const char *needle)
     printf("train_errors: %s: the job ended in %.1f s, the cause said once\n", what, dt);
 }
 
+/* One PE without symrun: `symtrain train --model MODEL --generated --batch B
+ * --steps N --threads 1 --quiet`, output into log. */
+static pid_t start_one_pe(const char *log, const char *model, const char *batch, const char *steps) {
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(e2e_symtrain, e2e_symtrain, "train", "--model", model, "--generated", "--batch",
+              batch, "--steps", steps, "--threads", "1", "--quiet", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
 int main(int argc, char **argv) {
     e2e_init(argc, argv, "train_errors");
     char args[2048];
@@ -51,18 +68,7 @@ int main(int argc, char **argv) {
     /* Two SIGTERMs to one PE in the middle of a long step (a GPT of 2 x 512
      * tokens at 256 wide, one thread): the second ends it by the signal. */
     const char *log = e2e_path("twice.log");
-    fflush(stdout);
-    pid_t pid = fork();
-    CHECK(pid >= 0, "fork");
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        execl(e2e_symtrain, e2e_symtrain, "train", "--model", "gpt:L=8,C=256,H=4,V=256,T=512",
-              "--generated", "--batch", "2", "--steps", "50", "--threads", "1", "--quiet",
-              (char *)NULL);
-        _exit(127);
-    }
+    pid_t pid = start_one_pe(log, "gpt:L=8,C=256,H=4,V=256,T=512", "2", "50");
     e2e_sleep_ms(3000); /* past start-up, inside a step */
     kill(pid, SIGTERM);
     e2e_sleep_ms(50);
@@ -79,18 +85,7 @@ int main(int argc, char **argv) {
 
     /* One SIGINT without --ckpt-dir: a clean stop with nothing saved is 130. */
     log = e2e_path("interrupted.log");
-    fflush(stdout);
-    pid = fork();
-    CHECK(pid >= 0, "fork");
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        execl(e2e_symtrain, e2e_symtrain, "train", "--model", "gpt:L=2,C=64,H=2,V=256,T=64",
-              "--generated", "--batch", "4", "--steps", "100000", "--threads", "1", "--quiet",
-              (char *)NULL);
-        _exit(127);
-    }
+    pid = start_one_pe(log, "gpt:L=2,C=64,H=2,V=256,T=64", "4", "100000");
     e2e_sleep_ms(2000);
     kill(pid, SIGINT);
     CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
