@@ -282,4 +282,75 @@ static inline int e2e_lines(const char *path) {
     return n;
 }
 
+/* Every step record of metrics file `other` (replays included) has the loss
+ * of reference `ref` (which has `steps` steps); with `replayed`, some steps
+ * must have been run twice. */
+static inline void e2e_same_losses(const char *ref, const char *other, long long steps,
+                                   int replayed) {
+    long long n;
+    double *a = e2e_losses(ref, &n);
+    CHECK(n == steps, "%s has %lld steps, expected %lld", ref, n, steps);
+    char *s = e2e_read(other, NULL);
+    CHECK(s != NULL, "cannot read %s", other);
+    int records = 0;
+    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strstr(line, "\"eval\"")) continue;
+        char *ps = strstr(line, "\"step\":"), *pl = strstr(line, "\"loss\":");
+        CHECK(ps && pl, "%s: not a step record: %s", other, line);
+        long long step = atoll(ps + 7);
+        double loss = strtod(pl + 7, NULL);
+        CHECK(step >= 1 && step <= n, "%s: step %lld out of range", other, step);
+        CHECK(loss == a[step - 1], "step %lld: loss %.9g after the restart, %.9g uninterrupted",
+              step, loss, a[step - 1]);
+        records++;
+    }
+    CHECK(records >= n, "%s has %d records for %lld steps", other, records, n);
+    if (replayed)
+        CHECK(records > n, "%s has %d records for %lld steps: no step was replayed", other, records,
+              n);
+    free(s);
+    free(a);
+}
+
+/* A crash mid-run, restarted by `symrun --max-restarts 1`, ends with exactly
+ * the weights of a run that was never interrupted: a reference run of `args`
+ * on npes PEs, then the same with checkpoints every ckpt_steps steps,
+ * --resume and `kill_env` (SYMTRAIN_TEST_KILL_AT=PE:STEP, kill_step its STEP)
+ * killing one PE on the first attempt. The restart resumes from a whole
+ * checkpoint up to the kill step (how far the background writer got decides
+ * which); both runs end at `steps`; model.bin, optim.bin and every loss
+ * (replayed ones included) are bit-identical. Returns the step resumed from. */
+static inline long long e2e_crash_resume(const char *args, int n, const char *kill_env,
+                                         long long kill_step, int ckpt_steps, long long steps) {
+    char line[2048];
+    snprintf(line, sizeof line, "%s --ckpt-dir %s --metrics %s", args, e2e_path("ref%d", n),
+             e2e_path("ref%d.jsonl", n));
+    e2e_run(n, NULL, NULL, e2e_path("ref%d.log", n), 0, line);
+    snprintf(line, sizeof line, "%s --ckpt-dir %s --ckpt-steps %d --resume --metrics %s", args,
+             e2e_path("crash%d", n), ckpt_steps, e2e_path("crash%d.jsonl", n));
+    const char *log = e2e_path("crash%d.log", n);
+    e2e_run(n, "--max-restarts 1", kill_env, log, 0, line);
+    e2e_expect_log(log, "was killed by signal 9");
+    e2e_expect_log(log, "restarting the job (restart 1 of 1)");
+    e2e_expect_log(log, "the job succeeded after 1 restart");
+    char *text = e2e_read(log, NULL), *at = text ? strstr(text, "resumed from ") : NULL;
+    if (at) at = strstr(at, "/step-");
+    if (!at) e2e_show(log);
+    CHECK(at != NULL, "the restarted job did not say where it resumed");
+    long long resumed = atoll(at + 6);
+    free(text);
+    CHECK(resumed > 0 && resumed % ckpt_steps == 0 && resumed <= kill_step,
+          "resumed from step %lld after a kill at step %lld", resumed, kill_step);
+    CHECK(e2e_newest(e2e_path("ref%d", n), NULL, 0) == steps, "the reference ended at step %lld",
+          e2e_newest(e2e_path("ref%d", n), NULL, 0));
+    CHECK(e2e_newest(e2e_path("crash%d", n), NULL, 0) == steps,
+          "the restarted run ended at step %lld", e2e_newest(e2e_path("crash%d", n), NULL, 0));
+    e2e_same_ckpt_file(e2e_path("ref%d", n), e2e_path("crash%d", n), "model.bin");
+    e2e_same_ckpt_file(e2e_path("ref%d", n), e2e_path("crash%d", n), "optim.bin");
+    /* the steps between the checkpoint and the kill ran twice */
+    e2e_same_losses(e2e_path("ref%d.jsonl", n), e2e_path("crash%d.jsonl", n), steps,
+                    resumed < kill_step);
+    return resumed;
+}
+
 #endif
