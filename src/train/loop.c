@@ -218,10 +218,7 @@ static void note(run_t *r, const char *fmt, ...) {
 
 /* ---- data ---- */
 
-static void say_note(void *user, const char *text) {
-    run_t *r = user;
-    if (r->me == 0) note(r, "%s", text);
-}
+static void say_note(void *user, const char *text) { note(user, "%s", text); }
 
 /* What the checkpoint records as the model's nonlinearity. */
 static const char *act_label(const sym_model_config_t *m) {
