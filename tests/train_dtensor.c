@@ -33,8 +33,6 @@
 
 #include "test.h"
 
-static uint64_t seed_src, seed_dst; /* globals are symmetric */
-
 typedef struct {
     int ndim;
     int64_t g[SYM_MAX_DIMS];
@@ -434,11 +432,7 @@ static void check_subteam(sym_pool_t *pool) {
 int main(void) {
     shmem_init();
     int me = shmem_my_pe(), n = shmem_n_pes();
-    test_pe = me;
-    seed_src = test_seed();
-    shmem_broadcastmem(SHMEM_TEAM_WORLD, &seed_dst, &seed_src, sizeof seed_src, 0);
-    seed = me == 0 ? seed_src : seed_dst;
-    if (me == 0) printf("train_dtensor: seed %llu, %d PEs\n", (unsigned long long)seed, n);
+    seed = test_pe_start("train_dtensor");
     sym_pool_t *pool;
     CHECK(sym_pool_create("dtensor", 4 << 20, 0, &pool) == 0, "%s", sym_last_error());
 

@@ -30,7 +30,6 @@
 enum { GB = 4, T = 16, STEPS = 5 };
 static const char spec[] = "gpt:L=2,C=32,H=4,V=64,T=16";
 static float loss_sym; /* symmetric: the dp average of the loss */
-static uint64_t seed_src, seed_dst;
 
 static int32_t tokens[STEPS][GB][T + 1];
 
@@ -85,11 +84,7 @@ static float slice_of(const sym_param_t *p, const float *w, int tp, int r, size_
 int main(void) {
     shmem_init();
     int me = shmem_my_pe(), n = shmem_n_pes();
-    test_pe = me;
-    seed_src = test_seed();
-    shmem_broadcastmem(SHMEM_TEAM_WORLD, &seed_dst, &seed_src, sizeof seed_src, 0);
-    uint64_t seed = me == 0 ? seed_src : seed_dst;
-    if (me == 0) printf("train_tp: seed %llu, %d PEs, %s\n", (unsigned long long)seed, n, spec);
+    uint64_t seed = test_pe_start("train_tp");
     sym_model_config_t cfg;
     memset(&cfg, 0, sizeof cfg);
     CHECK(sym_model_parse(spec, &cfg) == 0, "%s", sym_last_error());

@@ -30,7 +30,8 @@ typedef struct shmemx_req *sym__req_t;
 /* Start x (n floats, symmetric) = average over the team's PEs, in place. */
 int sym__comm_avg_start(shmem_team_t team, float *x, size_t n, sym__req_t *req);
 int sym__comm_wait(sym__req_t req);
-/* Blocking sum over the team's PEs, in place (x symmetric). */
+/* Blocking sum over the team's PEs, in place (x symmetric, or private on
+ * every member: the tensor-parallel GPT sums its activations). */
 int sym__comm_sum(shmem_team_t team, float *x, size_t n);
 /* The uneven collectives of the distributed tensors, over symmetric buffers.
  * Every member of the team calls with its own arguments, which it computes

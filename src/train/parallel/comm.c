@@ -1,7 +1,10 @@
 /*
  * comm.c — the one file of the training stack that calls the training
- * collectives (shmemx_allreduce and friends, src/coll): the models and the
- * trainer see these three calls and never a transport.
+ * collectives (shmemx_allreduce and friends, src/coll): the models, the
+ * trainer and the distributed tensors see these calls and never a transport.
+ * The uneven collectives of the distributed tensors (all-gather-v,
+ * all-to-all-v, reduce-scatter-v) are here too, written on one-sided reads
+ * of symmetric buffers, since shmemx's split their counts by their own rule.
  */
 #include <shmem.h>
 #include <shmemx.h>
