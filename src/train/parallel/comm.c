@@ -73,28 +73,32 @@ int sym__comm_pullv(shmem_team_t team, const void *buf, const size_t *off, const
 
 int sym__comm_reduce_pull_f32(shmem_team_t team, const float *buf, size_t off, size_t n,
                               float *dst) {
-    enum { CHUNK = 16384 }; /* floats fetched per peer at a time, when not mapped */
+    enum { CHUNK = 4096 }; /* floats per pass: every peer's piece of it stays in cache */
     int np = shmem_team_n_pes(team), rc = team_sync(team);
     if (rc) return rc;
-    float *tmp = NULL;
+    const float **peer = malloc((size_t)np * sizeof *peer);
+    float *tmp = NULL; /* a fetched piece, for peers not mapped here (other hosts) */
+    if (!peer) return sym__error(SYM_ENOMEM, "reduce-scatter: out of memory");
     for (int k = 0; k < np && n; k++) {
-        int pe = world_pe(team, k);
-        const float *peer = shmem_ptr(buf + off, pe); /* NULL: not mapped here (other host) */
-        for (size_t lo = 0; lo < n; lo += CHUNK) {
-            size_t m = n - lo < CHUNK ? n - lo : CHUNK;
-            const float *src = peer ? peer + lo : NULL;
-            if (!src) {
-                if (!tmp && !(tmp = malloc(CHUNK * sizeof *tmp)))
-                    return sym__error(SYM_ENOMEM, "reduce-scatter: out of memory");
-                shmem_getmem(tmp, buf + off + lo, m * sizeof *tmp, pe);
-                src = tmp;
-            }
-            if (k == 0)
-                memcpy(dst + lo, src, m * sizeof *dst);
-            else
-                for (size_t i = 0; i < m; i++) dst[lo + i] += src[i];
+        peer[k] = shmem_ptr(buf + off, world_pe(team, k));
+        if (!peer[k] && !tmp && !(tmp = malloc(CHUNK * sizeof *tmp))) {
+            free(peer);
+            return sym__error(SYM_ENOMEM, "reduce-scatter: out of memory");
         }
     }
+    for (size_t lo = 0; lo < n; lo += CHUNK) {
+        size_t m = n - lo < CHUNK ? n - lo : CHUNK;
+        float *d = dst + lo;
+        for (int k = 0; k < np; k++) { /* in team order: the same sum on every PE */
+            const float *src = peer[k] ? peer[k] + lo : tmp;
+            if (!peer[k]) shmem_getmem(tmp, buf + off + lo, m * sizeof *tmp, world_pe(team, k));
+            if (k == 0)
+                memcpy(d, src, m * sizeof *d);
+            else
+                for (size_t i = 0; i < m; i++) d[i] += src[i];
+        }
+    }
+    free(peer);
     free(tmp);
     return team_sync(team);
 }

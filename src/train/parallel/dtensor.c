@@ -330,10 +330,13 @@ static int reduce(const ctx_t *c, const sym_placement_t *cur, int k, int to_dim,
     }
     int j = to_dim;
     int64_t outer = prod(ls, 0, j), inner = prod(ls, j + 1, c->ndim), o, cnt;
-    const float *wide = c->dt == SYM_DT_F32 ? (const float *)src : NULL;
-    float *tmp = malloc((n + 1) * sizeof *tmp); /* the widened input, then our block's sum */
-    if (!tmp) return sym__error(SYM_ENOMEM, "redistribute: out of memory");
-    if (!wide) wide = to_f32(c, tmp, src, n);
+    const float *wide = src;
+    float *tmp = NULL; /* bf16 / fp16: the widened input, then our block's sum */
+    if (c->dt != SYM_DT_F32) {
+        if (!(tmp = malloc((n + 1) * sizeof *tmp)))
+            return sym__error(SYM_ENOMEM, "redistribute: out of memory");
+        wide = to_f32(c, tmp, src, n);
+    }
     size_t pos = 0;
     for (int r = 0; r < p; r++) { /* block r of j, contiguous, at the same offset everywhere */
         sym_shard_range(c->global[j], p, r, &o, &cnt);
