@@ -110,10 +110,10 @@ static double expect(const mesh_info_t *mi, uint64_t id, sym_dtype_t dt, const s
         int p = mi->size[red[r]], inner = have / p;
         float out[64];
         for (int rest = 0; rest < inner; rest++) {
-            float s = 0;
-            for (int c = 0; c < p; c++) s += vals[c * inner + rest];
-            if (from[red[r]].op == SYM_PARTIAL_AVG) s = s / (float)p;
-            out[rest] = round_dt(s, dt);
+            float sum = 0;
+            for (int c = 0; c < p; c++) sum += vals[c * inner + rest];
+            if (from[red[r]].op == SYM_PARTIAL_AVG) sum = sum / (float)p;
+            out[rest] = round_dt(sum, dt);
         }
         have = inner;
         memcpy(vals, out, sizeof(float) * (size_t)have);

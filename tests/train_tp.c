@@ -111,6 +111,11 @@ int main(void) {
     CHECK(want[STEPS - 1] < want[0] - 0.2, "the reference did not learn: %.4f -> %.4f", want[0],
           want[STEPS - 1]);
 
+    if (GB % n) { /* the heads (4) and the global batch (4) split over 1, 2 or 4 PEs */
+        if (me == 0) printf("train_tp: SKIP: %d PEs do not divide this GPT's 4 heads\n", n);
+        shmem_finalize();
+        return 77;
+    }
     char meshes[3][32];
     int nm = 0;
     snprintf(meshes[nm++], 32, "dp=1,tp=%d", n);
