@@ -197,9 +197,9 @@ static const char *closest(const char *opt) {
     return best;
 }
 
-static int takes_value(const char *opt) {
-    for (int i = 0; valued[i]; i++)
-        if (!strcmp(opt, valued[i])) return 1;
+static int listed(const char *const *list, const char *opt) {
+    for (int i = 0; list[i]; i++)
+        if (!strcmp(opt, list[i])) return 1;
     return 0;
 }
 
@@ -213,15 +213,15 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
         if (n >= sizeof opt) usage_error("unknown option '%s'", a);
         memcpy(opt, a, n);
         opt[n] = '\0';
-        if (takes_value(opt)) {
+        if (listed(valued, opt)) {
             if (eq)
                 v = eq + 1;
             else if (i + 1 < argc)
                 v = argv[++i];
             else
                 usage_error("%s needs a value", opt);
-        } else if (eq && strcmp(opt, "--resume")) { /* --resume=auto is the one flag with a value */
-            usage_error("%s takes no value", opt);
+        } else if (eq && listed(flags, opt) && strcmp(opt, "--resume")) {
+            usage_error("%s takes no value", opt); /* --resume=auto: the one flag with a value */
         }
         if (!strcmp(opt, "--help")) {
             if (speaker) fputs(usage_text, stdout);
