@@ -6,8 +6,15 @@
  * Write order: DIR/.tmp-step-N.PID/ gets each data file (written, fsync'd),
  * then manifest.json with every file's size and CRC32C (fsync'd), then the
  * directory itself is fsync'd, renamed to DIR/step-N, and DIR fsync'd. A
- * reader only looks at step-* directories and checks every CRC, so neither a
- * crash mid-write nor a damaged file can pass for a good checkpoint.
+ * reader only looks at step-* directories and checks every CRC (the
+ * manifest's own among them) and the manifest's fields against each other,
+ * so neither a crash mid-write, a damaged file nor an edited manifest can pass
+ * for a good checkpoint.
+ *
+ * Losing nothing: a checkpoint is skipped only when proven damaged; one that
+ * cannot be read is an error (it may be the good one). Removal never follows
+ * a link and removes only what a manifest lists (remove_ckpt); pruning never
+ * touches a later step than the one written.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
