@@ -39,6 +39,7 @@ function(sym_fuzz_test name)
     return()
   endif()
   set(srcs ${dir}/${name}.c)
+  set(deps ${dir}/fuzz.h)
   foreach(s ${F_SOURCES})
     list(APPEND srcs ${PROJECT_SOURCE_DIR}/${s})
   endforeach()
@@ -46,7 +47,7 @@ function(sym_fuzz_test name)
   add_custom_command(OUTPUT ${out}
     COMMAND ${SYM_FUZZ_CC} ${SYM_FUZZ_FLAGS} -I${PROJECT_SOURCE_DIR}/include -I${SYM_GEN_INCLUDE}
       -I${PROJECT_SOURCE_DIR}/src/train -I${PROJECT_SOURCE_DIR}/src ${srcs} -lz -lm -o ${out}
-    DEPENDS ${srcs} COMMENT "Building the fuzz target ${name} (clang, libFuzzer + ASan + UBSan)"
+    DEPENDS ${srcs} ${deps} COMMENT "Building the fuzz target ${name} (clang, libFuzzer + ASan + UBSan)"
     VERBATIM)
   add_custom_target(${name}_build ALL DEPENDS ${out})
   add_test(NAME ${name} COMMAND ${dir}/run.sh ${out} ${dir}/seeds/${F_SEEDS}

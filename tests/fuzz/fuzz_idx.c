@@ -24,44 +24,23 @@
 #include <symtrain/data.h>
 #include <symtrain/error.h>
 
-static char dir[256], img[320], lab[320];
-
-static void cleanup(void) {
-    unlink(img);
-    unlink(lab);
-    rmdir(dir);
-}
+#include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/fuzz_idx.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("fuzz_idx: mkdtemp");
-        exit(1);
-    }
-    snprintf(img, sizeof img, "%s/train-images-idx3-ubyte", dir);
-    snprintf(lab, sizeof lab, "%s/train-labels-idx1-ubyte", dir);
-    atexit(cleanup);
+    const char *names[2] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"};
+    fuzz_scratch("fuzz_idx", names);
     return 0;
-}
-
-static void put(const char *path, const uint8_t *p, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(p, 1, n, f) != n || fclose(f) != 0) {
-        perror(path);
-        abort();
-    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
     size_t l = (size_t)data[0] | (size_t)data[1] << 8;
     if (l > size - 2) l = size - 2;
-    put(img, data + 2, l);
-    put(lab, data + 2 + l, size - 2 - l);
+    fuzz_put(0, data + 2, l);
+    fuzz_put(1, data + 2 + l, size - 2 - l);
     sym_dataset_t ds;
-    int rc = sym_dataset_load_fashion(dir, 1, &ds);
+    int rc = sym_dataset_load_fashion(fuzz_dir, 1, &ds);
     if (rc) {
         if (!sym_last_error()[0]) abort(); /* a refusal says why */
         return 0;

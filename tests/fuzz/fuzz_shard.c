@@ -22,35 +22,16 @@
 #include <symtrain/data.h>
 #include <symtrain/error.h>
 
-static char dir[256], s0[320], s1[320], pattern[320];
+#include "fuzz.h"
 
-static void cleanup(void) {
-    unlink(s0);
-    unlink(s1);
-    rmdir(dir);
-}
+static char pattern[320];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/fuzz_shard.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("fuzz_shard: mkdtemp");
-        exit(1);
-    }
-    snprintf(s0, sizeof s0, "%s/train_000.bin", dir);
-    snprintf(s1, sizeof s1, "%s/train_001.bin", dir);
-    snprintf(pattern, sizeof pattern, "%s/train_*.bin", dir);
-    atexit(cleanup);
+    const char *names[2] = {"train_000.bin", "train_001.bin"};
+    fuzz_scratch("fuzz_shard", names);
+    snprintf(pattern, sizeof pattern, "%s/train_*.bin", fuzz_dir);
     return 0;
-}
-
-static void put(const char *path, const uint8_t *p, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(p, 1, n, f) != n || fclose(f) != 0) {
-        perror(path);
-        abort();
-    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -64,11 +45,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         p += 2, n -= 2;
         if (cut > n) cut = n;
     }
-    put(s0, p, cut);
+    fuzz_put(0, p, cut);
     if (two)
-        put(s1, p + cut, n - cut);
+        fuzz_put(1, p + cut, n - cut);
     else
-        unlink(s1);
+        unlink(fuzz_file[1]);
     sym_tokens_t ts;
     int rc = sym_tokens_open(pattern, seq, &ts);
     if (rc) {
