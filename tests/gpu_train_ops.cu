@@ -230,6 +230,9 @@ static void test_matmul(symcu_blas_t *h, int N, int C, int OC, int with_bias, in
     sym_tensor_t tdb = sym_tensor_view(db_ref.data(), 1, &O64), tdx = sym_tensor_2d(dinp_ref.data(), N, C);
     sym_linear_backward_params(&tx, &tdy, &tdw, with_bias ? &tdb : NULL);
     sym_linear_backward_input(&tw, &tdy, &tdx);
+    fvec dprod_ref((size_t)N * C, 0.0f); /* dout @ W alone, for the written-over dinp */
+    sym_tensor_t tdp = sym_tensor_2d(dprod_ref.data(), N, C);
+    sym_linear_backward_input(&tw, &tdy, &tdp);
 
     /* bf16 forward, twice */
     symcu_bf16 *d_inp = (symcu_bf16 *)upload(inp), *d_w = (symcu_bf16 *)upload(w),
@@ -256,7 +259,7 @@ static void test_matmul(symcu_blas_t *h, int N, int C, int OC, int with_bias, in
             d_dinp[r] = (symcu_bf16 *)upload(dinp0);
             d_dw[r] = upload(dw0);
             d_db[r] = upload(db0);
-            OK(symcu_matmul_backward(h, d_dinp[r], d_dw[r], with_bias ? d_db[r] : NULL, d_dout,
+            OK(symcu_matmul_backward(h, d_dinp[r], SYMCU_GRAD_ADD, d_dw[r], with_bias ? d_db[r] : NULL, d_dout,
                                      d_inp, d_w, N, C, OC, 0));
         }
         const char *via = !with_bias ? "" : symcu_blas_used_bgradb(h) ? " (BGRADB)" : " (kernel)";
@@ -277,6 +280,14 @@ static void test_matmul(symcu_blas_t *h, int N, int C, int OC, int with_bias, in
         }
     }
     symcu_blas_use_bgradb(h, 1);
+    { /* dinp written over (SYMCU_GRAD_SET): a poisoned start must not show */
+        symcu_bf16 *d_set = dev<symcu_bf16>((size_t)N * C);
+        poison(d_set, (size_t)N * C * 2);
+        OK(symcu_matmul_backward(h, d_set, SYMCU_GRAD_SET, NULL, NULL, d_dout, d_inp, d_w, N, C,
+                                 OC, 0));
+        compare("bf16 dinp =", fetch_bf16(d_set, (size_t)N * C), dprod_ref, TOL_BF16);
+        cudaFree(d_set);
+    }
 
     /* fp32 path: the same inputs, fp32 throughout */
     float *f_inp = upload(inpf), *f_w = upload(wf), *f_b = upload(biasf), *f_dout = upload(doutf);
@@ -288,7 +299,7 @@ static void test_matmul(symcu_blas_t *h, int N, int C, int OC, int with_bias, in
     compare("fp32 out", fetch(f_out, (size_t)N * OC), out_ref, TOL_F32);
     if (gelu) compare("fp32 pre_gelu (aux)", fetch(f_pre, (size_t)N * OC), pre, TOL_F32);
     float *f_dinp = upload(widen(dinp0)), *f_dw = upload(dw0), *f_db = upload(db0);
-    OK(symcu_matmul_backward_f32(h, f_dinp, f_dw, with_bias ? f_db : NULL, f_dout, f_inp, f_w, N,
+    OK(symcu_matmul_backward_f32(h, f_dinp, SYMCU_GRAD_ADD, f_dw, with_bias ? f_db : NULL, f_dout, f_inp, f_w, N,
                                  C, OC, 0));
     compare("fp32 dinp +=", fetch(f_dinp, (size_t)N * C), dinp_ref, TOL_F32);
     compare("fp32 dweight +=", fetch(f_dw, (size_t)OC * C), dw_ref, TOL_F32);
@@ -439,14 +450,23 @@ static void test_attention(int B, int T, int C, int NH) {
     for (int r = 0; r < 2; r++) {
         d_dqkv[r] = (symcu_bf16 *)upload(dqkv0);
         poison(d_scr, (size_t)B * NH * T * 4);
-        OK(symcu_attention_backward(d_dqkv[r], d_scr, d_dout, d_out[0], d_qkv, d_lse[0], B, T, C,
-                                    NH, 0));
+        OK(symcu_attention_backward(d_dqkv[r], SYMCU_GRAD_ADD, d_scr, d_dout, d_out[0], d_qkv,
+                                    d_lse[0], B, T, C, NH, 0));
     }
     fvec got = fetch_bf16(d_dqkv[0], N * 3 * C);
     const char *names[3] = {"bf16 dq +=", "bf16 dk +=", "bf16 dv +="};
     for (int p = 0; p < 3; p++)
         compare(names[p], third(got, N, C, p), third(ref, N, C, p), p < 2 ? TOL_ATTN_DQK : TOL_BF16);
     same_bits("bf16 dqkv", d_dqkv[0], d_dqkv[1], N * 3 * C * 2);
+    /* written over (SYMCU_GRAD_SET): a poisoned start must not show */
+    poison(d_dqkv[1], N * 3 * C * 2);
+    OK(symcu_attention_backward(d_dqkv[1], SYMCU_GRAD_SET, d_scr, d_dout, d_out[0], d_qkv,
+                                d_lse[0], B, T, C, NH, 0));
+    got = fetch_bf16(d_dqkv[1], N * 3 * C);
+    const char *set_names[3] = {"bf16 dq =", "bf16 dk =", "bf16 dv ="};
+    for (int p = 0; p < 3; p++)
+        compare(set_names[p], third(got, N, C, p), third(grad, N, C, p),
+                p < 2 ? TOL_ATTN_DQK : TOL_BF16);
     void *all[] = {d_qkv, d_out[0], d_out[1], d_lse[0], d_lse[1], d_dout, d_dqkv[0], d_dqkv[1], d_scr};
     for (void *p : all) cudaFree(p);
 }
@@ -792,7 +812,7 @@ static void bench(symcu_blas_t *h) {
         bench_line(name, us, 0, fl);
         snprintf(name, sizeof name, "matmul backward %s", k.name);
         us = time_us([&] {
-            RUN(symcu_matmul_backward(h, mdi, mdw, k.bias ? mdb : NULL, mo, mi, mw, (int)N, k.Cin,
+            RUN(symcu_matmul_backward(h, mdi, SYMCU_GRAD_SET, mdw, k.bias ? mdb : NULL, mo, mi, mw, (int)N, k.Cin,
                                       k.OC, 0));
         });
         bench_line(name, us, 0, 2 * fl);
@@ -811,7 +831,7 @@ static void bench(symcu_blas_t *h) {
         us = time_us([&] { RUN(symcu_attention_forward(aout, lse, qkv, AB, T, C, NH, 0)); });
         bench_line("attention forward (batch 16)", us, 4.0 * AN * b2, 2 * per_prod);
         us = time_us([&] {
-            RUN(symcu_attention_backward(dqkv, ascr, adout, aout, qkv, lse, AB, T, C, NH, 0));
+            RUN(symcu_attention_backward(dqkv, SYMCU_GRAD_SET, ascr, adout, aout, qkv, lse, AB, T, C, NH, 0));
         });
         bench_line("attention backward (batch 16)", us, 11.0 * AN * b2, 5 * per_prod);
         void *all[] = {qkv, dqkv, aout, adout, lse, ascr};

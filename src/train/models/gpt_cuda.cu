@@ -332,8 +332,7 @@ static int backward(sym_gpu_model_t *m, int B, int T) {
     size_t NC = (size_t)N * C;
     cudaStream_t s = m->s;
     CK(cudaMemsetAsync(m->g, 0, m->P * sizeof(float), s));
-    CK(cudaMemsetAsync(m->dln, 0, NC * sizeof(bf16), s));
-    OP(symcu_matmul_backward(m->blas, m->dln, G(m->off_wte), NULL, m->logits, m->lnf,
+    OP(symcu_matmul_backward(m->blas, m->dln, SYMCU_GRAD_SET, G(m->off_wte), NULL, m->logits, m->lnf,
                              W(m->off_wte), N, C, m->Vp, s));
     const bf16 *xL = L ? m->blk[L - 1].res3 : m->encoded;
     CK(cudaMemsetAsync(m->dres, 0, NC * sizeof(bf16), s));
@@ -344,24 +343,19 @@ static int backward(sym_gpu_model_t *m, int B, int T) {
         const size_t *o = b->off;
         const bf16 *x = l == 0 ? m->encoded : m->blk[l - 1].res3;
         /* dres holds d res3: through the MLP half into d res2 */
-        CK(cudaMemsetAsync(m->dfch, 0, NC * 4 * sizeof(bf16), s));
-        OP(symcu_matmul_backward(m->blas, m->dfch, G(o[FCPW]), G(o[FCPB]), m->dres, b->fch_gelu,
+        OP(symcu_matmul_backward(m->blas, m->dfch, SYMCU_GRAD_SET, G(o[FCPW]), G(o[FCPB]), m->dres, b->fch_gelu,
                                  W(o[FCPW]), N, 4 * C, C, s));
         OP(symcu_gelu_backward(m->dfch, b->fch, m->dfch, NC * 4, s));
-        CK(cudaMemsetAsync(m->dln, 0, NC * sizeof(bf16), s));
-        OP(symcu_matmul_backward(m->blas, m->dln, G(o[FCW]), G(o[FCB]), m->dfch, b->ln2, W(o[FCW]),
+        OP(symcu_matmul_backward(m->blas, m->dln, SYMCU_GRAD_SET, G(o[FCW]), G(o[FCB]), m->dfch, b->ln2, W(o[FCW]),
                                  N, C, 4 * C, s));
         OP(symcu_layernorm_backward(m->dres, G(o[LN2W]), G(o[LN2B]), m->ln_scratch, m->dln,
                                     b->res2, W(o[LN2W]), b->ln2_mean, b->ln2_rstd, N, C, s));
         /* dres holds d res2: through the attention half into d x */
-        CK(cudaMemsetAsync(m->datty, 0, NC * sizeof(bf16), s));
-        OP(symcu_matmul_backward(m->blas, m->datty, G(o[PROJW]), G(o[PROJB]), m->dres, b->atty,
+        OP(symcu_matmul_backward(m->blas, m->datty, SYMCU_GRAD_SET, G(o[PROJW]), G(o[PROJB]), m->dres, b->atty,
                                  W(o[PROJW]), N, C, C, s));
-        CK(cudaMemsetAsync(m->dqkv, 0, NC * 3 * sizeof(bf16), s));
-        OP(symcu_attention_backward(m->dqkv, m->att_scratch, m->datty, b->atty, b->qkv, b->lse,
+        OP(symcu_attention_backward(m->dqkv, SYMCU_GRAD_SET, m->att_scratch, m->datty, b->atty, b->qkv, b->lse,
                                     B, T, C, m->NH, s));
-        CK(cudaMemsetAsync(m->dln, 0, NC * sizeof(bf16), s));
-        OP(symcu_matmul_backward(m->blas, m->dln, G(o[QKVW]), G(o[QKVB]), m->dqkv, b->ln1,
+        OP(symcu_matmul_backward(m->blas, m->dln, SYMCU_GRAD_SET, G(o[QKVW]), G(o[QKVB]), m->dqkv, b->ln1,
                                  W(o[QKVW]), N, C, 3 * C, s));
         OP(symcu_layernorm_backward(m->dres, G(o[LN1W]), G(o[LN1B]), m->ln_scratch, m->dln, x,
                                     W(o[LN1W]), b->ln1_mean, b->ln1_rstd, N, C, s));

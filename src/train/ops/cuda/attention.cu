@@ -420,11 +420,11 @@ constexpr size_t dq_smem() {
     return (size_t)6 * tile_elems<D>() * sizeof(bf16); /* Q, dO, K x 2, V x 2 */
 }
 
-/* dqkv's q part += from dout, given dvec; grid (ceil(T/BT), B*NH), block =
+/* dqkv's q part += (add) or = from dout, given dvec; grid (ceil(T/BT), B*NH), block =
  * query tile */
 template <int D>
 __global__ void DQ_BOUNDS
-    attn_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse,
+    attn_dq_kernel(bf16 *dqkv, int add, const bf16 *dout, const bf16 *qkv, const float *lse,
                    const float *dvec, int T, int C, int NH, float scale, float sl2) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     constexpr int LD = D + PAD, DT = D / 8, TE = tile_elems<D>();
@@ -506,7 +506,7 @@ __global__ void DQ_BOUNDS
             int row = r ? row1 : row0;
             if (row >= T) continue;
             __nv_bfloat162 *pq = reinterpret_cast<__nv_bfloat162 *>(gb + (size_t)row * stride + d);
-            float2 oq = __bfloat1622float2(*pq);
+            float2 oq = add ? __bfloat1622float2(*pq) : make_float2(0.0f, 0.0f);
             *pq = __floats2bfloat162_rn(oq.x + dq[dt][2 * r] * scale,
                                         oq.y + dq[dt][2 * r + 1] * scale);
         }
@@ -520,11 +520,11 @@ constexpr size_t dkv_smem() {
     return (size_t)6 * tile_elems<D>() * sizeof(bf16) + 4 * BT * sizeof(float);
 }
 
-/* dqkv's k and v parts += from dout, given dvec; grid (ceil(T/BT), B*NH),
+/* dqkv's k and v parts += (add) or = from dout, given dvec; grid (ceil(T/BT), B*NH),
  * block = key tile */
 template <int D>
 __global__ void DKV_BOUNDS
-    attn_dkv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse,
+    attn_dkv_kernel(bf16 *dqkv, int add, const bf16 *dout, const bf16 *qkv, const float *lse,
                     const float *dvec, int T, int C, int NH, float scale, float sl2) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     constexpr int LD = D + PAD, DT = D / 8, TE = tile_elems<D>();
@@ -632,7 +632,8 @@ __global__ void DKV_BOUNDS
                 reinterpret_cast<__nv_bfloat162 *>(gb + (size_t)key * stride + C + d);
             __nv_bfloat162 *pv =
                 reinterpret_cast<__nv_bfloat162 *>(gb + (size_t)key * stride + 2 * (size_t)C + d);
-            float2 ok = __bfloat1622float2(*pk), ov = __bfloat1622float2(*pv);
+            float2 ok = add ? __bfloat1622float2(*pk) : make_float2(0.0f, 0.0f),
+                   ov = add ? __bfloat1622float2(*pv) : make_float2(0.0f, 0.0f);
             *pk = __floats2bfloat162_rn(ok.x + dk[dt][2 * r] * scale,
                                         ok.y + dk[dt][2 * r + 1] * scale);
             *pv = __floats2bfloat162_rn(ov.x + dv[dt][2 * r], ov.y + dv[dt][2 * r + 1]);
@@ -678,8 +679,9 @@ int symcu_attention_forward(symcu_bf16 *out, float *lse, const symcu_bf16 *qkv, 
 }
 
 template <int D>
-static int bwd(bf16 *dqkv, float *dvec, const bf16 *dout, const bf16 *out, const bf16 *qkv,
-               const float *lse, int B, int T, int C, int NH, cudaStream_t stream) {
+static int bwd(bf16 *dqkv, int add, float *dvec, const bf16 *dout, const bf16 *out,
+               const bf16 *qkv, const float *lse, int B, int T, int C, int NH,
+               cudaStream_t stream) {
     float scale = (float)(1.0 / sqrt((double)D)), sl2 = scale * LOG2E;
     size_t rows = (size_t)B * T * NH;
     attn_dvec_kernel<D><<<(unsigned)((rows + 255) / 256), 256, 0, stream>>>(dvec, dout, out, B, T,
@@ -689,23 +691,24 @@ static int bwd(bf16 *dqkv, float *dvec, const bf16 *dout, const bf16 *out, const
     size_t s1 = dq_smem<D>(), s2 = dkv_smem<D>();
     SYMCU_SMEM_OPT_IN(attn_dq_kernel<D>, s1);
     SYMCU_SMEM_OPT_IN(attn_dkv_kernel<D>, s2);
-    attn_dq_kernel<D><<<grid, NWARPS * 32, s1, stream>>>(dqkv, dout, qkv, lse, dvec, T, C, NH,
-                                                         scale, sl2);
+    attn_dq_kernel<D><<<grid, NWARPS * 32, s1, stream>>>(dqkv, add, dout, qkv, lse, dvec, T, C,
+                                                         NH, scale, sl2);
     SYMCU_LAUNCHED("attn_dq_kernel");
-    attn_dkv_kernel<D><<<grid, NWARPS * 32, s2, stream>>>(dqkv, dout, qkv, lse, dvec, T, C, NH,
-                                                          scale, sl2);
+    attn_dkv_kernel<D><<<grid, NWARPS * 32, s2, stream>>>(dqkv, add, dout, qkv, lse, dvec, T, C,
+                                                          NH, scale, sl2);
     SYMCU_LAUNCHED("attn_dkv_kernel");
     return SYM_OK;
 }
 
-int symcu_attention_backward(symcu_bf16 *dqkv, float *scratch, const symcu_bf16 *dout,
-                             const symcu_bf16 *out, const symcu_bf16 *qkv, const float *lse,
-                             int B, int T, int C, int NH, cudaStream_t stream) {
+int symcu_attention_backward(symcu_bf16 *dqkv, symcu_grad_store_t store, float *scratch,
+                             const symcu_bf16 *dout, const symcu_bf16 *out, const symcu_bf16 *qkv,
+                             const float *lse, int B, int T, int C, int NH, cudaStream_t stream) {
     int D = 0, rc = check("attention backward", B, T, C, NH, &D);
     if (rc) return rc;
+    int add = store == SYMCU_GRAD_ADD;
     switch (D) {
-    case 32: return bwd<32>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, stream);
-    case 64: return bwd<64>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, stream);
-    default: return bwd<128>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, stream);
+    case 32: return bwd<32>(dqkv, add, scratch, dout, out, qkv, lse, B, T, C, NH, stream);
+    case 64: return bwd<64>(dqkv, add, scratch, dout, out, qkv, lse, B, T, C, NH, stream);
+    default: return bwd<128>(dqkv, add, scratch, dout, out, qkv, lse, B, T, C, NH, stream);
     }
 }

@@ -9,6 +9,7 @@
  *
  *   forward   out (N,OC) = inp (N,C) @ W^T           col-major: out' (OC,N) = W'^T (OC,C) inp' (C,N)
  *   dinp      dinp (N,C) += dout (N,OC) @ W (OC,C)   col-major: dinp' (C,N) = W' (C,OC) dout' (OC,N)
+ *             (or =: beta 0)
  *   dweight   dW (OC,C) += dout^T @ inp               col-major: dW' (C,OC) = inp' (C,N) dout'^T (N,OC)
  *
  * (X' is X read column-major.) The bias is a vector over the rows of out'
@@ -274,7 +275,8 @@ static int forward(symcu_blas_t *h, void *out, const void *inp, const void *weig
 }
 
 template <typename T>
-static int backward(symcu_blas_t *h, T *dinp, float *dweight, float *dbias, const T *dout,
+static int backward(symcu_blas_t *h, T *dinp, symcu_grad_store_t store, float *dweight,
+                    float *dbias, const T *dout,
                     const T *inp, const T *weight, int N, int C, int OC, cudaDataType_t t,
                     cudaStream_t stream, const char *fn) {
     int rc = check_sizes(fn, N, C, OC);
@@ -283,7 +285,7 @@ static int backward(symcu_blas_t *h, T *dinp, float *dweight, float *dbias, cons
         return SYMCU_INVAL("%s: a bias gradient of OC=%d elements; the handle was made for at "
                            "most %d (symcu_blas_create's max_bias_grad)",
                            fn, OC, h->max_bias);
-    if (dinp) { /* dinp' (C,N) += W' (C,OC) dout' (OC,N) */
+    if (dinp) { /* dinp' (C,N) += or = W' (C,OC) dout' (OC,N) */
         lt_mm_t p = {};
         p.D = dinp;
         p.dt = t;
@@ -293,7 +295,7 @@ static int backward(symcu_blas_t *h, T *dinp, float *dweight, float *dbias, cons
         p.m = C;
         p.n = N;
         p.k = OC;
-        p.beta = 1.0f;
+        p.beta = store == SYMCU_GRAD_ADD ? 1.0f : 0.0f;
         p.epi = CUBLASLT_EPILOGUE_DEFAULT;
         if ((rc = lt_matmul_must(h, &p, stream, fn))) return rc;
     }
@@ -345,11 +347,12 @@ int symcu_matmul_forward(symcu_blas_t *h, symcu_bf16 *out, const symcu_bf16 *inp
                    "matmul forward (bf16)");
 }
 
-int symcu_matmul_backward(symcu_blas_t *h, symcu_bf16 *dinp, float *dweight, float *dbias,
-                          const symcu_bf16 *dout, const symcu_bf16 *inp, const symcu_bf16 *weight,
-                          int N, int C, int OC, cudaStream_t stream) {
-    return backward<bf16>(h, dinp, dweight, dbias, dout, inp, weight, N, C, OC, CUDA_R_16BF,
-                          stream, "matmul backward (bf16)");
+int symcu_matmul_backward(symcu_blas_t *h, symcu_bf16 *dinp, symcu_grad_store_t store,
+                          float *dweight, float *dbias, const symcu_bf16 *dout,
+                          const symcu_bf16 *inp, const symcu_bf16 *weight, int N, int C, int OC,
+                          cudaStream_t stream) {
+    return backward<bf16>(h, dinp, store, dweight, dbias, dout, inp, weight, N, C, OC,
+                          CUDA_R_16BF, stream, "matmul backward (bf16)");
 }
 
 int symcu_matmul_forward_f32(symcu_blas_t *h, float *out, const float *inp, const float *weight,
@@ -359,9 +362,9 @@ int symcu_matmul_forward_f32(symcu_blas_t *h, float *out, const float *inp, cons
                    "matmul forward (fp32)");
 }
 
-int symcu_matmul_backward_f32(symcu_blas_t *h, float *dinp, float *dweight, float *dbias,
-                              const float *dout, const float *inp, const float *weight, int N,
-                              int C, int OC, cudaStream_t stream) {
-    return backward<float>(h, dinp, dweight, dbias, dout, inp, weight, N, C, OC, CUDA_R_32F,
-                           stream, "matmul backward (fp32)");
+int symcu_matmul_backward_f32(symcu_blas_t *h, float *dinp, symcu_grad_store_t store,
+                              float *dweight, float *dbias, const float *dout, const float *inp,
+                              const float *weight, int N, int C, int OC, cudaStream_t stream) {
+    return backward<float>(h, dinp, store, dweight, dbias, dout, inp, weight, N, C, OC,
+                           CUDA_R_32F, stream, "matmul backward (fp32)");
 }

@@ -52,6 +52,11 @@ extern "C" {
 /* The calling thread's latest error sentence ("" if none yet). */
 const char *symcu_last_error(void);
 
+/* How a backward pass stores an activation gradient: added into what the
+ * buffer holds (as the CPU layers do) or written over it (no memset before,
+ * no read of the old values). Parameter gradients are always added into. */
+typedef enum { SYMCU_GRAD_SET = 0, SYMCU_GRAD_ADD = 1 } symcu_grad_store_t;
+
 /* ---- matrix products (matmul.cu) ---- */
 
 /* A cuBLASLt handle with its workspace (32 MiB) and the scratch of the bias
@@ -75,19 +80,21 @@ int symcu_blas_used_bgradb(const symcu_blas_t *h);
 int symcu_matmul_forward(symcu_blas_t *h, symcu_bf16 *out, const symcu_bf16 *inp,
                          const symcu_bf16 *weight, const symcu_bf16 *bias, int N, int C, int OC,
                          symcu_bf16 *pre_gelu, cudaStream_t stream);
-/* Given dout (N,OC): dinp (N,C) += dout @ weight (bf16, may be NULL: not
- * wanted), dweight (OC,C) += dout^T @ inp (fp32), dbias (OC) += the column
- * sums of dout (fp32; NULL: no bias). OC <= max_bias_grad when dbias is given. */
-int symcu_matmul_backward(symcu_blas_t *h, symcu_bf16 *dinp, float *dweight, float *dbias,
-                          const symcu_bf16 *dout, const symcu_bf16 *inp, const symcu_bf16 *weight,
-                          int N, int C, int OC, cudaStream_t stream);
+/* Given dout (N,OC): dinp (N,C) += or = (store) dout @ weight (bf16, may be
+ * NULL: not wanted), dweight (OC,C) += dout^T @ inp (fp32), dbias (OC) += the
+ * column sums of dout (fp32; NULL: no bias). OC <= max_bias_grad when dbias
+ * is given. */
+int symcu_matmul_backward(symcu_blas_t *h, symcu_bf16 *dinp, symcu_grad_store_t store,
+                          float *dweight, float *dbias, const symcu_bf16 *dout,
+                          const symcu_bf16 *inp, const symcu_bf16 *weight, int N, int C, int OC,
+                          cudaStream_t stream);
 /* The same in fp32 throughout (fp32 multiply-add, TF32 off), for checking. */
 int symcu_matmul_forward_f32(symcu_blas_t *h, float *out, const float *inp, const float *weight,
                              const float *bias, int N, int C, int OC, float *pre_gelu,
                              cudaStream_t stream);
-int symcu_matmul_backward_f32(symcu_blas_t *h, float *dinp, float *dweight, float *dbias,
-                              const float *dout, const float *inp, const float *weight, int N,
-                              int C, int OC, cudaStream_t stream);
+int symcu_matmul_backward_f32(symcu_blas_t *h, float *dinp, symcu_grad_store_t store,
+                              float *dweight, float *dbias, const float *dout, const float *inp,
+                              const float *weight, int N, int C, int OC, cudaStream_t stream);
 
 /* ---- LayerNorm (layernorm.cu) ---- */
 
@@ -119,10 +126,11 @@ int symcu_layernorm_backward(symcu_bf16 *dx, float *dw, float *db, float *scratc
  * 128. */
 int symcu_attention_forward(symcu_bf16 *out, float *lse, const symcu_bf16 *qkv, int B, int T,
                             int C, int NH, cudaStream_t stream);
-/* dqkv (B,T,3C) += the gradient through the attention of dout (B,T,C), given
- * the forward's out (B,T,C), qkv (B,T,3C) and lse (B,NH,T); scratch holds
- * B*NH*T floats (each row's D = sum_j P_ij dP_ij = dout . out). */
-int symcu_attention_backward(symcu_bf16 *dqkv, float *scratch, const symcu_bf16 *dout,
+/* dqkv (B,T,3C) += or = (store) the gradient through the attention of dout
+ * (B,T,C), given the forward's out (B,T,C), qkv (B,T,3C) and lse (B,NH,T);
+ * scratch holds B*NH*T floats (each row's D = sum_j P_ij dP_ij = dout . out). */
+int symcu_attention_backward(symcu_bf16 *dqkv, symcu_grad_store_t store, float *scratch,
+                             const symcu_bf16 *dout,
                              const symcu_bf16 *out, const symcu_bf16 *qkv, const float *lse,
                              int B, int T, int C, int NH, cudaStream_t stream);
 
