@@ -32,6 +32,8 @@ int sym__comm_avg_start(shmem_team_t team, float *x, size_t n, sym__req_t *req);
 int sym__comm_wait(sym__req_t req);
 /* Blocking sum over the team's PEs, in place (x symmetric). */
 int sym__comm_sum(shmem_team_t team, float *x, size_t n);
+/* dest[m * n + i] = member m's src[i] (both symmetric). */
+int sym__comm_allgather_f64(shmem_team_t team, double *dest, const double *src, size_t n);
 
 /* ---- JSON ---- */
 

@@ -1,7 +1,7 @@
 /*
  * comm.c — the one file of the training stack that calls the training
- * collectives (shmemx_allreduce and friends, src/coll): the models and the
- * trainer see these three calls and never a transport.
+ * collectives (shmemx_allreduce and friends, src/coll): the models, the
+ * trainer and the balancer see these calls and never a transport.
  */
 #include <shmem.h>
 #include <shmemx.h>
@@ -29,6 +29,14 @@ int sym__comm_sum(shmem_team_t team, float *x, size_t n) {
     int rc = shmemx_allreduce(team, x, x, n, SHMEMX_FLOAT32, SHMEMX_SUM);
     if (rc)
         return sym__error(SYM_ECOMM, "shmemx_allreduce of %zu floats failed: %s", n,
+                          shmemx_strerror(rc));
+    return SYM_OK;
+}
+
+int sym__comm_allgather_f64(shmem_team_t team, double *dest, const double *src, size_t n) {
+    int rc = shmemx_allgather(team, dest, src, n, SHMEMX_FLOAT64);
+    if (rc)
+        return sym__error(SYM_ECOMM, "shmemx_allgather of %zu doubles per PE failed: %s", n,
                           shmemx_strerror(rc));
     return SYM_OK;
 }
