@@ -45,7 +45,6 @@ struct sym__balance {
     int exchanges;       /* in this run */
     int measured;        /* measurements folded in (restored ones count) */
     int checked;         /* a rebalance point has passed */
-    int64_t last_step;   /* of the last rebalance point */
     double last_clock;   /* PE 0's clock then */
     double t_create;
     double exchange_s;   /* the last exchange's duration (the link latency) */
@@ -124,8 +123,6 @@ void sym__balance_use_gpu(sym__balance_t *b, const char *pci_bus_id) {
 const int *sym__balance_shares(const sym__balance_t *b) {
     return b->cfg.policy == SYM_BALANCE_OFF ? NULL : b->shares;
 }
-
-int sym__balance_npes(const sym__balance_t *b) { return b->npes; }
 
 void sym__balance_computed(sym__balance_t *b, double t0, int rows, double device_s) {
     double host0 = sym__now_s();
@@ -296,7 +293,6 @@ int sym__balance_exchange(sym__balance_t *b, int64_t step) {
     stragglers(b);
     if (!due(b, step)) return SYM_OK;
     b->checked = 1;
-    b->last_step = step;
     b->last_clock = b->recv[F_CLOCK];
     double before, after;
     if (!propose(b, &before, &after)) return SYM_OK;

@@ -71,7 +71,6 @@ void sym__balance_record(const sym__balance_t *b, sym_pe_record_t *pes, sym_step
  * restore (a resumed run continues with the saved split). */
 void sym__balance_state(const sym__balance_t *b, const int **shares, const double **speeds);
 void sym__balance_restore(sym__balance_t *b, const int *shares, const double *speeds);
-int sym__balance_npes(const sym__balance_t *b);
 const char *sym__balance_policy_name(sym_balance_policy_t p);
 
 #endif
