@@ -16,6 +16,11 @@
  *     to the original's for as long as the shares agree (the whole tail when
  *     the balancer does not move work), fp32-close after.
  *   - GPT: off vs throughput, losses equal to fp32 rounding with work moved.
+ *   - score: with every weight 0 the scores tie and the split stays even; with
+ *     the CPU-use weight raised to 20 (the PEs' use differs by a few percent
+ *     here: they mostly sleep) the shares move with the score, stay bounded
+ *     and sum to the batch, and the losses still equal the static run's.
+ *   - bad options: one message and exit status 2.
  */
 #include "train_e2e.h"
 
@@ -214,6 +219,46 @@ int main(int argc, char **argv) {
     same_losses(gst, gbal, 1, 14, "GPT, balanced vs static");
     CHECK(gbal[14].share[2] < gbal[14].share[0], "the GPT's slow PE 2 computes %d, PE 0 %d",
           gbal[14].share[2], gbal[14].share[0]);
+
+    /* ---- the score policy ---- */
+    snprintf(args, sizeof args, MLP " --max-steps 12 --balance score --balance-weights 0,0,0 --metrics %s",
+             e2e_path("tie.jsonl"));
+    e2e_run(NPES, NULL, SLOW, e2e_path("tie.log"), 0, args);
+    CHECK(read_metrics(e2e_path("tie.jsonl"), res) == 12 && !moved(res, 12),
+          "all-zero score weights moved work");
+    snprintf(args, sizeof args,
+             MLP " --max-steps 12 --balance score --balance-weights 20,0,0 "
+                 "--balance-hysteresis 0 --metrics %s",
+             e2e_path("score.jsonl"));
+    e2e_run(NPES, NULL, SLOW, e2e_path("score.log"), 0, args);
+    CHECK(read_metrics(e2e_path("score.jsonl"), res) == 12, "the score run did not take 12 steps");
+    CHECK(moved(res, 12), "the score policy never moved work (hysteresis 0)");
+    for (int s = 1; s <= 12; s++) {
+        int sum = 0;
+        for (int p = 0; p < NPES; p++) {
+            CHECK(res[s].share[p] >= 1 && res[s].share[p] <= 16, "score, step %d: PE %d computes %d",
+                  s, p, res[s].share[p]);
+            sum += res[s].share[p];
+        }
+        CHECK(sum == 32, "score, step %d: the shares sum to %d", s, sum);
+    }
+    same_losses(st, res, 1, 12, "MLP, score policy vs static");
+
+    /* ---- bad options ---- */
+    static const char *const bad[][2] = {
+        {"--balance fast", "--balance 'fast': use off, throughput or score"},
+        {"--balance-every 0", "--balance-every '0': expected a whole number"},
+        {"--balance-weights 0.6,0.3", "--balance-weights '0.6,0.3': expected three numbers"},
+        {"--straggler-factor 1", "--straggler-factor '1': expected a number from 1.01"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, MLP " %s", bad[i][0]);
+        const char *log = e2e_path("bad%zu.log", i);
+        e2e_run(2, NULL, NULL, log, 2, args);
+        e2e_expect_log(log, bad[i][1]);
+        CHECK(e2e_count(log, bad[i][1]) == 1, "%s: said more than once", bad[i][0]);
+    }
+    printf("train_balance: bad --balance options: one message, exit status 2\n");
 
     e2e_cleanup();
     printf("train_balance: ok\n");
