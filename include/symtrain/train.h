@@ -13,6 +13,11 @@
  *
  * SIGTERM or SIGINT: the PEs agree (a flag travels with the gradients), finish
  * the step, PE 0 saves a checkpoint, and sym_train_run returns normally.
+ *
+ * Load balancing (balance, below): the PEs' blocks of each global batch
+ * follow their measured speeds instead of being even; the global batch, the
+ * samples of each step and the gradient (summed over the samples, divided by
+ * the global batch) stay those of the even split, up to fp32 rounding.
  */
 #ifndef SYMTRAIN_TRAIN_H
 #define SYMTRAIN_TRAIN_H
