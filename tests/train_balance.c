@@ -25,7 +25,7 @@
 #include "train_e2e.h"
 
 #define MLP "--generated --train-samples 2000 --test-samples 100 --model mlp:784-32-10 " \
-            "--batch 32 --max-steps 40 --threads 1 --log-interval 1000"
+            "--batch 48 --max-steps 40 --threads 1 --log-interval 1000"
 #define GPT "--generated --model gpt:L=1,C=32,H=2,V=256,T=32 --device cpu --batch 16 " \
             "--max-steps 14 --threads 1 --lr 0.01 --warmup-steps 2 --quiet"
 #define SLOW "SYMTRAIN_TEST_SLOW_PE=2:3"
@@ -135,23 +135,33 @@ int main(int argc, char **argv) {
         int sum = 0;
         for (int p = 0; p < NPES; p++) {
             CHECK(bal[s].share[p] >= 1, "step %d: PE %d computed no sample", s, p);
-            CHECK(st[s].share[p] == 8, "static step %d: PE %d computed %d, not 8", s, p,
+            CHECK(st[s].share[p] == 12, "static step %d: PE %d computed %d, not 12", s, p,
                   st[s].share[p]);
             sum += bal[s].share[p];
         }
-        CHECK(sum == 32, "step %d: the shares sum to %d, not the batch 32", s, sum);
+        CHECK(sum == 48, "step %d: the shares sum to %d, not the batch 48", s, sum);
     }
     for (int p = 0; p < NPES; p++)
         if (p != 2)
             CHECK(bal[40].share[2] < bal[40].share[p], "the slow PE 2 computes %d, PE %d %d",
                   bal[40].share[2], p, bal[40].share[p]);
-    double sum_speed = 0;
-    for (int p = 0; p < NPES; p++) sum_speed += bal[40].speed[p];
-    double ideal = 32 / sum_speed, tb = median_step(bal, 11, 40, 32),
-           ts = median_step(st, 11, 40, 32);
-    /* the speeds are the configured ones: PE 2 at about a third of the others */
-    double ratio = bal[40].speed[2] / bal[40].speed[0];
-    CHECK(ratio > 0.25 && ratio < 0.42, "PE 2 runs at %.2fx PE 0's speed, set to 1/3", ratio);
+    /* the ideal from the PEs' smoothed speeds, the median over the steady steps
+     * (one step's can be off on a loaded machine) */
+    double ideal_at[MAXSTEP], ratio_at[MAXSTEP];
+    for (int s = 11; s <= 40; s++) {
+        double sum_speed = 0;
+        for (int p = 0; p < NPES; p++) sum_speed += bal[s].speed[p];
+        ideal_at[s - 11] = 48 / sum_speed;
+        ratio_at[s - 11] = bal[s].speed[2] / bal[s].speed[0];
+    }
+    qsort(ideal_at, 30, sizeof(double), cmp);
+    qsort(ratio_at, 30, sizeof(double), cmp);
+    double ideal = 0.5 * (ideal_at[14] + ideal_at[15]), tb = median_step(bal, 11, 40, 48),
+           ts = median_step(st, 11, 40, 48);
+    /* the slowdown took: PE 2 near a third of PE 0's speed (its real compute,
+     * which the factor also stretches, and the machine's load move it) */
+    double ratio = 0.5 * (ratio_at[14] + ratio_at[15]);
+    CHECK(ratio > 0.15 && ratio < 0.5, "PE 2 runs at %.2fx PE 0's speed, set to 1/3", ratio);
     printf("train_balance: MLP steady step: static %.1f ms, balanced %.1f ms, ideal %.1f ms "
            "(%.2fx static; %.0f%% over ideal), shares %d %d %d %d\n",
            1e3 * ts, 1e3 * tb, 1e3 * ideal, ts / tb, 100 * (tb / ideal - 1), bal[40].share[0],
@@ -236,11 +246,11 @@ int main(int argc, char **argv) {
     for (int s = 1; s <= 12; s++) {
         int sum = 0;
         for (int p = 0; p < NPES; p++) {
-            CHECK(res[s].share[p] >= 1 && res[s].share[p] <= 16, "score, step %d: PE %d computes %d",
+            CHECK(res[s].share[p] >= 1 && res[s].share[p] <= 24, "score, step %d: PE %d computes %d",
                   s, p, res[s].share[p]);
             sum += res[s].share[p];
         }
-        CHECK(sum == 32, "score, step %d: the shares sum to %d", s, sum);
+        CHECK(sum == 48, "score, step %d: the shares sum to %d", s, sum);
     }
     same_losses(st, res, 1, 12, "MLP, score policy vs static");
 
