@@ -39,6 +39,7 @@ sym_train_e2e(train_sigterm) # SIGTERM / SIGINT: checkpoint, exit 0, exact resum
 sym_train_e2e(train_corrupt) # damaged checkpoints: named, previous one used
 sym_train_e2e(train_ckpt_safety) # unreadable, linked, edited checkpoints: nothing lost or trusted
 sym_train_e2e(train_resize)  # resume on another PE count
+sym_train_e2e(train_balance) # load balancing: 1 of 4 PEs slowed; same losses, ideal step, resume
 sym_train_e2e(train_cli)     # usage, errors, progress, metrics, plot
 sym_train_e2e(train_gpt)        # GPT: N-PE == 1-PE losses, validation, a sample
 sym_train_e2e(train_gpt_resume) # GPT: SIGKILL + restart + resume bit-identical

@@ -8,7 +8,9 @@
  * and the reader must name each damaged checkpoint and fall back to the one
  * before. The writer thread must write what it was given at the time of the
  * call (a snapshot), report a failed write at the next call, and replace a
- * checkpoint of the same step.
+ * checkpoint of the same step. A load balancer's shares and speeds (in the
+ * manifest) round-trip too, and shares that do not add up to the global batch
+ * make the checkpoint damaged.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -34,8 +36,19 @@ typedef struct {
     unsigned char optim[NO];
 } blob_t;
 
+/* Balancer state for the steps that carry it (every other one). */
+static int shares[3] = {40, 41, 15};
+static double speeds[3];
+
 static void meta_for(int64_t step, sym_ckpt_meta_t *m) {
     memset(m, 0, sizeof *m);
+    if (step % 20 == 0) {
+        snprintf(m->balance, sizeof m->balance, "throughput");
+        m->nshares = 3;
+        m->shares = shares;
+        m->speeds = speeds;
+        for (int i = 0; i < 3; i++) speeds[i] = 1e4 * test_uniform(&rng);
+    }
     m->step = step;
     m->global_batch = 96;
     m->train_samples = 600;
@@ -82,6 +95,12 @@ static void expect_same(const sym_ckpt_t *ck, const sym_ckpt_meta_t *m, const bl
           !strcmp(r->model, m->model) && !strcmp(r->activation, m->activation) &&
           !strcmp(r->optimizer, m->optimizer) && !strcmp(r->dataset, m->dataset),
           "the metadata of step %lld did not round-trip", (long long)m->step);
+    CHECK(r->nshares == m->nshares && !strcmp(r->balance, m->balance),
+          "step %lld: the balancer's state did not round-trip", (long long)m->step);
+    for (int i = 0; i < m->nshares; i++)
+        CHECK(r->shares[i] == m->shares[i] && r->speeds[i] == m->speeds[i],
+              "step %lld: PE %d's share %d / speed %.17g came back as %d / %.17g",
+              (long long)m->step, i, m->shares[i], m->speeds[i], r->shares[i], r->speeds[i]);
     const sym_ckpt_file_t *fm = sym_ckpt_file(ck, "model.bin"), *fo = sym_ckpt_file(ck, "optim.bin");
     CHECK(fm && fo && fm->size == sizeof b->model && fo->size == sizeof b->optim, "file sizes");
     CHECK(!memcmp(fm->data, b->model, sizeof b->model) && !memcmp(fo->data, b->optim, sizeof b->optim),
@@ -210,7 +229,11 @@ static void check_writer(void) {
     files_of(b, f);
     CHECK(sym_ckpt_save(w, &m, f, 2) == 0, "%s", sym_last_error());
     memset(b, 0xAB, sizeof *b); /* training goes on and changes the weights */
+    double speeds_saved[3];
+    memcpy(speeds_saved, speeds, sizeof speeds);
+    speeds[0] = -1;              /* and the balancer its speeds */
     CHECK(sym_ckpt_wait(w) == 0, "%s", sym_last_error());
+    memcpy(speeds, speeds_saved, sizeof speeds);
     CHECK(!strcmp(sym_ckpt_last_path(w), path_of(80, NULL)), "last path %s", sym_ckpt_last_path(w));
     sym_ckpt_t ck;
     CHECK(load_newest(&ck) == 80, "%s", sym_last_error());
@@ -467,6 +490,33 @@ static void check_attacks(void) {
           strstr(reports, "step-00000990 is damaged") && strstr(reports, "holds step 21"),
           "reports: %s", reports);
     printf("  reading: a linked step-* and a renamed one are named and passed over\n");
+/* A manifest whose shares do not sum to the global batch is damaged. */
+static void check_bad_shares(void) {
+    blob_t *b = malloc(sizeof *b);
+    fill_blob(b);
+    sym_ckpt_meta_t m;
+    meta_for(120, &m);
+    sym_ckpt_file_t f[2];
+    files_of(b, f);
+    CHECK(sym_ckpt_write(dir, 5, &m, f, 2, NULL, 0) == 0, "%s", sym_last_error());
+    const char *mp = path_of(120, "manifest.json");
+    FILE *in = fopen(mp, "rb");
+    CHECK(in != NULL, "open %s", mp);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, in);
+    fclose(in);
+    text[n] = '\0';
+    char *at = strstr(text, "\"shares\": [40, 41, 15]");
+    CHECK(at != NULL, "the manifest does not list the shares: %s", text);
+    at[strlen("\"shares\": [40, 41, 1")] = '6';
+    FILE *out = fopen(mp, "wb");
+    CHECK(out && fwrite(text, 1, n, out) == n && fclose(out) == 0, "rewrite %s", mp);
+    sym_ckpt_t ck;
+    CHECK(sym_ckpt_load(path_of(120, NULL), &ck) == SYM_ECORRUPT &&
+              strstr(sym_last_error(), "the shares sum to 97, the global batch is 96"),
+          "shares that do not add up were accepted: %s", sym_last_error());
+    printf("  balancer state: round-trips; bad shares named: %s\n", sym_last_error());
+    free(b);
 }
 
 int main(void) {
@@ -477,6 +527,7 @@ int main(void) {
     check_write_prune_fallback();
     check_writer();
     check_attacks();
+    check_bad_shares();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0, "cleanup");

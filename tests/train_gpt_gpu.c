@@ -15,7 +15,12 @@
  *       within 3%, as it is against the CPU: AdamW would hide a gradient
  *       averaged wrongly over the PEs from the losses, the norm does not;
  *   (d) 15 steps, a checkpoint, then --resume to 30: model.bin and optim.bin
- *       byte-identical to the uninterrupted run's.
+ *       byte-identical to the uninterrupted run's;
+ *   (e) load balancing on the GPU: the 2 PEs of (c) with PE 1 slowed 3x
+ *       (SYMTRAIN_TEST_SLOW_PE) and --balance throughput track (c)'s losses
+ *       within the same tolerance while PE 1 ends with the smaller share (the
+ *       step's rows change, so the backend replays or captures another graph),
+ *       and PE 1 is named a straggler.
  *
  * SKIP (77) where the GPU part is not built or no GPU is visible.
  */
@@ -150,6 +155,26 @@ int main(int argc, char **argv) {
     e2e_same_ckpt_file(e2e_path("ck1"), e2e_path("ck3"), "optim.bin");
     printf("train_gpt_gpu: checkpoint at step 15 + --resume: model.bin and optim.bin identical "
            "to the uninterrupted run's\n");
+
+    /* (e) balanced, PE 1 slowed */
+    setenv("SYMTRAIN_GPU_SHARE", "1", 1);
+    const char *blog = e2e_path("gpu_bal.log");
+    snprintf(args, sizeof args, ARGS " --device gpu --balance throughput --balance-every 5 "
+             "--metrics %s", e2e_path("gpu_bal.jsonl"));
+    e2e_run(2, NULL, "SYMTRAIN_TEST_SLOW_PE=1:3", blog, 0, args);
+    double *gb = losses_of(e2e_path("gpu_bal.jsonl"));
+    track("2 PEs on the GPU, balanced with PE 1 slowed, vs even", gb, g2pe);
+    e2e_expect_log(blog, "PE 1 is a straggler");
+    e2e_expect_log(blog, "balance after step");
+    char *m = e2e_read(e2e_path("gpu_bal.jsonl"), NULL), *last = NULL;
+    CHECK(m != NULL, "no metrics from the balanced GPU run");
+    for (char *q = m; (q = strstr(q, "{\"pe\":1,\"share\":")); q++) last = q;
+    CHECK(last != NULL, "the balanced GPU run's metrics have no per-PE shares");
+    int share1 = atoi(last + strlen("{\"pe\":1,\"share\":"));
+    CHECK(share1 >= 1 && share1 < 4, "the slowed PE 1 computes %d of the 8 samples at the end", share1);
+    printf("train_gpt_gpu: balanced on the GPU: the slowed PE 1 ends with %d of 8 samples\n", share1);
+    free(m);
+    free(gb);
 
     free(g1);
     free(g2);

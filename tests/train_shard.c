@@ -7,8 +7,12 @@
  * by side in PE order, are exactly the batch one PE would take (which is what
  * makes N-PE training equal 1-PE training); each PE's block is its
  * sym_shard_range. The permutation depends only on (seed, epoch): recomputed
- * it is the same, another epoch or seed gives another one.
+ * it is the same, another epoch or seed gives another one. Uneven shares (load
+ * balancing): apportioned counts sum to the total within their bounds and are
+ * min-max optimal for their weights; the loader's blocks with shares still
+ * tile each global batch in PE order, so the samples of a step do not change.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,12 +130,102 @@ static void check_permutation(uint64_t seed) {
     sym_loader_free(&c);
 }
 
+static void check_apportion(uint64_t seed) {
+    test_rng_t rng = test_rng(seed, 1);
+    int cases = 0;
+    for (int npes = 1; npes <= 9; npes++)
+        for (int total = npes; total <= 300; total += 1 + total / 7) {
+            double w[9];
+            int out[9];
+            for (int t = 0; t < 20; t++, cases++) {
+                for (int p = 0; p < npes; p++) /* speeds over three decades, some zero */
+                    w[p] = t % 5 == 4 && p == 0 ? 0 : 0.01 + (double)(test_next(&rng) % 100000) / 1000;
+                int cap = t % 2 ? total : (2 * ((total + npes - 1) / npes) < total - npes + 1
+                                               ? 2 * ((total + npes - 1) / npes)
+                                               : total - npes + 1);
+                if (cap < 1) cap = 1;
+                sym_shares_apportion(w, npes, total, 1, cap, out);
+                int sum = 0;
+                for (int p = 0; p < npes; p++) {
+                    CHECK(out[p] >= 1 && out[p] <= cap, "%d PEs, total %d: PE %d gets %d (1..%d)",
+                          npes, total, p, out[p], cap);
+                    sum += out[p];
+                }
+                CHECK(sum == total, "%d PEs: shares sum to %d, not %d", npes, sum, total);
+                /* min-max optimal: no PE above the floor is slower than any PE with room
+                 * would be with one sample more */
+                double worst = 0, best_add = INFINITY;
+                for (int p = 0; p < npes; p++) {
+                    double wp = w[p] > 1e-300 ? w[p] : 1e-300;
+                    if (out[p] > 1 && out[p] / wp > worst) worst = out[p] / wp;
+                    if (out[p] < cap && (out[p] + 1) / wp < best_add) best_add = (out[p] + 1) / wp;
+                }
+                CHECK(worst <= best_add * (1 + 1e-12),
+                      "%d PEs, total %d: a share of time %g could move to one of time %g", npes,
+                      total, worst, best_add);
+                /* integer weights that already sum to the total come back unchanged */
+                double wi[9];
+                for (int p = 0; p < npes; p++) wi[p] = out[p];
+                int again[9];
+                sym_shares_apportion(wi, npes, total, 1, cap, again);
+                CHECK(!memcmp(again, out, sizeof(int) * (size_t)npes), "shares are not a fixed point");
+            }
+        }
+    printf("  %d apportionments: sum, bounds and min-max optimality hold\n", cases);
+}
+
+/* Uneven shares: every global batch, short ones included, is tiled in PE
+ * order by blocks of the shares' sizes (scaled for a short batch). */
+static void check_shares_batches(uint64_t seed) {
+    test_rng_t rng = test_rng(seed, 2);
+    int configs = 0;
+    for (int npes = 1; npes <= 7; npes++)
+        for (int B = npes; B <= 70; B += 9) {
+            int64_t n = 3 * B + (int64_t)(test_next(&rng) % (uint64_t)B); /* a short last batch */
+            double w[7];
+            int shares[7];
+            for (int p = 0; p < npes; p++) w[p] = 1 + (double)(test_next(&rng) % 1000);
+            sym_shares_apportion(w, npes, B, 1, B, shares);
+            sym_loader_t one, pes[7];
+            CHECK(sym_loader_init(&one, n, B, 1, 0, seed) == 0, "%s", sym_last_error());
+            for (int pe = 0; pe < npes; pe++)
+                CHECK(sym_loader_init(&pes[pe], n, B, npes, pe, seed) == 0, "%s", sym_last_error());
+            sym_loader_set_epoch(&one, 1);
+            for (int pe = 0; pe < npes; pe++) sym_loader_set_epoch(&pes[pe], 1);
+            for (int64_t start = 0; start < n; start += B) {
+                sym_batch_t whole = sym_loader_batch(&one, start);
+                int scaled[7], pos = 0;
+                sym_shares_scale(shares, npes, whole.gsize, scaled);
+                for (int pe = 0; pe < npes; pe++) {
+                    sym_batch_t b = sym_loader_batch_shares(&pes[pe], start, shares);
+                    CHECK(b.gsize == whole.gsize && b.row0 == pos, "PE %d's block starts at %d, not %d",
+                          pe, b.row0, pos);
+                    CHECK(b.count == (whole.gsize == B ? shares[pe] : scaled[pe]),
+                          "PE %d computes %d rows of a batch of %d (share %d)", pe, b.count,
+                          whole.gsize, shares[pe]);
+                    CHECK(whole.gsize < npes || b.count >= 1, "PE %d gets no sample of %d", pe,
+                          whole.gsize);
+                    for (int k = 0; k < b.count; k++)
+                        CHECK(b.idx[k] == whole.idx[pos + k], "PE %d row %d is another sample", pe, k);
+                    pos += b.count;
+                }
+                CHECK(pos == whole.gsize, "the blocks cover %d of %d rows", pos, whole.gsize);
+            }
+            sym_loader_free(&one);
+            for (int pe = 0; pe < npes; pe++) sym_loader_free(&pes[pe]);
+            configs++;
+        }
+    printf("  %d (PEs, batch) with uneven shares: each global batch tiled in PE order\n", configs);
+}
+
 int main(void) {
     uint64_t seed = test_seed();
     printf("train_shard: seed %llu\n", (unsigned long long)seed);
     check_range();
     check_sharding(seed);
     check_permutation(seed);
+    check_apportion(seed);
+    check_shares_batches(seed);
     printf("train_shard: ok\n");
     return 0;
 }

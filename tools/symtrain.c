@@ -76,6 +76,16 @@ static const char usage_text[] =
     "parallelism\n"
     "  --bucket-mb MB               gradient all-reduce bucket size (default 25)\n"
     "  --threads N                  BLAS threads per PE (default: cores / PEs on the host)\n"
+    "load balancing (the global batch and the math stay; which PE computes which sample moves)\n"
+    "  --balance off|throughput|score\n"
+    "                               each PE's share of the batch follows its measured\n"
+    "                               samples/s (throughput) or the utilisation score\n"
+    "                               (default off; stragglers are named either way)\n"
+    "  --balance-every N|T          rebalance every N steps or every T: 30s, 5m (default 10)\n"
+    "  --balance-hysteresis F       move work only for a gain above F (default 0.05)\n"
+    "  --balance-weights A,B,C      score: weights of 1 - GPU (or CPU) use, 1 - memory use,\n"
+    "                               1 / (latency in ms + 1) (default 0.6,0.3,0.1)\n"
+    "  --straggler-factor F         name a PE slower than the median by more than F (1.5)\n"
     "checkpoints (always written at the end, and on SIGTERM / SIGINT)\n"
     "  --ckpt-dir DIR               where checkpoints go\n"
     "  --ckpt-every T               also every T: 30s, 5m, 1h (seconds without a unit)\n"
@@ -162,7 +172,8 @@ static const char *const valued[] = {
     "--model", "--activation", "--dropout", "--seed", "--data", "--train-samples",
     "--test-samples", "--epochs", "--batch", "--optimizer", "--lr", "--warmup",
     "--final-lr-ratio", "--momentum", "--weight-decay", "--clip", "--max-steps", "--bucket-mb",
-    "--threads", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--metrics",
+    "--threads", "--balance", "--balance-every", "--balance-hysteresis", "--balance-weights",
+    "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--metrics",
     "--log-interval", "--device", "--precision", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
     "--prompt", NULL};
 
@@ -290,6 +301,30 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->bucket_mb = num_value(opt, v, 1e-6, 1 << 20);
         } else if (!strcmp(opt, "--threads")) {
             c->threads = (int)int_value(opt, v, 1, 1024);
+        } else if (!strcmp(opt, "--balance")) {
+            if (!strcmp(v, "off")) c->balance.policy = SYM_BALANCE_OFF;
+            else if (!strcmp(v, "throughput")) c->balance.policy = SYM_BALANCE_THROUGHPUT;
+            else if (!strcmp(v, "score")) c->balance.policy = SYM_BALANCE_SCORE;
+            else usage_error("--balance '%s': use off, throughput or score", v);
+        } else if (!strcmp(opt, "--balance-every")) {
+            size_t len = strlen(v);
+            if (len && strchr("smh", v[len - 1])) {
+                c->balance.every_s = duration_value(opt, v);
+            } else {
+                c->balance.every_steps = int_value(opt, v, 1, INT64_MAX);
+                c->balance.every_s = 0;
+            }
+        } else if (!strcmp(opt, "--balance-hysteresis")) {
+            c->balance.hysteresis = num_value(opt, v, 0, 0.99);
+        } else if (!strcmp(opt, "--balance-weights")) {
+            double *w = c->balance.weights;
+            char tail;
+            if (sscanf(v, "%lf,%lf,%lf%c", &w[0], &w[1], &w[2], &tail) != 3 || !(w[0] >= 0) ||
+                !(w[1] >= 0) || !(w[2] >= 0) || !isfinite(w[0] + w[1] + w[2]))
+                usage_error("--balance-weights '%s': expected three numbers >= 0 such as "
+                            "0.6,0.3,0.1", v);
+        } else if (!strcmp(opt, "--straggler-factor")) {
+            c->balance.straggler = num_value(opt, v, 1.01, 1e6);
         } else if (!strcmp(opt, "--ckpt-dir")) {
             if (!*v) usage_error("--ckpt-dir needs a directory");
             c->ckpt_dir = v;

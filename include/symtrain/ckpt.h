@@ -65,9 +65,16 @@ typedef struct {
     /* the schedule it ran under (0 when a checkpoint predates them) */
     double lr;                    /* peak learning rate */
     int64_t total_steps;          /* the schedule's length */
+    /* load balancing (nshares 0: an even split): each PE's share of the
+     * global batch for the next step, and the speeds it was drawn from */
+    char balance[16];             /* the policy: "throughput", "score" */
+    int nshares;                  /* = world_size, or 0 */
+    int *shares;                  /* (nshares), summing to global_batch */
+    double *speeds;               /* (nshares) smoothed samples/s */
     int ntensors;                 /* the tensor table (may be 0) */
-    sym_ckpt_tensor_t *tensors;   /* writing: the caller's (copied by the writer);
-                                     reading: owned by the sym_ckpt_t */
+    sym_ckpt_tensor_t *tensors;   /* writing: the caller's (copied by the writer, as
+                                     shares and speeds are); reading: owned by the
+                                     sym_ckpt_t */
 } sym_ckpt_meta_t;
 
 typedef struct {

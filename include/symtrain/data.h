@@ -12,7 +12,8 @@
  * last one may be short); each PE takes its contiguous block of every global
  * batch (sym_shard_range), so every sample is used exactly once per epoch
  * across the PEs, and the PEs' blocks put side by side are the batch a single
- * PE would take.
+ * PE would take. With load balancing the blocks are uneven (shares, below):
+ * still contiguous, in PE order, covering the same global batch.
  */
 #ifndef SYMTRAIN_DATA_H
 #define SYMTRAIN_DATA_H
@@ -59,6 +60,22 @@ void sym_dataset_gather(const sym_dataset_t *ds, const int64_t *idx, int count, 
  * items, one more for pe < count % npes; blocks in PE order. */
 void sym_shard_range(int64_t count, int npes, int pe, int64_t *offset, int64_t *len);
 
+/* Shares: how many samples of a global batch each PE computes.
+ *
+ * sym_shares_apportion: integer counts out[0..npes) summing to `total`, each
+ * in [lo, cap], near proportional to weight[]: the proportional counts rounded
+ * down, then one sample at a time added where max(out[p] / weight[p]) (the
+ * step time, when weight is a speed) grows least, ties to the lower PE. A
+ * pure function of its arguments, so every
+ * PE computes the same counts. Needs lo * npes <= total <= cap * npes.
+ *
+ * sym_shares_scale: the counts of a full batch (shares, summing to B) for a
+ * batch of gsize samples (the epoch's short last one): apportioned in
+ * proportion to shares with at least one each; the even split (as
+ * sym_shard_range) when gsize < npes. gsize == B gives shares back. */
+void sym_shares_apportion(const double *weight, int npes, int total, int lo, int cap, int *out);
+void sym_shares_scale(const int *shares, int npes, int gsize, int *out);
+
 typedef struct {
     int64_t n;        /* samples in the data set */
     int global_batch; /* B */
@@ -68,6 +85,7 @@ typedef struct {
     uint64_t key;     /* that permutation's stream, and the draws it took */
     uint64_t draws;
     int64_t *perm;    /* (n) */
+    int *scaled;      /* (npes) scratch: shares of a short batch */
 } sym_loader_t;
 
 typedef struct {
@@ -86,6 +104,12 @@ void sym_loader_set_epoch(sym_loader_t *l, int64_t epoch);
 /* This PE's share of the global batch that starts at sample `start` of the
  * current epoch (0 <= start < n). */
 sym_batch_t sym_loader_batch(const sym_loader_t *l, int64_t start);
+/* The same with uneven shares (npes counts summing to B; NULL: the even
+ * split): PE p takes the block after PEs 0..p-1's, of its share of the batch
+ * (scaled by sym_shares_scale when the batch is short). Which samples a step
+ * holds is unchanged; which PE computes each is a pure function of (seed,
+ * epoch, start, shares). */
+sym_batch_t sym_loader_batch_shares(sym_loader_t *l, int64_t start, const int *shares);
 /* Global batches per epoch: ceil(n / B). */
 int64_t sym_loader_steps_per_epoch(const sym_loader_t *l);
 

@@ -13,6 +13,11 @@
  *
  * SIGTERM or SIGINT: the PEs agree (a flag travels with the gradients), finish
  * the step, PE 0 saves a checkpoint, and sym_train_run returns normally.
+ *
+ * Load balancing (balance, below): the PEs' blocks of each global batch
+ * follow their measured speeds instead of being even; the global batch, the
+ * samples of each step and the gradient (summed over the samples, divided by
+ * the global batch) stay those of the even split, up to fp32 rounding.
  */
 #ifndef SYMTRAIN_TRAIN_H
 #define SYMTRAIN_TRAIN_H
@@ -31,6 +36,25 @@ extern "C" {
 #endif
 
 typedef enum { SYM_TRAIN_AUTO = 0, SYM_TRAIN_CPU = 1, SYM_TRAIN_GPU = 2 } sym_train_device_t;
+
+/* Dynamic load balancing (docs/training.md): which share of every global
+ * batch each PE computes. The global batch and the samples of each step stay
+ * those of the even split; only which PE computes which sample moves. */
+typedef enum {
+    SYM_BALANCE_OFF = 0,        /* the even split (sym_shard_range) */
+    SYM_BALANCE_THROUGHPUT = 1, /* shares proportional to each PE's smoothed samples/s */
+    SYM_BALANCE_SCORE = 2       /* softmax of w0 (1 - GPU/CPU use) + w1 (1 - memory use)
+                                   + w2 / (latency in ms + 1) */
+} sym_balance_policy_t;
+
+typedef struct {
+    sym_balance_policy_t policy;
+    int64_t every_steps;   /* rebalance every N steps (used when every_s is 0) */
+    double every_s;        /* or every this many seconds */
+    double hysteresis;     /* move work only for more than this fraction of a gain */
+    double straggler;      /* slower than the median by more than this factor: named */
+    double weights[3];     /* the score's weights */
+} sym_balance_config_t;
 
 typedef struct {
     /* model */
@@ -67,6 +91,7 @@ typedef struct {
     float clip;             /* max global gradient norm (0 = off) */
     double bucket_mb;       /* gradient bucket size */
     int threads;            /* BLAS threads per PE (0 = cores / PEs on this host) */
+    sym_balance_config_t balance;
     /* checkpoints */
     const char *ckpt_dir;   /* NULL: no checkpoints */
     double ckpt_every_s;    /* 0 = not by time */

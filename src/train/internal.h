@@ -46,6 +46,8 @@ int sym__comm_pullv(shmem_team_t team, const void *buf, const size_t *off, const
  * member pulls its own block). */
 int sym__comm_reduce_pull_f32(shmem_team_t team, const float *buf, size_t off, size_t n,
                               float *dst);
+/* dest[m * n + i] = member m's src[i] (both symmetric). */
+int sym__comm_allgather_f64(shmem_team_t team, double *dest, const double *src, size_t n);
 
 /* ---- JSON ---- */
 

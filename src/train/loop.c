@@ -14,10 +14,18 @@
  * flag (non-zero after a SIGTERM / SIGINT on any PE), so the PEs agree on where
  * to stop without another message.
  *
+ * With load balancing (--balance, balance/) each PE computes its share of
+ * the global batch instead of an even block; the loss gradient's scale stays
+ * npes / predictions of the whole batch, so the average over PEs is still the
+ * sum over the batch's samples / its size, whatever the shares. After each
+ * step the PEs exchange their load records (one small all-gather) and agree
+ * on the next step's shares.
+ *
  * Checkpoints: PE 0 snapshots weights, optimizer state and position after a
  * step and hands them to the background writer; every PE reads one on --resume.
  * The position (epoch, sample) plus the seed fix everything else: the
- * permutation, the dropout masks and the learning rate are functions of them.
+ * permutation, the dropout masks and the learning rate are functions of them;
+ * the shares of the next step travel in the manifest.
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -39,6 +47,7 @@
 #include <symtrain/rng.h>
 #include <symtrain/train.h>
 
+#include "balance/balance.h"
 #include "core/device.h"
 #include "data/task.h"
 #include "internal.h"
@@ -74,6 +83,13 @@ void sym_train_defaults(sym_train_config_t *c) {
     c->bucket_mb = 25;
     c->ckpt_keep = 3;
     c->log_interval_s = 10;
+    c->balance.policy = SYM_BALANCE_OFF;
+    c->balance.every_steps = 10;
+    c->balance.hysteresis = 0.05;
+    c->balance.straggler = 1.5;
+    c->balance.weights[0] = 0.6;
+    c->balance.weights[1] = 0.3;
+    c->balance.weights[2] = 0.1;
 }
 
 int sym_train_validate(const sym_train_config_t *c, int npes) {
@@ -110,6 +126,19 @@ int sym_train_validate(const sym_train_config_t *c, int npes) {
         return sym__error(SYM_EINVAL, "--resume, --ckpt-every and --ckpt-steps need --ckpt-dir DIR");
     if (c->ckpt_every_s < 0 || c->ckpt_steps < 0)
         return sym__error(SYM_EINVAL, "--ckpt-every and --ckpt-steps cannot be negative");
+    const sym_balance_config_t *b = &c->balance;
+    if (b->policy < SYM_BALANCE_OFF || b->policy > SYM_BALANCE_SCORE)
+        return sym__error(SYM_EINVAL, "--balance must be off, throughput or score");
+    if (b->every_steps < 1 && !(b->every_s > 0))
+        return sym__error(SYM_EINVAL, "--balance-every must be a step count (1 or more) or a "
+                                      "duration such as 30s");
+    if (!(b->hysteresis >= 0 && b->hysteresis < 1))
+        return sym__error(SYM_EINVAL, "--balance-hysteresis must be in [0, 1)");
+    if (!(b->straggler > 1) || !isfinite(b->straggler))
+        return sym__error(SYM_EINVAL, "--straggler-factor must be more than 1");
+    for (int i = 0; i < 3; i++)
+        if (!(b->weights[i] >= 0) || !isfinite(b->weights[i]))
+            return sym__error(SYM_EINVAL, "--balance-weights must be three numbers >= 0");
     return SYM_OK;
 }
 
@@ -169,8 +198,10 @@ typedef struct {
     int rows;          /* the batch buffers' and the model's rows */
     int64_t *eidx;     /* (rows) */
     float *evalbuf;    /* symmetric, 4 floats */
-    int max_local;
+    int max_local;     /* the even split's largest block */
     int threads;       /* BLAS threads per PE */
+    sym__balance_t *bal;
+    sym_pe_record_t *pes; /* (npes) the metrics' per-PE part */
     sym_ckpt_writer_t *writer;
     sym_metrics_t *metrics;
     sym_progress_t progress;
@@ -219,6 +250,12 @@ static void note(run_t *r, const char *fmt, ...) {
 /* ---- data ---- */
 
 static void say_note(void *user, const char *text) { note(user, "%s", text); }
+
+/* The balancer's lines: stragglers always, rebalances unless --quiet. */
+static void say_balance(void *user, int warning, const char *text) {
+    run_t *r = user;
+    if (warning || r->speak) note(r, "%s", text);
+}
 
 /* What the checkpoint records as the model's nonlinearity. */
 static const char *act_label(const sym_model_config_t *m) {
@@ -304,6 +341,12 @@ static int resume(run_t *r) {
         return report(r, rc, 1);
     }
     memcpy(sym_model_params(r->model), mf->data, mf->size);
+    if (m->nshares == r->npes && c->balance.policy != SYM_BALANCE_OFF)
+        sym__balance_restore(r->bal, m->shares, m->speeds);
+    else if (m->nshares && c->balance.policy != SYM_BALANCE_OFF)
+        note(r, "the checkpoint's shares are for %d PEs and this run has %d: the balancer starts "
+                "from the even split",
+             m->nshares, r->npes);
     r->step = m->step;
     r->epoch = m->epoch;
     r->sample = m->sample;
@@ -369,6 +412,15 @@ static int save(run_t *r) {
     m.train_samples = r->task.n_train;
     m.lr = c->lr;
     m.total_steps = r->sched.total_steps;
+    if (sym__balance_shares(r->bal)) {
+        const int *shares;
+        const double *speeds;
+        sym__balance_state(r->bal, &shares, &speeds);
+        snprintf(m.balance, sizeof m.balance, "%s", sym__balance_policy_name(c->balance.policy));
+        m.nshares = r->npes;
+        m.shares = (int *)shares;
+        m.speeds = (double *)speeds;
+    }
     size_t osize = sym_optim_state_size(r->opt);
     void *ostate = malloc(osize);
     if (!ostate) return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);
@@ -572,6 +624,7 @@ static int gpu_create(run_t *r) {
     int rc = r->gpu->create(&c->model, r->rows, table, nt, sym_model_params(r->model), r->P, &o,
                             &r->gm);
     if (rc) return report(r, sym__error(rc, "GPU model: %s", r->gpu->error()), 0);
+    sym__balance_use_gpu(r->bal, r->gpu->pci_bus_id(r->gm));
     if (sym_optim_steps(r->opt) &&
         (rc = r->gpu->set_state(r->gm, sym_model_params(r->model), sym_optim_buffer(r->opt, 0),
                                 sym_optim_buffer(r->opt, 1), sym_optim_steps(r->opt))))
@@ -600,9 +653,21 @@ static int setup(run_t *r) {
     r->evalbuf = shmem_calloc(4, sizeof(float)); /* collective */
     if (!r->evalbuf) return report(r, sym__error(SYM_ENOMEM, "symmetric heap exhausted"), 1);
 
-    /* The batch's rows; an MLP evaluates in larger blocks, a GPT in batches. */
+    /* The batch's rows; an MLP evaluates in larger blocks, a GPT in batches.
+     * A balanced PE may take up to twice the even block (never more than the
+     * batch less one sample for each other PE). */
     r->max_local = (c->global_batch + r->npes - 1) / r->npes;
-    int rows = r->rows = t->text || r->max_local > EVAL_ROWS ? r->max_local : EVAL_ROWS;
+    int cap = r->max_local;
+    if (c->balance.policy != SYM_BALANCE_OFF) {
+        cap = 2 * r->max_local;
+        if (cap > c->global_batch - r->npes + 1) cap = c->global_batch - r->npes + 1;
+    }
+    int rows = r->rows = t->text || cap > EVAL_ROWS ? cap : EVAL_ROWS;
+    r->pes = calloc((size_t)r->npes, sizeof *r->pes);
+    if (!r->pes) return report(r, sym__error(SYM_ENOMEM, "out of memory"), 1);
+    if ((rc = sym__balance_create(&c->balance, c->global_batch, cap, threads, say_balance, r,
+                                  &r->bal)))
+        return report(r, rc, 1);
     if ((rc = choose_device(r))) return rc;
     /* On the GPU the host keeps a parameters-only copy (init, checkpoints, samples). */
     if ((rc = sym_model_create(&c->model, r->gpu ? 0 : rows, !r->gpu, &r->model)))
@@ -698,12 +763,24 @@ static int setup(run_t *r) {
                  sym_blas_name(), c->global_batch, r->max_local, sym_optim_name(c->optim.kind),
                  (double)c->lr, len, nb, nb == 1 ? "" : "s",
                  sym__fmt_size((r->P + SYM_GRAD_CTRL) * 4, bsz, sizeof bsz));
+        const sym_balance_config_t *bc = &c->balance;
+        char every[32];
+        if (bc->every_s > 0)
+            snprintf(every, sizeof every, "%gs", bc->every_s);
+        else
+            snprintf(every, sizeof every, "%lld steps", (long long)bc->every_steps);
+        if (bc->policy != SYM_BALANCE_OFF && r->npes > 1)
+            note(r, "load balancing: %s, every %s, hysteresis %g%%; a PE takes 1 to %d samples "
+                    "of a step",
+                 sym__balance_policy_name(bc->policy), every, 100 * bc->hysteresis, cap);
     }
     return SYM_OK;
 }
 
 static void teardown(run_t *r) {
     if (r->writer) sym_ckpt_writer_destroy(r->writer);
+    sym__balance_destroy(r->bal);
+    free(r->pes);
     if (r->metrics && sym_metrics_close(r->metrics))
         sym__warn("symtrain train", "%s", sym_last_error());
     if (r->evalbuf) shmem_free(r->evalbuf);
@@ -724,6 +801,8 @@ static void teardown(run_t *r) {
 /* The metrics line of a step that took dt seconds, comm of them communicating. */
 static void record(const run_t *r, sym_step_record_t *rec, float loss, float lr, double norm,
                    int gsize, double dt, double comm, uint64_t bytes) {
+    memset(rec, 0, sizeof *rec);
+    if (r->npes > 1) sym__balance_record(r->bal, r->pes, rec);
     rec->step = r->step;
     rec->epoch = r->epoch;
     rec->loss = loss;
@@ -747,10 +826,12 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     int rc = r->gpu->train_step(r->gm, r->tok, r->y, b->count, r->task.seq, lr,
                                 (float)(r->npes / predictions), c->clip, &st);
     if (rc) return report(r, sym__error(rc, "GPU step: %s", r->gpu->error()), 0);
+    sym__balance_computed(r->bal, t0, b->count, st.compute_s);
     double t1 = sym__now_s();
     r->evalbuf[0] = (float)(st.loss_sum / predictions);
     r->evalbuf[1] = stop_signal ? 1.0f : 0.0f;
     if ((rc = sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 2))) return report(r, rc, 1);
+    if ((rc = sym__balance_exchange(r->bal, r->step + 1))) return report(r, rc, 1);
     *loss_out = r->evalbuf[0];
     *stop = r->evalbuf[1] > 0.0f;
     *norm_out = st.grad_norm;
@@ -767,7 +848,7 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
 static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *rec, int *stop) {
     const sym_train_config_t *c = r->cfg;
     double t0 = sym__now_s();
-    sym_batch_t b = sym_loader_batch(&r->loader, r->sample);
+    sym_batch_t b = sym_loader_batch_shares(&r->loader, r->sample, sym__balance_shares(r->bal));
     sym_input_t in;
     sym__task_gather(&r->task, 1, b.idx, b.count, r->x, r->tok, r->y, &in);
     if (r->gpu) return gpu_step(r, &b, t0, loss_out, norm_out, rec, stop);
@@ -790,7 +871,9 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
     sym_model_zero_grads(r->model);
     rc = sym_model_backward(r->model, &logits, sym_ddp_ready, r->ddp);
     if (rc) return report(r, rc, 0);
+    sym__balance_computed(r->bal, t0, b.count, -1);
     if ((rc = sym_ddp_finish(r->ddp))) return report(r, rc, 0);
+    if ((rc = sym__balance_exchange(r->bal, r->step + 1))) return report(r, rc, 0);
     *loss_out = g[r->P + CTRL_LOSS];
     *stop = g[r->P + CTRL_STOP] > 0.0f;
 

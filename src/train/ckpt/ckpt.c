@@ -277,6 +277,16 @@ static void manifest_json(sym_jbuf_t *b, const sym_ckpt_meta_t *m, const sym_ckp
     sym__jbuf_printf(b, "  \"data\": {\"name\": ");
     sym__jbuf_string(b, m->dataset);
     sym__jbuf_printf(b, ", \"train_samples\": %lld},\n", (long long)m->train_samples);
+    if (m->nshares > 0) {
+        sym__jbuf_printf(b, "  \"balance\": {\"policy\": ");
+        sym__jbuf_string(b, m->balance);
+        sym__jbuf_printf(b, ", \"shares\": [");
+        for (int i = 0; i < m->nshares; i++) sym__jbuf_printf(b, "%s%d", i ? ", " : "", m->shares[i]);
+        sym__jbuf_printf(b, "], \"samples_per_s\": [");
+        for (int i = 0; i < m->nshares; i++)
+            sym__jbuf_printf(b, "%s%.17g", i ? ", " : "", m->speeds[i]);
+        sym__jbuf_printf(b, "]},\n");
+    }
     sym__jbuf_printf(b, "  \"tensors\": [");
     for (int i = 0; i < m->ntensors; i++) {
         const sym_ckpt_tensor_t *t = &m->tensors[i];
@@ -411,6 +421,38 @@ static int parse_tensors(const char *path, const sym_json_t *arr, sym_ckpt_t *ck
     return SYM_OK;
 }
 
+/* The balancer's shares and speeds (optional: an even split has none). */
+static int parse_balance(const char *path, const sym_json_t *bal, sym_ckpt_meta_t *m) {
+    if (!bal) return SYM_OK;
+    const sym_json_t *sh = sym__json_get(bal, "shares"), *sp = sym__json_get(bal, "samples_per_s");
+    int n = 0, k = 0;
+    if (sym__json_str(bal, "policy", m->balance, sizeof m->balance) || !sh ||
+        sh->type != SYM_JARR || !sp || sp->type != SYM_JARR)
+        return sym__error(SYM_ECORRUPT, "%s has a malformed \"balance\" entry", path);
+    for (const sym_json_t *e = sh->child; e; e = e->next) n++;
+    for (const sym_json_t *e = sp->child; e; e = e->next) k++;
+    if (n != k || n != m->world_size)
+        return sym__error(SYM_ECORRUPT, "%s: \"balance\" lists %d shares and %d speeds for %d PEs",
+                          path, n, k, m->world_size);
+    m->shares = calloc((size_t)n, sizeof *m->shares);
+    m->speeds = calloc((size_t)n, sizeof *m->speeds);
+    if (!m->shares || !m->speeds) return sym__error(SYM_ENOMEM, "out of memory for %s", path);
+    int64_t sum = 0;
+    k = 0;
+    for (const sym_json_t *e = sh->child, *v = sp->child; e && v; e = e->next, v = v->next, k++) {
+        if (e->type != SYM_JNUM || v->type != SYM_JNUM || e->num < 0 || e->num != (int)e->num)
+            return sym__error(SYM_ECORRUPT, "%s: a share is not a whole number", path);
+        m->shares[k] = (int)e->num;
+        m->speeds[k] = v->num;
+        sum += m->shares[k];
+    }
+    if (sum != m->global_batch)
+        return sym__error(SYM_ECORRUPT, "%s: the shares sum to %lld, the global batch is %d", path,
+                          (long long)sum, m->global_batch);
+    m->nshares = n;
+    return SYM_OK;
+}
+
 static int parse_manifest(const char *path, const char *text, size_t len, sym_ckpt_t *ck) {
     char err[128];
     sym_json_t *j = sym__json_parse(text, len, err, sizeof err);
@@ -494,6 +536,7 @@ static int parse_manifest(const char *path, const char *text, size_t len, sym_ck
         ck->nfiles++;
     }
     if ((rc = parse_tensors(path, sym__json_get(j, "tensors"), ck))) goto out;
+    if ((rc = parse_balance(path, sym__json_get(j, "balance"), m))) goto out;
 out:
     sym__json_free(j);
     return rc;
@@ -669,6 +712,9 @@ struct sym_ckpt_writer {
     sym_ckpt_meta_t meta;
     sym_ckpt_tensor_t *tensors; /* meta.tensors points here */
     int tensors_cap;
+    int *shares;                /* meta.shares and meta.speeds point here */
+    double *speeds;
+    int shares_cap;
     int nfiles;
     sym_ckpt_file_t files[SYM_CKPT_MAX_FILES];
     void *buf[SYM_CKPT_MAX_FILES];
@@ -762,6 +808,23 @@ int sym_ckpt_save(sym_ckpt_writer_t *w, const sym_ckpt_meta_t *meta,
     }
     if (meta->ntensors) memcpy(w->tensors, meta->tensors, (size_t)meta->ntensors * sizeof *w->tensors);
     w->meta.tensors = w->tensors;
+    if (meta->nshares > w->shares_cap) {
+        int *sh = realloc(w->shares, (size_t)meta->nshares * sizeof *sh);
+        if (sh) w->shares = sh;
+        double *sp = sh ? realloc(w->speeds, (size_t)meta->nshares * sizeof *sp) : NULL;
+        if (sp) w->speeds = sp;
+        if (!sh || !sp) {
+            pthread_mutex_unlock(&w->mu);
+            return sym__error(SYM_ENOMEM, "out of memory for a checkpoint's shares");
+        }
+        w->shares_cap = meta->nshares;
+    }
+    if (meta->nshares) {
+        memcpy(w->shares, meta->shares, (size_t)meta->nshares * sizeof *w->shares);
+        memcpy(w->speeds, meta->speeds, (size_t)meta->nshares * sizeof *w->speeds);
+    }
+    w->meta.shares = w->shares;
+    w->meta.speeds = w->speeds;
     w->nfiles = nfiles;
     w->status = 0;
     w->pending = 1;
@@ -790,6 +853,8 @@ void sym_ckpt_writer_destroy(sym_ckpt_writer_t *w) {
     pthread_cond_destroy(&w->cv);
     for (int i = 0; i < SYM_CKPT_MAX_FILES; i++) free(w->buf[i]);
     free(w->tensors);
+    free(w->shares);
+    free(w->speeds);
     free(w);
 }
 
@@ -801,6 +866,11 @@ void sym_ckpt_release(sym_ckpt_t *ck) {
     free(ck->meta.tensors);
     ck->meta.tensors = NULL;
     ck->meta.ntensors = 0;
+    free(ck->meta.shares);
+    free(ck->meta.speeds);
+    ck->meta.shares = NULL;
+    ck->meta.speeds = NULL;
+    ck->meta.nshares = 0;
 }
 
 const sym_ckpt_tensor_t *sym_ckpt_tensor(const sym_ckpt_t *ck, const char *name) {

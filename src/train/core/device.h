@@ -25,7 +25,7 @@
 #include <symtrain/nn.h>
 #include <symtrain/optim.h>
 
-#define SYM_CUDA_BACKEND_ABI 1
+#define SYM_CUDA_BACKEND_ABI 2
 #define SYM_CUDA_BACKEND_SYMBOL "sym_cuda_backend"
 #define SYM_CUDA_BACKEND_FILE "libsymtrain_cuda.so"
 
@@ -47,6 +47,8 @@ typedef struct {
     double grad_norm;   /* the global norm before clipping (after the average) */
     int skipped;        /* fp16: an overflow skipped the update (and lowered the scale) */
     float loss_scale;   /* fp16's dynamic loss scale after this step (1 otherwise) */
+    double compute_s;   /* the GPU's time from the tokens to the gradients (CUDA events;
+                           the gradient average excluded): the balancer's measurement */
 } sym_gpu_step_t;
 
 typedef struct sym_gpu_model sym_gpu_model_t; /* the backend's */
@@ -65,7 +67,8 @@ struct sym_cuda_backend {
                   int ntable, const float *params, size_t P, const sym_gpu_opts_t *opts,
                   sym_gpu_model_t **out);
     void (*destroy)(sym_gpu_model_t *m);
-    /* One step on tok, tgt (rows, seq) int32 host arrays: loss gradient scaled by
+    /* One step on tok, tgt (rows, seq) int32 host arrays (rows may change from
+     * step to step, up to max_rows: a balanced PE's share): loss gradient scaled by
      * grad_scale (npes / global predictions), backward, gradients averaged over
      * the team, clipped to `clip` (0: off), AdamW at lr with weight decay on
      * the table's `decay` tensors. Collective over the team. */
@@ -86,6 +89,8 @@ struct sym_cuda_backend {
     double (*peak_flops)(sym_gpu_model_t *m);
     /* One line naming the GPU, e.g. "NVIDIA H200 (132 SMs, 141 GiB)". */
     const char *(*describe)(sym_gpu_model_t *m);
+    /* The GPU's PCI bus id ("0000:18:00.0"; "" if unknown): NVML finds it by that. */
+    const char *(*pci_bus_id)(sym_gpu_model_t *m);
 };
 
 typedef const struct sym_cuda_backend *(*sym_cuda_backend_fn)(void);

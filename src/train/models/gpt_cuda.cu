@@ -29,7 +29,10 @@
  * CUDA graph from the second step on and replayed; the average, norm and
  * AdamW (whose lr and step count change every step) are launched plainly
  * after it, so the graph needs no device-side hyperparameters and never holds
- * an NVSHMEM collective.
+ * an NVSHMEM collective. A graph is for one (rows, seq, scale); a balanced PE's
+ * rows change when the balancer moves work, so the last GRAPHS shapes are
+ * kept (replaced least recently used), and a share that comes back replays.
+ * Two CUDA events around the graph time the PE's compute for the balancer.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,6 +62,8 @@ static int fail(int code, const char *fmt, ...) {
 }
 
 /* A CUDA runtime call of this file: the call, file:line and the cause. */
+#define GRAPHS 4 /* captured step shapes kept (a balanced PE's shares come and go) */
+
 #define CK(call)                                                                          \
     do {                                                                                  \
         cudaError_t e_ = (call);                                                          \
@@ -128,11 +133,17 @@ struct sym_gpu_model {
     int32_t *tok_h, *tgt_h;
     struct { double sums[2]; float norm; } *out_h;
     uint64_t steps;
-    /* the captured step: valid for (rows, seq, scale) */
-    cudaGraphExec_t exec;
-    int graph_rows, graph_seq, graph_failed, warm;
-    float graph_scale;
+    /* the captured steps, each valid for its (rows, seq, scale) */
+    struct {
+        cudaGraphExec_t exec;
+        int rows, seq;
+        float scale;
+        uint64_t used; /* the step it last ran (LRU) */
+    } graph[GRAPHS];
+    int graph_failed, warm;
+    cudaEvent_t ev0, ev1;                 /* around the compute of a step */
     char desc[256];
+    char pci[32];
 };
 
 /* ---- small kernels of this model: loss sums, arg-max, bf16 copies ---- */
@@ -389,12 +400,32 @@ static int capture_failed(sym_gpu_model_t *m, const char *why) {
     return -1;
 }
 
-/* Capture step_body as a graph for (B, T, scale). Returns 0 with m->exec set,
- * or nonzero (the capture is abandoned and the error cleared). */
-static int capture(sym_gpu_model_t *m, int B, int T, float scale) {
-    if (m->exec) {
-        cudaGraphExecDestroy(m->exec);
-        m->exec = NULL;
+static int capture(sym_gpu_model_t *m, int slot, int B, int T, float scale);
+
+/* The graph for (B, T, scale): the kept one, or a new capture of step_body
+ * in the least recently used slot. Returns it, or NULL (the capture is
+ * abandoned and the error cleared). */
+static cudaGraphExec_t graph_for(sym_gpu_model_t *m, int B, int T, float scale) {
+    int slot = 0;
+    for (int i = 0; i < GRAPHS; i++) {
+        if (m->graph[i].exec && m->graph[i].rows == B && m->graph[i].seq == T &&
+            m->graph[i].scale == scale) {
+            m->graph[i].used = m->steps + 1;
+            return m->graph[i].exec;
+        }
+        if (!m->graph[i].exec || (m->graph[slot].exec && m->graph[i].used < m->graph[slot].used))
+            slot = i;
+    }
+    return capture(m, slot, B, T, scale) ? NULL : m->graph[slot].exec;
+}
+
+/* Capture step_body as a graph for (B, T, scale) into graph[slot]. Returns 0
+ * with its exec set, or nonzero (the capture is abandoned, the error cleared). */
+static int capture(sym_gpu_model_t *m, int slot, int B, int T, float scale) {
+    cudaGraphExec_t *exec = &m->graph[slot].exec;
+    if (*exec) {
+        cudaGraphExecDestroy(*exec);
+        *exec = NULL;
     }
     cudaError_t e = cudaStreamBeginCapture(m->s, cudaStreamCaptureModeThreadLocal);
     if (e != cudaSuccess) return capture_failed(m, cudaGetErrorString(e));
@@ -405,15 +436,16 @@ static int capture(sym_gpu_model_t *m, int B, int T, float scale) {
         if (graph) cudaGraphDestroy(graph);
         return capture_failed(m, rc ? err_buf : cudaGetErrorString(e));
     }
-    e = cudaGraphInstantiate(&m->exec, graph, 0);
+    e = cudaGraphInstantiate(exec, graph, 0);
     cudaGraphDestroy(graph);
     if (e != cudaSuccess) {
-        m->exec = NULL;
+        *exec = NULL;
         return capture_failed(m, cudaGetErrorString(e));
     }
-    m->graph_rows = B;
-    m->graph_seq = T;
-    m->graph_scale = scale;
+    m->graph[slot].rows = B;
+    m->graph[slot].seq = T;
+    m->graph[slot].scale = scale;
+    m->graph[slot].used = m->steps + 1;
     return 0;
 }
 
@@ -423,7 +455,10 @@ static void be_destroy(sym_gpu_model_t *m) {
     if (!m) return;
     if (m->dev >= 0) cudaSetDevice(m->dev);
     if (m->s) cudaStreamSynchronize(m->s);
-    if (m->exec) cudaGraphExecDestroy(m->exec);
+    for (int i = 0; i < GRAPHS; i++)
+        if (m->graph[i].exec) cudaGraphExecDestroy(m->graph[i].exec);
+    if (m->ev0) cudaEventDestroy(m->ev0);
+    if (m->ev1) cudaEventDestroy(m->ev1);
     if (m->blas) symcu_blas_destroy(m->blas);
     if (m->region) cudaFree(m->region);
     if (m->tok_h) cudaFreeHost(m->tok_h);
@@ -610,6 +645,15 @@ static int be_create(const sym_model_config_t *cfg, int max_rows, const sym_para
         be_destroy(m);
         return rc;
     }
+    if (cudaEventCreate(&m->ev0) != cudaSuccess || cudaEventCreate(&m->ev1) != cudaSuccess) {
+        be_destroy(m);
+        return fail(SYM_EIO, "GPU GPT: cudaEventCreate failed: %s",
+                    cudaGetErrorString(cudaGetLastError()));
+    }
+    if (cudaDeviceGetPCIBusId(m->pci, (int)sizeof m->pci, m->dev) != cudaSuccess) {
+        cudaGetLastError();
+        m->pci[0] = '\0'; /* the balancer then reads no NVML figures */
+    }
     *out = m;
     return SYM_OK;
 }
@@ -636,15 +680,16 @@ static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *
     int rc = stage(m, tok, tgt, rows, seq);
     if (rc) return rc;
     /* the first step warms up (cuBLASLt's choices, lazy module loading); later ones replay */
-    int use = m->opts.use_graph && m->warm && !m->graph_failed;
-    if (use && (!m->exec || m->graph_rows != rows || m->graph_seq != seq ||
-                m->graph_scale != grad_scale) &&
-        capture(m, rows, seq, grad_scale))
-        m->graph_failed = 1, use = 0;
-    if (use)
-        CK(cudaGraphLaunch(m->exec, m->s));
+    cudaGraphExec_t exec = NULL;
+    if (m->opts.use_graph && m->warm && !m->graph_failed &&
+        !(exec = graph_for(m, rows, seq, grad_scale)))
+        m->graph_failed = 1;
+    CK(cudaEventRecord(m->ev0, m->s));
+    if (exec)
+        CK(cudaGraphLaunch(exec, m->s));
     else if ((rc = step_body(m, rows, seq, grad_scale)))
         return rc;
+    CK(cudaEventRecord(m->ev1, m->s));
     m->warm = 1;
     if (m->npes > 1) {
         int e = shmemx_gpu_allreduce(m->g, m->g, m->P, SHMEMX_FLOAT32, SHMEMX_AVG, m->s);
@@ -667,6 +712,9 @@ static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *
     CK(cudaMemcpyAsync(&m->out_h->norm, m->norm, sizeof(float), cudaMemcpyDeviceToHost, m->s));
     CK(cudaStreamSynchronize(m->s));
     m->steps++;
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, m->ev0, m->ev1));
+    out->compute_s = ms * 1e-3;
     out->loss_sum = m->out_h->sums[0];
     out->grad_norm = m->out_h->norm;
     out->loss_scale = 1.0f;
@@ -739,11 +787,12 @@ static double be_peak_flops(sym_gpu_model_t *m) {
 }
 
 static const char *be_describe(sym_gpu_model_t *m) { return m->desc; }
+static const char *be_pci_bus_id(sym_gpu_model_t *m) { return m->pci; }
 
 static const struct sym_cuda_backend table = {
     SYM_CUDA_BACKEND_ABI, be_error,     be_device_count, be_create,   be_destroy,
     be_train_step,        be_eval,      be_get_state,    be_set_state, be_memory,
-    be_peak_flops,        be_describe};
+    be_peak_flops,        be_describe,  be_pci_bus_id};
 
 extern "C" __attribute__((visibility("default"))) const struct sym_cuda_backend *
 sym_cuda_backend(void) {

@@ -43,14 +43,39 @@ static int done(sym_metrics_t *m, int n) {
     return SYM_OK;
 }
 
+/* The per-PE part of a step record: ,"balance":...,"pes":[...] */
+static int write_pes(FILE *f, const sym_step_record_t *r) {
+    int n = fprintf(f, ",\"balance\":\"%s\",\"rebalanced\":%d,\"stragglers\":[",
+                    r->balance ? r->balance : "off", r->rebalanced);
+    for (int p = 0, first = 1; p < r->npes && n >= 0; p++)
+        if (r->pes[p].straggler) {
+            n = fprintf(f, "%s%d", first ? "" : ",", p);
+            first = 0;
+        }
+    if (n >= 0) n = fputs("],\"pes\":[", f);
+    for (int p = 0; p < r->npes && n >= 0; p++) {
+        const sym_pe_record_t *e = &r->pes[p];
+        n = fprintf(f,
+                    "%s{\"pe\":%d,\"share\":%d,\"samples_per_s\":%.6g,\"compute_s\":%.6g,"
+                    "\"cpu_util\":%.3f,\"mem_bytes\":%.0f,\"mem_frac\":%.4f,\"gpu_util\":%.3f,"
+                    "\"latency_s\":%.3g,\"straggler\":%d}",
+                    p ? "," : "", p, e->share, e->samples_per_s, e->compute_s, e->cpu_util,
+                    e->mem_bytes, e->mem_frac, e->gpu_util, e->latency_s, e->straggler);
+    }
+    if (n >= 0) n = fputc(']', f);
+    return n < 0 ? -1 : 0;
+}
+
 int sym_metrics_step(sym_metrics_t *m, const sym_step_record_t *r) {
     int n = fprintf(m->f,
                     "{\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,\"lr\":%.6g,\"grad_norm\":%.6g,"
                     "\"samples_per_s\":%.1f,\"tokens_per_s\":%.1f,\"compute_s\":%.6f,"
-                    "\"comm_s\":%.6f,\"bytes_allreduced\":%llu}\n",
+                    "\"comm_s\":%.6f,\"bytes_allreduced\":%llu",
                     (long long)r->step, (long long)r->epoch, (double)r->loss, (double)r->lr,
                     r->grad_norm, r->samples_per_s, r->tokens_per_s, r->compute_s, r->comm_s,
                     (unsigned long long)r->bytes_allreduced);
+    if (n >= 0 && r->npes > 0 && r->pes) n = write_pes(m->f, r);
+    if (n >= 0) n = fputs("}\n", m->f);
     return done(m, n);
 }
 

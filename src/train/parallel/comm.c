@@ -1,10 +1,11 @@
 /*
  * comm.c — the one file of the training stack that calls the training
  * collectives (shmemx_allreduce and friends, src/coll): the models, the
- * trainer and the distributed tensors see these calls and never a transport.
- * The uneven collectives of the distributed tensors (all-gather-v,
- * all-to-all-v, reduce-scatter-v) are here too, written on one-sided reads
- * of symmetric buffers, since shmemx's split their counts by their own rule.
+ * trainer, the balancer and the distributed tensors see these calls and never
+ * a transport. The uneven collectives of the distributed tensors
+ * (all-gather-v, all-to-all-v, reduce-scatter-v) are here too, written on
+ * one-sided reads of symmetric buffers, since shmemx's split their counts by
+ * their own rule.
  */
 #include <shmem.h>
 #include <shmemx.h>
@@ -101,4 +102,11 @@ int sym__comm_reduce_pull_f32(shmem_team_t team, const float *buf, size_t off, s
     free(peer);
     free(tmp);
     return team_sync(team);
+}
+int sym__comm_allgather_f64(shmem_team_t team, double *dest, const double *src, size_t n) {
+    int rc = shmemx_allgather(team, dest, src, n, SHMEMX_FLOAT64);
+    if (rc)
+        return sym__error(SYM_ECOMM, "shmemx_allgather of %zu doubles per PE failed: %s", n,
+                          shmemx_strerror(rc));
+    return SYM_OK;
 }
