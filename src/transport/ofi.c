@@ -3,7 +3,13 @@
  * (verbs/RoCE, EFA, TCP ... whatever provider the fabric offers).
  *
  * Memory: both symmetric segments are registered once; every PE's endpoint
- * name, keys and segment addresses are all-gathered at init.
+ * name, keys and segment addresses are all-gathered at init, through the
+ * bootstrap (the env bootstrap seals them: src/bootstrap/env.c). A key is
+ * what lets a remote endpoint read or write a segment, and addresses are
+ * offsets anyone can guess: so each key is 64 random bits from the CSPRNG
+ * (as many as the provider's keys hold), or the provider's own where it
+ * assigns them (FI_MR_PROV_KEY: verbs, EFA). The provider authenticates
+ * nothing else: see docs/architecture.md, "Threat model".
  * Ordering: the endpoint is asked for write-after-write, send-after-write,
  * read-after-write and send-after-send ordering (FI_ORDER_WAW | SAW | RAW |
  * SAS), so what one PE sends one target arrives in the order it was posted.
@@ -73,6 +79,7 @@
 #include <unistd.h>
 
 #include "../bootstrap/bootstrap.h"
+#include "../util/crypto.h"
 #include "transport.h"
 
 #define FI_VERSION_NEEDED FI_VERSION(1, 9)
@@ -948,13 +955,28 @@ err_fabric:
     return -1;
 }
 
+/* A memory key nobody can guess: 64 random bits, or as many as the
+ * provider's keys hold. (Where the provider assigns keys it ignores this.) */
+static uint64_t random_key(void) {
+    uint64_t key;
+    if (sym__random_bytes(&key, sizeof key))
+        sym__fatal("shmem_init", "libcrypto could not draw random memory keys");
+    size_t bytes = g.info->domain_attr->mr_key_size;
+    if (bytes && bytes < sizeof key) key &= (1ull << (8 * bytes)) - 1;
+    return key;
+}
+
 static void register_segments(void) {
     for (int s = 0; s < SYM_SEG_COUNT; s++) {
         if (!sym__world.seg[s].size) continue;
-        OFI_CHECK(fi_mr_reg(g.domain, sym__world.seg[s].base, sym__world.seg[s].size,
-                            FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SEND |
-                                FI_RECV,
-                            0, (uint64_t)s + 1, 0, &g.mr[s], NULL));
+        int rc, tries = 0;
+        do /* a key another registration of this domain holds: draw again */
+            rc = fi_mr_reg(g.domain, sym__world.seg[s].base, sym__world.seg[s].size,
+                           FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SEND |
+                               FI_RECV,
+                           0, random_key(), 0, &g.mr[s], NULL);
+        while (rc == -FI_ENOKEY && ++tries < 8);
+        OFI_CHECK(rc);
         if (g.info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
             OFI_CHECK(fi_mr_bind(g.mr[s], &g.ep->fid, 0));
             OFI_CHECK(fi_mr_enable(g.mr[s]));
@@ -1121,9 +1143,12 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
                           ? !strcmp(wait, "poll")
                           : local <= host_cpus();
     *default_ctx = &g.default_ctx;
-    sym__info("fabric: provider %s, %s atomics, waits %s", mine.prov,
+    size_t key_bytes = fi->domain_attr->mr_key_size;
+    int key_bits = 8 * (int)(key_bytes && key_bytes < 8 ? key_bytes : 8);
+    sym__info("fabric: provider %s, %s atomics, waits %s, memory keys %s (%d bits)", mine.prov,
               g.native_atomics ? "fabric" : "active-message",
-              sym__wait_polls ? "poll" : "sleep between polls");
+              sym__wait_polls ? "poll" : "sleep between polls",
+              fi->domain_attr->mr_mode & FI_MR_PROV_KEY ? "the provider's" : "random", key_bits);
     return &ofi_ops;
 }
 
