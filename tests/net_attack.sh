@@ -6,7 +6,9 @@
 # provider. tests/net_attacker.c, plain libfabric, then reaches every fabric
 # endpoint the PEs listen on (found with ss, as a port scan would) and tries to
 # read their globals and write their heaps with the keys a stranger would
-# guess. It must get nothing; the job must finish with heap and globals intact.
+# guess, and sends them forged batches of puts (messages their CPUs apply).
+# It must get nothing; each PE must say it dropped the forged messages; the
+# job must finish with heap and globals intact.
 set -u
 victim=$1 attacker=$2
 provider=tcp
@@ -64,7 +66,10 @@ for r in 0 1; do
     wait "${pids[$r]}" || { echo "FAIL: PE $r failed"; fail=1; }
 done
 for r in 0 1; do sed "s/^/[PE $r] /" "$log/pe$r"; done
-grep -q "heap and globals intact" "$log/pe0" && grep -q "heap and globals intact" "$log/pe1" ||
-    { echo "FAIL: the job did not finish intact"; fail=1; }
+for r in 0 1; do
+    grep -q "heap and globals intact" "$log/pe$r" || { echo "FAIL: PE $r did not finish intact"; fail=1; }
+    grep -q "dropped [0-9]* fabric messages in all that did not carry this job's key" "$log/pe$r" ||
+        { echo "FAIL: PE $r did not say it dropped the forged messages"; fail=1; }
+done
 [ $fail = 0 ] && echo "net_attack: the stranger got nothing and the job finished intact"
 exit $fail

