@@ -190,7 +190,7 @@ enum { AM_AMO = 1, AM_REPLY = 2, AM_SIGNAL = 3, AM_PUTS = 4 };
 typedef struct {
     uint8_t kind, pad[3];
     uint32_t from;
-    uint64_t key;   /* the target's message key (MSG_KEY_AT, as in am_t) */
+    uint64_t key;   /* the target's message key (at MSG_KEY_AT, as in am_t) */
     uint64_t req;   /* the requester's op_t, echoed in the reply */
     uint32_t bytes; /* header included */
     uint32_t seq;   /* the sender's count of batches to this PE: applied in this order */
@@ -209,9 +209,12 @@ typedef struct {
     uint64_t compare;
     uint64_t req;     /* the requester's op_t, echoed in the reply */
 } am_t;
-#define MSG_KEY_AT 8 /* where both kinds of message carry the key */
-_Static_assert(offsetof(am_t, key) == MSG_KEY_AT && offsetof(batch_hdr_t, key) == MSG_KEY_AT,
-               "a message's key sits at one place");
+/* Where both kinds of message carry the sender and the key. */
+#define MSG_FROM_AT offsetof(am_t, from)
+#define MSG_KEY_AT offsetof(am_t, key)
+_Static_assert(offsetof(batch_hdr_t, from) == MSG_FROM_AT &&
+                   offsetof(batch_hdr_t, key) == MSG_KEY_AT,
+               "a message's sender and key sit at one place");
 
 typedef struct {
     char name[NAME_MAX_LEN];
@@ -368,7 +371,7 @@ static int genuine(const char *msg, size_t len) {
     int ok = len >= need;
     if (ok) {
         memcpy(&key, msg + MSG_KEY_AT, sizeof key);
-        memcpy(&from, msg + 4, sizeof from);
+        memcpy(&from, msg + MSG_FROM_AT, sizeof from);
         ok = sym__consttime_eq(&key, &g.msg_key, sizeof key) &&
              from < (uint32_t)sym__world.npes;
     }
