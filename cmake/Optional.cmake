@@ -1,7 +1,17 @@
-# Optional dependencies. Each is looked for once; what is missing is said once,
-# and the parts that need it are left out of the build (their tests SKIP).
+# Dependencies. OpenSSL's libcrypto is required; the others are optional: each
+# is looked for once, what is missing is said once, and the parts that need it
+# are left out of the build (their tests SKIP).
 find_package(Threads REQUIRED)
 find_package(PkgConfig QUIET)
+# Required, not optional: the env bootstrap authenticates ranks and encrypts
+# what they exchange (fabric addresses, memory keys) with it, and there is no
+# unprotected fallback (src/util/crypto.c).
+find_package(OpenSSL QUIET COMPONENTS Crypto)
+if(NOT OpenSSL_FOUND OR NOT TARGET OpenSSL::Crypto)
+  message(FATAL_ERROR "symtrain: OpenSSL's libcrypto not found — it is required (the job token's "
+                      "HMAC and the encrypted exchange of fabric keys); apt-get install libssl-dev")
+endif()
+message(STATUS "symtrain: OpenSSL libcrypto ${OPENSSL_VERSION}: found (required)")
 
 set(SYM_HAVE_OFI OFF)
 set(SYM_HAVE_PMIX OFF)

@@ -21,8 +21,20 @@ set_tests_properties(net_ci PROPERTIES TIMEOUT 60 LABELS net)
 add_executable(net_boot_child net_boot_child.c)
 target_link_libraries(net_boot_child PRIVATE symshmem)
 add_test(NAME net_bootstrap COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/net_bootstrap.sh
-         $<TARGET_FILE:net_boot_child>)
+         $<TARGET_FILE:net_boot_child> ${CMAKE_CURRENT_SOURCE_DIR}/net_wire_proxy.py)
 set_tests_properties(net_bootstrap PROPERTIES TIMEOUT 300 LABELS net)
+
+# A stranger on the network attacks the data plane: plain libfabric
+# (net_attacker.c) reads and writes a running job's memory (net_victim.c) with
+# the keys it would guess, and forges the messages a PE's CPU applies. (Its
+# attacks on the store and the all-gather are in net_bootstrap.)
+add_executable(net_victim net_victim.c)
+target_link_libraries(net_victim PRIVATE symshmem)
+add_executable(net_attacker net_attacker.c)
+target_link_libraries(net_attacker PRIVATE PkgConfig::OFI)
+add_test(NAME net_attack COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/net_attack.sh
+         $<TARGET_FILE:net_victim> $<TARGET_FILE:net_attacker>)
+set_tests_properties(net_attack PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77 LABELS net)
 
 # net_test(name target hosts pes_per_host [provider]): provider tcp (in
 # libfabric 1.17 tcp;ofi_rxm) unless named; net is 1.17's native RDM endpoint

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # net_bootstrap.sh — the env (torchrun-style) bootstrap on loopback: a normal
 # start, and every way it can go wrong. Each must end with a clear message
-# within its timeout; none may hang.
-#   net_bootstrap.sh CHILD
+# within its timeout; none may hang. Among them the attacks of a stranger on
+# the network: a flood of connections at the store, a sniffer and a forger on
+# the path of the all-gather (PROXY, tests/net_wire_proxy.py).
+#   net_bootstrap.sh CHILD PROXY
 set -u
-child=$1
+child=$1 proxy=$2
 fails=0
 port=$((20000 + RANDOM % 20000))
 log=$(mktemp -d)
-trap 'rm -rf "$log"' EXIT
+flood=
+trap 'kill $flood 2>/dev/null; rm -rf "$log"' EXIT
 
 # launch NAME WORLD "RANKS" [VAR=VALUE...]: start the ranks given, in the
 # background, each with its own log; extra variables apply to all of them.
@@ -58,7 +61,7 @@ pids+=($!)
 finish
 wait $silent
 expect "strangers without the token change nothing" test "${rcs[*]}" = "0 0"
-expect "the store says it rejected them" has stranger.0 "rejected a connection that did not know the job token"
+expect "the store says it turned them away, in one line" test "$(grep -c "turned away [0-9]* connection(s) without the job token in [0-9.]* s (2 with a wrong proof" "$log/stranger.0")" = 1
 
 # 3. a rank with the wrong token is refused and says why; the job fails
 launch token 2 "0"
@@ -145,6 +148,98 @@ expect "SYMTRAIN_WAIT=spin: fails" test "${rcs[0]}" != 0 -a "${rcs[1]}" != 0
 # the message must be in some rank's log, whichever
 expect "SYMTRAIN_WAIT=spin: named" grep -qh "SYMTRAIN_WAIT='spin' is not auto, poll or sleep" \
     "$log/badwait.0" "$log/badwait.1"
+
+# 10. a flood at the store: rank 0 may hold only 64 file descriptors; a
+# stranger holds 80 connections silent, then knocks 300 times with a wrong
+# proof; rank 1 starts meanwhile and must get in at once (not after the silent
+# ones time out), and rank 0 sums up what it turned away in one line
+port=$((port + 1))
+common="WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port SYMTRAIN_BOOT_TIMEOUT=20
+    SYMTRAIN_JOB_TOKEN=secret-$$"
+(ulimit -n 64 && exec env $common RANK=0 timeout 40 "$child") >"$log/flood.0" 2>&1 &
+pids=($!)
+python3 - "$port" >"$log/flood.stranger" 2>&1 <<'PY' &
+import socket, sys, time
+port = int(sys.argv[1])
+def conn():
+    for _ in range(200):  # until rank 0 listens
+        try:
+            return socket.create_connection(("127.0.0.1", port))
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("rank 0's store never listened")
+held = [conn() for _ in range(80)]
+print("holding", len(held), flush=True)
+for _ in range(300):
+    s = conn()
+    s.sendall(b"\0" * 32)
+    s.close()
+print("knocked", flush=True)
+time.sleep(15)
+PY
+flood=$!
+for i in $(seq 200); do grep -q knocked "$log/flood.stranger" 2>/dev/null && break; sleep 0.05; done
+expect "flood: the stranger holds 80 connections and knocked 300 times" grep -q knocked "$log/flood.stranger"
+start=$SECONDS
+env $common RANK=1 timeout 40 "$child" >"$log/flood.1" 2>&1 &
+pids+=($!)
+finish
+took=$((SECONDS - start))
+kill $flood 2>/dev/null
+expect "flood: both ranks start and finish" test "${rcs[*]}" = "0 0"
+expect "flood: at once, not after the silent ones time out (took ${took} s)" test $took -lt 5
+expect "flood: rank 0 sums up what it turned away in one line" \
+    test "$(grep -c "turned away" "$log/flood.0")" = 1
+expect "flood: the line counts the wrong proofs" grep -q "turned away [0-9]* connection(s) without the job token in [0-9.]* s (300 with a wrong proof, [0-9]* silent" "$log/flood.0"
+
+# 11. the all-gather on the wire: two ranks, each its own host (the fabric's
+# records are all-gathered), rank 1 through PROXY, which records every byte.
+# The bytes hold neither the provider's name nor an endpoint address in
+# clear; and when the proxy flips one bit of an all-gather reply, rank 1
+# refuses it, saying so, and the whole job ends.
+# through_proxy NAME [tamper]: rank 0 on the store's port, rank 1 through the proxy
+through_proxy() {
+    local name=$1 mode=${2:-}
+    port=$((port + 2))
+    python3 "$proxy" $((port + 1)) $port "$log/$name.wire" $mode >"$log/$name.proxy" 2>&1 &
+    local pp=$!
+    for i in $(seq 100); do grep -q listening "$log/$name.proxy" 2>/dev/null && break; sleep 0.05; done
+    local common="WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 SYMTRAIN_BOOT_TIMEOUT=10 SYMTRAIN_HOST_SIZE=1
+        SYMTRAIN_OFI_PROVIDER=tcp FI_TCP_IFACE=lo SYMTRAIN_JOB_TOKEN=secret-$$"
+    pids=()
+    env $common RANK=0 MASTER_PORT=$port timeout 30 "$child" >"$log/$name.0" 2>&1 &
+    pids+=($!)
+    env $common RANK=1 MASTER_PORT=$((port + 1)) timeout 30 "$child" >"$log/$name.1" 2>&1 &
+    pids+=($!)
+    finish
+    kill $pp 2>/dev/null
+    wait $pp 2>/dev/null
+}
+# in_clear FILE: the wire holds a provider record ("tcp;ofi_rxm", NUL-padded
+# as the fabric's record pads it) or an IPv4 loopback socket address (family
+# 2, a port, 127.0.0.1, 8 zeros: what the tcp provider names endpoints by)
+in_clear() {
+    python3 -c '
+import re, sys
+b = open(sys.argv[1], "rb").read()
+sys.exit(0 if b"tcp;ofi_rxm\0" in b or re.search(rb"\x02\x00..\x7f\x00\x00\x01\x00{8}", b, re.S) else 1)' "$1"
+}
+if fi_info -p tcp -t FI_EP_RDM >/dev/null 2>&1; then
+    through_proxy sniff
+    expect "sniffed: through the proxy the job runs" test "${rcs[*]}" = "0 0"
+    expect "sniffed: the proxy saw the traffic" test -s "$log/sniff.wire"
+    expect "sniffed: no endpoint address or provider in clear on the wire" \
+        eval "test -s $log/sniff.wire && ! in_clear $log/sniff.wire"
+    through_proxy tamper tamper
+    expect "tampered: the proxy altered an all-gather" grep -q tampered "$log/tamper.proxy"
+    expect "tampered: both ranks fail" test "${rcs[0]}" != 0 -a "${rcs[1]}" != 0
+    expect "tampered: rank 1 says the record does not authenticate" \
+        grep -q "record in all-gather 0 from the job's store at 127.0.0.1:$((port + 1)) does not authenticate" "$log/tamper.1"
+elif [ "${CI:-}" = true ]; then
+    expect "CI=true: libfabric offers a tcp RDM endpoint" false
+else
+    echo "SKIP the all-gather on the wire: libfabric offers no tcp RDM endpoint here"
+fi
 
 if [ $fails != 0 ]; then
     for f in "$log"/*; do sed "s|^|$(basename "$f"): |" "$f"; done

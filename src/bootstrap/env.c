@@ -8,7 +8,20 @@
  * connects to it. A connection is admitted only after it proves it knows the
  * secret: the store sends a random nonce and expects HMAC-SHA256(secret,
  * nonce); anything else is closed without a word, so a stranger on the port
- * learns nothing and changes nothing. Members then all-gather through the store.
+ * learns nothing and changes nothing. Strangers cannot crowd the ranks out
+ * either: at most PENDING_MAX connections wait to prove themselves at once
+ * (the oldest goes when another comes), each for PENDING_S seconds at most;
+ * when rank 0 runs out of file descriptors the oldest waiting one is closed to
+ * make room; and what was turned away is said in one line a minute at most.
+ *
+ * Members then all-gather through the store, each record sealed with
+ * AES-256-GCM under a key derived (HKDF) from the secret and a salt the store
+ * draws for this job: the store and anyone on the wire see only ciphertext
+ * (fabric addresses and memory keys ride in these records), and a record
+ * altered on the way, replayed from another all-gather or another job, or
+ * sealed with another token fails to open, which ends the job with a message
+ * saying so. The nonce is the sender's rank and the all-gather's number, so it
+ * never repeats under one key.
  *
  * The connections stay open for the life of the job: when a rank disconnects
  * before it finishes, or asks to end the job, the store tells every other rank,
@@ -30,10 +43,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "../util/sha256.h"
+#include "../util/crypto.h"
 #include "../util/util.h"
 #include "bootstrap.h"
 #include "wire.h"
@@ -41,26 +55,22 @@
 enum {
     WIRE_HELLO = 10, /* member -> store: {rank, world} */
     WIRE_FAIL = 11,  /* store -> member: the job cannot go on; payload: the reason */
-    WIRE_WELCOME = 12, /* store -> member: admitted */
+    WIRE_WELCOME = 12, /* store -> member: admitted; payload: the job's salt */
 };
 
 #define NONCE_LEN 32
-#define MAC_LEN 32
+#define SALT_LEN 32
+#define PENDING_MAX 32 /* connections waiting to prove they know the token, at most */
+#define PENDING_S 5.0  /* and for how long each */
+#define REPORT_S 60.0  /* what was turned away is said at most this often */
 static const char mac_label[] = "symtrain-store-v1";
+static const char seal_label[] = "symtrain all-gather v1";
 
-static void compute_mac(const char *token, const unsigned char *nonce, unsigned char *mac) {
+static int compute_mac(const char *token, const unsigned char *nonce, unsigned char *mac) {
     unsigned char msg[sizeof mac_label + NONCE_LEN];
     memcpy(msg, mac_label, sizeof mac_label);
     memcpy(msg + sizeof mac_label, nonce, NONCE_LEN);
-    sym__hmac_sha256(token, strlen(token), msg, sizeof msg, mac);
-}
-
-static int random_bytes(void *buf, size_t len) {
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    int rc = sym__wire_read(fd, buf, len);
-    close(fd);
-    return rc;
+    return sym__hmac_sha256(token, strlen(token), msg, sizeof msg, mac);
 }
 
 /* ---- the store (rank 0) ---- */
@@ -93,6 +103,12 @@ typedef struct {
     int finished;     /* ranks that sent FINI */
     int *fini;
     int ended;        /* the job is over (failure or everyone finished) */
+    unsigned char salt[SALT_LEN]; /* this job's, for the all-gather's key */
+    int spare_fd;     /* held open to be given up when accept runs out of fds */
+    /* Connections turned away since the last report: with a wrong proof of
+     * the token; silent, too slow, or pushed out by newer ones. */
+    long bad_proof, dropped;
+    double reported;  /* when the last report was printed */
     pthread_t thread;
 } store_t;
 
@@ -102,7 +118,24 @@ static void store_send_all(store_t *s, uint32_t type, const void *p, uint32_t le
         if (s->member_fd[r] >= 0 && r != except) sym__wire_send(s->member_fd[r], type, p, len);
 }
 
+/* One line for every connection turned away since the last one: a stranger
+ * knocking thousands of times must not write thousands of lines. */
+static void store_report(store_t *s) {
+    if (!s->bad_proof && !s->dropped) return;
+    double now = sym__now_s();
+    sym__warn("bootstrap",
+              "the job's store at %s turned away %ld connection(s) without the job token in "
+              "%.1f s (%ld with a wrong proof, %ld silent, too slow or beyond %d waiting at "
+              "once); only this job's ranks should reach MASTER_PORT: keep it on a private "
+              "network",
+              s->where, s->bad_proof + s->dropped, now - s->reported, s->bad_proof, s->dropped,
+              PENDING_MAX);
+    s->bad_proof = s->dropped = 0;
+    s->reported = now;
+}
+
 static void store_fail(store_t *s, const char *why) {
+    store_report(s);
     store_send_all(s, WIRE_FAIL, why, (uint32_t)strlen(why) + 1, -1);
     s->ended = 1;
 }
@@ -114,9 +147,47 @@ static void store_close(store_t *s, conn_t *c) {
     c->state = C_GONE;
 }
 
+static int pending(const conn_t *c) { return c->state == C_AUTH || c->state == C_HELLO; }
+
+/* Close the connection that has waited longest to prove itself; 0 if none. */
+static int store_drop_oldest(store_t *s) {
+    conn_t *old = NULL;
+    for (int i = 0; i < s->nconns; i++)
+        if (pending(&s->conns[i]) && (!old || s->conns[i].since < old->since)) old = &s->conns[i];
+    if (!old) return 0;
+    store_close(s, old);
+    s->dropped++;
+    return 1;
+}
+
+/* Forget closed connections, so the table is as long as what is open. */
+static void store_compact(store_t *s) {
+    int n = 0;
+    for (int i = 0; i < s->nconns; i++)
+        if (s->conns[i].state != C_GONE) s->conns[n++] = s->conns[i];
+    s->nconns = n;
+}
+
 static void store_accept(store_t *s) {
     int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+        /* Out of descriptors: the waiting connection stays in the queue and
+         * poll says so again at once. Make room, or take it and close it. */
+        if (!store_drop_oldest(s) && s->spare_fd >= 0) {
+            close(s->spare_fd);
+            int victim = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+            if (victim >= 0) {
+                close(victim);
+                s->dropped++;
+            }
+            s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        }
+        return;
+    }
     if (fd < 0) return;
+    int waiting = 0;
+    for (int i = 0; i < s->nconns; i++) waiting += pending(&s->conns[i]);
+    if (waiting >= PENDING_MAX) store_drop_oldest(s);
     if (s->nconns == s->cap) {
         int cap = s->cap ? s->cap * 2 : 16;
         conn_t *nc = realloc(s->conns, (size_t)cap * sizeof *nc);
@@ -134,7 +205,7 @@ static void store_accept(store_t *s) {
     c->since = sym__now_s();
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (random_bytes(c->nonce, NONCE_LEN) || sym__wire_write(fd, c->nonce, NONCE_LEN)) {
+    if (sym__random_bytes(c->nonce, NONCE_LEN) || sym__wire_write(fd, c->nonce, NONCE_LEN)) {
         close(fd);
         c->state = C_GONE;
         return;
@@ -214,23 +285,22 @@ gone:
 
 /* Bytes from a connection that is not yet a member: the MAC, then HELLO. */
 static void store_newcomer(store_t *s, conn_t *c) {
-    size_t want = c->state == C_AUTH ? MAC_LEN : sizeof(sym_wire_hdr_t) + 8;
+    size_t want = c->state == C_AUTH ? SYM_MAC_LEN : sizeof(sym_wire_hdr_t) + 8;
     ssize_t n = read(c->fd, c->in + c->have, want - c->have);
     if (n <= 0) {
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
         store_close(s, c);
+        s->dropped++;
         return;
     }
     c->have += (size_t)n;
     if (c->have < want) return;
     c->have = 0;
     if (c->state == C_AUTH) {
-        unsigned char mac[MAC_LEN];
-        compute_mac(s->token, c->nonce, mac);
-        if (!sym__consttime_eq(mac, c->in, MAC_LEN)) {
-            sym__warn("bootstrap", "the job's store rejected a connection that did not know "
-                                   "the job token");
+        unsigned char mac[SYM_MAC_LEN];
+        if (compute_mac(s->token, c->nonce, mac) || !sym__consttime_eq(mac, c->in, SYM_MAC_LEN)) {
             store_close(s, c);
+            s->bad_proof++;
             return;
         }
         c->state = C_HELLO;
@@ -260,7 +330,7 @@ static void store_newcomer(store_t *s, conn_t *c) {
     c->rank = (int)rw[0];
     s->member_fd[c->rank] = c->fd;
     s->joined++;
-    sym__wire_send(c->fd, WIRE_WELCOME, NULL, 0);
+    sym__wire_send(c->fd, WIRE_WELCOME, s->salt, SALT_LEN);
 }
 
 static void *store_main(void *arg) {
@@ -292,10 +362,14 @@ static void *store_main(void *arg) {
         }
         free(p);
         /* Newcomers get a few seconds to prove themselves. */
+        double now = sym__now_s();
         for (int i = 0; i < s->nconns; i++)
-            if ((s->conns[i].state == C_AUTH || s->conns[i].state == C_HELLO) &&
-                sym__now_s() - s->conns[i].since > 10)
+            if (pending(&s->conns[i]) && now - s->conns[i].since > PENDING_S) {
                 store_close(s, &s->conns[i]);
+                s->dropped++;
+            }
+        store_compact(s);
+        if (now - s->reported > REPORT_S) store_report(s);
         if (s->joined < s->world && sym__now_s() > deadline) {
             char why[512];
             int n = snprintf(why, sizeof why, "ranks never reached the job's store at %s within "
@@ -306,8 +380,11 @@ static void *store_main(void *arg) {
         }
     }
     /* Let members read what was sent before the sockets go. */
-    for (int i = 0; i < s->nconns; i++)
+    for (int i = 0; i < s->nconns; i++) {
+        if (pending(&s->conns[i])) s->dropped++;
         if (s->conns[i].state != C_GONE) shutdown(s->conns[i].fd, SHUT_WR);
+    }
+    store_report(s);
     return NULL;
 }
 
@@ -325,6 +402,8 @@ typedef struct {
     uint32_t reply_len;
     int have_reply;
     int finishing;
+    unsigned char key[SYM_AEAD_KEY_LEN]; /* seals this job's all-gather records */
+    uint64_t seq;                        /* all-gathers so far: part of each nonce */
 } env_boot_t;
 
 /* Every frame from the store arrives here: replies go to the waiting
@@ -361,18 +440,58 @@ static void *reader_main(void *arg) {
     _exit(1);
 }
 
+/* What a sealed record is bound to besides its bytes: the nonce (its
+ * sender's rank and the all-gather's number) and the data it covers (the
+ * same, with the job size and the record's length). */
+typedef struct {
+    uint32_t rank, world;
+    uint64_t seq, len;
+} seal_aad_t;
+
+static void seal_nonce(int rank, uint64_t seq, unsigned char nonce[SYM_AEAD_NONCE_LEN]) {
+    uint32_t r = (uint32_t)rank;
+    memcpy(nonce, &r, sizeof r);
+    memcpy(nonce + sizeof r, &seq, sizeof seq);
+}
+
+/* Every rank seals its record; the store concatenates the ciphertexts; every
+ * rank opens each one (see the top of the file). */
 static int env_allgather(sym_boot_t *b, const void *in, void *out, size_t len) {
     env_boot_t *e = b->impl;
-    if (len > UINT32_MAX / (size_t)b->size) return -1;
+    size_t sealed = len + SYM_AEAD_TAG_LEN;
+    if (sealed > UINT32_MAX / (size_t)b->size) return -1;
+    uint64_t seq = e->seq++;
+    unsigned char nonce[SYM_AEAD_NONCE_LEN];
+    seal_aad_t aad = {(uint32_t)e->rank, (uint32_t)e->world, seq, len};
+    char *rec = malloc(sealed);
+    if (!rec) return -1;
+    seal_nonce(e->rank, seq, nonce);
+    if (sym__aead_seal(e->key, nonce, &aad, sizeof aad, in, len, rec)) {
+        free(rec);
+        return -1;
+    }
     pthread_mutex_lock(&e->mu);
     e->have_reply = 0;
     pthread_mutex_unlock(&e->mu);
-    if (sym__wire_send(e->fd, SYM_WIRE_ALLGATHER, in, (uint32_t)len)) return -1;
+    int rc = sym__wire_send(e->fd, SYM_WIRE_ALLGATHER, rec, (uint32_t)sealed);
+    free(rec);
+    if (rc) return -1;
     pthread_mutex_lock(&e->mu);
     while (!e->have_reply) pthread_cond_wait(&e->cv, &e->mu);
     pthread_mutex_unlock(&e->mu);
-    int rc = e->reply_len == len * (size_t)b->size ? 0 : -1;
-    if (!rc) memcpy(out, e->reply, e->reply_len);
+    rc = e->reply_len == sealed * (size_t)b->size ? 0 : -1;
+    for (int r = 0; !rc && r < b->size; r++) {
+        aad.rank = (uint32_t)r;
+        seal_nonce(r, seq, nonce);
+        if (sym__aead_open(e->key, nonce, &aad, sizeof aad, e->reply + (size_t)r * sealed, sealed,
+                           (char *)out + (size_t)r * len))
+            sym__fatal("bootstrap",
+                       "rank %d's record in all-gather %llu from the job's store at %s does not "
+                       "authenticate: it was altered on the way, or rank %d has another "
+                       "SYMTRAIN_JOB_TOKEN; ending the job (give every rank the same token, and "
+                       "keep MASTER_ADDR on a network strangers cannot write to)",
+                       r, (unsigned long long)seq, e->where, r);
+    }
     free(e->reply);
     e->reply = NULL;
     return rc;
@@ -456,6 +575,9 @@ static store_t *start_store(int world, const char *port, const char *token, doub
     s->fini = calloc((size_t)world, sizeof(int));
     if (!s->member_fd || !s->gather || !s->glen || !s->fini) return NULL;
     for (int r = 0; r < world; r++) s->member_fd[r] = -1;
+    if (sym__random_bytes(s->salt, SALT_LEN)) return NULL;
+    s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    s->reported = sym__now_s();
     int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int v6 = fd >= 0;
     if (fd < 0) fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -526,19 +648,36 @@ sym_boot_t *sym__boot_env_init(void) {
 
     char err[128] = "";
     double deadline = sym__now_s() + timeout;
-    e->fd = connect_to(addr, port, deadline, err, sizeof err);
-    if (e->fd < 0)
-        sym__fatal("shmem_init",
-                   "cannot reach the job's store at %s (MASTER_ADDR:MASTER_PORT) within %g s: "
-                   "%s; check the address and that rank 0 is running",
-                   e->where, timeout, err);
-    unsigned char nonce[NONCE_LEN], mac[MAC_LEN];
+    unsigned char nonce[NONCE_LEN], mac[SYM_MAC_LEN];
+    /* The store greets with a nonce; one that closes or stays silent instead
+     * may be full of strangers' connections (it drops the oldest): try again
+     * until the deadline. */
+    for (;;) {
+        e->fd = connect_to(addr, port, deadline, err, sizeof err);
+        if (e->fd < 0)
+            sym__fatal("shmem_init",
+                       "cannot reach the job's store at %s (MASTER_ADDR:MASTER_PORT) within %g "
+                       "s: %s; check the address and that rank 0 is running",
+                       e->where, timeout, err);
+        struct timeval tv = {(time_t)PENDING_S, 0};
+        setsockopt(e->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        if (!sym__wire_read(e->fd, nonce, NONCE_LEN)) break;
+        close(e->fd);
+        if (sym__now_s() > deadline)
+            sym__fatal("shmem_init",
+                       "the service at %s never greeted this rank within %g s "
+                       "(SYMTRAIN_BOOT_TIMEOUT): it is not a symtrain job store, or rank 0's "
+                       "store is swamped by other connections; check MASTER_ADDR and "
+                       "MASTER_PORT",
+                       e->where, timeout);
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     uint32_t hello[2] = {(uint32_t)rank, (uint32_t)world};
-    if (sym__wire_read(e->fd, nonce, NONCE_LEN))
-        sym__fatal("shmem_init", "the service at %s is not a symtrain job store", e->where);
-    compute_mac(token, nonce, mac);
+    if (compute_mac(token, nonce, mac))
+        sym__fatal("shmem_init", "libcrypto could not compute HMAC-SHA256");
     sym_wire_hdr_t h = {0, 0};
-    if (sym__wire_write(e->fd, mac, MAC_LEN) || sym__wire_send(e->fd, WIRE_HELLO, hello, 8) ||
+    if (sym__wire_write(e->fd, mac, SYM_MAC_LEN) || sym__wire_send(e->fd, WIRE_HELLO, hello, 8) ||
         sym__wire_read(e->fd, &h, sizeof h))
         sym__fatal("shmem_init",
                    "the job's store at %s refused this rank: SYMTRAIN_JOB_TOKEN differs from "
@@ -549,6 +688,15 @@ sym_boot_t *sym__boot_env_init(void) {
         if (h.len) sym__wire_read(e->fd, why, h.len < sizeof why ? h.len : sizeof why - 1);
         sym__fatal("shmem_init", "the job's store at %s refused this rank: %s", e->where, why);
     }
+    unsigned char salt[SALT_LEN];
+    if (h.type != WIRE_WELCOME || h.len != SALT_LEN || sym__wire_read(e->fd, salt, SALT_LEN))
+        sym__fatal("shmem_init", "the job's store at %s sent a malformed welcome: it runs another "
+                                 "version of symtrain; run the same one on every rank",
+                   e->where);
+    if (sym__hkdf_sha256(token, strlen(token), salt, SALT_LEN, seal_label, e->key, sizeof e->key))
+        sym__fatal("shmem_init", "libcrypto could not derive the all-gather's key (HKDF-SHA256)");
+    struct timeval forever = {0, 0};
+    setsockopt(e->fd, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof forever);
     if (pthread_create(&e->reader, NULL, reader_main, e))
         sym__fatal("shmem_init", "cannot start the bootstrap reader thread");
 

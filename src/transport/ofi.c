@@ -3,7 +3,17 @@
  * (verbs/RoCE, EFA, TCP ... whatever provider the fabric offers).
  *
  * Memory: both symmetric segments are registered once; every PE's endpoint
- * name, keys and segment addresses are all-gathered at init.
+ * name, keys and segment addresses are all-gathered at init, through the
+ * bootstrap (the env bootstrap seals them: src/bootstrap/env.c). A key is
+ * what lets a remote endpoint read or write a segment, and addresses are
+ * offsets anyone can guess: so each key is 64 random bits from the CSPRNG
+ * (as many as the provider's keys hold), or the provider's own where it
+ * assigns them (FI_MR_PROV_KEY: verbs, EFA). The provider authenticates
+ * nothing else, and messages need no key at all: so every message (batches
+ * of puts, active messages, their replies) carries the target's message key,
+ * 64 random bits of its own exchanged with the memory keys, and a message
+ * without it, or shorter than its header says, is dropped unread (counted,
+ * said once). See docs/architecture.md, "Threat model".
  * Ordering: the endpoint is asked for write-after-write, send-after-write,
  * read-after-write and send-after-send ordering (FI_ORDER_WAW | SAW | RAW |
  * SAS), so what one PE sends one target arrives in the order it was posted.
@@ -67,12 +77,14 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../bootstrap/bootstrap.h"
+#include "../util/crypto.h"
 #include "transport.h"
 
 #define FI_VERSION_NEEDED FI_VERSION(1, 9)
@@ -178,6 +190,7 @@ enum { AM_AMO = 1, AM_REPLY = 2, AM_SIGNAL = 3, AM_PUTS = 4 };
 typedef struct {
     uint8_t kind, pad[3];
     uint32_t from;
+    uint64_t key;   /* the target's message key (at MSG_KEY_AT, as in am_t) */
     uint64_t req;   /* the requester's op_t, echoed in the reply */
     uint32_t bytes; /* header included */
     uint32_t seq;   /* the sender's count of batches to this PE: applied in this order */
@@ -190,17 +203,25 @@ typedef struct {
 typedef struct {
     uint8_t kind, op, size, seg;
     uint32_t from;    /* the requester's PE */
+    uint64_t key;     /* the target's message key */
     uint64_t offset;  /* into the target's segment */
     uint64_t operand; /* value bits */
     uint64_t compare;
     uint64_t req;     /* the requester's op_t, echoed in the reply */
 } am_t;
+/* Where both kinds of message carry the sender and the key. */
+#define MSG_FROM_AT offsetof(am_t, from)
+#define MSG_KEY_AT offsetof(am_t, key)
+_Static_assert(offsetof(batch_hdr_t, from) == MSG_FROM_AT &&
+                   offsetof(batch_hdr_t, key) == MSG_KEY_AT,
+               "a message's sender and key sit at one place");
 
 typedef struct {
     char name[NAME_MAX_LEN];
     uint64_t name_len;
     uint64_t key[SYM_SEG_COUNT];
     uint64_t base[SYM_SEG_COUNT];
+    uint64_t msg_key; /* what every message to this PE must carry */
     char prov[32];
     int32_t one_per_host; /* no other PE on this PE's host */
     int32_t atomics;      /* the endpoint offers the fabric atomics symshmem needs */
@@ -217,6 +238,8 @@ static struct {
     void *desc[SYM_SEG_COUNT];
     fi_addr_t *addr;
     uint64_t *key[SYM_SEG_COUNT], *base[SYM_SEG_COUNT];
+    uint64_t msg_key, *msg_key_of; /* this PE's message key; every PE's */
+    uint64_t dropped;              /* messages dropped for want of the key */
     int virt_addr, native_atomics, wait_cq, ordered;
     size_t inject_size;
     struct {
@@ -295,11 +318,13 @@ static void apply_entries(const char *msg) {
     }
 }
 
-static batch_hdr_t batch_of(int slot) {
+static batch_hdr_t batch_of_msg(const char *msg) {
     batch_hdr_t h;
-    memcpy(&h, g.recv[slot].msg, sizeof h);
+    memcpy(&h, msg, sizeof h);
     return h;
 }
+
+static batch_hdr_t batch_of(int slot) { return batch_of_msg(g.recv[slot].msg); }
 
 /* The batch in receive slot `slot`: applied now, with any deferred ones that
  * follow it from the same PE, each then acknowledged if it asks and its slot
@@ -336,6 +361,28 @@ static void take_batch(int slot) {
     }
 }
 
+/* A received message of `len` bytes that this job's PEs sent: it carries our
+ * key, its header fits and names a PE. Anything else is a stranger's (or
+ * garbage), dropped unread; the first is said, the count at the end. */
+static int genuine(const char *msg, size_t len) {
+    uint64_t key;
+    uint32_t from;
+    size_t need = msg[0] == AM_PUTS ? sizeof(batch_hdr_t) : sizeof(am_t);
+    int ok = len >= need;
+    if (ok) {
+        memcpy(&key, msg + MSG_KEY_AT, sizeof key);
+        memcpy(&from, msg + MSG_FROM_AT, sizeof from);
+        ok = sym__consttime_eq(&key, &g.msg_key, sizeof key) &&
+             from < (uint32_t)sym__world.npes;
+    }
+    if (ok && msg[0] == AM_PUTS) ok = batch_of_msg(msg).bytes <= len;
+    if (!ok && __atomic_fetch_add(&g.dropped, 1, __ATOMIC_RELAXED) == 0)
+        sym__warn("ofi", "dropped a fabric message that did not carry this job's key: something "
+                         "other than the job's PEs reaches this PE's fabric endpoint; keep the "
+                         "fabric on a private network (docs/architecture.md, \"Threat model\")");
+    return ok;
+}
+
 static void handle_am(am_t *m) {
     if (m->kind == AM_REPLY) {
         op_t *op = (op_t *)(uintptr_t)m->req;
@@ -368,6 +415,10 @@ static void handle(struct fi_cq_data_entry *e, ssize_t n) {
         if (!op) continue;
         if (is_recv(op)) {
             int slot = (int)(((char *)op - (char *)g.recv) / (long)sizeof g.recv[0]);
+            if (!genuine(g.recv[slot].msg, e[i].len)) {
+                post_recv(slot);
+                continue;
+            }
             if (g.recv[slot].msg[0] == AM_PUTS) {
                 take_batch(slot); /* posts the slot again once applied */
                 continue;
@@ -470,7 +521,9 @@ static void wait_op(op_t *op) { SYM_WAIT_UNTIL(__atomic_load_n(&op->done, __ATOM
 /* Active messages are injected: the message is copied at once, needs no
  * completion, and keeps its place in the endpoint's order. */
 static void send_msg(const am_t *m, int pe) {
-    POST(fi_inject(g.ep, m, sizeof *m, g.addr[pe]));
+    am_t keyed = *m;
+    keyed.key = g.msg_key_of[pe];
+    POST(fi_inject(g.ep, &keyed, sizeof keyed, g.addr[pe]));
 }
 
 /* Where a local symmetric address lives on `pe`: segment key and address. */
@@ -537,8 +590,8 @@ static void flush_locked(ofi_ctx_t *c, int ack) {
     int was = in_progress;
     in_progress = 1;
     pthread_mutex_lock(&g.send_lock);
-    batch_hdr_t h = {AM_PUTS, {0}, (uint32_t)sym__world.me, (uintptr_t)ack_op, (uint32_t)used,
-                     g.seq_to[pe]++};
+    batch_hdr_t h = {AM_PUTS,         {0}, (uint32_t)sym__world.me, g.msg_key_of[pe],
+                     (uintptr_t)ack_op, (uint32_t)used, g.seq_to[pe]++};
     memcpy(c->batch, &h, sizeof h);
     if (used <= g.inject_size) { /* copied by the provider at once */
         POST(fi_inject(g.ep, c->batch, used, g.addr[pe]));
@@ -948,13 +1001,28 @@ err_fabric:
     return -1;
 }
 
+/* A memory key nobody can guess: 64 random bits, or as many as the
+ * provider's keys hold. (Where the provider assigns keys it ignores this.) */
+static uint64_t random_key(void) {
+    uint64_t key;
+    if (sym__random_bytes(&key, sizeof key))
+        sym__fatal("shmem_init", "libcrypto could not draw random memory keys");
+    size_t bytes = g.info->domain_attr->mr_key_size;
+    if (bytes && bytes < sizeof key) key &= (1ull << (8 * bytes)) - 1;
+    return key;
+}
+
 static void register_segments(void) {
     for (int s = 0; s < SYM_SEG_COUNT; s++) {
         if (!sym__world.seg[s].size) continue;
-        OFI_CHECK(fi_mr_reg(g.domain, sym__world.seg[s].base, sym__world.seg[s].size,
-                            FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SEND |
-                                FI_RECV,
-                            0, (uint64_t)s + 1, 0, &g.mr[s], NULL));
+        int rc, tries = 0;
+        do /* a key another registration of this domain holds: draw again */
+            rc = fi_mr_reg(g.domain, sym__world.seg[s].base, sym__world.seg[s].size,
+                           FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SEND |
+                               FI_RECV,
+                           0, random_key(), 0, &g.mr[s], NULL);
+        while (rc == -FI_ENOKEY && ++tries < 8);
+        OFI_CHECK(rc);
         if (g.info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
             OFI_CHECK(fi_mr_bind(g.mr[s], &g.ep->fid, 0));
             OFI_CHECK(fi_mr_enable(g.mr[s]));
@@ -1054,7 +1122,8 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
         g.key[s] = calloc((size_t)npes, sizeof(uint64_t));
         g.base[s] = calloc((size_t)npes, sizeof(uint64_t));
     }
-    int oom = !all || !g.addr || !g.seq_to || !g.expect;
+    g.msg_key_of = calloc((size_t)npes, sizeof *g.msg_key_of);
+    int oom = !all || !g.addr || !g.seq_to || !g.expect || !g.msg_key_of;
     for (int s = 0; s < SYM_SEG_COUNT; s++) oom |= !g.key[s] || !g.base[s];
     if (oom) sym__fatal("shmem_init", "out of memory for the fabric's tables of %d PEs", npes);
     size_t nl = sizeof mine.name;
@@ -1064,6 +1133,9 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
         mine.key[s] = g.mr[s] ? fi_mr_key(g.mr[s]) : 0;
         mine.base[s] = g.virt_addr ? (uint64_t)(uintptr_t)sym__world.seg[s].base : 0;
     }
+    if (sym__random_bytes(&g.msg_key, sizeof g.msg_key))
+        sym__fatal("shmem_init", "libcrypto could not draw a random message key");
+    mine.msg_key = g.msg_key;
     snprintf(mine.prov, sizeof mine.prov, "%s", fi->fabric_attr->prov_name);
     long local = 0; /* PEs on this host, this one included */
     for (int pe = 0; pe < npes; pe++) local += pe == sym__world.me || sym__pe_is_local(pe);
@@ -1086,6 +1158,7 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
             g.key[s][pe] = all[pe].key[s];
             g.base[s][pe] = all[pe].base[s];
         }
+        g.msg_key_of[pe] = all[pe].msg_key;
         possible &= all[pe].atomics;
         one_everywhere &= all[pe].one_per_host;
     }
@@ -1121,9 +1194,12 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
                           ? !strcmp(wait, "poll")
                           : local <= host_cpus();
     *default_ctx = &g.default_ctx;
-    sym__info("fabric: provider %s, %s atomics, waits %s", mine.prov,
+    size_t key_bytes = fi->domain_attr->mr_key_size;
+    int key_bits = 8 * (int)(key_bytes && key_bytes < 8 ? key_bytes : 8);
+    sym__info("fabric: provider %s, %s atomics, waits %s, memory keys %s (%d bits)", mine.prov,
               g.native_atomics ? "fabric" : "active-message",
-              sym__wait_polls ? "poll" : "sleep between polls");
+              sym__wait_polls ? "poll" : "sleep between polls",
+              fi->domain_attr->mr_mode & FI_MR_PROV_KEY ? "the provider's" : "random", key_bits);
     return &ofi_ops;
 }
 
@@ -1135,6 +1211,9 @@ void sym__ofi_fini(sym_boot_t *boot) {
     sym__wait_polls = 0;
     __atomic_store_n(&g.stop, 1, __ATOMIC_RELEASE);
     pthread_join(g.progress, NULL);
+    if (g.dropped > 1)
+        sym__warn("ofi", "dropped %llu fabric messages in all that did not carry this job's key",
+                  (unsigned long long)g.dropped);
     fi_close(&g.ep->fid);
     for (int s = 0; s < SYM_SEG_COUNT; s++)
         if (g.mr[s]) fi_close(&g.mr[s]->fid);
