@@ -84,6 +84,9 @@ static const char usage_text[] =
     "  --resume                     continue from the newest good checkpoint in --ckpt-dir\n"
     "output\n"
     "  --metrics FILE               append one JSON line per step (and per evaluation)\n"
+    "  --metrics-port PORT          every PE serves Prometheus metrics at /metrics on PORT\n"
+    "                               plus its rank on the host; 0 picks free ports (each\n"
+    "                               logged). Default: $SYMTRAIN_METRICS_PORT, else off\n"
     "  --log-interval S             seconds between progress lines when stdout is not a\n"
     "                               terminal (default 10)\n"
     "  --quiet                      only errors and the outcome (accuracy, time, checkpoint)\n"
@@ -159,7 +162,7 @@ static const char *const valued[] = {
     "--model", "--activation", "--dropout", "--seed", "--data", "--train-samples",
     "--test-samples", "--epochs", "--batch", "--optimizer", "--lr", "--warmup",
     "--final-lr-ratio", "--momentum", "--weight-decay", "--clip", "--max-steps", "--bucket-mb",
-    "--threads", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--metrics",
+    "--threads", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--metrics", "--metrics-port",
     "--log-interval", "--device", "--precision", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
     "--prompt", NULL};
 
@@ -202,6 +205,8 @@ static int takes_value(const char *opt) {
 
 static void parse_train(int argc, char **argv, sym_train_config_t *c) {
     sym_train_defaults(c);
+    const char *port = getenv("SYMTRAIN_METRICS_PORT");
+    if (port && *port) c->metrics_port = (int)int_value("SYMTRAIN_METRICS_PORT", port, 0, 65535);
     for (int i = 0; i < argc; i++) {
         char opt[64];
         const char *a = argv[i], *v = NULL, *eq = strchr(a, '=');
@@ -300,6 +305,8 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->resume = 1;
         } else if (!strcmp(opt, "--metrics")) {
             c->metrics_path = v;
+        } else if (!strcmp(opt, "--metrics-port")) {
+            c->metrics_port = (int)int_value(opt, v, 0, 65535);
         } else if (!strcmp(opt, "--log-interval")) {
             c->log_interval_s = num_value(opt, v, 0.01, 1e6);
         } else if (!strcmp(opt, "--quiet")) {
