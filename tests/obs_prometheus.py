@@ -326,6 +326,7 @@ def promql_metrics(expr):
     e = re.sub(r"\[[^\]]*\]", "", e)          # ranges
     e = re.sub(r"\$\w+|\$\{[^}]*\}", "", e)   # Grafana variables
     e = re.sub(r"\b(by|without|on|ignoring)\s*\([^)]*\)", "", e)  # grouping labels
+    e = re.sub(r"(?<![A-Za-z_:])\d+(\.\d+)?([eE][+-]?\d+)?", "", e)  # numbers (1e6)
     names = set(re.findall(r"[A-Za-z_:][A-Za-z0-9_:]*", e))
     return {n for n in names if n not in PROMQL_WORDS}
 
