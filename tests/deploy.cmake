@@ -17,3 +17,7 @@ add_test(NAME obs_dashboard COMMAND ${SYM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/o
          ${PROJECT_SOURCE_DIR}/deploy/grafana/symtrain.json)
 set_tests_properties(obs_prometheus obs_metrics_port obs_dashboard PROPERTIES TIMEOUT 120
   SKIP_RETURN_CODE 77 ENVIRONMENT "${SYM_OBS_ENV}")
+
+add_test(NAME deploy_cpu_limit COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/deploy_cpu_limit.sh
+         $<TARGET_FILE:symtrain_cli>)
+set_tests_properties(deploy_cpu_limit PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77)

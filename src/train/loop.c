@@ -533,6 +533,8 @@ static int blas_threads(const sym_train_config_t *c) {
     cpu_set_t set;
     int cpus = 1;
     if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
+    long quota = sym__cpu_limit(); /* a container's CPU limit */
+    if (quota > 0 && quota < cpus) cpus = (int)quota;
     int local = shmem_team_n_pes(SHMEM_TEAM_SHARED);
     int t = cpus / (local > 0 ? local : 1);
     return t < 1 ? 1 : t;
