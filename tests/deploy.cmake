@@ -21,3 +21,7 @@ set_tests_properties(obs_prometheus obs_metrics_port obs_dashboard PROPERTIES TI
 add_test(NAME deploy_cpu_limit COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/deploy_cpu_limit.sh
          $<TARGET_FILE:symtrain_cli>)
 set_tests_properties(deploy_cpu_limit PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77)
+
+add_test(NAME deploy_k8s COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/deploy_k8s.sh
+         $<TARGET_FILE:symtrain_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(deploy_k8s PROPERTIES TIMEOUT 200 SKIP_RETURN_CODE 77)
