@@ -25,3 +25,7 @@ set_tests_properties(deploy_cpu_limit PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77)
 add_test(NAME deploy_k8s COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/deploy_k8s.sh
          $<TARGET_FILE:symtrain_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(deploy_k8s PROPERTIES TIMEOUT 200 SKIP_RETURN_CODE 77)
+
+# The endpoint's contract over HTTP (links libsymtrain's objects: sym__prom_* is private).
+sym_unit_test(obs_prom SOURCES $<TARGET_OBJECTS:symtrain>
+  LIBS symshmem $<TARGET_PROPERTY:symtrain,LINK_LIBRARIES>)

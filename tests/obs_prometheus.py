@@ -393,6 +393,15 @@ def names(symrun, symtrain, dashboard):
             if "symtrain_validation_loss" in served and "symtrain_checkpoints_total" in served:
                 break
             time.sleep(0.3)
+        # Prometheus's own linter: format and naming conventions
+        promtool = shutil.which("promtool")
+        if promtool:
+            lint = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                                  text=True)
+            if lint.returncode != 0 or lint.stdout.strip() or lint.stderr.strip():
+                fail("promtool check metrics: %s%s" % (lint.stdout, lint.stderr))
+        else:
+            print("(no promtool: the exposition is not linted)")
         if 'symtrain_restarts_total{pe="0"} 1\n' not in text:
             fail("after one restart PE 0 does not serve symtrain_restarts_total 1:\n" + text)
         # GPU-only families: exported by a GPU run, declared by the code
