@@ -50,7 +50,8 @@ int main(void) {
     CHECK(port > 0, "port %d", port);
     static char buf[1 << 16];
 
-    int share = sym__prom_family(p, "symtrain_balance_share_ratio", "This PE's share\nof the batch.");
+    int share =
+        sym__prom_family(p, "symtrain_balance_share_ratio", "This PE's share\nof the batch.");
     CHECK(share >= 0, "registering a family");
     CHECK(sym__prom_family(p, "9starts_with_a_digit", "") == -1, "a name starting with a digit");
     CHECK(sym__prom_family(p, "has-dash", "") == -1, "a name with a dash");

@@ -76,7 +76,8 @@ int main(void) {
     }
     put_some(&w[0]);
     pthread_t th[2];
-    for (int t = 1; t < 3; t++) CHECK(pthread_create(&th[t - 1], NULL, put_some, &w[t]) == 0, "thread");
+    for (int t = 1; t < 3; t++)
+        CHECK(pthread_create(&th[t - 1], NULL, put_some, &w[t]) == 0, "thread");
     for (int t = 1; t < 3; t++) pthread_join(th[t - 1], NULL); /* ended: their counts retire */
     __atomic_store_n(&reading, 0, __ATOMIC_RELEASE);
     pthread_join(rd, NULL);
@@ -116,7 +117,8 @@ int main(void) {
         for (int a = 0; a < SHMEMX_STATS_ALGOS; a++)
             CHECK(s1.allreduce[a] - s0.allreduce[a] == (a == want ? 3u : 0u),
                   "forced %s: %s counted %llu", shmemx_algo_name(cases[c].force),
-                  shmemx_stats_algo_name(a), (unsigned long long)(s1.allreduce[a] - s0.allreduce[a]));
+                  shmemx_stats_algo_name(a),
+                  (unsigned long long)(s1.allreduce[a] - s0.allreduce[a]));
     }
     shmemx_set_allreduce_algo(SHMEMX_ALGO_AUTO);
     CHECK(!strcmp(shmemx_stats_algo_name(SHMEMX_STATS_HIERARCHICAL), "hierarchical") &&

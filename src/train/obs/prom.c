@@ -41,8 +41,7 @@ typedef struct {
 /* Everything a scrape shows, copied whole under the lock. */
 typedef struct {
     int stepped, evaluated, ckpt, gpu;
-    int64_t step, epoch;
-    double loss, lr, grad_norm, samples_per_s, tokens_per_s;
+    sym_step_record_t last; /* the last step's */
     double val_loss, val_acc;
     histo_t phase[PH_COUNT];
     uint64_t allreduce_bytes;
@@ -81,13 +80,7 @@ void sym__prom_step(sym_prom_t *p, const sym_step_record_t *r, double mfu) {
     pthread_mutex_lock(&p->mu);
     state_t *s = &p->s;
     s->stepped = 1;
-    s->step = r->step;
-    s->epoch = r->epoch;
-    s->loss = r->loss;
-    s->lr = r->lr;
-    s->grad_norm = r->grad_norm;
-    s->samples_per_s = r->samples_per_s;
-    s->tokens_per_s = r->tokens_per_s;
+    s->last = *r;
     observe(&s->phase[PH_COMPUTE], r->compute_s);
     observe(&s->phase[PH_COMM], r->comm_s);
     s->allreduce_bytes += r->bytes_allreduced;
@@ -210,26 +203,28 @@ static void counter(text_t *t, const char *name, const char *help, uint64_t v) {
 }
 
 static void render(text_t *t, const state_t *s) {
+    const sym_step_record_t *r = &s->last;
     if (s->stepped) {
         gauge(t, "symtrain_step", "gauge", "Training steps done (the run's position).",
-              (double)s->step);
+              (double)r->step);
         gauge(t, "symtrain_epoch", "gauge", "The epoch the last step belongs to (from 0).",
-              (double)s->epoch);
+              (double)r->epoch);
         /* %.9g: the fp32 loss as the metrics file prints it */
         family(t, "symtrain_loss", "gauge", "The global batch's mean training loss, last step.");
-        put(t, "symtrain_loss{pe=\"%s\"} %.9g\n", t->pe, s->loss);
-        gauge(t, "symtrain_learning_rate", "gauge", "The learning rate of the last step.", s->lr);
+        put(t, "symtrain_loss{pe=\"%s\"} %.9g\n", t->pe, (double)r->loss);
+        gauge(t, "symtrain_learning_rate", "gauge", "The learning rate of the last step.",
+              (double)r->lr);
         gauge(t, "symtrain_grad_norm", "gauge", "The global gradient norm before clipping.",
-              s->grad_norm);
+              r->grad_norm);
         gauge(t, "symtrain_samples_per_second", "gauge",
-              "The job's samples per second over the last step.", s->samples_per_s);
+              "The job's samples per second over the last step.", r->samples_per_s);
         gauge(t, "symtrain_tokens_per_second", "gauge",
               "The job's tokens per second over the last step (samples for images).",
-              s->tokens_per_s);
+              r->tokens_per_s);
     }
     if (s->evaluated) {
-        gauge(t, "symtrain_validation_loss", "gauge", "Loss on the evaluation split, last evaluation.",
-              s->val_loss);
+        gauge(t, "symtrain_validation_loss", "gauge",
+              "Loss on the evaluation split, last evaluation.", s->val_loss);
         gauge(t, "symtrain_validation_accuracy_ratio", "gauge",
               "Accuracy on the evaluation split (next-token for a GPT), last evaluation.",
               s->val_acc);
@@ -274,7 +269,8 @@ static void render(text_t *t, const state_t *s) {
               (double)s->gpu_memory);
         if (s->stepped && s->mfu >= 0)
             gauge(t, "symtrain_mfu_ratio", "gauge",
-                  "Model FLOPs utilisation of the last step: achieved over the GPUs' peak.", s->mfu);
+                  "Model FLOPs utilisation of the last step: achieved over the GPUs' peak.",
+                  s->mfu);
     }
     shmemx_stats_t rt;
     shmemx_stats(&rt);
@@ -291,7 +287,8 @@ static void render(text_t *t, const state_t *s) {
             shmemx_stats_algo_name(a), (unsigned long long)rt.allreduce[a]);
     for (int i = 0; i < s->nfam; i++) {
         family(t, s->fam[i].name, "gauge", s->fam[i].help);
-        if (s->fam[i].set) put(t, "%s{pe=\"%s\"} %.17g\n", s->fam[i].name, t->pe, s->fam[i].value);
+        if (s->fam[i].set)
+            put(t, "%s{pe=\"%s\"} %.17g\n", s->fam[i].name, t->pe, s->fam[i].value);
     }
 }
 
