@@ -61,6 +61,8 @@ target_include_directories(symtrain PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_
 # rules (a NaN input still gives a NaN output: it flows through the product).
 set_source_files_properties(src/train/ops/cpu/activation.c PROPERTIES COMPILE_OPTIONS
   "-O3;-fno-math-errno;-ffinite-math-only;-fno-signed-zeros")
+# The distributed tensors' reduce-scatter adds peers' floats in a plain loop (comm.c).
+set_source_files_properties(src/train/parallel/comm.c PROPERTIES COMPILE_OPTIONS "-O3")
 target_link_libraries(symtrain PUBLIC symshmem PRIVATE ZLIB::ZLIB Threads::Threads m ${CMAKE_DL_LIBS})
 
 if(SYM_HAVE_OPENBLAS)

@@ -77,6 +77,12 @@ static int failures;
 
 #define TOL_F32 1e-5
 #define TOL_BF16 1e-2
+/* dq and dk of the attention: its D = rowsum(dout * out) comes from the bf16
+ * out, as in other flash kernels, and dq, dk err by up to 3% with some seeds.
+ * PyTorch 2.11's flash and cuDNN attention err by up to 3.0e-2 (dq), 3.0e-2
+ * (dk) and 3.4e-2 (dv, ours 0.4%) on these inputs in this norm
+ * (bench/gpt/torch_attention.py, bench/gpt/results/h200_torch_attention.txt). */
+#define TOL_ATTN_DQK 5e-2
 
 /* ---- random numbers (splitmix64) ---- */
 
@@ -433,11 +439,13 @@ static void test_attention(int B, int T, int C, int NH) {
     for (int r = 0; r < 2; r++) {
         d_dqkv[r] = (symcu_bf16 *)upload(dqkv0);
         poison(d_scr, (size_t)B * NH * T * 4);
-        OK(symcu_attention_backward(d_dqkv[r], d_scr, d_dout, d_qkv, d_lse[0], B, T, C, NH, 0));
+        OK(symcu_attention_backward(d_dqkv[r], d_scr, d_dout, d_out[0], d_qkv, d_lse[0], B, T, C,
+                                    NH, 0));
     }
     fvec got = fetch_bf16(d_dqkv[0], N * 3 * C);
     const char *names[3] = {"bf16 dq +=", "bf16 dk +=", "bf16 dv +="};
-    for (int p = 0; p < 3; p++) compare(names[p], third(got, N, C, p), third(ref, N, C, p), TOL_BF16);
+    for (int p = 0; p < 3; p++)
+        compare(names[p], third(got, N, C, p), third(ref, N, C, p), p < 2 ? TOL_ATTN_DQK : TOL_BF16);
     same_bits("bf16 dqkv", d_dqkv[0], d_dqkv[1], N * 3 * C * 2);
     void *all[] = {d_qkv, d_out[0], d_out[1], d_lse[0], d_lse[1], d_dout, d_dqkv[0], d_dqkv[1], d_scr};
     for (void *p : all) cudaFree(p);
@@ -791,16 +799,24 @@ static void bench(symcu_blas_t *h) {
     }
     printf("(bias gradient through %s)\n", symcu_blas_used_bgradb(h) ? "cuBLASLt BGRADB" : "our kernel");
 
-    /* attention */
-    symcu_bf16 *qkv = rnd_bf16(N * 3 * C, 1.0f), *dqkv = rnd_bf16(N * 3 * C, 0.01f);
-    float *lse = dev<float>((size_t)B * NH * T), *ascr = dev<float>((size_t)B * NH * T);
-    double hs = C / NH, per_prod = (double)B * NH * T * T * hs; /* one causal product: T^2 hs per head */
-    us = time_us([&] { RUN(symcu_attention_forward(res, lse, qkv, B, T, C, NH, 0)); });
-    bench_line("attention forward", us, (3 * NC + NC) * b2, 2 * per_prod);
-    us = time_us([&] {
-        RUN(symcu_attention_backward(dqkv, ascr, y, qkv, lse, B, T, C, NH, 0));
-    });
-    bench_line("attention backward", us, (3 * NC + 2 * NC + 6 * NC) * b2, 5 * per_prod);
+    /* attention, at the batch gpt:d12 trains with (16), PyTorch's figures
+     * beside it in bench/gpt/results/h200_torch_attention.txt */
+    {
+        const int AB = 16;
+        const size_t AN = (size_t)AB * T * C;
+        symcu_bf16 *qkv = rnd_bf16(AN * 3, 1.0f), *dqkv = rnd_bf16(AN * 3, 0.01f),
+                   *aout = rnd_bf16(AN, 1.0f), *adout = rnd_bf16(AN, 1.0f);
+        float *lse = dev<float>((size_t)AB * NH * T), *ascr = dev<float>((size_t)AB * NH * T);
+        double hs = C / NH, per_prod = (double)AB * NH * T * T * hs; /* causal: T^2 hs per head */
+        us = time_us([&] { RUN(symcu_attention_forward(aout, lse, qkv, AB, T, C, NH, 0)); });
+        bench_line("attention forward (batch 16)", us, 4.0 * AN * b2, 2 * per_prod);
+        us = time_us([&] {
+            RUN(symcu_attention_backward(dqkv, ascr, adout, aout, qkv, lse, AB, T, C, NH, 0));
+        });
+        bench_line("attention backward (batch 16)", us, 11.0 * AN * b2, 5 * per_prod);
+        void *all[] = {qkv, dqkv, aout, adout, lse, ascr};
+        for (void *p : all) cudaFree(p);
+    }
 
     /* GELU */
     us = time_us([&] { RUN(symcu_gelu_forward(mdi, mpre, N * 4 * C, 0)); });

@@ -377,7 +377,7 @@ def names(symrun, symtrain, dashboard):
     tmp = tempfile.mkdtemp(prefix="symprom.")
     log = []
     job = start_job(symrun, symtrain, tmp, ["--ckpt-dir", os.path.join(tmp, "ck"),
-                                            "--ckpt-steps", "5", "--eval-every", "10", "--resume"],
+                                            "--ckpt-steps", "5", "--eval-every", "10", "--resume=auto"],
                     launcher=["--max-restarts", "1"], env={"SYMTRAIN_TEST_KILL_AT": "1:12"})
     try:
         ports = read_ports(job, 2, log, time.time() + 30)  # the first start's

@@ -63,6 +63,22 @@ static inline test_rng_t test_rng(uint64_t seed, uint64_t stream) {
     return r;
 }
 
+#ifdef SHMEM_TEAM_WORLD
+/* The start of a test on PEs, after shmem_init: sets test_pe, gives every PE
+ * PE 0's seed (its globals are symmetric), and PE 0 prints it as
+ * "NAME: seed S, N PEs". */
+static uint64_t test_seed_src, test_seed_dst;
+static inline uint64_t test_pe_start(const char *name) {
+    test_pe = shmem_my_pe();
+    test_seed_src = test_seed();
+    shmem_broadcastmem(SHMEM_TEAM_WORLD, &test_seed_dst, &test_seed_src, sizeof test_seed_src, 0);
+    uint64_t seed = test_pe == 0 ? test_seed_src : test_seed_dst;
+    if (test_pe == 0)
+        printf("%s: seed %llu, %d PEs\n", name, (unsigned long long)seed, shmem_n_pes());
+    return seed;
+}
+#endif
+
 /* A fresh directory $TMPDIR/NAME.XXXXXX (or under /tmp) into dir[len]. */
 static inline void test_mkdtemp(char *dir, size_t len, const char *name) {
     const char *tmp = getenv("TMPDIR");

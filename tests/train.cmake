@@ -21,6 +21,8 @@ target_compile_definitions(train_gpt_torch PRIVATE SYM_TESTS_DIR="${CMAKE_CURREN
 # ---- on PEs, through symrun ----
 sym_pe_test(train_tensor NPES 1 2 LIBS symtrain) # pools; symmetric tensors and model state
 sym_pe_test(train_ddp NPES 1 2 3 4 LIBS symtrain) # bucketed all-reduce vs fp64 average
+sym_pe_test(train_dtensor NPES 1 2 3 4 LIBS symtrain) # mesh + every redistribution vs a reference
+sym_pe_test(train_tp NPES 1 2 4 LIBS symtrain) # GPT split over a TP team (and dp x tp) == 1 PE
 
 # ---- end to end: symrun + the symtrain CLI, as a user runs them ----
 # sym_train_e2e(name): tests/name.c, run as `name SYMRUN SYMTRAIN`.
@@ -35,6 +37,7 @@ sym_train_e2e(train_npes)    # N-PE == 1-PE with the same global batch
 sym_train_e2e(train_resume)  # SIGKILL + symrun --max-restarts: bit-identical
 sym_train_e2e(train_sigterm) # SIGTERM / SIGINT: checkpoint, exit 0, exact resume
 sym_train_e2e(train_corrupt) # damaged checkpoints: named, previous one used
+sym_train_e2e(train_ckpt_safety) # unreadable, linked, edited checkpoints: nothing lost or trusted
 sym_train_e2e(train_resize)  # resume on another PE count
 sym_train_e2e(train_cli)     # usage, errors, progress, metrics, plot
 sym_train_e2e(train_gpt)        # GPT: N-PE == 1-PE losses, validation, a sample
@@ -44,3 +47,6 @@ sym_train_e2e(train_gpt_gpu)    # GPT on the GPU: vs the CPU, bitwise repeat, 2 
 set_tests_properties(train_gpt_gpu PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
   ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
 sym_train_e2e(train_errors)  # an error on one PE ends the job; a second SIGTERM ends a PE
+
+# ---- fuzzing: the IDX and token-shard loaders under libFuzzer (tests/fuzz) ----
+include(${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz.cmake)

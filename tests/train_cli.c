@@ -31,6 +31,11 @@ int main(int argc, char **argv) {
            "train --model mlp:784");
     direct("bad model kind", 2, "write mlp:IN-HIDDEN-...-OUT", "train --model cnn:1-2");
     direct("--resume without dir", 2, "need --ckpt-dir DIR", "train --resume");
+    direct("--resume=auto without dir", 2, "need --ckpt-dir DIR", "train --resume=auto");
+    direct("--resume=bogus", 2, "--resume=bogus: write --resume", "train --ckpt-dir x --resume=bogus");
+    direct("--resum=auto", 2, "did you mean --resume?", "train --resum=auto");
+    direct("--quiet=1", 2, "--quiet takes no value", "train --quiet=1");
+    direct("--help: --resume=auto", 0, "--resume=auto", "--help");
     direct("bad duration", 2, "expected a duration such as 30s", "train --ckpt-dir x --ckpt-every soon");
     char args[1024];
     snprintf(args, sizeof args, "train --data %s", e2e_path("nowhere"));

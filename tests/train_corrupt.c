@@ -8,8 +8,9 @@
  * Round 2: after that run (final checkpoint 114), its manifest cut in half, a
  * directory step-00000300 with no manifest and a temporary directory as a
  * crashed writer leaves them -> 300 and 114 named, 80 (still damaged) named,
- * resume from 64 again. Round 3: nothing usable -> said so, training starts
- * from the beginning.
+ * resume from 64 again. Round 3: nothing usable -> --resume is an error
+ * (exit 1, nothing removed); --resume=auto says so and starts from the
+ * beginning.
  */
 #include "train_e2e.h"
 
@@ -69,7 +70,9 @@ int main(int argc, char **argv) {
     e2e_expect_log(log, "step-00000064: step 64");
     CHECK(stat(e2e_path("ck/.tmp-step-00000400.12345"), &st) != 0,
           "a crashed writer's temporary directory was not cleaned up");
-    e2e_same_ckpt_file(ref, ck, "model.bin");
+    /* a later step than any this run wrote is never pruned (readers pass over it) */
+    CHECK(stat(e2e_path("ck/step-00000300"), &st) == 0, "step 300, later than 114, was removed");
+    e2e_same_file(e2e_path("ref/step-00000114/model.bin"), e2e_path("ck/step-00000114/model.bin"));
     printf("train_corrupt: cut manifest, missing manifest, leftover temporary directory: named or "
            "ignored, resumed from 64, bit-identical\n");
 
@@ -80,11 +83,19 @@ int main(int argc, char **argv) {
         unlink(e2e_path("%s", p));
     }
     log = e2e_path("r3.log");
+    e2e_run(1, NULL, NULL, log, 1, args); /* --resume must resume */
+    e2e_expect_log(log, "holds no usable checkpoint (4 damaged)");
+    e2e_expect_log(log, "--resume=auto");
+    CHECK(e2e_newest(ck, NULL, 0) == 300, "a failed --resume changed the checkpoints");
+    printf("train_corrupt: nothing usable: --resume is an error (exit 1), nothing removed\n");
+    snprintf(args, sizeof args, ARGS " --ckpt-dir %s --resume=auto", ck);
+    log = e2e_path("r3auto.log");
     e2e_run(1, NULL, NULL, log, 0, args);
     e2e_expect_log(log, "holds no usable checkpoint");
     e2e_expect_log(log, "starting from the beginning");
-    e2e_same_ckpt_file(ref, ck, "model.bin");
-    printf("train_corrupt: nothing usable: said so, trained from the start, same weights\n");
+    e2e_same_file(e2e_path("ref/step-00000114/model.bin"), e2e_path("ck/step-00000114/model.bin"));
+    printf("train_corrupt: nothing usable, --resume=auto: said so, trained from the start, same "
+           "weights\n");
     e2e_cleanup();
     printf("train_corrupt: ok\n");
     return 0;

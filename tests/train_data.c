@@ -6,7 +6,9 @@
  * truncated, a flipped byte inside the gzip stream, wrong magic, counts that
  * disagree, a bad label — and checks each is refused with SYM_ENOENT or
  * SYM_ECORRUPT and a message that names the file (and, when missing, the
- * package and the --data flag). The generated data set is checked for
+ * package and the --data flag). Crafted headers (dimensions whose product
+ * wraps, a sample too large to count, a 74-byte file claiming 3.3 GB) must
+ * be called corrupt before anything is read or allocated on their word. The generated data set is checked for
  * determinism and prefix stability; the installed Fashion-MNIST, when present,
  * for its published shape.
  */
@@ -15,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -168,6 +172,77 @@ static void check_files(void) {
     clear_dir();
 }
 
+/* Crafted headers: each must be refused as corrupt, naming the file, before
+ * anything is read past a buffer or allocated beyond what the file holds. */
+static void check_crafted(void) {
+    char img[512];
+    snprintf(img, sizeof img, "%s/train-images-idx3-ubyte", dir);
+    uint32_t ldims[1] = {N};
+    write_idx("train-labels-idx1-ubyte", 0, 0x801, ldims, 1, labels, N, 0);
+
+    /* 196608 x 9612203 x 9761029 wraps to 327680 in 64 bits (and 9612203 x
+     * 9761029 to 1431655767 in 32): 327680 bytes of data followed, the labels
+     * were there, and every sample read ran far past the 320 KB buffer. */
+    enum { WN = 196608, WDATA = 327680 };
+    uint32_t wrap[3] = {WN, 9612203, 9761029};
+    uint8_t *zeros = calloc(WN, 1);
+    CHECK(zeros != NULL, "calloc");
+    write_idx("train-images-idx3-ubyte", 0, 0x803, wrap, 3, zeros, WDATA, 0);
+    uint32_t wl[1] = {WN};
+    write_idx("train-labels-idx1-ubyte", 0, 0x801, wl, 1, zeros, WN, 0);
+    expect_fail("dimensions whose product wraps", SYM_ECORRUPT, img, "corrupt");
+    CHECK(strstr(sym_last_error(), "overflow") || strstr(sym_last_error(), "items of"),
+          "the wrap is not named: %s", sym_last_error());
+    write_idx("train-labels-idx1-ubyte", 0, 0x801, ldims, 1, labels, N, 0);
+
+    /* A sample of 65536 x 65537 pixels: more than an int counts. */
+    uint32_t wide[3] = {1, 65536, 65537};
+    write_idx("train-images-idx3-ubyte", 0, 0x803, wide, 3, zeros, 1000, 0);
+    expect_fail("a sample too large to count", SYM_ECORRUPT, img, "items of 65536 x 65537");
+    free(zeros);
+
+    uint32_t zero[3] = {N, 0, C}, big[3] = {N, (1u << 24) + 1, C};
+    write_idx("train-images-idx3-ubyte", 0, 0x803, zero, 3, pixels, 100, 0);
+    expect_fail("a zero dimension", SYM_ECORRUPT, img, "corrupt");
+    write_idx("train-images-idx3-ubyte", 0, 0x803, big, 3, pixels, 100, 0);
+    expect_fail("a dimension above 2^24", SYM_ECORRUPT, img, "corrupt");
+
+    /* A 74-byte file (gzip'd, less) whose header claims 2^24 images of 14 x 14
+     * (3.3 GB): it used to allocate them all before reading. Under an address
+     * space limit 1 GiB above what the process maps, that was "out of memory";
+     * it must be "corrupt", having allocated no more than the file holds. */
+    uint32_t huge[3] = {1u << 24, 14, 14};
+    for (int gz = 0; gz < 2; gz++) {
+        char name[64];
+        snprintf(name, sizeof name, "train-images-idx3-ubyte%s", gz ? ".gz" : "");
+        write_idx(name, gz, 0x803, huge, 3, pixels, 58, 0);
+        fflush(stdout);
+        pid_t pid = fork();
+        CHECK(pid >= 0, "fork");
+        if (pid == 0) {
+            long pages = 0;
+            FILE *f = fopen("/proc/self/statm", "r");
+            CHECK(f && fscanf(f, "%ld", &pages) == 1, "read /proc/self/statm");
+            fclose(f);
+            struct rlimit lim;
+            lim.rlim_cur = lim.rlim_max = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (1ul << 30);
+            CHECK(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit");
+            snprintf(img, sizeof img, "%s/%s", dir, name);
+            expect_fail(gz ? "a 3.3 GB claim, gzip" : "a 3.3 GB claim in 74 bytes", SYM_ECORRUPT,
+                        img, "claims 16777216 x 14 x 14 = 3288334336 bytes");
+            fflush(stdout);
+            _exit(0);
+        }
+        int st;
+        CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the 3.3 GB claim (%s) was not refused as "
+              "corrupt", gz ? "gzip" : "plain");
+        unlink(img);
+        snprintf(img, sizeof img, "%s/train-images-idx3-ubyte", dir);
+    }
+    clear_dir();
+}
+
 static void check_generated(void) {
     sym_dataset_t a, b, c;
     CHECK(sym_dataset_generate(500, 9, 1, &a) == 0 && sym_dataset_generate(200, 9, 1, &b) == 0 &&
@@ -213,6 +288,7 @@ int main(void) {
     rng = test_rng(seed, 3);
     test_mkdtemp(dir, sizeof dir, "train_data");
     check_files();
+    check_crafted();
     rmdir(dir);
     check_generated();
     check_installed();

@@ -28,7 +28,6 @@
 
 enum { NT = 23 };
 
-static uint64_t seed_src, seed_dst;
 
 static float value(uint64_t seed, int pe, int step, size_t i) {
     test_rng_t r = test_rng(seed ^ ((uint64_t)step << 32), (uint64_t)pe * 1000003u + i);
@@ -38,11 +37,7 @@ static float value(uint64_t seed, int pe, int step, size_t i) {
 int main(void) {
     shmem_init();
     int me = shmem_my_pe(), n = shmem_n_pes();
-    test_pe = me;
-    seed_src = test_seed();
-    shmem_broadcastmem(SHMEM_TEAM_WORLD, &seed_dst, &seed_src, sizeof seed_src, 0);
-    uint64_t seed = me == 0 ? seed_src : seed_dst;
-    if (me == 0) printf("train_ddp: seed %llu, %d PEs\n", (unsigned long long)seed, n);
+    uint64_t seed = test_pe_start("train_ddp");
 
     /* tensor boundaries: random sizes, the same on every PE */
     test_rng_t r = test_rng(seed, 99);

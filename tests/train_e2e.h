@@ -27,9 +27,11 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "test_nobody.h"
 
 static const char *e2e_symrun, *e2e_symtrain;
 static char e2e_dir[512];
+static int e2e_nobody; /* set: runs started as root drop to nobody (test_nobody.h) */
 
 static inline void e2e_cleanup(void) {
     char cmd[600];
@@ -105,6 +107,7 @@ static inline e2e_proc_t e2e_start(int npes, const char *symrun_opts, const char
         dup2(fd, 1);
         dup2(fd, 2);
         if (env) putenv((char *)env);
+        if (e2e_nobody && test_become_nobody() < 0) _exit(77);
         execv(argv[0], argv);
         _exit(127);
     }
@@ -315,8 +318,9 @@ static inline void e2e_same_losses(const char *ref, const char *other, long long
 /* A crash mid-run, restarted by `symrun --max-restarts 1`, ends with exactly
  * the weights of a run that was never interrupted: a reference run of `args`
  * on npes PEs, then the same with checkpoints every ckpt_steps steps,
- * --resume and `kill_env` (SYMTRAIN_TEST_KILL_AT=PE:STEP, kill_step its STEP)
- * killing one PE on the first attempt. The restart resumes from a whole
+ * --resume=auto (the first attempt finds none) and `kill_env`
+ * (SYMTRAIN_TEST_KILL_AT=PE:STEP, kill_step its STEP) killing one PE on the
+ * first attempt. The restart resumes from a whole
  * checkpoint up to the kill step (how far the background writer got decides
  * which); both runs end at `steps`; model.bin, optim.bin and every loss
  * (replayed ones included) are bit-identical. Returns the step resumed from. */
@@ -326,7 +330,7 @@ static inline long long e2e_crash_resume(const char *args, int n, const char *ki
     snprintf(line, sizeof line, "%s --ckpt-dir %s --metrics %s", args, e2e_path("ref%d", n),
              e2e_path("ref%d.jsonl", n));
     e2e_run(n, NULL, NULL, e2e_path("ref%d.log", n), 0, line);
-    snprintf(line, sizeof line, "%s --ckpt-dir %s --ckpt-steps %d --resume --metrics %s", args,
+    snprintf(line, sizeof line, "%s --ckpt-dir %s --ckpt-steps %d --resume=auto --metrics %s", args,
              e2e_path("crash%d", n), ckpt_steps, e2e_path("crash%d.jsonl", n));
     const char *log = e2e_path("crash%d.log", n);
     e2e_run(n, "--max-restarts 1", kill_env, log, 0, line);

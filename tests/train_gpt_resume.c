@@ -3,7 +3,7 @@
  * --max-restarts` ends with exactly the weights of a run never interrupted.
  *
  * gpt:L=2,C=32,H=2,V=256,T=32 on the generated corpus, 12 steps of AdamW.
- * A reference run; then the same run with checkpoints every 3 steps, --resume,
+ * A reference run; then the same run with checkpoints every 3 steps, --resume=auto,
  * and SYMTRAIN_TEST_KILL_AT making one PE die by SIGKILL after a given step
  * on the first attempt only: PE 1 of 2 right after step 6 (a checkpoint was
  * just handed to the writer), PE 0 of 1 after step 7 (between two). symrun

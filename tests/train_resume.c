@@ -3,7 +3,7 @@
  * with exactly the weights of a run that was never interrupted.
  *
  * For 1 and 2 PEs: a reference run; then the same run with checkpoints every
- * 16 steps, --resume, and SYMTRAIN_TEST_KILL_AT making one PE die by SIGKILL
+ * 16 steps, --resume=auto, and SYMTRAIN_TEST_KILL_AT making one PE die by SIGKILL
  * after a given step on the first attempt only (PE 1 of 2, right after a
  * checkpoint was handed to the writer; PE 0 of 1, mid-way between two). symrun
  * restarts the job, which resumes from the newest checkpoint written whole

@@ -131,15 +131,9 @@ static void check_symmetric(void) {
     sym_model_destroy(m);
 }
 
-static uint64_t seed_src, seed_dst; /* globals are symmetric */
-
 int main(void) {
     shmem_init();
-    test_pe = shmem_my_pe();
-    seed_src = test_seed();
-    shmem_broadcastmem(SHMEM_TEAM_WORLD, &seed_dst, &seed_src, sizeof seed_src, 0);
-    uint64_t seed = test_pe == 0 ? seed_src : seed_dst;
-    if (test_pe == 0) printf("train_tensor: seed %llu, %d PEs\n", (unsigned long long)seed, shmem_n_pes());
+    uint64_t seed = test_pe_start("train_tensor");
     test_rng_t rng = test_rng(seed, (uint64_t)test_pe);
     check_private(&rng);
     check_symmetric();

@@ -82,7 +82,10 @@ static const char usage_text[] =
     "  --ckpt-every T               also every T: 30s, 5m, 1h (seconds without a unit)\n"
     "  --ckpt-steps N               also every N steps\n"
     "  --ckpt-keep K                keep the newest K (default 3)\n"
-    "  --resume                     continue from the newest good checkpoint in --ckpt-dir\n"
+    "  --resume                     continue from the newest good checkpoint in --ckpt-dir;\n"
+    "                               an error when there is none\n"
+    "  --resume=auto                the same, but start from the beginning when there is\n"
+    "                               none (a job that restarts itself)\n"
     "output\n"
     "  --metrics FILE               append one JSON line per step (and per evaluation)\n"
     "  --metrics-port PORT          every PE serves Prometheus metrics at /metrics on PORT\n"
@@ -198,9 +201,9 @@ static const char *closest(const char *opt) {
     return best;
 }
 
-static int takes_value(const char *opt) {
-    for (int i = 0; valued[i]; i++)
-        if (!strcmp(opt, valued[i])) return 1;
+static int listed(const char *const *list, const char *opt) {
+    for (int i = 0; list[i]; i++)
+        if (!strcmp(opt, list[i])) return 1;
     return 0;
 }
 
@@ -216,15 +219,15 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
         if (n >= sizeof opt) usage_error("unknown option '%s'", a);
         memcpy(opt, a, n);
         opt[n] = '\0';
-        if (takes_value(opt)) {
+        if (listed(valued, opt)) {
             if (eq)
                 v = eq + 1;
             else if (i + 1 < argc)
                 v = argv[++i];
             else
                 usage_error("%s needs a value", opt);
-        } else if (eq) {
-            usage_error("%s takes no value", opt);
+        } else if (eq && listed(flags, opt) && strcmp(opt, "--resume")) {
+            usage_error("%s takes no value", opt); /* --resume=auto: the one flag with a value */
         }
         if (!strcmp(opt, "--help")) {
             if (speaker) fputs(usage_text, stdout);
@@ -303,7 +306,11 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
         } else if (!strcmp(opt, "--ckpt-keep")) {
             c->ckpt_keep = (int)int_value(opt, v, 1, 1000000);
         } else if (!strcmp(opt, "--resume")) {
-            c->resume = 1;
+            if (eq && strcmp(eq + 1, "auto"))
+                usage_error("--resume=%s: write --resume (continue from a checkpoint, an error "
+                            "when there is none) or --resume=auto (else start from the beginning)",
+                            eq + 1);
+            c->resume = eq ? SYM_RESUME_AUTO : SYM_RESUME_MUST;
         } else if (!strcmp(opt, "--metrics")) {
             c->metrics_path = v;
         } else if (!strcmp(opt, "--metrics-port")) {

@@ -6,7 +6,7 @@
 #
 #   bench/gpt/profile_gpu.sh BUILD_DIR OUT_DIR
 set -u
-build=$1
+build=$(cd "$1" && pwd)
 out=$2
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -20,7 +20,7 @@ if [ -n "$nsys" ]; then
 else
     ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
     # step 1 runs without the graph: its kernels are one step's
-    "$ncu" --metrics gpu__time_duration.sum --csv --launch-skip 0 --launch-count 400 \
+    "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv --launch-skip 0 --launch-count 400 \
         "$build/symtrain" train --model gpt:d12 --generated --device gpu --batch 16 --steps 1 \
         --test-samples 1 --quiet >"$out/kernels.csv" 2>"$out/ncu.err"
     echo "ncu: $out/kernels.csv"

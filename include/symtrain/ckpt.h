@@ -7,12 +7,14 @@
  * sample), RNG states, world size, model config, each file's size and
  * CRC32C, and a table of the tensors the files hold (name, dtype, shape, and
  * where in which file), so a reader finds "h.3.attn.c_attn.weight" without
- * knowing the model's layout. It is written under a temporary name, every file and the directory
- * fsync'd, then renamed into place and the parent fsync'd: a crash leaves
- * either a whole checkpoint or a temporary directory that readers ignore.
- * After each write the newest `keep` checkpoints up to its step are kept;
- * older ones, and any of a later step (damaged ones --resume passed over, or
- * an earlier run's that this run replaces), are removed.
+ * knowing the model's layout; its last line is the CRC32C of the manifest
+ * itself. It is written under a temporary name (files 0600, directories
+ * 0700), every file and the directory fsync'd, then renamed into place and
+ * the parent fsync'd: a crash leaves either a whole checkpoint or a temporary
+ * directory that readers ignore. After each write the newest `keep`
+ * checkpoints up to its step are kept and older ones removed; one of a later
+ * step is never removed (it was not verified), nothing is removed through a
+ * symbolic link, and only the files a checkpoint's manifest lists.
  *
  * sym_ckpt_save copies what it is given (an in-memory snapshot) and returns;
  * a background thread writes it, so training does not wait for the disk.
@@ -117,12 +119,17 @@ typedef struct {
     sym_ckpt_file_t files[SYM_CKPT_MAX_FILES]; /* data owned by the checkpoint */
 } sym_ckpt_t;
 
-/* Read and verify one checkpoint directory: SYM_ECORRUPT (a file's size or
- * CRC32C differs from the manifest, or the manifest is unreadable), SYM_ENOENT. */
+/* Read and verify one checkpoint directory: SYM_ECORRUPT when it is proven
+ * damaged (the manifest's checksum, JSON or fields; a file's size or CRC32C; a
+ * link, FIFO or directory where a file should be), SYM_ENOENT when it does not
+ * exist, SYM_EIO when it cannot be read (the errno named: it may be good). */
 int sym_ckpt_load(const char *path, sym_ckpt_t *out);
 /* Load the newest checkpoint in `dir` that verifies. For each newer one that
- * does not, report (may be NULL) is called with a sentence naming it and the
- * cause. SYM_ENOENT when `dir` holds no good checkpoint. */
+ * is proven damaged (a step-* link or one named for another step too), report
+ * (may be NULL) is called with a sentence naming it and the cause. One that
+ * cannot be read stops the search: SYM_EIO (or SYM_ENOMEM), nothing older
+ * taken. SYM_ECORRUPT when every checkpoint is damaged, SYM_ENOENT when there
+ * is none. */
 int sym_ckpt_load_latest(const char *dir, sym_ckpt_t *out,
                          void (*report)(void *user, const char *msg), void *user);
 /* The step of the newest step-* directory in `dir` (not verified), or -1. */

@@ -25,6 +25,7 @@
 #ifndef SYMTRAIN_NN_H
 #define SYMTRAIN_NN_H
 
+#include <shmem.h> /* shmem_team_t */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -164,6 +165,8 @@ typedef struct {
     size_t offset;     /* floats into the flat parameter (and gradient) array */
     size_t numel;
     int decay;         /* AdamW's weight decay applies: the matrices (ndim >= 2) */
+    int tp_dim;        /* tensor parallelism: -1 whole on every PE of the TP team, else
+                        * the dimension split over it (shape is this PE's part) */
 } sym_param_t;
 
 typedef struct sym_model sym_model_t; /* opaque */
@@ -180,6 +183,20 @@ typedef struct sym_model sym_model_t; /* opaque */
  * is refused. */
 int sym_model_create(const sym_model_config_t *cfg, int max_rows, int symmetric,
                      sym_model_t **out);
+/* The same, split over the PEs of `tp` (tensor parallelism, Megatron-style;
+ * GPT only, every PE of the team calls it with the same config): each PE
+ * holds n_head / tp of the heads. attn.c_attn and mlp.c_fc are split by
+ * output rows (column-parallel: attn.c_attn's q, k and v rows of this PE's
+ * heads), attn.c_proj and mlp.c_proj by input columns (row-parallel, their
+ * bias added once); everything else is whole on every PE. The forward sums
+ * each row-parallel output over the team (one all-reduce after attention, one
+ * after the MLP), the backward the gradients of the two column-parallel
+ * inputs; the whole-tensor parameters' gradients come out the same on every
+ * PE of the team. Weights are the slices of the 1-PE model's, so the losses
+ * match a 1-PE run to fp32 rounding. A team of one PE is sym_model_create.
+ * Needs n_head and n_embd divisible by the team's size. */
+int sym_model_create_tp(const sym_model_config_t *cfg, int max_rows, int symmetric,
+                        shmem_team_t tp, sym_model_t **out);
 void sym_model_destroy(sym_model_t *m);
 const sym_model_config_t *sym_model_config(const sym_model_t *m);
 

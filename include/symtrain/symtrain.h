@@ -8,6 +8,7 @@
  *   optim.h    SGD + momentum, AdamW, warmup + cosine schedule, clipping
  *   data.h     Fashion-MNIST / generated data sets, the sharded loader
  *   dist.h     data parallelism: bucketed, overlapped gradient all-reduce
+ *   dtensor.h  the device mesh, distributed tensors and their redistribution
  *   ckpt.h     crash-safe checkpoints, written in the background
  *   metrics.h  the per-step metrics file and its SVG plot
  *   train.h    the training loop behind `symtrain train`
@@ -21,6 +22,7 @@
 #include "ckpt.h"
 #include "data.h"
 #include "dist.h"
+#include "dtensor.h"
 #include "error.h"
 #include "metrics.h"
 #include "nn.h"

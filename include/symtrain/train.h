@@ -72,7 +72,7 @@ typedef struct {
     double ckpt_every_s;    /* 0 = not by time */
     int64_t ckpt_steps;     /* 0 = not by step count */
     int ckpt_keep;
-    int resume;
+    int resume;             /* SYM_RESUME_* */
     /* what a person sees */
     const char *metrics_path;
     int metrics_port;       /* every PE serves Prometheus metrics on this port plus its
@@ -82,6 +82,12 @@ typedef struct {
     int sample_tokens;      /* GPT: tokens PE 0 generates at the end (0 = none) */
     const char *sample_prompt; /* their prompt (NULL: a new line) */
 } sym_train_config_t;
+
+/* What --resume asks: continue from the newest good checkpoint in ckpt_dir,
+ * and when there is none (nothing there, or only damaged ones) stop with an
+ * error (MUST), or start from the beginning (AUTO, for a job that restarts
+ * itself). A checkpoint that cannot be read is an error either way. */
+enum { SYM_RESUME_NO = 0, SYM_RESUME_MUST = 1, SYM_RESUME_AUTO = 2 };
 
 typedef struct {
     int64_t steps;          /* steps done in all (including before a resume) */

@@ -30,8 +30,22 @@ typedef struct shmemx_req *sym__req_t;
 /* Start x (n floats, symmetric) = average over the team's PEs, in place. */
 int sym__comm_avg_start(shmem_team_t team, float *x, size_t n, sym__req_t *req);
 int sym__comm_wait(sym__req_t req);
-/* Blocking sum over the team's PEs, in place (x symmetric). */
+/* Blocking sum over the team's PEs, in place (x symmetric, or private on
+ * every member: the tensor-parallel GPT sums its activations). */
 int sym__comm_sum(shmem_team_t team, float *x, size_t n);
+/* The uneven collectives of the distributed tensors, over symmetric buffers.
+ * Every member of the team calls with its own arguments, which it computes
+ * locally (every member knows every member's sizes); a team sync before (every
+ * buf is filled) and one after (buf may be written again).
+ * pullv: dst = the concatenation, in team order, of the len[k] bytes at byte
+ * offset off[k] of member k's buf (all-gather-v, all-to-all-v). */
+int sym__comm_pullv(shmem_team_t team, const void *buf, const size_t *off, const size_t *len,
+                    void *dst);
+/* reduce_pull: dst (n floats) = the sum, in team order and in fp32, of the n
+ * floats at element offset off of every member's buf (reduce-scatter-v: each
+ * member pulls its own block). */
+int sym__comm_reduce_pull_f32(shmem_team_t team, const float *buf, size_t off, size_t n,
+                              float *dst);
 
 /* ---- JSON ---- */
 

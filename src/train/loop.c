@@ -238,13 +238,30 @@ static void say_damaged(void *user, const char *msg) {
     if (r->me == 0) sym__warn("symtrain train", "%s", msg);
 }
 
+/* The checkpoint's RNG state is the one its seed and epoch give (save() below
+ * writes it so): the data order of that epoch, the dropout stream's key. */
+static int rng_matches(run_t *r, const sym_ckpt_meta_t *m) {
+    sym_loader_set_epoch(&r->loader, m->epoch);
+    return m->data_key == r->loader.key && m->data_counter == r->loader.draws &&
+           m->dropout_key == sym_rng_key(m->seed, SYM_RNG_DROPOUT, 0);
+}
+
 static int resume(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     sym_ckpt_t ck;
     int rc = sym_ckpt_load_latest(c->ckpt_dir, &ck, say_damaged, r);
-    if (rc == SYM_ENOENT) {
-        note(r, "--resume: %s; starting from the beginning", sym_last_error());
+    /* Nothing to resume from (SYM_ENOENT), or only damaged checkpoints
+     * (SYM_ECORRUPT, left in place): --resume=auto starts over, --resume stops.
+     * A checkpoint that cannot be read (SYM_EIO) always stops the run. */
+    if ((rc == SYM_ENOENT || rc == SYM_ECORRUPT) && c->resume == SYM_RESUME_AUTO) {
+        note(r, "--resume=auto: %s; starting from the beginning", sym_last_error());
         return SYM_OK;
+    }
+    if (rc == SYM_ENOENT || rc == SYM_ECORRUPT) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", sym_last_error());
+        rc = sym__error(rc, "--resume: %s, so there is nothing to resume from; pass "
+                        "--resume=auto to start from the beginning when there is none", why);
     }
     if (rc) return report(r, rc, 1);
     const sym_ckpt_meta_t *m = &ck.meta;
@@ -274,6 +291,13 @@ static int resume(run_t *r) {
     else if (m->epoch < 0 || m->sample < 0 || m->sample >= r->task.n_train || m->step < 0)
         rc = sym__error(SYM_ECORRUPT, "%s holds an impossible position (epoch %lld, sample %lld)",
                         ck.path, (long long)m->epoch, (long long)m->sample);
+    else if (!rng_matches(r, m))
+        rc = sym__error(SYM_ECORRUPT,
+                        "%s is damaged: its RNG state is not the one --seed %llu gives at epoch "
+                        "%lld (data stream %llu:%llu, dropout stream %llu)",
+                        ck.path, (unsigned long long)m->seed, (long long)m->epoch,
+                        (unsigned long long)m->data_key, (unsigned long long)m->data_counter,
+                        (unsigned long long)m->dropout_key);
     else if (!mf || mf->size != r->P * sizeof(float) || m->params != r->P)
         rc = sym__error(SYM_EMISMATCH, "%s: model.bin does not hold the %zu parameters of %s",
                         ck.path, r->P, c->model.spec);
@@ -667,10 +691,14 @@ static int setup(run_t *r) {
     r->saved_step = -1;
     if (c->resume && (rc = resume(r))) return rc;
     if (r->gpu && (rc = gpu_create(r))) return rc;
-    if (!c->resume && c->ckpt_dir && sym_ckpt_newest_step(c->ckpt_dir) >= 0)
-        note(r, "%s holds checkpoints of an earlier run (up to step %lld); without --resume this "
-                "run starts over and replaces them as it saves",
-             c->ckpt_dir, (long long)sym_ckpt_newest_step(c->ckpt_dir));
+    /* Starting over in a directory of checkpoints would remove them as it
+     * saves, or leave newer ones to shadow its own on the next --resume. */
+    int64_t earlier = r->me == 0 && !c->resume && c->ckpt_dir ? sym_ckpt_newest_step(c->ckpt_dir) : -1;
+    if (earlier >= 0)
+        return report(r, sym__error(SYM_EINVAL, "%s holds checkpoints of an earlier run (up to "
+                                    "step %lld): pass --resume to continue from them, or "
+                                    "another --ckpt-dir to start over",
+                                    c->ckpt_dir, (long long)earlier), 0);
     if (r->me == 0 && c->ckpt_dir && (rc = sym_ckpt_writer_create(c->ckpt_dir, c->ckpt_keep, &r->writer)))
         return report(r, rc, 0);
     if (r->me == 0 && c->metrics_path && (rc = sym_metrics_open(c->metrics_path, &r->metrics)))

@@ -6,8 +6,15 @@
  * Write order: DIR/.tmp-step-N.PID/ gets each data file (written, fsync'd),
  * then manifest.json with every file's size and CRC32C (fsync'd), then the
  * directory itself is fsync'd, renamed to DIR/step-N, and DIR fsync'd. A
- * reader only looks at step-* directories and checks every CRC, so neither a
- * crash mid-write nor a damaged file can pass for a good checkpoint.
+ * reader only looks at step-* directories and checks every CRC (the
+ * manifest's own among them) and the manifest's fields against each other,
+ * so neither a crash mid-write, a damaged file nor an edited manifest can pass
+ * for a good checkpoint.
+ *
+ * Losing nothing: a checkpoint is skipped only when proven damaged; one that
+ * cannot be read is an error (it may be the good one). Removal never follows
+ * a link and removes only what a manifest lists (remove_ckpt); pruning never
+ * touches a later step than the one written.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -30,13 +37,19 @@
 
 #define MANIFEST "manifest.json"
 #define FORMAT "symtrain-checkpoint"
-#define VERSION 1
+#define VERSION 2 /* 2: the manifest carries its own checksum */
+#define CRC_KEY "\"manifest_crc32c\": "
 #define MAX_MANIFEST (1 << 20)
 
 /* ---- small file helpers ---- */
 
+/* Checkpoints hold model weights: files are created 0600 and directories 0700,
+ * so that only their owner reads them (the umask can only narrow these). */
+#define FILE_MODE 0600
+#define DIR_MODE 0700
+
 static int write_file(const char *path, const void *data, size_t len) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, FILE_MODE);
     if (fd < 0) return sym__error(SYM_EIO, "cannot create %s: %s", path, strerror(errno));
     const char *p = data;
     while (len) {
@@ -69,41 +82,80 @@ static int fsync_dir(const char *path) {
     return SYM_OK;
 }
 
-/* Read a whole file; *data is malloc'd. SYM_ENOENT if it does not exist. */
-static int read_file(const char *path, size_t limit, void **data, size_t *len) {
+/* Read the whole of `name` in directory dfd (AT_FDCWD: a path), which must be
+ * a regular file of `expect` bytes (SIZE_MAX: any size up to `limit`); *data
+ * is malloc'd and NUL-terminated; `path` names it in messages.
+ *
+ * What only damage explains is SYM_ECORRUPT: a size other than the expected
+ * one, a symbolic link, a directory or a FIFO in the file's place (opened
+ * without blocking, so a FIFO cannot hang the reader). SYM_ENOENT: it does not
+ * exist. Every other failure is an I/O error, SYM_EIO naming the errno: the
+ * file may be perfectly good, so the caller must not take it for damage. */
+static int read_file_at(int dfd, const char *name, const char *path, size_t expect, size_t limit,
+                        void **data, size_t *len) {
     *data = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return sym__error(errno == ENOENT ? SYM_ENOENT : SYM_EIO, "cannot open %s: %s", path,
-                          strerror(errno));
+    int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno == ENOENT) return sym__error(SYM_ENOENT, "%s does not exist", path);
+        if (errno == ELOOP)
+            return sym__error(SYM_ECORRUPT, "%s is a symbolic link, not a checkpoint file", path);
+        return sym__error(SYM_EIO, "cannot open %s: %s", path, strerror(errno));
+    }
     struct stat st;
-    if (fstat(fd, &st) < 0 || (size_t)st.st_size > limit) {
-        close(fd);
-        return sym__error(SYM_ECORRUPT, "%s is larger than expected", path);
+    int rc = SYM_OK;
+    char *buf = NULL;
+    if (fstat(fd, &st) < 0) {
+        rc = sym__error(SYM_EIO, "cannot stat %s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = sym__error(SYM_ECORRUPT, "%s is not a regular file", path);
+        goto out;
     }
     size_t size = (size_t)st.st_size;
-    char *buf = malloc(size + 1);
-    if (!buf) {
-        close(fd);
-        return sym__error(SYM_ENOMEM, "out of memory reading %s", path);
+    if (expect != SIZE_MAX && (uintmax_t)st.st_size != expect) {
+        rc = sym__error(SYM_ECORRUPT, "%s is %lld bytes, the manifest says %zu", path,
+                        (long long)st.st_size, expect);
+        goto out;
+    }
+    if ((uintmax_t)st.st_size > limit) {
+        rc = sym__error(SYM_ECORRUPT, "%s is %lld bytes, more than a manifest holds (%zu)", path,
+                        (long long)st.st_size, limit);
+        goto out;
+    }
+    if (!(buf = malloc(size + 1))) {
+        rc = sym__error(SYM_ENOMEM, "out of memory reading %s (%zu bytes)", path, size);
+        goto out;
     }
     size_t got = 0;
     while (got < size) {
         ssize_t n = read(fd, buf + got, size - got);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
+        if (n < 0) {
+            rc = sym__error(SYM_EIO, "cannot read %s: %s", path, strerror(errno));
+            goto out;
+        }
+        if (n == 0) {
+            rc = sym__error(SYM_EIO, "cannot read %s: it shrank from %zu to %zu bytes while being "
+                            "read (is another program writing it?)", path, size, got);
+            goto out;
+        }
         got += (size_t)n;
-    }
-    close(fd);
-    if (got != size) {
-        free(buf);
-        return sym__error(SYM_EIO, "cannot read %s", path);
     }
     buf[size] = '\0';
     *data = buf;
     *len = size;
-    return SYM_OK;
+    buf = NULL;
+out:
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+/* mkdir that leaves an existing directory alone; 0 or -1 with errno. */
+static int make_dir(const char *path) {
+    return mkdir(path, DIR_MODE) < 0 && errno != EEXIST ? -1 : 0;
 }
 
 static int mkdir_p(const char *dir) {
@@ -113,33 +165,17 @@ static int mkdir_p(const char *dir) {
     for (char *p = tmp + 1; *p; p++)
         if (*p == '/') {
             *p = '\0';
-            if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+            if (make_dir(tmp) < 0)
                 return sym__error(SYM_EIO, "cannot create %s: %s", tmp, strerror(errno));
             *p = '/';
         }
-    if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+    if (make_dir(tmp) < 0)
         return sym__error(SYM_EIO, "cannot create checkpoint directory %s: %s", tmp,
                           strerror(errno));
     struct stat st;
     if (stat(tmp, &st) < 0 || !S_ISDIR(st.st_mode))
         return sym__error(SYM_EIO, "%s is not a directory", tmp);
     return SYM_OK;
-}
-
-/* Remove a checkpoint-like directory: its plain files, then itself. */
-static void remove_dir(const char *path) {
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        char f[PATH_MAX];
-        while ((e = readdir(d)))
-            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-                snprintf(f, sizeof f, "%s/%s", path, e->d_name);
-                unlink(f);
-            }
-        closedir(d);
-    }
-    rmdir(path);
 }
 
 /* out = dir/name; SYM_EINVAL if it does not fit. */
@@ -261,7 +297,77 @@ static void manifest_json(sym_jbuf_t *b, const sym_ckpt_meta_t *m, const sym_ckp
         sym__jbuf_printf(b, ", \"size\": %zu, \"crc32c\": \"%08x\"}", files[i].size,
                          files[i].crc32c);
     }
-    sym__jbuf_printf(b, "\n  ]\n}\n");
+    sym__jbuf_printf(b, "\n  ],\n");
+    /* Last, the manifest's own checksum: CRC32C of every byte before this line. */
+    uint32_t crc = b->failed ? 0 : sym__crc32c(0, b->buf, b->len);
+    sym__jbuf_printf(b, "  " CRC_KEY "\"%08x\"\n}\n", crc);
+}
+
+/* The manifest's checksum line: the last `"manifest_crc32c": "XXXXXXXX"` at
+ * the start of a line, followed only by the closing brace; it must equal the
+ * CRC32C of every byte before that line. A manifest whose fields were edited,
+ * or damaged where its JSON still parses, fails here. */
+static int check_manifest_crc(const char *path, const char *text, size_t len) {
+    static const char key[] = "\n  " CRC_KEY "\"", tail[] = "\"\n}\n";
+    const size_t klen = sizeof key - 1, tlen = sizeof tail - 1;
+    const char *at = NULL;
+    for (size_t i = len >= klen ? len - klen + 1 : 0; i-- > 0;)
+        if (!memcmp(text + i, key, klen)) {
+            at = text + i;
+            break;
+        }
+    if (!at)
+        return sym__error(SYM_ECORRUPT, "%s carries no checksum of its own (its last line must be "
+                          "%s\"<CRC32C of the lines before>\")", path, CRC_KEY);
+    const char *hex = at + klen;
+    size_t rest = len - (size_t)(hex - text);
+    char want[9];
+    memcpy(want, hex, rest >= 8 ? 8 : rest);
+    want[rest >= 8 ? 8 : rest] = '\0';
+    char *end;
+    unsigned long v = strtoul(want, &end, 16);
+    if (rest != 8 + tlen || *end || strspn(want, "0123456789abcdef") != 8 ||
+        memcmp(hex + 8, tail, tlen))
+        return sym__error(SYM_ECORRUPT, "%s: its checksum line is malformed or not its last line",
+                          path);
+    uint32_t crc = sym__crc32c(0, text, (size_t)(at + 1 - text));
+    if (crc != (uint32_t)v)
+        return sym__error(SYM_ECORRUPT, "%s does not match its own checksum (CRC32C %08x of its "
+                          "text, %08lx recorded): it was edited or damaged", path, crc, v);
+    return SYM_OK;
+}
+
+/* The fields against each other. The position (step, epoch, sample) is where
+ * `step` global batches lead: an epoch is ceil(train_samples / global_batch)
+ * steps, so sample = (step mod that) * global_batch; the dropout stream's
+ * counter is the step; the optimizer took no more steps than the loop and the
+ * schedule is at least as long as the steps taken. */
+static int check_fields(const char *path, const sym_ckpt_meta_t *m, int64_t ws, int64_t bt,
+                        int64_t gb, int64_t dropout_counter) {
+    if (ws < 1 || ws > INT_MAX || bt < 1 || bt > INT_MAX || gb < 1 || gb > INT_MAX ||
+        m->train_samples < 1 || m->params == 0)
+        return sym__error(SYM_ECORRUPT, "%s holds an impossible run (world_size %lld, "
+                          "blas_threads %lld, global_batch %lld, train_samples %lld, params %llu)",
+                          path, (long long)ws, (long long)bt, (long long)gb,
+                          (long long)m->train_samples, (unsigned long long)m->params);
+    int64_t per_epoch = m->train_samples / gb + (m->train_samples % gb != 0);
+    if (m->step < 0 || m->epoch < 0 || m->sample < 0 || m->sample >= m->train_samples ||
+        m->sample % gb || m->epoch > (INT64_MAX - per_epoch) / per_epoch ||
+        m->step != m->epoch * per_epoch + m->sample / gb)
+        return sym__error(SYM_ECORRUPT, "%s holds an impossible position: step %lld, epoch "
+                          "%lld, sample %lld (epochs of %lld steps of %lld of %lld samples put "
+                          "step %lld at epoch %lld, sample %lld)",
+                          path, (long long)m->step, (long long)m->epoch, (long long)m->sample,
+                          (long long)per_epoch, (long long)gb, (long long)m->train_samples,
+                          (long long)m->step, (long long)(m->step / per_epoch),
+                          (long long)(m->step % per_epoch * gb));
+    if (dropout_counter != m->step || m->optim_steps > (uint64_t)m->step || m->total_steps < 0 ||
+        (m->total_steps > 0 && m->step > m->total_steps))
+        return sym__error(SYM_ECORRUPT, "%s: step %lld disagrees with the dropout counter "
+                          "(%lld), the optimizer's steps (%llu) or the schedule's length (%lld)",
+                          path, (long long)m->step, (long long)dropout_counter,
+                          (unsigned long long)m->optim_steps, (long long)m->total_steps);
+    return SYM_OK;
 }
 
 /* The tensor table; each entry must lie inside a listed file. */
@@ -312,7 +418,7 @@ static int parse_manifest(const char *path, const char *text, size_t len, sym_ck
     int rc = SYM_OK;
     sym_ckpt_meta_t *m = &ck->meta;
     char format[64] = "";
-    int64_t version = 0, ws = 0, gb = 0, bt = 0;
+    int64_t version = 0, ws = 0, gb = 0, bt = 0, dropout_counter = -1;
     const sym_json_t *model = sym__json_get(j, "model"), *opt = sym__json_get(j, "optimizer");
     const sym_json_t *rng = sym__json_get(j, "rng"), *data = sym__json_get(j, "data");
     const sym_json_t *rdata = sym__json_get(rng, "data"), *rdrop = sym__json_get(rng, "dropout");
@@ -326,6 +432,7 @@ static int parse_manifest(const char *path, const char *text, size_t len, sym_ck
                         path, (long long)version, VERSION);
         goto out;
     }
+    if ((rc = check_manifest_crc(path, text, len))) goto out;
     if (sym__json_i64(j, "step", &m->step) || sym__json_i64(j, "epoch", &m->epoch) ||
         sym__json_i64(j, "sample", &m->sample) || sym__json_i64(j, "world_size", &ws) ||
         sym__json_i64(j, "blas_threads", &bt) ||
@@ -338,6 +445,7 @@ static int parse_manifest(const char *path, const char *text, size_t len, sym_ck
         sym__json_u64(rdata, "key", &m->data_key) ||
         sym__json_u64(rdata, "counter", &m->data_counter) ||
         sym__json_u64(rdrop, "key", &m->dropout_key) ||
+        sym__json_i64(rdrop, "counter", &dropout_counter) ||
         sym__json_str(data, "name", m->dataset, sizeof m->dataset) ||
         sym__json_i64(data, "train_samples", &m->train_samples)) {
         rc = sym__error(SYM_ECORRUPT, "%s lacks a field or has one of the wrong type", path);
@@ -349,6 +457,7 @@ static int parse_manifest(const char *path, const char *text, size_t len, sym_ck
         rc = sym__error(SYM_ECORRUPT, "%s has a malformed schedule", path);
         goto out;
     }
+    if ((rc = check_fields(path, m, ws, bt, gb, dropout_counter))) goto out;
     m->world_size = (int)ws;
     m->blas_threads = (int)bt;
     m->global_batch = (int)gb;
@@ -390,26 +499,83 @@ out:
     return rc;
 }
 
+/* ---- removing ---- */
+
+/* The file names the manifest in directory dfd lists (plain names, at most
+ * SYM_CKPT_MAX_FILES) into names; their count, or -1 when it has no manifest
+ * that parses. Its checksum is not needed: a plain name names a file of this
+ * directory and nothing else. */
+static int listed_files(int dfd, const char *dir, char names[][32]) {
+    char mpath[PATH_MAX];
+    void *text;
+    size_t len;
+    if (join(mpath, sizeof mpath, dir, MANIFEST) ||
+        read_file_at(dfd, MANIFEST, mpath, SIZE_MAX, MAX_MANIFEST, &text, &len))
+        return -1;
+    sym_json_t *j = sym__json_parse(text, len, NULL, 0);
+    free(text);
+    const sym_json_t *files = sym__json_get(j, "files");
+    int n = files && files->type == SYM_JARR ? 0 : -1;
+    for (const sym_json_t *f = files ? files->child : NULL; f && n >= 0; f = f->next)
+        if (n == SYM_CKPT_MAX_FILES || sym__json_str(f, "name", names[n], 32) ||
+            !valid_name(names[n]))
+            n = -1;
+        else
+            n++;
+    sym__json_free(j);
+    return n;
+}
+
+/* Remove the checkpoint directory `name` in dir (a step-* one pruned, or a
+ * writer's leftover): the files its own manifest lists and the manifest; with
+ * no manifest that parses, the files named in `known` (those the writer
+ * writes). Then the directory itself, which fails, leaving it, when anything
+ * else is in it. Nothing is followed: a symbolic link, or anything but a
+ * directory, in its place is left alone, and files are removed relative to the
+ * directory opened, so an entry swapped for a link meanwhile leads nowhere. */
+static void remove_ckpt(const char *dir, const char *name, const sym_ckpt_file_t *known,
+                        int nknown) {
+    int pfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0) return;
+    char said[1024]; /* removing says nothing: the caller's last error stays */
+    snprintf(said, sizeof said, "%s", sym_last_error());
+    int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd >= 0) {
+        char path[PATH_MAX], names[SYM_CKPT_MAX_FILES][32];
+        int n = join(path, sizeof path, dir, name) ? -1 : listed_files(dfd, path, names);
+        for (int i = 0; i < n; i++) unlinkat(dfd, names[i], 0);
+        for (int i = 0; n < 0 && i < nknown; i++) unlinkat(dfd, known[i].name, 0);
+        unlinkat(dfd, MANIFEST, 0);
+        close(dfd);
+        unlinkat(pfd, name, AT_REMOVEDIR);
+    }
+    close(pfd);
+    sym__error(SYM_OK, "%s", said);
+}
+
 /* ---- writing ---- */
 
-/* After writing step `written`: remove every checkpoint of a later step (a
- * damaged one that --resume passed over, or one of an earlier run this run
- * replaces: left in place it would shadow this run's on the next --resume),
- * keep the newest `keep` of the rest, and remove writers' leftovers. */
-static int prune(const char *dir, int keep, int64_t written) {
+/* After writing step `written` (whose files are `files`): keep the newest
+ * `keep` checkpoints up to it, remove the older ones and writers' leftovers.
+ * A checkpoint of a later step is never removed: this run has not verified it
+ * (a damaged one --resume passed over is skipped by every reader, and is
+ * replaced when this run saves that step). */
+static int prune(const char *dir, int keep, int64_t written, const sym_ckpt_file_t *files,
+                 int nfiles) {
     int64_t *steps;
     int n;
     int rc = list_steps(dir, &steps, &n);
     if (rc) return rc;
-    char path[PATH_MAX];
+    char name[64];
     int kept = 0;
     for (int i = 0; i < n; i++) {
-        if (steps[i] <= written && kept < keep) {
+        if (steps[i] > written) continue;
+        if (kept < keep) {
             kept++;
             continue;
         }
-        snprintf(path, sizeof path, "%s/step-%08lld", dir, (long long)steps[i]);
-        remove_dir(path);
+        snprintf(name, sizeof name, "step-%08lld", (long long)steps[i]);
+        remove_ckpt(dir, name, files, nfiles);
     }
     free(steps);
     /* Temporary directories left by writers that crashed. */
@@ -423,8 +589,7 @@ static int prune(const char *dir, int keep, int64_t written) {
                 continue;
             const char *dot = strrchr(e->d_name, '.');
             if (dot && !strcmp(dot, mine)) continue;
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            remove_dir(path);
+            remove_ckpt(dir, e->d_name, files, nfiles);
         }
         closedir(d);
     }
@@ -435,24 +600,26 @@ int sym_ckpt_write(const char *dir, int keep, const sym_ckpt_meta_t *meta,
                    const sym_ckpt_file_t *in, int nfiles, char *out_path, size_t out_len) {
     if (nfiles < 0 || nfiles > SYM_CKPT_MAX_FILES)
         return sym__error(SYM_EINVAL, "a checkpoint holds at most %d files", SYM_CKPT_MAX_FILES);
+    for (int i = 0; i < nfiles; i++)
+        if (!valid_name(in[i].name))
+            return sym__error(SYM_EINVAL, "'%s' is not a plain file name", in[i].name);
     int rc = mkdir_p(dir);
     if (rc) return rc;
-    char tmp[PATH_MAX], final[PATH_MAX], old[PATH_MAX], path[PATH_MAX];
+    char tmp_name[64], old_name[64], tmp[PATH_MAX], final[PATH_MAX], old[PATH_MAX], path[PATH_MAX];
     long pid = (long)getpid();
-    snprintf(tmp, sizeof tmp, "%s/.tmp-step-%08lld.%ld", dir, (long long)meta->step, pid);
+    snprintf(tmp_name, sizeof tmp_name, ".tmp-step-%08lld.%ld", (long long)meta->step, pid);
+    snprintf(old_name, sizeof old_name, ".old-step-%08lld.%ld", (long long)meta->step, pid);
     snprintf(final, sizeof final, "%s/step-%08lld", dir, (long long)meta->step);
-    snprintf(old, sizeof old, "%s/.old-step-%08lld.%ld", dir, (long long)meta->step, pid);
-    remove_dir(tmp);
-    if (mkdir(tmp, 0755) < 0) return sym__error(SYM_EIO, "cannot create %s: %s", tmp, strerror(errno));
+    if ((rc = join(tmp, sizeof tmp, dir, tmp_name)) || (rc = join(old, sizeof old, dir, old_name)))
+        return rc;
+    remove_ckpt(dir, tmp_name, in, nfiles);
+    if (mkdir(tmp, DIR_MODE) < 0)
+        return sym__error(SYM_EIO, "cannot create %s: %s", tmp, strerror(errno));
 
     sym_ckpt_file_t files[SYM_CKPT_MAX_FILES];
     sym_jbuf_t man = {0};
     for (int i = 0; i < nfiles; i++) {
         files[i] = in[i];
-        if (!valid_name(files[i].name)) {
-            rc = sym__error(SYM_EINVAL, "'%s' is not a plain file name", files[i].name);
-            goto fail;
-        }
         files[i].crc32c = sym__crc32c(0, files[i].data, files[i].size);
         if ((rc = join(path, sizeof path, tmp, files[i].name)) ||
             (rc = write_file(path, files[i].data, files[i].size)))
@@ -475,13 +642,13 @@ int sym_ckpt_write(const char *dir, int keep, const sym_ckpt_meta_t *meta,
         if (had_old) rename(old, final);
         goto fail;
     }
-    if (had_old) remove_dir(old);
+    if (had_old) remove_ckpt(dir, old_name, in, nfiles);
     if ((rc = fsync_dir(dir))) return rc;
     if (out_path) snprintf(out_path, out_len, "%s", final);
-    return prune(dir, keep < 1 ? 1 : keep, meta->step);
+    return prune(dir, keep < 1 ? 1 : keep, meta->step, in, nfiles);
 fail:
     sym__jbuf_free(&man);
-    remove_dir(tmp);
+    remove_ckpt(dir, tmp_name, in, nfiles);
     return rc;
 }
 
@@ -661,34 +828,40 @@ const sym_ckpt_tensor_t *sym_ckpt_tensor(const sym_ckpt_t *ck, const char *name)
     return NULL;
 }
 
-int sym_ckpt_load(const char *path, sym_ckpt_t *ck) {
+/* Read and verify the checkpoint directory at path; `follow`: a symbolic link
+ * there is followed (a path a user named) rather than taken for damage (an
+ * entry found by scanning a --ckpt-dir). */
+static int load(const char *path, int follow, sym_ckpt_t *ck) {
     memset(ck, 0, sizeof *ck);
     snprintf(ck->path, sizeof ck->path, "%s", path);
+    int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+    if (dfd < 0) {
+        if (errno == ENOENT) return sym__error(SYM_ENOENT, "%s does not exist", path);
+        struct stat st;
+        if ((errno == ELOOP || errno == ENOTDIR) && lstat(path, &st) == 0)
+            return sym__error(SYM_ECORRUPT, "%s is %s, not a checkpoint directory", path,
+                              S_ISLNK(st.st_mode) ? "a symbolic link" : "not a directory");
+        return sym__error(SYM_EIO, "cannot open %s: %s", path, strerror(errno));
+    }
     char mpath[PATH_MAX];
     snprintf(mpath, sizeof mpath, "%s/%s", path, MANIFEST);
     void *text;
     size_t len;
-    int rc = read_file(mpath, MAX_MANIFEST, &text, &len);
-    if (rc == SYM_ENOENT) return sym__error(SYM_ECORRUPT, "%s has no %s", path, MANIFEST);
-    if (rc) return rc;
-    rc = parse_manifest(mpath, text, len, ck);
-    free(text);
-    if (rc) {
-        ck->nfiles = 0;
-        sym_ckpt_release(ck);
-        return rc;
+    int rc = read_file_at(dfd, MANIFEST, mpath, SIZE_MAX, MAX_MANIFEST, &text, &len);
+    if (rc == SYM_ENOENT) rc = sym__error(SYM_ECORRUPT, "%s has no %s", path, MANIFEST);
+    if (!rc) {
+        rc = parse_manifest(mpath, text, len, ck);
+        free(text);
     }
-    for (int i = 0; i < ck->nfiles; i++) {
+    if (rc) ck->nfiles = 0;
+    for (int i = 0; !rc && i < ck->nfiles; i++) {
         sym_ckpt_file_t *f = &ck->files[i];
         char fpath[PATH_MAX];
         snprintf(fpath, sizeof fpath, "%s/%s", path, f->name);
         void *data = NULL;
         size_t size = 0;
-        rc = read_file(fpath, (size_t)1 << 40, &data, &size);
+        rc = read_file_at(dfd, f->name, fpath, f->size, SIZE_MAX, &data, &size);
         if (rc == SYM_ENOENT) rc = sym__error(SYM_ECORRUPT, "%s is missing", fpath);
-        if (!rc && size != f->size)
-            rc = sym__error(SYM_ECORRUPT, "%s is %zu bytes, the manifest says %zu", fpath, size,
-                            f->size);
         uint32_t crc = rc ? 0 : sym__crc32c(0, data, size);
         if (!rc && crc != f->crc32c)
             rc = sym__error(SYM_ECORRUPT, "%s has CRC32C %08x, the manifest says %08x", fpath, crc,
@@ -696,13 +869,16 @@ int sym_ckpt_load(const char *path, sym_ckpt_t *ck) {
         if (rc) {
             free(data); /* NULL when the read itself failed */
             ck->nfiles = i;
-            sym_ckpt_release(ck);
-            return rc;
+        } else {
+            f->data = data;
         }
-        f->data = data;
     }
-    return SYM_OK;
+    close(dfd);
+    if (rc) sym_ckpt_release(ck);
+    return rc;
 }
+
+int sym_ckpt_load(const char *path, sym_ckpt_t *ck) { return load(path, 1, ck); }
 
 int sym_ckpt_load_latest(const char *dir, sym_ckpt_t *out,
                          void (*report)(void *user, const char *msg), void *user) {
@@ -713,17 +889,24 @@ int sym_ckpt_load_latest(const char *dir, sym_ckpt_t *out,
     if (rc == SYM_ENOENT) return sym__error(SYM_ENOENT, "%s does not exist", dir);
     if (rc) return rc;
     int bad = 0;
+    rc = SYM_ENOENT;
     for (int i = 0; i < n; i++) {
         char path[PATH_MAX], msg[PATH_MAX + 1536];
         snprintf(path, sizeof path, "%s/step-%08lld", dir, (long long)steps[i]);
-        rc = sym_ckpt_load(path, out);
-        if (rc == SYM_OK) {
-            free(steps);
-            return SYM_OK;
+        rc = load(path, 0, out);
+        if (rc == SYM_OK && out->meta.step != steps[i]) {
+            rc = sym__error(SYM_ECORRUPT, "%s holds step %lld", path, (long long)out->meta.step);
+            sym_ckpt_release(out);
         }
-        if (rc == SYM_ENOMEM) {
-            free(steps);
-            return rc;
+        if (rc == SYM_OK) break;
+        if (rc == SYM_ENOENT) continue; /* removed since it was listed */
+        if (rc != SYM_ECORRUPT) {
+            /* Unreadable is not damaged: it may be the good one. */
+            snprintf(msg, sizeof msg, "%s", sym_last_error());
+            rc = sym__error(rc, "checkpoint %s cannot be read (%s), so it cannot be checked: "
+                            "nothing older is taken in its place; make it readable and run again",
+                            path, msg);
+            break;
         }
         bad++;
         if (report) {
@@ -734,8 +917,9 @@ int sym_ckpt_load_latest(const char *dir, sym_ckpt_t *out,
         }
     }
     free(steps);
+    if (rc == SYM_OK || (rc != SYM_ECORRUPT && rc != SYM_ENOENT)) return rc;
     if (bad)
-        return sym__error(SYM_ENOENT, "%s holds no usable checkpoint (%d damaged)", dir, bad);
+        return sym__error(SYM_ECORRUPT, "%s holds no usable checkpoint (%d damaged)", dir, bad);
     return sym__error(SYM_ENOENT, "%s holds no checkpoint", dir);
 }
 

@@ -6,6 +6,12 @@
  * Every way a file can be wrong is reported with its path: missing (with how to
  * install the package), unreadable, not IDX, the wrong shape, truncated, or
  * failing gzip's CRC (read to the end so zlib checks the trailer).
+ *
+ * A header is not trusted: every dimension and every product of them is
+ * checked (in 64-bit, without overflow) before it is used, and the buffer
+ * grows only with bytes the file really holds, so a crafted header can make
+ * the loader neither read past a buffer nor allocate what the file does not
+ * contain: it is reported as corrupt.
  */
 #include <errno.h>
 #include <limits.h>
@@ -67,8 +73,50 @@ static uint32_t be32(const unsigned char *b) {
     return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
 }
 
+/* The data: `total` bytes as the header claims them. The buffer grows with
+ * what the file really holds (its decompressed length is known only by
+ * reading it), so a header that claims more than the file holds costs at
+ * most twice the bytes that are there, and is called corrupt. */
+static int read_data(gzFile f, size_t total, const char *path, const char *shape, uint8_t **out) {
+    size_t cap = total < (1u << 20) ? total : (1u << 20), got = 0;
+    uint8_t *buf = malloc(cap ? cap : 1);
+    if (!buf) return sym__error(SYM_ENOMEM, "out of memory reading %s (%zu bytes)", path, cap);
+    while (got < total) {
+        if (got == cap) {
+            size_t ncap = cap > total - cap ? total : 2 * cap;
+            uint8_t *nb = realloc(buf, ncap);
+            if (!nb) {
+                free(buf);
+                return sym__error(SYM_ENOMEM, "out of memory reading %s (%zu of the %zu bytes "
+                                  "its header claims)", path, ncap, total);
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t want = cap - got;
+        int n = gzread(f, buf + got, want > (1u << 30) ? (1u << 30) : (unsigned)want);
+        int zerr = Z_OK;
+        if (n <= 0) gzerror(f, &zerr);
+        if (n <= 0 && (zerr == Z_OK || zerr == Z_BUF_ERROR)) {
+            free(buf);
+            return sym__error(SYM_ECORRUPT, "%s is corrupt or truncated: its header claims %s = "
+                              "%zu bytes of data, but only %zu follow; replace it (%s)",
+                              path, shape, total, got, REINSTALL);
+        }
+        if (n <= 0) {
+            free(buf);
+            return gz_fail(f, path, "data");
+        }
+        got += (size_t)n;
+    }
+    *out = buf;
+    return SYM_OK;
+}
+
 /* Read an IDX file of `want_dims` dimensions; *data (malloc'd) gets the bytes,
- * dims[] the sizes. */
+ * dims[] the sizes. Each dimension is 1..2^24, one item (the product of all
+ * but the first) at most INT_MAX bytes (a sample's size is an int) and the
+ * whole a size_t, checked without overflow before anything is allocated. */
 static int read_idx(const char *path, uint32_t magic, int want_dims, uint32_t *dims,
                     uint8_t **data) {
     *data = NULL;
@@ -89,22 +137,33 @@ static int read_idx(const char *path, uint32_t magic, int want_dims, uint32_t *d
         goto out;
     }
     if ((rc = read_exact(f, hdr + 4, 4 * (size_t)want_dims, path, "header"))) goto out;
-    size_t total = 1;
+    char shape[64] = "";
+    size_t total = 1, item = 1, at = 0;
     for (int d = 0; d < want_dims; d++) {
         dims[d] = be32(hdr + 4 + 4 * d);
+        at += (size_t)snprintf(shape + at, sizeof shape - at, "%s%u", d ? " x " : "", dims[d]);
         if (dims[d] == 0 || dims[d] > (1u << 24)) {
-            rc = sym__error(SYM_ECORRUPT, "%s has an impossible dimension %u; replace it (%s)",
-                            path, dims[d], REINSTALL);
+            rc = sym__error(SYM_ECORRUPT, "%s is corrupt: its header has an impossible dimension "
+                            "%u (of %d: 1 to %u each); replace it (%s)", path, dims[d],
+                            want_dims, 1u << 24, REINSTALL);
             goto out;
         }
+        if (d > 0 && item > (size_t)INT_MAX / dims[d]) {
+            rc = sym__error(SYM_ECORRUPT, "%s is corrupt: its header claims items of %s%s bytes, "
+                            "more than %d; replace it (%s)", path, strchr(shape, 'x') + 2,
+                            d + 1 < want_dims ? " x ..." : "", INT_MAX, REINSTALL);
+            goto out;
+        }
+        if (total > SIZE_MAX / dims[d]) {
+            rc = sym__error(SYM_ECORRUPT, "%s is corrupt: its header claims %s%s bytes, a product "
+                            "that overflows a size; replace it (%s)", path, shape,
+                            d + 1 < want_dims ? " x ..." : "", REINSTALL);
+            goto out;
+        }
+        if (d > 0) item *= dims[d];
         total *= dims[d];
     }
-    *data = malloc(total);
-    if (!*data) {
-        rc = sym__error(SYM_ENOMEM, "out of memory reading %s (%zu bytes)", path, total);
-        goto out;
-    }
-    if ((rc = read_exact(f, *data, total, path, "data"))) goto out;
+    if ((rc = read_data(f, total, path, shape, data))) goto out;
     /* Read past the end, so zlib checks the gzip trailer (CRC-32 and length). */
     char extra;
     int n = gzread(f, &extra, 1);
@@ -155,7 +214,7 @@ int sym_dataset_load_fashion(const char *dir, int train, sym_dataset_t *out) {
     }
     snprintf(out->name, sizeof out->name, "fashion-mnist");
     out->n = idims[0];
-    out->dim = (int)(idims[1] * idims[2]);
+    out->dim = (int)((uint64_t)idims[1] * idims[2]);
     out->classes = 10;
     out->pixels = pixels;
     out->labels = labels;

@@ -132,8 +132,8 @@ static int open_shard(const char *path, sym_shard_t *sh) {
     int64_t have = (int64_t)st.st_size;
     if (have < want) {
         rc = sym__error(SYM_ECORRUPT,
-                        "%s is truncated: its header says %ld tokens (%lld bytes after the header) "
-                        "but only %lld bytes follow it; %s",
+                        "%s is truncated or corrupt: its header says %ld tokens (%lld bytes after "
+                        "the header) but only %lld bytes follow it; %s",
                         path, (long)count, (long long)(want - HEADER_BYTES),
                         (long long)(have - HEADER_BYTES), REMAKE);
         goto out;

@@ -23,6 +23,15 @@
  * post-GELU activations); the backward reuses one block's worth of gradient
  * buffers for every block. Everything is fp32 on the PE's threads; sums over
  * rows and the vocabulary accumulate in double (ops/cpu).
+ *
+ * Tensor parallelism (sym_model_create_tp, a team of t PEs): each PE holds
+ * n_head / t heads. attn.c_attn (3C/t, C: q, k, v rows of its heads) and
+ * mlp.c_fc (4C/t, C) are column-parallel, attn.c_proj (C, C/t) and mlp.c_proj
+ * (C, 4C/t) row-parallel with their bias added by team PE 0 only; the partial
+ * outputs of the row-parallel layers are summed over the team in the forward
+ * (tp_sum), the partial input gradients of the column-parallel ones in the
+ * backward. Embeddings, LayerNorms and the LM head are whole on every PE and
+ * computed alike on each, so their gradients agree without communication.
  */
 #include <errno.h>
 #include <math.h>
@@ -160,14 +169,19 @@ static int gpt_declare(sym_model_t *m) {
         "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
         "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
         "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"};
-    const int64_t shape[NBLOCK][2] = {{C, 0},     {C, 0},     {3 * C, C}, {3 * C, 0},
-                                      {C, C},     {C, 0},     {C, 0},     {C, 0},
-                                      {4 * C, C}, {4 * C, 0}, {C, 4 * C}, {C, 0}};
+    int64_t Cl = C / m->tp_size; /* this PE's share of the width (its heads) */
+    const int64_t shape[NBLOCK][2] = {{C, 0},      {C, 0},      {3 * Cl, C}, {3 * Cl, 0},
+                                      {C, Cl},     {C, 0},      {C, 0},      {C, 0},
+                                      {4 * Cl, C}, {4 * Cl, 0}, {C, 4 * Cl}, {C, 0}};
+    /* tensor parallelism: column-parallel layers split their rows, row-parallel ones
+     * their columns; the biases of the row-parallel ones are whole */
+    const int tp_dim[NBLOCK] = {-1, -1, 0, 0, 1, -1, -1, -1, 0, 0, 1, -1};
     for (int l = 0; l < c->n_layer; l++)
         for (int k = 0; k < NBLOCK; k++) {
             char name[64];
             snprintf(name, sizeof name, "h.%d.%s", l, names[k]);
             if ((rc = declare(m, &g->block[l].off[k], name, shape[k][0], shape[k][1]))) return rc;
+            if (m->tp_size > 1) m->param[m->nparam - 1].tp_dim = tp_dim[k];
         }
     if ((rc = declare(m, &g->lnfw, "ln_f.weight", C, 0)) ||
         (rc = declare(m, &g->lnfb, "ln_f.bias", C, 0)))
@@ -182,12 +196,31 @@ static double normal(sym_rng_t *r) {
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
 
-static void init_weights(sym_model_t *m) {
+/* This PE's part w of the whole parameter `full` under tensor parallelism:
+ * its columns (tp_dim 1), or its rows (tp_dim 0), which for attn.c_attn are
+ * its heads' rows of each of the three sections q, k and v. */
+static void take_shard(const sym_model_t *m, const sym_param_t *p, const float *full, float *w) {
+    int64_t t = m->tp_size, r = m->tp_rank, rows = p->shape[0];
+    int64_t cols = p->ndim > 1 ? p->shape[1] : 1;
+    if (p->tp_dim == 1) {
+        for (int64_t i = 0; i < rows; i++)
+            memcpy(w + i * cols, full + (i * t + r) * cols, (size_t)cols * sizeof *w);
+        return;
+    }
+    int64_t sec = strstr(p->name, "c_attn") ? 3 : 1, per = rows / sec;
+    for (int64_t s = 0; s < sec; s++)
+        memcpy(w + s * per * cols, full + (s * per * t + r * per) * cols,
+               (size_t)(per * cols) * sizeof *w);
+}
+
+/* The 1-PE model's weights, or this PE's slices of them (tensor parallelism:
+ * each split matrix is drawn whole from its stream, then sliced). */
+static int init_weights(sym_model_t *m) {
     const sym_model_config_t *c = &m->cfg;
     double resid_std = 0.02 / sqrt(2.0 * c->n_layer);
     for (int i = 0; i < m->nparam; i++) {
         const sym_param_t *p = &m->param[i];
-        float *w = m->params + p->offset;
+        float *w = m->params + p->offset, *full = NULL;
         size_t n = p->numel;
         const char *tail = strrchr(p->name, '.');
         if (p->ndim == 1) { /* LayerNorm weights 1, every bias and LayerNorm bias 0 */
@@ -198,16 +231,25 @@ static void init_weights(sym_model_t *m) {
         double sd = strstr(p->name, "c_proj.weight") ? resid_std : 0.02;
         sym_rng_t r = sym_rng_stream(sym_rng_key(c->seed, SYM_RNG_INIT, (uint64_t)i));
         if (!strcmp(p->name, "wte")) n = (size_t)c->vocab * (size_t)c->n_embd;
-        for (size_t k = 0; k < n; k++) w[k] = (float)(sd * normal(&r));
+        if (p->tp_dim >= 0) {
+            n *= (size_t)m->tp_size;
+            if (!(full = malloc(n * sizeof *full)))
+                return sym__error(SYM_ENOMEM, "out of memory drawing %s", p->name);
+        }
+        float *dst = full ? full : w;
+        for (size_t k = 0; k < n; k++) dst[k] = (float)(sd * normal(&r));
         for (size_t k = n; k < p->numel; k++) w[k] = 0.0f; /* the vocabulary's padding rows */
+        if (full) take_shard(m, p, full, w);
+        free(full);
     }
+    return SYM_OK;
 }
 
 static int gpt_init(sym_model_t *m) {
     gpt_t *g = m->impl;
     const sym_model_config_t *c = &m->cfg;
-    init_weights(m);
-    if (m->max_rows == 0) return SYM_OK; /* parameters only */
+    int rc = init_weights(m);
+    if (rc || m->max_rows == 0) return rc; /* parameters only */
     size_t B = (size_t)m->max_rows, T = (size_t)c->max_seq, C = (size_t)c->n_embd;
     size_t N = B * T, NH = (size_t)c->n_head, Vp = (size_t)c->padded_vocab;
     /* Every buffer in floats; the pool is sized for their power-of-two blocks. */
@@ -220,8 +262,7 @@ static int gpt_init(sym_model_t *m) {
         need += (size_t)c->n_layer * sym__pow2_at_least(per_block[i] * 4);
     for (size_t i = 0; i < sizeof others / sizeof *others; i++)
         need += sym__pow2_at_least(others[i] * 4);
-    int rc = sym_pool_create("activations", sym__pow2_at_least(need), 0, &g->acts);
-    if (rc) return rc;
+    if ((rc = sym_pool_create("activations", sym__pow2_at_least(need), 0, &g->acts))) return rc;
     size_t k = 0;
 #define TAKE(ptr, floats)                                                \
     do {                                                                 \
@@ -293,11 +334,18 @@ static int linear_back(float *din, float *dw, float *db, const float *dout, cons
     return rc;
 }
 
+/* Tensor parallelism: x (n floats, a row-parallel layer's partial output or a
+ * column-parallel layer's partial input gradient) summed over the TP team. */
+static int tp_sum(const sym_model_t *m, float *x, size_t n) {
+    return m->tp_size > 1 ? sym__comm_sum(m->tp, x, n) : SYM_OK;
+}
+
 static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_t *f,
                        sym_tensor_t *logits) {
     gpt_t *g = m->impl;
     const sym_model_config_t *c = &m->cfg;
-    int B = in->rows, T = in->seq, C = c->n_embd, NH = c->n_head, Vp = c->padded_vocab;
+    int B = in->rows, T = in->seq, C = c->n_embd, Vp = c->padded_vocab;
+    int Cl = C / m->tp_size, NHl = c->n_head / m->tp_size; /* this PE's heads */
     if (!in->tokens || T < 1 || T > c->max_seq)
         return sym__error(SYM_EINVAL, "a GPT's forward needs tokens (rows, seq) with seq in "
                                       "1..%d, not %d",
@@ -320,15 +368,20 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
         const size_t *o = b->off;
         const float *x = l == 0 ? g->encoded : g->block[l - 1].res3;
         sym_layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, x, P + o[LN1W], P + o[LN1B], N, C);
-        if ((rc = linear(b->qkv, b->ln1, P + o[QKVW], P + o[QKVB], N, C, 3 * C))) return rc;
-        if ((rc = sym_attention_forward(b->atty, b->att, b->qkv, B, T, C, NH))) return rc;
-        if ((rc = linear(g->scratch, b->atty, P + o[PROJW], P + o[PROJB], N, C, C))) return rc;
+        const float *pb = m->tp_rank == 0 ? P + o[PROJB] : NULL; /* a whole bias, added once */
+        if ((rc = linear(b->qkv, b->ln1, P + o[QKVW], P + o[QKVB], N, C, 3 * Cl))) return rc;
+        if ((rc = sym_attention_forward(b->atty, b->att, b->qkv, B, T, Cl, NHl))) return rc;
+        if ((rc = linear(g->scratch, b->atty, P + o[PROJW], pb, N, Cl, C)) ||
+            (rc = tp_sum(m, g->scratch, (size_t)N * C)))
+            return rc;
         sym_residual_forward(b->res2, x, g->scratch, (size_t)N * C);
         sym_layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->res2, P + o[LN2W],
                               P + o[LN2B], N, C);
-        if ((rc = linear(b->fch, b->ln2, P + o[FCW], P + o[FCB], N, C, 4 * C))) return rc;
-        sym_gelu_tanh_forward(b->fch, b->fch_gelu, (size_t)N * 4 * C);
-        if ((rc = linear(g->scratch, b->fch_gelu, P + o[FCPW], P + o[FCPB], N, 4 * C, C)))
+        if ((rc = linear(b->fch, b->ln2, P + o[FCW], P + o[FCB], N, C, 4 * Cl))) return rc;
+        sym_gelu_tanh_forward(b->fch, b->fch_gelu, (size_t)N * 4 * Cl);
+        pb = m->tp_rank == 0 ? P + o[FCPB] : NULL;
+        if ((rc = linear(g->scratch, b->fch_gelu, P + o[FCPW], pb, N, 4 * Cl, C)) ||
+            (rc = tp_sum(m, g->scratch, (size_t)N * C)))
             return rc;
         sym_residual_forward(b->res3, b->res2, g->scratch, (size_t)N * C);
     }
@@ -343,7 +396,8 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
                         void *user) {
     gpt_t *g = m->impl;
     const sym_model_config_t *c = &m->cfg;
-    int B = g->B, T = g->T, C = c->n_embd, NH = c->n_head, Vp = c->padded_vocab;
+    int B = g->B, T = g->T, C = c->n_embd, Vp = c->padded_vocab;
+    int Cl = C / m->tp_size, NHl = c->n_head / m->tp_size;
     int64_t N = (int64_t)B * T;
     if (!g->training) return sym__error(SYM_EINVAL, "backward needs a training forward pass first");
     if (dlogits->shape[0] != N || dlogits->shape[1] != Vp || !sym_tensor_is_contiguous(dlogits))
@@ -369,26 +423,29 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
         /* dres holds d res3: through the MLP half into d res2 (the residual adds) */
         memset(g->dfch, 0, NC * 4 * sizeof(float));
         if ((rc = linear_back(g->dfch, G + o[FCPW], G + o[FCPB], g->dres, b->fch_gelu,
-                              P + o[FCPW], N, 4 * C, C)))
+                              P + o[FCPW], N, 4 * Cl, C)))
             return rc;
-        sym_gelu_tanh_backward(b->fch, g->dfch, g->dfch, NC * 4);
+        sym_gelu_tanh_backward(b->fch, g->dfch, g->dfch, (size_t)N * 4 * Cl);
         memset(g->dln, 0, NC * sizeof(float));
         if ((rc = linear_back(g->dln, G + o[FCW], G + o[FCB], g->dfch, b->ln2, P + o[FCW], N, C,
-                              4 * C)))
+                              4 * Cl)) ||
+            (rc = tp_sum(m, g->dln, NC)))
             return rc;
         sym_layernorm_backward(g->dres, G + o[LN2W], G + o[LN2B], g->dln, b->res2, P + o[LN2W],
                                b->ln2_mean, b->ln2_rstd, N, C);
         /* dres holds d res2: through the attention half into d x */
         memset(g->datty, 0, NC * sizeof(float));
         if ((rc = linear_back(g->datty, G + o[PROJW], G + o[PROJB], g->dres, b->atty,
-                              P + o[PROJW], N, C, C)))
+                              P + o[PROJW], N, Cl, C)))
             return rc;
         memset(g->dqkv, 0, NC * 3 * sizeof(float));
-        if ((rc = sym_attention_backward(g->dqkv, g->datt, g->datty, b->qkv, b->att, B, T, C, NH)))
+        if ((rc = sym_attention_backward(g->dqkv, g->datt, g->datty, b->qkv, b->att, B, T, Cl,
+                                         NHl)))
             return rc;
         memset(g->dln, 0, NC * sizeof(float));
         if ((rc = linear_back(g->dln, G + o[QKVW], G + o[QKVB], g->dqkv, b->ln1, P + o[QKVW], N,
-                              C, 3 * C)))
+                              C, 3 * Cl)) ||
+            (rc = tp_sum(m, g->dln, NC)))
             return rc;
         sym_layernorm_backward(g->dres, G + o[LN1W], G + o[LN1B], g->dln, x, P + o[LN1W],
                                b->ln1_mean, b->ln1_rstd, N, C);

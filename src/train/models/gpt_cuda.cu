@@ -358,8 +358,8 @@ static int backward(sym_gpu_model_t *m, int B, int T) {
         OP(symcu_matmul_backward(m->blas, m->datty, G(o[PROJW]), G(o[PROJB]), m->dres, b->atty,
                                  W(o[PROJW]), N, C, C, s));
         CK(cudaMemsetAsync(m->dqkv, 0, NC * 3 * sizeof(bf16), s));
-        OP(symcu_attention_backward(m->dqkv, m->att_scratch, m->datty, b->qkv, b->lse, B, T, C,
-                                    m->NH, s));
+        OP(symcu_attention_backward(m->dqkv, m->att_scratch, m->datty, b->atty, b->qkv, b->lse,
+                                    B, T, C, m->NH, s));
         CK(cudaMemsetAsync(m->dln, 0, NC * sizeof(bf16), s));
         OP(symcu_matmul_backward(m->blas, m->dln, G(o[QKVW]), G(o[QKVB]), m->dqkv, b->ln1,
                                  W(o[QKVW]), N, C, 3 * C, s));

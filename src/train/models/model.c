@@ -60,6 +60,7 @@ size_t sym__model_param(sym_model_t *m, const char *name, int ndim, const int64_
     }
     p->offset = m->nparams;
     p->decay = ndim >= 2;
+    p->tp_dim = -1;
     m->nparams += p->numel;
     return p->offset;
 }
@@ -68,12 +69,30 @@ size_t sym__model_param(sym_model_t *m, const char *name, int ndim, const int64_
 
 int sym_model_create(const sym_model_config_t *cfg, int max_rows, int symmetric,
                      sym_model_t **out) {
+    return sym_model_create_tp(cfg, max_rows, symmetric, SHMEM_TEAM_INVALID, out);
+}
+
+int sym_model_create_tp(const sym_model_config_t *cfg, int max_rows, int symmetric,
+                        shmem_team_t tp, sym_model_t **out) {
     *out = NULL;
     if (max_rows < 0) return sym__error(SYM_EINVAL, "max_rows cannot be negative");
+    int tp_size = tp == SHMEM_TEAM_INVALID ? 1 : shmem_team_n_pes(tp);
+    if (tp != SHMEM_TEAM_INVALID && shmem_team_my_pe(tp) < 0)
+        return sym__error(SYM_EINVAL, "tensor parallelism: this PE is not in the TP team");
+    if (tp_size > 1 && cfg->kind != SYM_MODEL_GPT)
+        return sym__error(SYM_EINVAL, "tensor parallelism splits a GPT; '%s' is not one",
+                          cfg->spec);
+    if (tp_size > 1 && (cfg->n_head % tp_size || cfg->n_embd % tp_size))
+        return sym__error(SYM_EINVAL, "tensor parallelism over %d PEs needs the heads (%d) and "
+                          "the width (%d) divisible by %d", tp_size, cfg->n_head, cfg->n_embd,
+                          tp_size);
     sym_model_t *m = calloc(1, sizeof *m);
     if (!m) return sym__error(SYM_ENOMEM, "out of memory for the model");
     m->cfg = *cfg;
     m->max_rows = max_rows;
+    m->tp = tp_size > 1 ? tp : SHMEM_TEAM_INVALID;
+    m->tp_size = tp_size;
+    m->tp_rank = tp_size > 1 ? shmem_team_my_pe(tp) : 0;
     m->ops = cfg->kind == SYM_MODEL_GPT ? &sym__gpt_ops : &sym__mlp_ops;
     int rc = m->ops->declare(m);
     if (rc) goto fail;

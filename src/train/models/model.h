@@ -35,6 +35,8 @@ struct sym_model {
     sym_pool_t *state;  /* params + grads */
     float *params, *grads;
     void *impl;         /* the kind's activations and scratch */
+    shmem_team_t tp;    /* tensor parallelism: the team the GPT's blocks are split over */
+    int tp_size, tp_rank; /* 1 and 0 without */
 };
 
 extern const sym__model_ops_t sym__mlp_ops, sym__gpt_ops;

@@ -1,10 +1,15 @@
 /*
  * comm.c — the one file of the training stack that calls the training
- * collectives (shmemx_allreduce and friends, src/coll): the models and the
- * trainer see these three calls and never a transport.
+ * collectives (shmemx_allreduce and friends, src/coll): the models, the
+ * trainer and the distributed tensors see these calls and never a transport.
+ * The uneven collectives of the distributed tensors (all-gather-v,
+ * all-to-all-v, reduce-scatter-v) are here too, written on one-sided reads
+ * of symmetric buffers, since shmemx's split their counts by their own rule.
  */
 #include <shmem.h>
 #include <shmemx.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -31,4 +36,69 @@ int sym__comm_sum(shmem_team_t team, float *x, size_t n) {
         return sym__error(SYM_ECOMM, "shmemx_allreduce of %zu floats failed: %s", n,
                           shmemx_strerror(rc));
     return SYM_OK;
+}
+
+/* ---- uneven collectives over symmetric buffers (the distributed tensors) ---- */
+
+static int team_sync(shmem_team_t team) {
+    if (shmem_team_sync(team))
+        return sym__error(SYM_ECOMM, "shmem_team_sync failed (this PE is not in the team)");
+    return SYM_OK;
+}
+
+/* Member k's world PE number. */
+static int world_pe(shmem_team_t team, int k) {
+    return shmem_team_translate_pe(team, k, SHMEM_TEAM_WORLD);
+}
+
+int sym__comm_pullv(shmem_team_t team, const void *buf, const size_t *off, const size_t *len,
+                    void *dst) {
+    int n = shmem_team_n_pes(team), me = shmem_team_my_pe(team), rc = team_sync(team);
+    if (rc) return rc;
+    size_t *at = malloc((size_t)n * sizeof *at); /* where member k's bytes land in dst */
+    if (!at) return sym__error(SYM_ENOMEM, "pullv: out of memory");
+    for (int k = 0; k < n; k++) at[k] = k ? at[k - 1] + len[k - 1] : 0;
+    for (int i = 0; i < n; i++) {
+        int k = (me + i) % n; /* ourselves first, then spread over the peers */
+        if (!len[k]) continue;
+        const char *src = (const char *)buf + off[k];
+        if (k == me)
+            memcpy((char *)dst + at[k], src, len[k]);
+        else
+            shmem_getmem((char *)dst + at[k], src, len[k], world_pe(team, k));
+    }
+    free(at);
+    return team_sync(team);
+}
+
+int sym__comm_reduce_pull_f32(shmem_team_t team, const float *buf, size_t off, size_t n,
+                              float *dst) {
+    enum { CHUNK = 4096 }; /* floats per pass: every peer's piece of it stays in cache */
+    int np = shmem_team_n_pes(team), rc = team_sync(team);
+    if (rc) return rc;
+    const float **peer = malloc((size_t)np * sizeof *peer);
+    float *tmp = NULL; /* a fetched piece, for peers not mapped here (other hosts) */
+    if (!peer) return sym__error(SYM_ENOMEM, "reduce-scatter: out of memory");
+    for (int k = 0; k < np && n; k++) {
+        peer[k] = shmem_ptr(buf + off, world_pe(team, k));
+        if (!peer[k] && !tmp && !(tmp = malloc(CHUNK * sizeof *tmp))) {
+            free(peer);
+            return sym__error(SYM_ENOMEM, "reduce-scatter: out of memory");
+        }
+    }
+    for (size_t lo = 0; lo < n; lo += CHUNK) {
+        size_t m = n - lo < CHUNK ? n - lo : CHUNK;
+        float *d = dst + lo;
+        for (int k = 0; k < np; k++) { /* in team order: the same sum on every PE */
+            const float *src = peer[k] ? peer[k] + lo : tmp;
+            if (!peer[k]) shmem_getmem(tmp, buf + off + lo, m * sizeof *tmp, world_pe(team, k));
+            if (k == 0)
+                memcpy(d, src, m * sizeof *d);
+            else
+                for (size_t i = 0; i < m; i++) d[i] += src[i];
+        }
+    }
+    free(peer);
+    free(tmp);
+    return team_sync(team);
 }

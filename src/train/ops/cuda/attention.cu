@@ -4,22 +4,23 @@
  * bf16 in, fp32 accumulate), never writing the T x T matrix. CPU reference:
  * ops/cpu/attention.c (same qkv layout, same scale 1 / sqrt(hs)).
  *
- * Tiles are 64 queries x 64 keys; a block of 4 warps owns one 64-row tile of
- * one (b, h), each warp 16 of its rows, and walks the tiles of the other side
- * that the causal mask leaves, staging them in shared memory (rows padded by
- * 8 bf16 so the fragment loads are free of bank conflicts).
+ * A block of 4 warps owns one 64-row tile of one (b, h), each warp 16 of its
+ * rows, and walks the 64-row tiles of the other side that the causal mask
+ * leaves. Those tiles are copied into shared memory with cp.async, two
+ * buffers deep: tile i+1 arrives while tile i is multiplied. Every tile is
+ * stored row-major as it lies in memory (rows padded by 8 bf16, so ldmatrix
+ * is free of bank conflicts); ldmatrix gives the fragments of a tile and
+ * ldmatrix.trans those of its transpose, so nothing is transposed by hand.
  *
  *   forward   block = (query tile, b*h). For each key tile: S = q k^T, the
  *             online softmax (running max m and sum l per row, in base 2),
  *             O = O * 2^(m_old - m_new) + P v. At the end out = O / l, and
  *             lse = (m + log2 l) ln 2 per row.
- *   backward  two kernels, no atomics:
- *             1. dQ: block = (query tile, b*h). A first pass over the key
- *                tiles at or before it sums D = rowsum(P * dP), dP = dO V^T
- *                (this is dout . out, but exact: taken from the bf16-rounded
- *                out it costs 3% of dq's accuracy); a second recomputes P and
- *                dP and adds dQ += dS K * scale, dS = P (dP - D). D goes to
- *                the scratch for the next kernel.
+ *   backward  three kernels, no atomics:
+ *             0. D = rowsum(dout * out) per row (= rowsum(P * dP)).
+ *             1. dQ: block = (query tile, b*h); for each key tile at or
+ *                before it, P = exp(Q K^T * scale - lse), dP = dO V^T,
+ *                dS = P (dP - D), dQ += dS K * scale.
  *             2. dK, dV: block = (key tile, b*h); for each query tile at or
  *                after it, P^T = exp(K Q^T * scale - lse), dV += P^T dO,
  *                dP^T = V dO^T, dS^T = P^T (dP^T - D), dK += dS^T Q * scale.
@@ -28,25 +29,26 @@
  *
  * Precision. P and dS are fp32 in the registers; as the A operand of the next
  * product each is split into a bf16 head and a bf16 tail (x = hi + lo, about
- * 16 significant bits), two products instead of one. With P or dS rounded to
- * bf16 once, single elements of out and dqkv err by up to 3% of the tensor's
- * scale (random inputs, T = 256); with the split, by the final bf16 rounding
- * (0.4%). The other operands (q, k, v, dout) are bf16 inputs, exact.
+ * 16 significant bits), two products instead of one (SYMCU_ATTN_SPLIT=0 at
+ * build time rounds them once, as other flash kernels do: bench/gpt measures
+ * what the split costs). The other operands (q, k, v, dout) are bf16 inputs,
+ * exact; D is taken from the bf16 out.
  *
  * Fragment layouts of mma.m16n8k16 (PTX ISA), g = lane / 4, q = lane % 4:
  *   A (16x16, row-major)  a0 = (g, 2q..2q+1)  a1 = (g+8, 2q..)  a2 = (g, 2q+8..)  a3 = (g+8, 2q+8..)
  *   B (16x8, "col")       b0 = (k 2q..2q+1, n g)  b1 = (k 2q+8.., n g)
  *   C (16x8, fp32)        c0,c1 = (g, 2q..2q+1)  c2,c3 = (g+8, 2q..2q+1)
- * Two bf16 share a 32-bit register, the lower column in the lower half. A B
- * fragment reads two consecutive k of one n, so a B operand is staged in
- * shared memory with k contiguous: K^T for S = Q K^T is K itself (row-major),
- * while V for P V is stored transposed (V^T, d-major). The C fragments of two
- * neighbouring n-tiles of S are exactly the A fragment of P for the next
- * product, so P never leaves the registers.
+ * Two bf16 share a 32-bit register, the lower column in the lower half. The C
+ * fragments of two neighbouring n-tiles of S are exactly the A fragment of P
+ * for the next product, so P never leaves the registers.
  */
 #include <math.h>
 
 #include "common.cuh"
+
+#ifndef SYMCU_ATTN_SPLIT
+#define SYMCU_ATTN_SPLIT 1
+#endif
 
 #define BT 64           /* rows of a tile (queries or keys) */
 #define NWARPS 4        /* 16 rows each */
@@ -54,7 +56,44 @@
 #define LOG2E 1.4426950408889634f
 #define LN2 0.6931471805599453f
 
-/* ---- tensor-core helpers ---- */
+/* Build-time tuning, measured by bench/gpt/kernels_gpu.sh on an H200
+ * (bench/gpt/results/h200_attention_variants.txt): the backward takes
+ * SYMCU_ATTN_CHUNK rows of the other side at once (16 or 32: more independent
+ * products in flight), and each kernel's registers must allow
+ * SYMCU_ATTN_MINB_* blocks per SM (0: the compiler's choice). */
+#ifndef SYMCU_ATTN_CHUNK
+#define SYMCU_ATTN_CHUNK 32
+#endif
+#ifndef SYMCU_ATTN_MINB_FWD
+#define SYMCU_ATTN_MINB_FWD 4
+#endif
+#ifndef SYMCU_ATTN_MINB_DQ
+#define SYMCU_ATTN_MINB_DQ 3
+#endif
+#ifndef SYMCU_ATTN_MINB_DKV
+#define SYMCU_ATTN_MINB_DKV 3
+#endif
+#define ATTN_BOUNDS(minb) __launch_bounds__(NWARPS * 32, minb)
+#if SYMCU_ATTN_MINB_FWD
+#define FWD_BOUNDS ATTN_BOUNDS(SYMCU_ATTN_MINB_FWD)
+#else
+#define FWD_BOUNDS __launch_bounds__(NWARPS * 32)
+#endif
+#if SYMCU_ATTN_MINB_DQ
+#define DQ_BOUNDS ATTN_BOUNDS(SYMCU_ATTN_MINB_DQ)
+#else
+#define DQ_BOUNDS __launch_bounds__(NWARPS * 32)
+#endif
+#if SYMCU_ATTN_MINB_DKV
+#define DKV_BOUNDS ATTN_BOUNDS(SYMCU_ATTN_MINB_DKV)
+#else
+#define DKV_BOUNDS __launch_bounds__(NWARPS * 32)
+#endif
+
+constexpr bool kSplit = SYMCU_ATTN_SPLIT != 0;
+constexpr int KC = SYMCU_ATTN_CHUNK / 16; /* 16-row steps the backward takes at once */
+
+/* ---- tensor cores and shared memory ---- */
 
 __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0,
                                          uint32_t b1) {
@@ -65,71 +104,89 @@ __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&h);
+__device__ __forceinline__ uint32_t smem_addr(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
 }
 
-/* Two consecutive bf16 of shared memory as one register. */
-__device__ __forceinline__ uint32_t ld2(const bf16 *p) {
-    return *reinterpret_cast<const uint32_t *>(p);
+/* Four 8x8 bf16 matrices; lane i gives the address of row i % 8 of matrix
+ * i / 8, and register j receives its part of matrix j (transposed: .trans). */
+__device__ __forceinline__ void ldsm4(uint32_t r[4], const bf16 *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p))
+                 : "memory");
+}
+__device__ __forceinline__ void ldsm4t(uint32_t r[4], const bf16 *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p))
+                 : "memory");
 }
 
 /* The A fragment of rows [r0, r0+16), columns [k0, k0+16) of a row-major
  * shared tile with row stride ld. */
 __device__ __forceinline__ void load_a(uint32_t a[4], const bf16 *s, int ld, int r0, int k0,
                                        int lane) {
-    int g = lane >> 2, q = lane & 3;
-    const bf16 *p = s + (size_t)(r0 + g) * ld + k0 + 2 * q;
-    a[0] = ld2(p);
-    a[1] = ld2(p + 8 * ld);
-    a[2] = ld2(p + 8);
-    a[3] = ld2(p + 8 * ld + 8);
+    ldsm4(a, s + (r0 + (lane & 15)) * ld + k0 + (lane >> 4) * 8);
 }
 
-/* The B fragment for columns n0..n0+8 and k in [k0, k0+16) of a shared tile
- * stored n-major (element (k, n) at s[n * ld + k]). */
-__device__ __forceinline__ void load_b(uint32_t &b0, uint32_t &b1, const bf16 *s, int ld, int n0,
-                                       int k0, int lane) {
-    int g = lane >> 2, q = lane & 3;
-    const bf16 *p = s + (size_t)(n0 + g) * ld + k0 + 2 * q;
-    b0 = ld2(p);
-    b1 = ld2(p + 8);
+/* B fragments {b0, b1} of the n-tiles n0 and n0 + 8, k in [k0, k0+16), of a
+ * tile stored n-major (element (k, n) at s[n * ld + k]): b[0], b[1] for n0,
+ * b[2], b[3] for n0 + 8. */
+__device__ __forceinline__ void load_b(uint32_t b[4], const bf16 *s, int ld, int n0, int k0,
+                                       int lane) {
+    ldsm4(b, s + (n0 + (lane & 7) + ((lane >> 4) << 3)) * ld + k0 + ((lane >> 3) & 1) * 8);
 }
 
-/* (a, b) as bf16 heads (hi) and the bf16 rounding of what they miss (lo). */
-__device__ __forceinline__ void split2(float a, float b, uint32_t &hi, uint32_t &lo) {
-    __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-    float2 f = __bfloat1622float2(h);
-    hi = *reinterpret_cast<uint32_t *>(&h);
-    lo = pack2(a - f.x, b - f.y);
+/* The same of a tile stored k-major (element (k, n) at s[k * ld + n]). */
+__device__ __forceinline__ void load_bt(uint32_t b[4], const bf16 *s, int ld, int k0, int n0,
+                                        int lane) {
+    ldsm4t(b, s + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + n0 + (lane >> 4) * 8);
 }
 
-/* acc (16 x 8*DT) += X (16 x 64) @ Y (64 x 8*DT): X in C-fragment layout
- * x[8][4] (n-tiles of 8 columns), split hi + lo; Y staged n-major in shared
- * memory (element (k, n) at s[n * ld + k]). */
-template <int DT>
-__device__ __forceinline__ void mma_x_s(float acc[DT][4], const float x[8][4], const bf16 *s,
-                                        int ld, int lane) {
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&h);
+}
+
+/* The A fragment (16 x 16) made of the C fragments x0, x1 of two neighbouring
+ * n-tiles, as bf16 heads (hi) and, when splitting, the bf16 rounding of what
+ * the heads miss (lo). */
+__device__ __forceinline__ void a_from_c(uint32_t hi[4], uint32_t lo[4], const float x0[4],
+                                         const float x1[4]) {
+    const float v[8] = {x0[0], x0[1], x0[2], x0[3], x1[0], x1[1], x1[2], x1[3]};
 #pragma unroll
-    for (int kk = 0; kk < BT / 16; kk++) {
-        uint32_t hi[4], lo[4];
-        split2(x[2 * kk][0], x[2 * kk][1], hi[0], lo[0]);
-        split2(x[2 * kk][2], x[2 * kk][3], hi[1], lo[1]);
-        split2(x[2 * kk + 1][0], x[2 * kk + 1][1], hi[2], lo[2]);
-        split2(x[2 * kk + 1][2], x[2 * kk + 1][3], hi[3], lo[3]);
-#pragma unroll
-        for (int dt = 0; dt < DT; dt++) {
-            uint32_t b0, b1;
-            load_b(b0, b1, s, ld, dt * 8, kk * 16, lane);
-            mma16816(acc[dt], hi, b0, b1);
-            mma16816(acc[dt], lo, b0, b1);
+    for (int i = 0; i < 4; i++) {
+        __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
+        hi[i] = *reinterpret_cast<uint32_t *>(&h);
+        if constexpr (kSplit) {
+            float2 f = __bfloat1622float2(h);
+            lo[i] = pack2(v[2 * i] - f.x, v[2 * i + 1] - f.y);
         }
     }
 }
 
-/* A warp's A fragments of 16 rows of a row-major shared tile, all KS k-steps:
- * held in registers when HOLD (the small heads), else read at each use. */
+/* acc (16 x D) += X (16 x 16) @ Y (16 rows k0.. of a row-major shared tile, all
+ * D columns): X as a_from_c gives it. */
+template <int D>
+__device__ __forceinline__ void mma_rows(float acc[D / 8][4], const uint32_t hi[4],
+                                         const uint32_t lo[4], const bf16 *s, int ld, int k0,
+                                         int lane) {
+#pragma unroll
+    for (int dp = 0; dp < D / 16; dp++) {
+        uint32_t b[4];
+        load_bt(b, s, ld, k0, dp * 16, lane);
+        mma16816(acc[2 * dp], hi, b[0], b[1]);
+        mma16816(acc[2 * dp + 1], hi, b[2], b[3]);
+        if constexpr (kSplit) {
+            mma16816(acc[2 * dp], lo, b[0], b[1]);
+            mma16816(acc[2 * dp + 1], lo, b[2], b[3]);
+        }
+    }
+}
+
+/* A warp's A fragments of its 16 rows of a row-major shared tile, all KS
+ * k-steps: held in registers when HOLD (the small heads), else read at each use. */
 template <int KS, bool HOLD>
 struct arows {
     uint32_t r[HOLD ? KS : 1][4];
@@ -147,71 +204,90 @@ struct arows {
     }
     __device__ __forceinline__ void get(uint32_t a[4], int ks) const {
         if constexpr (HOLD) {
-            a[0] = r[ks][0];
-            a[1] = r[ks][1];
-            a[2] = r[ks][2];
-            a[3] = r[ks][3];
+#pragma unroll
+            for (int i = 0; i < 4; i++) a[i] = r[ks][i];
         } else {
             load_a(a, s, ld, r0, ks * 16, lane);
         }
     }
 };
 
-/* ---- staging tiles ---- */
-
-/* rows [t0, t0+BT) of a head's (T, D) slice (row stride `stride` elements in
- * global memory) into shared s (BT, D+PAD); rows past T become zeros. */
-template <int D>
-__device__ __forceinline__ void stage_rows(bf16 *s, const bf16 *g, size_t stride, int t0, int T) {
-    constexpr int CH = D / 8; /* 16-byte chunks per row */
-    for (int i = threadIdx.x; i < BT * CH; i += NWARPS * 32) {
-        int r = i / CH, c = (i % CH) * 8;
-        int4 v = make_int4(0, 0, 0, 0);
-        if (t0 + r < T) v = *reinterpret_cast<const int4 *>(g + (size_t)(t0 + r) * stride + c);
-        *reinterpret_cast<int4 *>(s + r * (D + PAD) + c) = v;
+/* c[0..2) (16 x 16 of this warp's rows against n-tiles n0, n0 + 8) += A B,
+ * A the warp's rows of one tile, B^T the rows [n0, n0+16) of another (both
+ * row-major, the product over their D columns). */
+template <int D, bool HOLD>
+__device__ __forceinline__ void mma_nt(float c[2][4], const arows<D / 16, HOLD> &a,
+                                       const bf16 *s, int ld, int n0, int lane) {
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ks++) {
+        uint32_t af[4], b[4];
+        a.get(af, ks);
+        load_b(b, s, ld, n0, ks * 16, lane);
+        mma16816(c[0], af, b[0], b[1]);
+        mma16816(c[1], af, b[2], b[3]);
     }
 }
 
-/* The same rows transposed: s (D, BT+PAD), s[d][r] = row r's element d. */
+/* ---- staging tiles ---- */
+
+__device__ __forceinline__ void cp16(void *dst, const void *src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
+                 "l"(src), "r"(valid ? 16 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* Start copying rows [t0, t0+BT) of a head's (T, D) slice (row stride
+ * `stride` elements in global memory) into shared s (BT, D+PAD); rows past T
+ * become zeros. */
 template <int D>
-__device__ __forceinline__ void stage_cols(bf16 *s, const bf16 *g, size_t stride, int t0, int T) {
-    constexpr int CH = D / 8;
-    for (int i = threadIdx.x; i < BT * CH; i += NWARPS * 32) {
-        int r = i % BT, c = (i / BT) * 8; /* neighbouring threads: neighbouring rows */
-        int4 v = make_int4(0, 0, 0, 0);
-        if (t0 + r < T) v = *reinterpret_cast<const int4 *>(g + (size_t)(t0 + r) * stride + c);
-        const bf16 *e = reinterpret_cast<const bf16 *>(&v);
+__device__ __forceinline__ void stage(bf16 *s, const bf16 *g, size_t stride, int t0, int T) {
+    constexpr int CH = D / 8; /* 16-byte chunks per row */
 #pragma unroll
-        for (int k = 0; k < 8; k++) s[(c + k) * (BT + PAD) + r] = e[k];
+    for (int i = threadIdx.x; i < BT * CH; i += NWARPS * 32) {
+        int r = i / CH, c = (i % CH) * 8;
+        bool ok = t0 + r < T;
+        cp16(s + r * (D + PAD) + c, g + (size_t)(ok ? t0 + r : 0) * stride + c, ok);
     }
+}
+
+template <int D>
+__host__ __device__ constexpr int tile_elems() {
+    return BT * (D + PAD);
 }
 
 /* ---- forward ---- */
 
 template <int D>
 constexpr size_t fwd_smem() {
-    return (size_t)(2 * BT * (D + PAD) + D * (BT + PAD)) * sizeof(bf16);
+    return (size_t)5 * tile_elems<D>() * sizeof(bf16); /* Q, K x 2, V x 2 */
 }
 
 /* out (B,T,C), lse (B,NH,T) from qkv (B,T,3C); grid (ceil(T/BT), B*NH) */
 template <int D>
-__global__ void __launch_bounds__(NWARPS * 32)
+__global__ void FWD_BOUNDS
     attn_fwd_kernel(bf16 *out, float *lse, const bf16 *qkv, int T, int C, int NH, float sl2) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    constexpr int LQ = D + PAD, LV = BT + PAD, KS = D / 16, DT = D / 8;
-    bf16 *sQ = reinterpret_cast<bf16 *>(smem_raw); /* (BT, LQ) */
-    bf16 *sK = sQ + BT * LQ;                        /* (BT, LQ) */
-    bf16 *sVt = sK + BT * LQ;                       /* (D, LV) */
+    constexpr int LD = D + PAD, DT = D / 8, TE = tile_elems<D>();
+    bf16 *sQ = reinterpret_cast<bf16 *>(smem_raw), *sK = sQ + TE, *sV = sK + 2 * TE;
     int nqt = gridDim.x, qt = nqt - 1 - blockIdx.x; /* the longest rows first */
     int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q4 = lane & 3;
     size_t stride = 3 * (size_t)C;
     const bf16 *base = qkv + (size_t)b * T * stride + (size_t)h * D;
 
-    stage_rows<D>(sQ, base, stride, qt * BT, T);
+    stage<D>(sQ, base, stride, qt * BT, T);
+    stage<D>(sK, base + C, stride, 0, T);
+    stage<D>(sV, base + 2 * (size_t)C, stride, 0, T);
+    cp_commit();
+    cp_wait<0>();
     __syncthreads();
-    arows<KS, true> qa;
-    qa.init(sQ, LQ, warp * 16, lane);
+    arows<D / 16, true> qa;
+    qa.init(sQ, LD, warp * 16, lane);
 
     int row0 = qt * BT + warp * 16 + g, row1 = row0 + 8; /* this thread's two rows */
     float o[DT][4];
@@ -220,23 +296,23 @@ __global__ void __launch_bounds__(NWARPS * 32)
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
 
     for (int kt = 0; kt <= qt; kt++) {
-        __syncthreads(); /* everyone is done with the previous K, V */
-        stage_rows<D>(sK, base + C, stride, kt * BT, T);
-        stage_cols<D>(sVt, base + 2 * (size_t)C, stride, kt * BT, T);
+        const bf16 *cK = sK + (kt & 1) * TE, *cV = sV + (kt & 1) * TE;
+        if (kt < qt) { /* the next tile into the other buffers */
+            stage<D>(sK + ((kt + 1) & 1) * TE, base + C, stride, (kt + 1) * BT, T);
+            stage<D>(sV + ((kt + 1) & 1) * TE, base + 2 * (size_t)C, stride, (kt + 1) * BT, T);
+            cp_commit();
+            cp_wait<1>();
+        } else {
+            cp_wait<0>();
+        }
         __syncthreads();
         float s[8][4];
 #pragma unroll
-        for (int nt = 0; nt < 8; nt++) {
-            s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+        for (int nt = 0; nt < 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
 #pragma unroll
-            for (int ks = 0; ks < KS; ks++) {
-                uint32_t a[4], b0, b1;
-                qa.get(a, ks);
-                load_b(b0, b1, sK, LQ, nt * 8, ks * 16, lane);
-                mma16816(s[nt], a, b0, b1);
-            }
-        }
-        /* scale to base 2, mask, and the rows' maxima over the tile */
+        for (int np = 0; np < 4; np++) mma_nt<D, true>(&s[2 * np], qa, cK, LD, np * 16, lane);
+        /* scale to base 2, mask (the diagonal tile holds every key past a row
+         * and every key past T), and the rows' maxima over the tile */
         float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
         for (int nt = 0; nt < 8; nt++)
@@ -244,8 +320,10 @@ __global__ void __launch_bounds__(NWARPS * 32)
             for (int e = 0; e < 2; e++) {
                 int key = kt * BT + nt * 8 + 2 * q4 + e;
                 float v0 = s[nt][e] * sl2, v1 = s[nt][2 + e] * sl2;
-                if (key > row0 || key >= T) v0 = -INFINITY;
-                if (key > row1 || key >= T) v1 = -INFINITY;
+                if (kt == qt) {
+                    if (key > row0 || key >= T) v0 = -INFINITY;
+                    if (key > row1 || key >= T) v1 = -INFINITY;
+                }
                 s[nt][e] = v0;
                 s[nt][2 + e] = v1;
                 mx0 = fmaxf(mx0, v0);
@@ -280,7 +358,13 @@ __global__ void __launch_bounds__(NWARPS * 32)
             o[dt][2] *= al1;
             o[dt][3] *= al1;
         }
-        mma_x_s<DT>(o, s, sVt, LV, lane); /* O += P V */
+#pragma unroll
+        for (int kk = 0; kk < BT / 16; kk++) { /* O += P V, 16 keys at a time */
+            uint32_t hi[4], lo[4];
+            a_from_c(hi, lo, s[2 * kk], s[2 * kk + 1]);
+            mma_rows<D>(o, hi, lo, cV, LD, kk * 16, lane);
+        }
+        __syncthreads(); /* everyone is done with these buffers before they refill */
     }
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
@@ -305,26 +389,48 @@ __global__ void __launch_bounds__(NWARPS * 32)
     }
 }
 
-/* ---- backward: dQ (and D) ---- */
+/* ---- backward 0: D = rowsum(dout * out) ---- */
+
+/* dvec (B,NH,T); one thread per (b, t, h), neighbours on neighbouring heads */
+template <int D>
+__global__ void attn_dvec_kernel(float *dvec, const bf16 *dout, const bf16 *out, int B, int T,
+                                 int C, int NH) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)B * T * NH) return;
+    int h = (int)(i % NH);
+    size_t bt = i / NH;
+    const bf16 *po = out + bt * C + (size_t)h * D, *pd = dout + bt * C + (size_t)h * D;
+    float acc = 0.0f;
+#pragma unroll
+    for (int c = 0; c < D; c += 8) {
+        float x[8], y[8];
+        load8(x, po + c);
+        load8(y, pd + c);
+#pragma unroll
+        for (int k = 0; k < 8; k++) acc += x[k] * y[k];
+    }
+    size_t b = bt / T, t = bt % T;
+    dvec[(b * NH + h) * T + t] = acc;
+}
+
+/* ---- backward 1: dQ ---- */
 
 template <int D>
 constexpr size_t dq_smem() {
-    return (size_t)(4 * BT * (D + PAD) + D * (BT + PAD)) * sizeof(bf16);
+    return (size_t)6 * tile_elems<D>() * sizeof(bf16); /* Q, dO, K x 2, V x 2 */
 }
 
-/* dqkv's q part += from dout; dvec (B,NH,T) = rowsum(P dP); grid (ceil(T/BT),
- * B*NH), block = query tile */
+/* dqkv's q part += from dout, given dvec; grid (ceil(T/BT), B*NH), block =
+ * query tile */
 template <int D>
-__global__ void __launch_bounds__(NWARPS * 32)
-    attn_dq_kernel(bf16 *dqkv, float *dvec, const bf16 *dout, const bf16 *qkv, const float *lse,
-                   int T, int C, int NH, float scale, float sl2) {
+__global__ void DQ_BOUNDS
+    attn_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse,
+                   const float *dvec, int T, int C, int NH, float scale, float sl2) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    constexpr int LR = D + PAD, LT = BT + PAD, KS = D / 16, DT = D / 8;
-    bf16 *sQ = reinterpret_cast<bf16 *>(smem_raw); /* (BT, LR) each */
-    bf16 *sO = sQ + BT * LR;
-    bf16 *sK = sO + BT * LR;
-    bf16 *sV = sK + BT * LR;
-    bf16 *sKt = sV + BT * LR; /* (D, LT) */
+    constexpr int LD = D + PAD, DT = D / 8, TE = tile_elems<D>();
+    constexpr bool HOLD = D <= 64;
+    bf16 *sQ = reinterpret_cast<bf16 *>(smem_raw), *sO = sQ + TE, *sK = sO + TE,
+         *sV = sK + 2 * TE;
     int nqt = gridDim.x, qt = nqt - 1 - blockIdx.x;
     int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q4 = lane & 3;
@@ -332,85 +438,65 @@ __global__ void __launch_bounds__(NWARPS * 32)
     const bf16 *base = qkv + (size_t)b * T * stride + (size_t)h * D;
     const bf16 *obase = dout + (size_t)b * T * C + (size_t)h * D;
 
-    stage_rows<D>(sQ, base, stride, qt * BT, T);
-    stage_rows<D>(sO, obase, C, qt * BT, T);
-    __syncthreads();
-    arows<KS, (D <= 64)> qa, oa;
-    qa.init(sQ, LR, warp * 16, lane);
-    oa.init(sO, LR, warp * 16, lane);
+    stage<D>(sQ, base, stride, qt * BT, T);
+    stage<D>(sO, obase, C, qt * BT, T);
+    stage<D>(sK, base + C, stride, 0, T);
+    stage<D>(sV, base + 2 * (size_t)C, stride, 0, T);
+    cp_commit();
     int row0 = qt * BT + warp * 16 + g, row1 = row0 + 8;
-    const float *lrow = lse + (size_t)bh * T;
+    const float *lrow = lse + (size_t)bh * T, *drow = dvec + (size_t)bh * T;
+    /* rows past T: lse = +inf makes their P zero */
     float L0 = row0 < T ? lrow[row0] * LOG2E : INFINITY, L1 = row1 < T ? lrow[row1] * LOG2E : INFINITY;
+    float D0 = row0 < T ? drow[row0] : 0.0f, D1 = row1 < T ? drow[row1] : 0.0f;
+    cp_wait<0>();
+    __syncthreads();
+    arows<D / 16, HOLD> qa, oa;
+    qa.init(sQ, LD, warp * 16, lane);
+    oa.init(sO, LD, warp * 16, lane);
 
-    /* s = Q K^T and dp = dO V^T for n-tile nt of the staged key tile */
-#define SDP(nt, s, dp)                                                                   \
-    do {                                                                                 \
-        _Pragma("unroll") for (int ks = 0; ks < KS; ks++) {                              \
-            uint32_t a[4], b0, b1;                                                       \
-            qa.get(a, ks);                                                               \
-            load_b(b0, b1, sK, LR, (nt) * 8, ks * 16, lane);                             \
-            mma16816(s, a, b0, b1);                                                      \
-            oa.get(a, ks);                                                               \
-            load_b(b0, b1, sV, LR, (nt) * 8, ks * 16, lane);                             \
-            mma16816(dp, a, b0, b1);                                                     \
-        }                                                                                \
-    } while (0)
-
-    /* pass 1: D = rowsum(P dP), this thread's share, then the quad's */
-    float D0 = 0.0f, D1 = 0.0f;
-    for (int kt = 0; kt <= qt; kt++) {
-        __syncthreads();
-        stage_rows<D>(sK, base + C, stride, kt * BT, T);
-        stage_rows<D>(sV, base + 2 * (size_t)C, stride, kt * BT, T);
-        __syncthreads();
-#pragma unroll
-        for (int nt = 0; nt < 8; nt++) {
-            float s[4] = {0.0f, 0.0f, 0.0f, 0.0f}, dp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            SDP(nt, s, dp);
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                int key = kt * BT + nt * 8 + 2 * q4 + e;
-                if (key <= row0 && key < T) D0 += exp2f(s[e] * sl2 - L0) * dp[e];
-                if (key <= row1 && key < T) D1 += exp2f(s[2 + e] * sl2 - L1) * dp[2 + e];
-            }
-        }
-    }
-    D0 += __shfl_xor_sync(0xffffffffu, D0, 1);
-    D0 += __shfl_xor_sync(0xffffffffu, D0, 2);
-    D1 += __shfl_xor_sync(0xffffffffu, D1, 1);
-    D1 += __shfl_xor_sync(0xffffffffu, D1, 2);
-    if (q4 == 0) {
-        if (row0 < T) dvec[(size_t)bh * T + row0] = D0;
-        if (row1 < T) dvec[(size_t)bh * T + row1] = D1;
-    }
-
-    /* pass 2: dQ += dS K */
     float dq[DT][4];
 #pragma unroll
     for (int dt = 0; dt < DT; dt++) dq[dt][0] = dq[dt][1] = dq[dt][2] = dq[dt][3] = 0.0f;
     for (int kt = 0; kt <= qt; kt++) {
+        const bf16 *cK = sK + (kt & 1) * TE, *cV = sV + (kt & 1) * TE;
+        if (kt < qt) {
+            stage<D>(sK + ((kt + 1) & 1) * TE, base + C, stride, (kt + 1) * BT, T);
+            stage<D>(sV + ((kt + 1) & 1) * TE, base + 2 * (size_t)C, stride, (kt + 1) * BT, T);
+            cp_commit();
+            cp_wait<1>();
+        } else {
+            cp_wait<0>();
+        }
         __syncthreads();
-        stage_rows<D>(sK, base + C, stride, kt * BT, T);
-        stage_rows<D>(sV, base + 2 * (size_t)C, stride, kt * BT, T);
-        stage_cols<D>(sKt, base + C, stride, kt * BT, T);
-        __syncthreads();
-        float ds[8][4];
 #pragma unroll
-        for (int nt = 0; nt < 8; nt++) {
-            float s[4] = {0.0f, 0.0f, 0.0f, 0.0f}, dp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            SDP(nt, s, dp);
+        for (int k0 = 0; k0 < BT / 16; k0 += KC) { /* KC x 16 keys at a time */
+            float s[KC][2][4] = {}, dp[KC][2][4] = {};
 #pragma unroll
-            for (int e = 0; e < 2; e++) {
-                int key = kt * BT + nt * 8 + 2 * q4 + e;
-                float p0 = key > row0 || key >= T ? 0.0f : exp2f(s[e] * sl2 - L0);
-                float p1 = key > row1 || key >= T ? 0.0f : exp2f(s[2 + e] * sl2 - L1);
-                ds[nt][e] = p0 * (dp[e] - D0);
-                ds[nt][2 + e] = p1 * (dp[2 + e] - D1);
+            for (int c = 0; c < KC; c++) {
+                mma_nt<D, HOLD>(s[c], qa, cK, LD, (k0 + c) * 16, lane);  /* S = Q K^T */
+                mma_nt<D, HOLD>(dp[c], oa, cV, LD, (k0 + c) * 16, lane); /* dP = dO V^T */
+            }
+#pragma unroll
+            for (int c = 0; c < KC; c++)
+#pragma unroll
+                for (int j = 0; j < 2; j++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        int key = kt * BT + (k0 + c) * 16 + j * 8 + 2 * q4 + e;
+                        float p0 = key > row0 ? 0.0f : exp2f(s[c][j][e] * sl2 - L0);
+                        float p1 = key > row1 ? 0.0f : exp2f(s[c][j][2 + e] * sl2 - L1);
+                        s[c][j][e] = p0 * (dp[c][j][e] - D0); /* dS */
+                        s[c][j][2 + e] = p1 * (dp[c][j][2 + e] - D1);
+                    }
+#pragma unroll
+            for (int c = 0; c < KC; c++) {
+                uint32_t hi[4], lo[4];
+                a_from_c(hi, lo, s[c][0], s[c][1]);
+                mma_rows<D>(dq, hi, lo, cK, LD, (k0 + c) * 16, lane); /* dQ += dS K */
             }
         }
-        mma_x_s<DT>(dq, ds, sKt, LT, lane);
+        __syncthreads();
     }
-#undef SDP
     bf16 *gb = dqkv + (size_t)b * T * stride + (size_t)h * D;
 #pragma unroll
     for (int dt = 0; dt < DT; dt++) {
@@ -427,45 +513,56 @@ __global__ void __launch_bounds__(NWARPS * 32)
     }
 }
 
-/* ---- backward: dK, dV ---- */
+/* ---- backward 2: dK, dV ---- */
 
 template <int D>
 constexpr size_t dkv_smem() {
-    return (size_t)(4 * BT * (D + PAD) + 2 * D * (BT + PAD)) * sizeof(bf16) +
-           2 * BT * sizeof(float);
+    return (size_t)6 * tile_elems<D>() * sizeof(bf16) + 4 * BT * sizeof(float);
 }
 
-/* dqkv's k and v parts += from dout, given dvec from attn_dq_kernel; grid
- * (ceil(T/BT), B*NH), block = key tile */
+/* dqkv's k and v parts += from dout, given dvec; grid (ceil(T/BT), B*NH),
+ * block = key tile */
 template <int D>
-__global__ void __launch_bounds__(NWARPS * 32)
+__global__ void DKV_BOUNDS
     attn_dkv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse,
                     const float *dvec, int T, int C, int NH, float scale, float sl2) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    constexpr int LR = D + PAD, LT = BT + PAD, KS = D / 16, DT = D / 8;
-    bf16 *sK = reinterpret_cast<bf16 *>(smem_raw); /* (BT, LR) each */
-    bf16 *sV = sK + BT * LR;
-    bf16 *sQ = sV + BT * LR;
-    bf16 *sO = sQ + BT * LR; /* dout rows */
-    bf16 *sQt = sO + BT * LR; /* (D, LT) each */
-    bf16 *sOt = sQt + D * LT;
-    float *sL = reinterpret_cast<float *>(sOt + D * LT); /* lse * log2 e, +inf past T */
-    float *sD = sL + BT;                                   /* D */
+    constexpr int LD = D + PAD, DT = D / 8, TE = tile_elems<D>();
+    constexpr bool HOLD = D <= 64;
+    bf16 *sK = reinterpret_cast<bf16 *>(smem_raw), *sV = sK + TE, *sQ = sV + TE,
+         *sO = sQ + 2 * TE;                               /* Q and dout rows, two buffers each */
+    float *sL = reinterpret_cast<float *>(sO + 2 * TE);   /* (2, BT) lse * log2 e, +inf past T */
+    float *sD = sL + 2 * BT;                              /* (2, BT) D */
     int nqt = gridDim.x, kt = blockIdx.x; /* the first key tiles have the most work */
     int bh = blockIdx.y, b = bh / NH, h = bh % NH;
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q4 = lane & 3;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, q4 = lane & 3;
     size_t stride = 3 * (size_t)C;
     const bf16 *base = qkv + (size_t)b * T * stride + (size_t)h * D;
     const bf16 *obase = dout + (size_t)b * T * C + (size_t)h * D;
     const float *lrow = lse + (size_t)bh * T, *drow = dvec + (size_t)bh * T;
+    /* thread i < 2 BT carries the lse (i < BT) or D of query i % BT of a tile */
+    auto row_stat = [&](int qt) {
+        int i = threadIdx.x % BT, t = qt * BT + i;
+        if (threadIdx.x < BT) return t < T ? lrow[t] * LOG2E : INFINITY;
+        return t < T ? drow[t] : 0.0f;
+    };
+    auto put_stat = [&](int buf, float v) {
+        if (threadIdx.x < BT) sL[buf * BT + threadIdx.x] = v;
+        else if (threadIdx.x < 2 * BT) sD[buf * BT + threadIdx.x - BT] = v;
+    };
 
-    stage_rows<D>(sK, base + C, stride, kt * BT, T);
-    stage_rows<D>(sV, base + 2 * (size_t)C, stride, kt * BT, T);
+    stage<D>(sK, base + C, stride, kt * BT, T);
+    stage<D>(sV, base + 2 * (size_t)C, stride, kt * BT, T);
+    stage<D>(sQ, base, stride, kt * BT, T);
+    stage<D>(sO, obase, C, kt * BT, T);
+    cp_commit();
+    put_stat(0, row_stat(kt));
+    cp_wait<0>();
     __syncthreads();
-    arows<KS, (D <= 64)> ka, va;
-    ka.init(sK, LR, warp * 16, lane);
-    va.init(sV, LR, warp * 16, lane);
-    int key0 = kt * BT + warp * 16 + g, key1 = key0 + 8;
+    arows<D / 16, HOLD> ka, va;
+    ka.init(sK, LD, warp * 16, lane);
+    va.init(sV, LD, warp * 16, lane);
+    int key0 = kt * BT + warp * 16 + (lane >> 2), key1 = key0 + 8;
     float dk[DT][4], dv[DT][4];
 #pragma unroll
     for (int dt = 0; dt < DT; dt++)
@@ -473,60 +570,54 @@ __global__ void __launch_bounds__(NWARPS * 32)
         for (int e = 0; e < 4; e++) dk[dt][e] = dv[dt][e] = 0.0f;
 
     for (int qt = kt; qt < nqt; qt++) {
-        __syncthreads();
-        stage_rows<D>(sQ, base, stride, qt * BT, T);
-        stage_rows<D>(sO, obase, C, qt * BT, T);
-        stage_cols<D>(sQt, base, stride, qt * BT, T);
-        stage_cols<D>(sOt, obase, C, qt * BT, T);
-        for (int i = threadIdx.x; i < BT; i += NWARPS * 32) {
-            int t = qt * BT + i;
-            sL[i] = t < T ? lrow[t] * LOG2E : INFINITY;
-            sD[i] = t < T ? drow[t] : 0.0f;
+        int cur = (qt - kt) & 1;
+        const bf16 *cQ = sQ + cur * TE, *cO = sO + cur * TE;
+        const float *cL = sL + cur * BT, *cD = sD + cur * BT;
+        float next = 0.0f;
+        if (qt + 1 < nqt) {
+            stage<D>(sQ + (cur ^ 1) * TE, base, stride, (qt + 1) * BT, T);
+            stage<D>(sO + (cur ^ 1) * TE, obase, C, (qt + 1) * BT, T);
+            cp_commit();
+            if (threadIdx.x < 2 * BT) next = row_stat(qt + 1);
+            cp_wait<1>();
+        } else {
+            cp_wait<0>();
         }
         __syncthreads();
-        /* S^T (16 keys x 64 queries) = K Q^T */
-        float p[8][4];
 #pragma unroll
-        for (int nt = 0; nt < 8; nt++) {
-            p[nt][0] = p[nt][1] = p[nt][2] = p[nt][3] = 0.0f;
+        for (int k0 = 0; k0 < BT / 16; k0 += KC) { /* KC x 16 queries at a time */
+            float p[KC][2][4] = {}, dp[KC][2][4] = {};
 #pragma unroll
-            for (int ks = 0; ks < KS; ks++) {
-                uint32_t a[4], b0, b1;
-                ka.get(a, ks);
-                load_b(b0, b1, sQ, LR, nt * 8, ks * 16, lane);
-                mma16816(p[nt], a, b0, b1);
+            for (int c = 0; c < KC; c++) {
+                mma_nt<D, HOLD>(p[c], ka, cQ, LD, (k0 + c) * 16, lane);  /* S^T = K Q^T */
+                mma_nt<D, HOLD>(dp[c], va, cO, LD, (k0 + c) * 16, lane); /* dP^T = V dO^T */
+            }
+#pragma unroll
+            for (int c = 0; c < KC; c++)
+#pragma unroll
+                for (int j = 0; j < 2; j++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        int qi = (k0 + c) * 16 + j * 8 + 2 * q4 + e, qrow = qt * BT + qi;
+                        float L = cL[qi], Dq = cD[qi];
+                        float p0 = qrow < key0 ? 0.0f : exp2f(p[c][j][e] * sl2 - L);
+                        float p1 = qrow < key1 ? 0.0f : exp2f(p[c][j][2 + e] * sl2 - L);
+                        p[c][j][e] = p0;
+                        p[c][j][2 + e] = p1;
+                        dp[c][j][e] = p0 * (dp[c][j][e] - Dq); /* dS^T */
+                        dp[c][j][2 + e] = p1 * (dp[c][j][2 + e] - Dq);
+                    }
+#pragma unroll
+            for (int c = 0; c < KC; c++) {
+                uint32_t hi[4], lo[4];
+                a_from_c(hi, lo, p[c][0], p[c][1]);
+                mma_rows<D>(dv, hi, lo, cO, LD, (k0 + c) * 16, lane); /* dV += P^T dO */
+                a_from_c(hi, lo, dp[c][0], dp[c][1]);
+                mma_rows<D>(dk, hi, lo, cQ, LD, (k0 + c) * 16, lane); /* dK += dS^T Q */
             }
         }
-        /* P^T = 2^(S^T * scale * log2 e - lse * log2 e), 0 where query < key */
-#pragma unroll
-        for (int nt = 0; nt < 8; nt++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                int qi = nt * 8 + 2 * q4 + e, qrow = qt * BT + qi;
-                float L = sL[qi];
-                p[nt][e] = qrow < key0 ? 0.0f : exp2f(p[nt][e] * sl2 - L);
-                p[nt][2 + e] = qrow < key1 ? 0.0f : exp2f(p[nt][2 + e] * sl2 - L);
-            }
-        mma_x_s<DT>(dv, p, sOt, LT, lane); /* dV += P^T dO */
-        /* dP^T = V dO^T, then dS^T = P^T (dP^T - D) in place */
-#pragma unroll
-        for (int nt = 0; nt < 8; nt++) {
-            float dp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-            for (int ks = 0; ks < KS; ks++) {
-                uint32_t a[4], b0, b1;
-                va.get(a, ks);
-                load_b(b0, b1, sO, LR, nt * 8, ks * 16, lane);
-                mma16816(dp, a, b0, b1);
-            }
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                float Dq = sD[nt * 8 + 2 * q4 + e];
-                p[nt][e] *= dp[e] - Dq;
-                p[nt][2 + e] *= dp[2 + e] - Dq;
-            }
-        }
-        mma_x_s<DT>(dk, p, sQt, LT, lane); /* dK += dS^T Q (the scale at the end) */
+        if (qt + 1 < nqt) put_stat(cur ^ 1, next);
+        __syncthreads();
     }
     /* dqkv += : rows key0, key1 of the k part (column C + h*D) and the v part */
     bf16 *gb = dqkv + (size_t)b * T * stride + (size_t)h * D;
@@ -587,14 +678,18 @@ int symcu_attention_forward(symcu_bf16 *out, float *lse, const symcu_bf16 *qkv, 
 }
 
 template <int D>
-static int bwd(bf16 *dqkv, float *dvec, const bf16 *dout, const bf16 *qkv, const float *lse,
-               int B, int T, int C, int NH, cudaStream_t stream) {
+static int bwd(bf16 *dqkv, float *dvec, const bf16 *dout, const bf16 *out, const bf16 *qkv,
+               const float *lse, int B, int T, int C, int NH, cudaStream_t stream) {
     float scale = (float)(1.0 / sqrt((double)D)), sl2 = scale * LOG2E;
+    size_t rows = (size_t)B * T * NH;
+    attn_dvec_kernel<D><<<(unsigned)((rows + 255) / 256), 256, 0, stream>>>(dvec, dout, out, B, T,
+                                                                            C, NH);
+    SYMCU_LAUNCHED("attn_dvec_kernel");
     dim3 grid((T + BT - 1) / BT, B * NH);
     size_t s1 = dq_smem<D>(), s2 = dkv_smem<D>();
     SYMCU_SMEM_OPT_IN(attn_dq_kernel<D>, s1);
     SYMCU_SMEM_OPT_IN(attn_dkv_kernel<D>, s2);
-    attn_dq_kernel<D><<<grid, NWARPS * 32, s1, stream>>>(dqkv, dvec, dout, qkv, lse, T, C, NH,
+    attn_dq_kernel<D><<<grid, NWARPS * 32, s1, stream>>>(dqkv, dout, qkv, lse, dvec, T, C, NH,
                                                          scale, sl2);
     SYMCU_LAUNCHED("attn_dq_kernel");
     attn_dkv_kernel<D><<<grid, NWARPS * 32, s2, stream>>>(dqkv, dout, qkv, lse, dvec, T, C, NH,
@@ -604,13 +699,13 @@ static int bwd(bf16 *dqkv, float *dvec, const bf16 *dout, const bf16 *qkv, const
 }
 
 int symcu_attention_backward(symcu_bf16 *dqkv, float *scratch, const symcu_bf16 *dout,
-                             const symcu_bf16 *qkv, const float *lse, int B, int T, int C, int NH,
-                             cudaStream_t stream) {
+                             const symcu_bf16 *out, const symcu_bf16 *qkv, const float *lse,
+                             int B, int T, int C, int NH, cudaStream_t stream) {
     int D = 0, rc = check("attention backward", B, T, C, NH, &D);
     if (rc) return rc;
     switch (D) {
-    case 32: return bwd<32>(dqkv, scratch, dout, qkv, lse, B, T, C, NH, stream);
-    case 64: return bwd<64>(dqkv, scratch, dout, qkv, lse, B, T, C, NH, stream);
-    default: return bwd<128>(dqkv, scratch, dout, qkv, lse, B, T, C, NH, stream);
+    case 32: return bwd<32>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, stream);
+    case 64: return bwd<64>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, stream);
+    default: return bwd<128>(dqkv, scratch, dout, out, qkv, lse, B, T, C, NH, stream);
     }
 }

@@ -120,11 +120,11 @@ int symcu_layernorm_backward(symcu_bf16 *dx, float *dw, float *db, float *scratc
 int symcu_attention_forward(symcu_bf16 *out, float *lse, const symcu_bf16 *qkv, int B, int T,
                             int C, int NH, cudaStream_t stream);
 /* dqkv (B,T,3C) += the gradient through the attention of dout (B,T,C), given
- * the forward's qkv (B,T,3C) and lse (B,NH,T); scratch holds B*NH*T floats
- * (each row's D = sum_j P_ij dP_ij, which is dout . out, summed exactly). */
+ * the forward's out (B,T,C), qkv (B,T,3C) and lse (B,NH,T); scratch holds
+ * B*NH*T floats (each row's D = sum_j P_ij dP_ij = dout . out). */
 int symcu_attention_backward(symcu_bf16 *dqkv, float *scratch, const symcu_bf16 *dout,
-                             const symcu_bf16 *qkv, const float *lse, int B, int T, int C, int NH,
-                             cudaStream_t stream);
+                             const symcu_bf16 *out, const symcu_bf16 *qkv, const float *lse,
+                             int B, int T, int C, int NH, cudaStream_t stream);
 
 /* ---- the loss (classifier.cu) ---- */
 
