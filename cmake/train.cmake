@@ -72,6 +72,25 @@ if(SYM_HAVE_OPENBLAS)
   endif()
   target_link_libraries(symtrain PRIVATE PkgConfig::OPENBLAS)
 endif()
+# The Prometheus endpoint (--metrics-port, src/train/obs/prom.c) serves over
+# libmicrohttpd; without it the option says so once and training goes on.
+set(SYM_HAVE_MHD OFF)
+if(PkgConfig_FOUND)
+  pkg_check_modules(MHD QUIET IMPORTED_TARGET libmicrohttpd)
+  if(MHD_FOUND)
+    set(SYM_HAVE_MHD ON)
+  endif()
+endif()
+if(SYM_HAVE_MHD)
+  message(STATUS "symtrain: libmicrohttpd ${MHD_VERSION}: found — --metrics-port serves "
+                 "Prometheus metrics")
+  target_compile_definitions(symtrain PRIVATE SYM_HAVE_MHD=1)
+  target_link_libraries(symtrain PRIVATE PkgConfig::MHD)
+else()
+  message(STATUS "symtrain: libmicrohttpd: not found — no Prometheus endpoint (apt-get install "
+                 "libmicrohttpd-dev)")
+endif()
+
 set_target_properties(symtrain PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION 0)
 
 # The CLI: `symtrain train ...`, `symtrain plot ...`. The executable target is

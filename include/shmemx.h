@@ -184,6 +184,39 @@ typedef enum {
 void shmemx_set_allreduce_algo(shmemx_algo_t algo);
 const char *shmemx_algo_name(shmemx_algo_t algo);
 
+/* ---- runtime counters (metrics: symtrain's Prometheus endpoint reads them) ---- */
+
+/* The all-reduce algorithms as they ran: an X-macro list, index and name.
+ * A hierarchical all-reduce (a world spanning hosts) counts once as
+ * hierarchical, and its stages count again under the algorithms they used. */
+#define SHMEMX_STATS_ALGO_MAP(X)                                                     \
+    X(SELF, "self")         /* a team of one: a copy */                            \
+    X(ONESHOT, "oneshot")   /* small messages: one exchange of the whole vector */ \
+    X(DIRECT, "direct")     /* same host: members read each other's memory */      \
+    X(RING, "ring")                                                                \
+    X(RD, "rd")                                                                    \
+    X(HIERARCHICAL, "hierarchical")
+#define SHMEMX_STATS_ALGO_DEF(name, text) SHMEMX_STATS_##name,
+enum { SHMEMX_STATS_ALGO_MAP(SHMEMX_STATS_ALGO_DEF) SHMEMX_STATS_ALGOS };
+#undef SHMEMX_STATS_ALGO_DEF
+
+/* This PE's counters since shmem_init; counts only grow. */
+typedef struct {
+    uint64_t heap_size;     /* bytes of the symmetric heap for shmem_malloc */
+    uint64_t heap_in_use;   /* of them, in blocks handed out now */
+    uint64_t puts;          /* puts this PE issued through the API (put, p, iput, the
+                               non-blocking and put-with-signal forms), any thread */
+    uint64_t put_bytes;     /* and the bytes they moved */
+    uint64_t allreduce[SHMEMX_STATS_ALGOS]; /* all-reduces run, by algorithm */
+} shmemx_stats_t;
+
+/* Fill *out. Any thread may call it at any time after shmem_init, while
+ * others communicate: it never waits for them (a metrics server's thread
+ * reads it while training runs). */
+void shmemx_stats(shmemx_stats_t *out);
+/* "oneshot" etc. for SHMEMX_STATS_ONESHOT etc.; "unknown" otherwise. */
+const char *shmemx_stats_algo_name(int algo);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # docs_paths.sh — the documents stand on the repository alone: every file or
-# folder of the tree that README.md, docs/architecture.md, docs/performance.md
-# and docs/training.md name exists, and none points outside the repository.
+# folder of the tree that README.md, docs/architecture.md, docs/performance.md,
+# docs/training.md and docs/deploy.md name exists, and none points outside the repository.
 #   docs_paths.sh SOURCE_DIR
 set -u
 cd "$1" || exit 1
 fails=0
-for doc in README.md docs/architecture.md docs/performance.md docs/training.md; do
+for doc in README.md docs/architecture.md docs/performance.md docs/training.md docs/deploy.md; do
     # (an RPATH's $ORIGIN/.. is relative to a program, not to the repository)
     outside=$(sed 's/\$ORIGIN\/\.\.//g' "$doc" | grep -noE '\.\./[A-Za-z0-9_./-]+' || true)
     [ -z "$outside" ] || { echo "FAIL $doc points outside the repository: $outside"; fails=$((fails + 1)); }

@@ -129,3 +129,6 @@ shmem_pe_run(shmem_zero shmem_zero)
 sym_unit_test(shmem_size_parse SOURCES ${PROJECT_SOURCE_DIR}/src/util/env.c
               ${PROJECT_SOURCE_DIR}/src/util/error.c)
 set_tests_properties(shmem_size_parse PROPERTIES LABELS shmem)
+shmem_pe_exe(shmem_stats)
+target_link_libraries(shmem_stats PRIVATE Threads::Threads)
+shmem_pe_run(shmem_stats shmem_stats) # shmemx_stats: the runtime counters the metrics show

@@ -28,6 +28,9 @@
     "  PMIX_RANK, PMIX_NAMESPACE  set by PMIx launchers (mpirun, srun --mpi=pmix)\n"        \
     "  RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT\n"                                       \
     "                           torchrun-style start across hosts (the env bootstrap)\n"    \
+    "  PET_NNODES, PET_NODE_RANK, PET_NPROC_PER_NODE, PET_MASTER_ADDR, PET_MASTER_PORT\n"  \
+    "                           Kubeflow's (PyTorchJob, TrainJob): rank = PET_NODE_RANK x\n" \
+    "                           PET_NPROC_PER_NODE + LOCAL_RANK (the process in its pod)\n" \
     "  SYMTRAIN_JOB_TOKEN       the job's secret, the same on every rank (env bootstrap)\n" \
     "  SYMTRAIN_BOOT_TIMEOUT    seconds to wait for every rank (default 120)\n"             \
     " across hosts (libfabric):\n"                                                         \

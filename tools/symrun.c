@@ -113,7 +113,9 @@ static noreturn void help(void) {
           SYM_ENV_HELP_RUNTIME
           " symtrain train:\n"
           "  SYMTRAIN_DATA_DIR        the Fashion-MNIST files, without --data-dir (default:\n"
-          "                           where the Debian package puts them)\n",
+          "                           where the Debian package puts them)\n"
+          "  SYMTRAIN_METRICS_PORT    --metrics-port's default: each PE serves Prometheus\n"
+          "                           metrics on it plus its rank on the host (0: free ports)\n",
           stdout);
     exit(0);
 }

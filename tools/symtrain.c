@@ -75,7 +75,8 @@ static const char usage_text[] =
     "  --eval-every N               also evaluate every N steps\n"
     "parallelism\n"
     "  --bucket-mb MB               gradient all-reduce bucket size (default 25)\n"
-    "  --threads N                  BLAS threads per PE (default: cores / PEs on the host)\n"
+    "  --threads N                  BLAS threads per PE (default: cores, or the container's\n"
+    "                               CPU limit, / PEs on the host)\n"
     "load balancing (the global batch and the math stay; which PE computes which sample moves)\n"
     "  --balance off|throughput|score\n"
     "                               each PE's share of the batch follows its measured\n"
@@ -97,6 +98,9 @@ static const char usage_text[] =
     "                               none (a job that restarts itself)\n"
     "output\n"
     "  --metrics FILE               append one JSON line per step (and per evaluation)\n"
+    "  --metrics-port PORT          every PE serves Prometheus metrics at /metrics on PORT\n"
+    "                               plus its rank on the host; 0 picks free ports (each\n"
+    "                               logged). Default: $SYMTRAIN_METRICS_PORT, else off\n"
     "  --log-interval S             seconds between progress lines when stdout is not a\n"
     "                               terminal (default 10)\n"
     "  --quiet                      only errors and the outcome (accuracy, time, checkpoint)\n"
@@ -174,6 +178,7 @@ static const char *const valued[] = {
     "--final-lr-ratio", "--momentum", "--weight-decay", "--clip", "--max-steps", "--bucket-mb",
     "--threads", "--balance", "--balance-every", "--balance-hysteresis", "--balance-weights",
     "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--metrics",
+    "--metrics-port",
     "--log-interval", "--device", "--precision", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
     "--prompt", NULL};
 
@@ -216,6 +221,8 @@ static int listed(const char *const *list, const char *opt) {
 
 static void parse_train(int argc, char **argv, sym_train_config_t *c) {
     sym_train_defaults(c);
+    const char *port = getenv("SYMTRAIN_METRICS_PORT");
+    if (port && *port) c->metrics_port = (int)int_value("SYMTRAIN_METRICS_PORT", port, 0, 65535);
     for (int i = 0; i < argc; i++) {
         char opt[64];
         const char *a = argv[i], *v = NULL, *eq = strchr(a, '=');
@@ -342,6 +349,8 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->resume = eq ? SYM_RESUME_AUTO : SYM_RESUME_MUST;
         } else if (!strcmp(opt, "--metrics")) {
             c->metrics_path = v;
+        } else if (!strcmp(opt, "--metrics-port")) {
+            c->metrics_port = (int)int_value(opt, v, 0, 65535);
         } else if (!strcmp(opt, "--log-interval")) {
             c->log_interval_s = num_value(opt, v, 0.01, 1e6);
         } else if (!strcmp(opt, "--quiet")) {

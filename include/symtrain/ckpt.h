@@ -100,6 +100,15 @@ int sym_ckpt_save(sym_ckpt_writer_t *w, const sym_ckpt_meta_t *meta,
 int sym_ckpt_wait(sym_ckpt_writer_t *w);
 /* The path of the last checkpoint written completely ("" if none). */
 const char *sym_ckpt_last_path(const sym_ckpt_writer_t *w);
+/* What the writer thread has written: whole checkpoints and their data bytes
+ * (the files, not the manifest), the seconds they took on disk (fsyncs
+ * included), and failed saves. Any thread, any time; never waits for the disk. */
+typedef struct {
+    uint64_t saves, failures;
+    double seconds, last_seconds;
+    uint64_t bytes, last_bytes;
+} sym_ckpt_stats_t;
+sym_ckpt_stats_t sym_ckpt_writer_stats(sym_ckpt_writer_t *w);
 /* Wait, stop the thread, free. */
 void sym_ckpt_writer_destroy(sym_ckpt_writer_t *w);
 

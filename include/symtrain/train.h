@@ -100,6 +100,8 @@ typedef struct {
     int resume;             /* SYM_RESUME_* */
     /* what a person sees */
     const char *metrics_path;
+    int metrics_port;       /* every PE serves Prometheus metrics on this port plus its
+                               rank on the host; 0: free ports, each logged; -1: off */
     double log_interval_s;  /* progress lines when stdout is not a terminal */
     int quiet;              /* no banner or progress; errors and the outcome still print */
     int sample_tokens;      /* GPT: tokens PE 0 generates at the end (0 = none) */

@@ -80,6 +80,7 @@ sym_boot_t *sym__boot_init(void) {
         sym__warn("shmem_init", "started by a PMIx launcher, but this build has no PMIx "
                                 "support (install libpmix-dev and rebuild)");
     }
-    if (env_set("RANK") && env_set("WORLD_SIZE")) return sym__boot_env_init();
+    if ((env_set("RANK") && env_set("WORLD_SIZE")) || env_set("PET_NNODES"))
+        return sym__boot_env_init();
     return sym__boot_single_init();
 }

@@ -3,6 +3,12 @@
  *   RANK, WORLD_SIZE (required), MASTER_ADDR, MASTER_PORT (where rank 0 runs
  *   the job's store), SYMTRAIN_JOB_TOKEN (the job's secret, the same on every
  *   rank), SYMTRAIN_BOOT_TIMEOUT (seconds to wait for peers; default 120).
+ *   Or Kubeflow's trainer's (PyTorchJob, TrainJob): PET_NNODES pods of
+ *   PET_NPROC_PER_NODE processes each (default 1), this pod PET_NODE_RANK,
+ *   this process LOCAL_RANK in its pod (default 0), the store at
+ *   PET_MASTER_ADDR:PET_MASTER_PORT (else MASTER_ADDR:MASTER_PORT); the rank
+ *   is PET_NODE_RANK x PET_NPROC_PER_NODE + LOCAL_RANK. Where both kinds are
+ *   set the PET_ ones win: the operator's RANK there names the pod.
  *
  * Rank 0 runs a small TCP store on a thread; every rank, rank 0 included,
  * connects to it. A connection is admitted only after it proves it knows the
@@ -520,13 +526,59 @@ static void env_fini(sym_boot_t *b) {
 
 /* ---- setup ---- */
 
-static const char *need(const char *name) {
-    const char *v = getenv(name);
+/* The first of `pet` (a Kubeflow name, may be NULL) and `name` that is set. */
+static const char *need(const char *pet, const char *name) {
+    const char *v = pet ? getenv(pet) : NULL;
+    if (!v || !*v) v = getenv(name);
     if (!v || !*v)
         sym__fatal("shmem_init", "%s is not set: the env bootstrap needs RANK, WORLD_SIZE, "
-                                 "MASTER_ADDR and MASTER_PORT",
-                   name);
+                                 "MASTER_ADDR and MASTER_PORT (or Kubeflow's PET_NNODES, "
+                                 "PET_NODE_RANK, PET_MASTER_ADDR and PET_MASTER_PORT)",
+                   pet ? pet : name);
     return v;
+}
+
+/* PET_NNODES: "N", or torchrun's elastic "MIN:MAX" with MIN = MAX (symtrain's
+ * jobs have a fixed size). */
+static long pet_nnodes(void) {
+    const char *s = getenv("PET_NNODES");
+    char *end;
+    errno = 0;
+    long lo = strtol(s, &end, 10), hi = lo;
+    if (!errno && *end == ':') hi = strtol(end + 1, &end, 10);
+    if (errno || *end || end == s || lo < 1)
+        sym__fatal("shmem_init", "PET_NNODES='%s' is not a number of pods", s);
+    if (lo != hi)
+        sym__fatal("shmem_init",
+                   "PET_NNODES='%s' asks for an elastic job of %ld to %ld pods; a symtrain job "
+                   "has a fixed size: set minNodes = maxNodes (PET_NNODES=%ld)",
+                   s, lo, hi, hi);
+    return lo;
+}
+
+/* RANK and WORLD_SIZE, from Kubeflow's variables when PET_NNODES is set. */
+static void rank_and_world(long *rank, long *world) {
+    const char *nn = getenv("PET_NNODES");
+    if (!nn || !*nn) {
+        *rank = sym__env_long("RANK", -1);
+        *world = sym__env_long("WORLD_SIZE", -1);
+        return;
+    }
+    long nodes = pet_nnodes(), node = sym__env_long("PET_NODE_RANK", -1);
+    long per = sym__env_long("PET_NPROC_PER_NODE", 1), local = sym__env_long("LOCAL_RANK", 0);
+    if (node < 0 || node >= nodes)
+        sym__fatal("shmem_init", "PET_NODE_RANK=%ld and PET_NNODES=%ld do not fit: need 0 <= "
+                                 "PET_NODE_RANK < PET_NNODES",
+                   node, nodes);
+    if (per < 1 || per > INT_MAX / nodes)
+        sym__fatal("shmem_init", "PET_NPROC_PER_NODE=%ld is not a usable number of processes "
+                                 "per pod", per);
+    if (local < 0 || local >= per)
+        sym__fatal("shmem_init", "LOCAL_RANK=%ld and PET_NPROC_PER_NODE=%ld do not fit: each "
+                                 "process of a pod needs its own LOCAL_RANK from 0 to %ld",
+                   local, per, per - 1);
+    *rank = node * per + local;
+    *world = nodes * per;
 }
 
 static int connect_to(const char *host, const char *port, double deadline, char *err,
@@ -610,8 +662,10 @@ static store_t *start_store(int world, const char *port, const char *token, doub
 }
 
 sym_boot_t *sym__boot_env_init(void) {
-    long rank = sym__env_long("RANK", -1), world = sym__env_long("WORLD_SIZE", -1);
-    const char *addr = need("MASTER_ADDR"), *port = need("MASTER_PORT");
+    long rank, world;
+    rank_and_world(&rank, &world);
+    const char *addr = need("PET_MASTER_ADDR", "MASTER_ADDR");
+    const char *port = need("PET_MASTER_PORT", "MASTER_PORT");
     /* PE numbers are ints everywhere (the OpenSHMEM API's): a larger value
      * would wrap negative below, and rank 0 would never arrive. */
     if (world > INT_MAX)

@@ -460,6 +460,7 @@ int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
     int n = t->size;
     if (count == 0) return 0;
     if (n == 1) {
+        sym__coll_count(SHMEMX_STATS_SELF);
         const void *in1[1] = {source};
         sym__reduce1(r, dest, in1, 1, count, 0);
         return 0;
@@ -468,8 +469,10 @@ int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
     int local = sym__coll_all_local(t);
     /* The world over several hosts, some with several PEs: hierarchical. */
     if (algo == SHMEMX_ALGO_AUTO && t == &sym__team_world && sym__world.n_hosts > 1 &&
-        sym__world.n_hosts < sym__world.npes)
+        sym__world.n_hosts < sym__world.npes) {
+        sym__coll_count(SHMEMX_STATS_HIERARCHICAL);
         return hierarchical(dest, source, count, r);
+    }
     if (algo == SHMEMX_ALGO_DIRECT && !local) algo = SHMEMX_ALGO_AUTO; /* needs shared memory */
     /* Between hosts every message costs a network latency: small messages go
      * oneshot (one latency), then recursive doubling, then the ring. */
@@ -496,6 +499,7 @@ int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
         return SHMEMX_ENOMEM;
     }
     if (remote_oneshot) {
+        sym__coll_count(SHMEMX_STATS_ONESHOT);
         size_t piece = oneshot_capacity(t) / r->esize;
         for (size_t lo = 0; lo < count; lo += piece)
             oneshot(t, (char *)dest + lo * r->esize, (const char *)source + lo * r->esize,
@@ -503,14 +507,18 @@ int sym__allreduce(shmem_team_t t, void *dest, const void *source, size_t count,
     } else {
         switch (algo) {
         case SHMEMX_ALGO_DIRECT:
-            if (bytes <= oneshot_limit(t, sym__is_symmetric(source, bytes)))
+            if (bytes <= oneshot_limit(t, sym__is_symmetric(source, bytes))) {
+                sym__coll_count(SHMEMX_STATS_ONESHOT);
                 oneshot(t, dest, source, count, r, in);
-            else
+            } else {
+                sym__coll_count(SHMEMX_STATS_DIRECT);
                 direct(t, dest, source, count, r, in, out);
+            }
             break;
         case SHMEMX_ALGO_RING:
         case SHMEMX_ALGO_RD:
             if (dest != source) memmove(dest, source, bytes);
+            sym__coll_count(algo == SHMEMX_ALGO_RING ? SHMEMX_STATS_RING : SHMEMX_STATS_RD);
             if (algo == SHMEMX_ALGO_RING)
                 ring(t, dest, count, r);
             else

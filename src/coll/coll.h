@@ -135,6 +135,9 @@ int sym__allgatherv(shmem_team_t t, void *dest, const void *source, const size_t
 int sym__alltoalls(shmem_team_t t, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst,
                    size_t nelems, size_t esize);
 
+/* One more all-reduce run by algorithm `algo` (SHMEMX_STATS_*: stats.c). */
+void sym__coll_count(int algo);
+
 /* The algorithm SYMTRAIN_ALLREDUCE_ALGO / shmemx_set_allreduce_algo chose
  * (AUTO: none); thread-safe. */
 shmemx_algo_t sym__allreduce_algo_forced(void);

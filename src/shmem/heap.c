@@ -16,11 +16,19 @@
 
 static sym_buddy_t heap;
 static char *user_base;
+static size_t in_use; /* heap.size - heap.free_bytes, for readers on other threads */
+
+static void note_use(void) {
+    __atomic_store_n(&in_use, heap.size - heap.free_bytes, __ATOMIC_RELAXED);
+}
+
+size_t sym__heap_in_use(void) { return __atomic_load_n(&in_use, __ATOMIC_RELAXED); }
 
 void sym__heap_init(void) {
     user_base = sym__world.seg[SYM_SEG_HEAP].base + sym__rt.internal_size;
     if (sym_buddy_init(&heap, sym__rt.heap_user_size))
         sym__fatal("shmem_init", "out of memory for the heap's bookkeeping");
+    note_use();
 }
 
 void sym__heap_fini(void) { sym_buddy_fini(&heap); }
@@ -59,6 +67,7 @@ static void *alloc_nobarrier(const char *fn, size_t size, size_t align) {
         exhausted(fn, size, align);
         return NULL;
     }
+    note_use();
     return user_base + off;
 }
 
@@ -117,7 +126,10 @@ void shmem_free(void *ptr) {
     SYM_REQUIRE_INIT("shmem_free");
     /* The barrier comes first: no PE may still be writing into the block. */
     shmem_barrier_all();
-    if (ptr) sym_buddy_free(&heap, offset_of("shmem_free", ptr));
+    if (ptr) {
+        sym_buddy_free(&heap, offset_of("shmem_free", ptr));
+        note_use();
+    }
 }
 
 void *shmem_realloc(void *ptr, size_t size) {
@@ -135,6 +147,7 @@ void *shmem_realloc(void *ptr, size_t size) {
     if (p) {
         memcpy(p, ptr, have);
         sym_buddy_free(&heap, off);
+        note_use();
     }
     shmem_barrier_all();
     return p;

@@ -28,6 +28,7 @@ static inline __attribute__((always_inline)) void put_core(shmem_ctx_t ctx, void
     SYM_REQUIRE_INIT(fn);
     pe = sym__world_pe(ctx, pe, fn);
     if (SYM_UNLIKELY(len == 0)) return; /* a no-op, whatever the pointers (NULL too) */
+    sym__count_put(len);
     void *d = sym__peer_range(dest, len, pe, fn);
     if (SYM_LIKELY(d != NULL))
         sym__copy(d, src, len);
@@ -83,6 +84,7 @@ static void iput_core(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t ds
     SYM_REQUIRE_INIT(fn);
     if (!nelems) return;
     pe = sym__world_pe(ctx, pe, fn);
+    sym__count_put(nelems * esize);
     ptrdiff_t ds = stride_bytes(dst, nelems, esize, "destination", fn);
     ptrdiff_t ss = stride_bytes(sst, nelems, esize, "source", fn);
     char *d = peer_strided(dest, ds, nelems, esize, pe, fn);
@@ -126,6 +128,7 @@ static inline void put_signal_core(shmem_ctx_t ctx, void *dest, const void *src,
     SYM_REQUIRE_INIT(fn);
     check_sig_op(sig_op, fn);
     pe = sym__world_pe(ctx, pe, fn);
+    sym__count_put(len);
     void *d = SYM_LIKELY(len != 0) ? sym__peer_range(dest, len, pe, fn) : NULL;
     uint64_t *s = sym__peer_range(sig, sizeof *sig, pe, fn); /* NULL: a remote peer */
     if (SYM_LIKELY(s != NULL)) {

@@ -127,6 +127,31 @@ extern void (*sym__coll_drain_hook)(int stop);
 
 void sym__heap_init(void);
 void sym__heap_fini(void);
+/* Bytes of the user heap in blocks handed out now; any thread may ask. */
+size_t sym__heap_in_use(void);
+
+/* ---- counters (shmemx_stats) ----
+ * Each thread counts its puts in its own block, so the hot path is two plain
+ * stores to thread-local memory (no atomic read-modify-write, no shared cache
+ * line); the first put of a thread links its block into the list a reader
+ * sums, and a thread that ends folds its counts into the retired total. */
+typedef struct sym_put_count {
+    uint64_t puts, bytes;            /* written by the owning thread alone */
+    int linked;
+    struct sym_put_count *prev, *next;
+} sym_put_count_t;
+
+extern __thread sym_put_count_t sym__put_count __attribute__((tls_model("initial-exec")));
+void sym__put_count_link(sym_put_count_t *c);
+/* The puts and bytes of every thread, the ended ones too. */
+void sym__put_count_sum(uint64_t *puts, uint64_t *bytes);
+
+static inline void sym__count_put(size_t len) {
+    sym_put_count_t *c = &sym__put_count;
+    if (SYM_UNLIKELY(!c->linked)) sym__put_count_link(c);
+    __atomic_store_n(&c->puts, c->puts + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->bytes, c->bytes + len, __ATOMIC_RELAXED);
+}
 
 /* ---- contexts ---- */
 

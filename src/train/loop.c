@@ -52,6 +52,7 @@
 #include "data/task.h"
 #include "internal.h"
 #include "obs/progress.h"
+#include "obs/prom.h"
 #include "util/util.h"
 
 #define CTRL_LOSS 0 /* control floats after the gradients */
@@ -90,6 +91,7 @@ void sym_train_defaults(sym_train_config_t *c) {
     c->balance.weights[0] = 0.6;
     c->balance.weights[1] = 0.3;
     c->balance.weights[2] = 0.1;
+    c->metrics_port = -1;
 }
 
 int sym_train_validate(const sym_train_config_t *c, int npes) {
@@ -139,6 +141,9 @@ int sym_train_validate(const sym_train_config_t *c, int npes) {
     for (int i = 0; i < 3; i++)
         if (!(b->weights[i] >= 0) || !isfinite(b->weights[i]))
             return sym__error(SYM_EINVAL, "--balance-weights must be three numbers >= 0");
+    if (c->metrics_port < -1 || c->metrics_port > 65535)
+        return sym__error(SYM_EINVAL, "--metrics-port must be a TCP port (1-65535), or 0 for a "
+                                      "free one");
     return SYM_OK;
 }
 
@@ -204,6 +209,8 @@ typedef struct {
     sym_pe_record_t *pes; /* (npes) the metrics' per-PE part */
     sym_ckpt_writer_t *writer;
     sym_metrics_t *metrics;
+    sym_prom_t *prom;            /* this PE's Prometheus endpoint (NULL: none) */
+    int prom_share, prom_speed, prom_straggler; /* the balancer's gauge families */
     sym_progress_t progress;
     int64_t step, epoch, sample; /* position: steps done; the next sample */
     int64_t saved_step;          /* the newest checkpoint's step (-1 none) */
@@ -526,6 +533,13 @@ static void say_eval(run_t *r, double loss, double acc) {
              100.0 * acc);
 }
 
+/* An evaluation's numbers into the metrics file and the endpoint. */
+static void record_eval(run_t *r, double loss, double acc) {
+    if (r->metrics && sym_metrics_eval(r->metrics, r->step, r->epoch, loss, acc))
+        sym__warn("symtrain train", "%s", sym_last_error());
+    sym__prom_eval(r->prom, loss, acc);
+}
+
 /* ---- a sample of the trained GPT (PE 0, at the end) ---- */
 
 static void print_token(void *user, int32_t tok) {
@@ -565,11 +579,55 @@ static int say_sample(run_t *r) {
 
 /* ---- setup ---- */
 
+/* --metrics-port: this PE's endpoint on the port plus its rank on the host
+ * (0: a free one). Whatever goes wrong is said, and training goes on. */
+static void serve_metrics(run_t *r) {
+    int port = r->cfg->metrics_port, local = shmem_team_my_pe(SHMEM_TEAM_SHARED);
+    char why[512] = "";
+    if (port && port + local > 65535)
+        snprintf(why, sizeof why, "port %d + this PE's rank on the host (%d) is past 65535; "
+                                  "choose a lower --metrics-port", port, local);
+    else
+        r->prom = sym__prom_start(port ? port + local : 0, r->me, why, sizeof why);
+    if (!r->prom) {
+        /* the same on every PE without libmicrohttpd: PE 0 says it */
+        if (r->me == 0 || strstr(why, "libmicrohttpd") == NULL)
+            sym__warn("symtrain train", "PE %d: %s; training goes on without the metrics endpoint",
+                      r->me, why);
+        return;
+    }
+    char host[256] = "localhost";
+    gethostname(host, sizeof host - 1);
+    sym__progress_clear(&r->progress);
+    printf("symtrain: PE %d serves Prometheus metrics at http://%s:%d/metrics\n", r->me, host,
+           sym__prom_port(r->prom));
+    fflush(stdout);
+    sym__prom_start_facts(r->prom, (uint64_t)sym__env_long("SYMTRAIN_RESTART_COUNT", 0), 0);
+    r->prom_share = sym__prom_family(r->prom, "symtrain_balance_share_samples",
+                                     "Samples of the global batch this PE computes a step");
+    r->prom_speed = sym__prom_family(r->prom, "symtrain_balance_samples_per_second",
+                                     "This PE's smoothed compute speed, as the balancer sees it");
+    r->prom_straggler = sym__prom_family(r->prom, "symtrain_straggler",
+                                         "1 while this PE is slower per sample than the median "
+                                         "by more than --straggler-factor");
+}
+
+/* The balancer's view of this PE, for the Prometheus endpoint. */
+static void prom_balance(run_t *r, const sym_step_record_t *rec) {
+    if (!r->prom || rec->npes <= r->me) return;
+    const sym_pe_record_t *pe = &rec->pes[r->me];
+    sym__prom_family_set(r->prom, r->prom_share, pe->share);
+    sym__prom_family_set(r->prom, r->prom_speed, pe->samples_per_s);
+    sym__prom_family_set(r->prom, r->prom_straggler, pe->straggler);
+}
+
 static int blas_threads(const sym_train_config_t *c) {
     if (c->threads) return c->threads;
     cpu_set_t set;
     int cpus = 1;
     if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
+    long quota = sym__cpu_limit(); /* a container's CPU limit */
+    if (quota > 0 && quota < cpus) cpus = (int)quota;
     int local = shmem_team_n_pes(SHMEM_TEAM_SHARED);
     int t = cpus / (local > 0 ? local : 1);
     return t < 1 ? 1 : t;
@@ -727,6 +785,7 @@ static int setup(run_t *r) {
         return report(r, rc, 0);
     if (r->me == 0 && c->metrics_path && (rc = sym_metrics_open(c->metrics_path, &r->metrics)))
         return report(r, rc, 0);
+    if (c->metrics_port >= 0) serve_metrics(r);
 
     if (r->speak) {
         char bsz[32];
@@ -778,6 +837,7 @@ static int setup(run_t *r) {
 }
 
 static void teardown(run_t *r) {
+    sym__prom_stop(r->prom);
     if (r->writer) sym_ckpt_writer_destroy(r->writer);
     sym__balance_destroy(r->bal);
     free(r->pes);
@@ -933,6 +993,8 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         r.progress.flops_per_sample = sym_model_flops_per_token(r.model, r.task.seq) * r.task.seq *
                                       r.npes; /* the whole job's, against one GPU's peak x PEs */
         r.progress.peak_flops *= r.npes;
+        sym__prom_start_facts(r.prom, (uint64_t)sym__env_long("SYMTRAIN_RESTART_COUNT", 0),
+                              r.gpu->memory(r.gm));
     }
     r.last_save = sym__now_s();
     int64_t epoch_rows = 0;
@@ -960,6 +1022,12 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             epoch_rows += r.sample - before;
             if (r.metrics && sym_metrics_step(r.metrics, &rec))
                 sym__warn("symtrain train", "%s", sym_last_error());
+            sym__prom_step(r.prom, &rec, sym__progress_mfu(&r.progress, rec.samples_per_s));
+            prom_balance(&r, &rec);
+            if (r.prom && r.writer) {
+                sym_ckpt_stats_t cs = sym_ckpt_writer_stats(r.writer);
+                sym__prom_ckpt(r.prom, &cs);
+            }
             sym__progress_update(&r.progress, r.sample, epoch_loss / (double)epoch_rows);
             if (r.me == kill_pe && r.step == kill_step) raise(SIGKILL);
             /* Where a checkpoint taken now would resume. */
@@ -968,8 +1036,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
                 if ((rc = evaluate(&r, &test_loss, &test_acc))) break;
                 eval_step = r.step;
                 say_eval(&r, test_loss, test_acc);
-                if (r.metrics && sym_metrics_eval(r.metrics, r.step, r.epoch, test_loss, test_acc))
-                    sym__warn("symtrain train", "%s", sym_last_error());
+                record_eval(&r, test_loss, test_acc);
             }
             if (stop) {
                 stopped = 1;
@@ -983,8 +1050,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         if (r.sample >= r.task.n_train) { /* the epoch is complete */
             if ((rc = evaluate(&r, &test_loss, &test_acc))) break;
             evaluated = 1;
-            if (r.metrics && sym_metrics_eval(r.metrics, r.step, r.epoch, test_loss, test_acc))
-                sym__warn("symtrain train", "%s", sym_last_error());
+            record_eval(&r, test_loss, test_acc);
             sym__progress_end_epoch(&r.progress, r.sample, epoch_rows ? epoch_loss / epoch_rows : 0,
                                     test_acc);
             r.epoch++;
@@ -1002,7 +1068,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         /* Ended mid-epoch (--max-steps): evaluate where it stands. */
         sym__progress_clear(&r.progress);
         rc = evaluate(&r, &test_loss, &test_acc);
-        if (!rc && r.metrics) sym_metrics_eval(r.metrics, r.step, r.epoch, test_loss, test_acc);
+        if (!rc) record_eval(&r, test_loss, test_acc);
     }
     if (!rc && r.writer) {
         save(&r); /* the final (or preemption) checkpoint */
@@ -1011,6 +1077,8 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
                       sym_last_error());
         else
             snprintf(res->checkpoint, sizeof res->checkpoint, "%s", sym_ckpt_last_path(r.writer));
+        sym_ckpt_stats_t cs = sym_ckpt_writer_stats(r.writer);
+        sym__prom_ckpt(r.prom, &cs);
     }
     double secs = sym__now_s() - t_start;
     if (!rc && r.me == 0) { /* the outcome is said even with --quiet */

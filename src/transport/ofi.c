@@ -1078,20 +1078,10 @@ static struct fi_info *open_provider(struct fi_info *list, const char *prov) {
 
 /* The CPUs this host's PEs share: its online CPUs (not this process's mask:
  * a launcher that binds each PE to a core leaves each fewer), or fewer where
- * a cgroup v2 quota (cpu.max, as a Kubernetes CPU limit sets) allows less. */
+ * a cgroup quota (as a Kubernetes CPU limit sets: util/cpus.c) allows less. */
 static long host_cpus(void) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
-    if (f) {
-        char quota[32];
-        long period;
-        if (fscanf(f, "%31s %ld", quota, &period) == 2 && strcmp(quota, "max") && period > 0) {
-            long q = (atol(quota) + period - 1) / period;
-            if (q > 0 && q < cpus) cpus = q;
-        }
-        fclose(f);
-    }
-    return cpus;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN), q = sym__cpu_limit();
+    return q > 0 && q < cpus ? q : cpus;
 }
 
 const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {

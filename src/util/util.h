@@ -62,6 +62,9 @@ long sym__env_long(const char *name, long dflt);
 const char *sym__env_first(const char *const *names);
 /* Human readable size: "1.5 GiB". Returns buf. */
 char *sym__fmt_size(size_t bytes, char *buf, size_t len);
+/* The CPUs this process's cgroup quota allows (a Kubernetes CPU limit),
+ * rounded up; 0 when there is no quota (cpus.c). */
+long sym__cpu_limit(void);
 
 /* ---- clocks ---- */
 

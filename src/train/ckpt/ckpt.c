@@ -708,6 +708,7 @@ struct sym_ckpt_writer {
     int status;  /* of the last save */
     char error[1024];
     char last_path[PATH_MAX];
+    sym_ckpt_stats_t stats;
     /* the snapshot */
     sym_ckpt_meta_t meta;
     sym_ckpt_tensor_t *tensors; /* meta.tensors points here */
@@ -729,13 +730,24 @@ static void *writer_main(void *arg) {
         if (!w->pending) break; /* stop, nothing left */
         pthread_mutex_unlock(&w->mu);
         char path[PATH_MAX] = "";
+        double t0 = sym__now_s();
         int rc = sym_ckpt_write(w->dir, w->keep, &w->meta, w->files, w->nfiles, path, sizeof path);
+        double dt = sym__now_s() - t0;
+        uint64_t bytes = 0;
+        for (int i = 0; i < w->nfiles; i++) bytes += w->files[i].size;
         pthread_mutex_lock(&w->mu);
         w->status = rc;
-        if (rc)
+        if (rc) {
             snprintf(w->error, sizeof w->error, "%s", sym_last_error());
-        else
+            w->stats.failures++;
+        } else {
             snprintf(w->last_path, sizeof w->last_path, "%s", path);
+            w->stats.saves++;
+            w->stats.seconds += dt;
+            w->stats.bytes += bytes;
+            w->stats.last_seconds = dt;
+            w->stats.last_bytes = bytes;
+        }
         w->pending = 0;
         pthread_cond_broadcast(&w->cv);
     }
@@ -841,6 +853,13 @@ int sym_ckpt_wait(sym_ckpt_writer_t *w) {
 }
 
 const char *sym_ckpt_last_path(const sym_ckpt_writer_t *w) { return w->last_path; }
+
+sym_ckpt_stats_t sym_ckpt_writer_stats(sym_ckpt_writer_t *w) {
+    pthread_mutex_lock(&w->mu);
+    sym_ckpt_stats_t st = w->stats;
+    pthread_mutex_unlock(&w->mu);
+    return st;
+}
 
 void sym_ckpt_writer_destroy(sym_ckpt_writer_t *w) {
     if (!w) return;

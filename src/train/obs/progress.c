@@ -53,6 +53,10 @@ static void time_text(double s, char *buf, size_t len) {
         snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
 }
 
+double sym__progress_mfu(const sym_progress_t *p, double samples_per_s) {
+    return p->peak_flops > 0 ? samples_per_s * p->flops_per_sample / p->peak_flops : -1;
+}
+
 void sym__progress_update(sym_progress_t *p, int64_t done, double loss) {
     if (!p->enabled) return;
     double now = sym__now_s();
@@ -62,8 +66,7 @@ void sym__progress_update(sym_progress_t *p, int64_t done, double loss) {
     char r[32], eta[32];
     time_text(rate > 0 ? (double)(p->total - done) / rate : 0, eta, sizeof eta);
     char mfu[24] = "";
-    if (p->peak_flops > 0)
-        snprintf(mfu, sizeof mfu, "  MFU %.1f%%", 100.0 * rate * p->flops_per_sample / p->peak_flops);
+    if (p->peak_flops > 0) snprintf(mfu, sizeof mfu, "  MFU %.1f%%", 100.0 * sym__progress_mfu(p, rate));
     const char *u = unit(p, &rate);
     rate_text(rate, r, sizeof r);
     int pct = p->total ? (int)(100 * done / p->total) : 100;

@@ -30,6 +30,8 @@ void sym__progress_epoch(sym_progress_t *p, int64_t epoch, int64_t epochs, int64
 void sym__progress_update(sym_progress_t *p, int64_t done, double loss);
 /* The summary line; test_acc < 0 when not evaluated. */
 void sym__progress_end_epoch(sym_progress_t *p, int64_t done, double loss, double test_acc);
+/* The model FLOPs utilisation at `samples_per_s` (0..1), or -1 without a GPU's peak. */
+double sym__progress_mfu(const sym_progress_t *p, double samples_per_s);
 /* Clear a half-drawn bar before other output. */
 void sym__progress_clear(sym_progress_t *p);
 
