@@ -547,9 +547,12 @@ static void interleaved(int groups, int sym, int graph, const int *kinds, int nk
             order[i] = order[j];
             order[j] = t;
         }
-        for (int i = 0; i < nk; i++)
-            plan[n++] = (plan_t){(int)(test_next(&r) % 4), counts[test_next(&r) % 4],
-                                 algos[test_next(&r) % 4], order[i]};
+        for (int i = 0; i < nk; i++) { /* one draw a statement: a fixed order */
+            plan[n].coll = (int)(test_next(&r) % 4);
+            plan[n].count = counts[test_next(&r) % 4];
+            plan[n].algo = algos[test_next(&r) % 4];
+            plan[n++].kind = order[i];
+        }
     }
     sequence(plan, n, sym, graph);
 }
