@@ -69,5 +69,6 @@ find_program(VALGRIND valgrind)
 if(VALGRIND)
   add_test(NAME coll_nb_valgrind_np2
     COMMAND ${SYMRUN} -n 2 --timeout 180 ${VALGRIND} -q --error-exitcode=9 $<TARGET_FILE:coll_nb>)
-  set_tests_properties(coll_nb_valgrind_np2 PROPERTIES TIMEOUT 200)
+  # not under make test-sanitize: valgrind and AddressSanitizer do not stack
+  set_tests_properties(coll_nb_valgrind_np2 PROPERTIES TIMEOUT 200 LABELS no-sanitize)
 endif()

@@ -83,6 +83,14 @@ endfunction()
 shmem_pe_exe(shmem_symrun_child)
 shmem_script_test(shmem_symrun shmem_symrun.sh shmem_symrun_child)
 
+# A stopped PE ends the job under --hang-timeout (named; --max-restarts
+# restarts it), waiting PEs are not hung, a second SIGTERM kills the PEs.
+shmem_script_test(shmem_symrun_liveness shmem_symrun_liveness.sh shmem_symrun_child)
+
+# A bad setting (the fabric's too, on one host) ends the job at once with one
+# message naming it and what it takes (src/util/env.c).
+shmem_script_test(shmem_settings shmem_settings.sh shmem_symrun_child)
+
 # A failing PE's explanation is never cut off by symrun ending the job, and a
 # usage error reads as one (30 runs per case: it was a race).
 shmem_script_test(shmem_symrun_output shmem_symrun_output.sh shmem_symrun_child)

@@ -488,13 +488,11 @@ static store_t *start_store(int world, const char *port, const char *token, doub
 }
 
 sym_boot_t *sym__boot_env_init(void) {
-    long rank = sym__env_long("RANK", -1), world = sym__env_long("WORLD_SIZE", -1);
-    const char *addr = need("MASTER_ADDR"), *port = need("MASTER_PORT");
     /* PE numbers are ints everywhere (the OpenSHMEM API's): a larger value
-     * would wrap negative below, and rank 0 would never arrive. */
-    if (world > INT_MAX)
-        sym__fatal("shmem_init", "WORLD_SIZE=%ld is more PEs than symtrain supports (at most %d)",
-                   world, INT_MAX);
+     * would wrap negative, and rank 0 would never arrive. */
+    long rank = sym__env_int("RANK", -1, 0, INT_MAX - 1);
+    long world = sym__env_int("WORLD_SIZE", -1, 1, INT_MAX);
+    const char *addr = need("MASTER_ADDR"), *port = need("MASTER_PORT");
     if (world < 1 || rank < 0 || rank >= world)
         sym__fatal("shmem_init", "RANK=%ld and WORLD_SIZE=%ld do not fit: need 0 <= RANK < "
                                  "WORLD_SIZE",
@@ -509,8 +507,7 @@ sym_boot_t *sym__boot_env_init(void) {
                    "SYMTRAIN_JOB_TOKEN is not set: the job's store admits only ranks that know "
                    "the job's secret; give every rank the same value, e.g. export "
                    "SYMTRAIN_JOB_TOKEN=$(head -c16 /dev/urandom | od -An -tx1 | tr -d ' \\n')");
-    double timeout = (double)sym__env_long("SYMTRAIN_BOOT_TIMEOUT", 120);
-    if (timeout <= 0) timeout = 120;
+    double timeout = sym__env_seconds("SYMTRAIN_BOOT_TIMEOUT", 120);
     sym__log_pe = (int)rank;
 
     env_boot_t *e = calloc(1, sizeof *e);

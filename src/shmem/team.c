@@ -41,6 +41,7 @@ void sym__atomic_add_u64(uint64_t *dest, uint64_t value, int pe) {
  * reached epoch" means "my predecessor has reached this round of this barrier". */
 void sym__team_barrier(shmem_team_t t) {
     int n = t->size;
+    sym__beat();
     if (n == 1) return;
     uint64_t e = ++t->epoch;
     sym_slot_hdr_t *h = sym__slot(t);
