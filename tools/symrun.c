@@ -412,7 +412,7 @@ static void drain_output(pe_t *p, int rank, int s, int eof, int last) {
         emit(fd, rank, p->line[s] + start, p->line_len[s] - start);
         start = p->line_len[s];
     }
-    memmove(p->line[s], p->line[s] + start, p->line_len[s] - start);
+    if (start) memmove(p->line[s], p->line[s] + start, p->line_len[s] - start); /* line may be NULL */
     p->line_len[s] -= start;
     if (eof) {
         close(p->out[s]);

@@ -386,6 +386,20 @@ static noreturn void env_abort(sym_boot_t *b, int status) {
     _exit(status ? status : 1);
 }
 
+/* The store's memory and sockets, once its thread has ended. */
+static void free_store(store_t *s) {
+    for (int i = 0; i < s->nconns; i++)
+        if (s->conns[i].state != C_GONE) close(s->conns[i].fd);
+    for (int r = 0; r < s->world; r++) free(s->gather[r]);
+    close(s->listen_fd);
+    free(s->conns);
+    free(s->member_fd);
+    free(s->gather);
+    free(s->glen);
+    free(s->fini);
+    free(s);
+}
+
 static void env_fini(sym_boot_t *b) {
     env_boot_t *e = b->impl;
     __atomic_store_n(&e->finishing, 1, __ATOMIC_RELEASE);
@@ -397,6 +411,12 @@ static void env_fini(sym_boot_t *b) {
     shutdown(e->fd, SHUT_RDWR);
     pthread_join(e->reader, NULL);
     close(e->fd);
+    if (e->store) free_store(e->store);
+    free(e->reply);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    free(e);
+    free(b);
 }
 
 /* ---- setup ---- */

@@ -298,6 +298,7 @@ void shmem_finalize(void) {
      * the progress thread before anything is freed. */
     if (sym__coll_drain_hook) sym__coll_drain_hook(1);
     shmem_barrier_all();
+    sym__ctx_fini_all();
     sym__heap_fini();
     sym__team_fini_all();
     sym__rt.state = SYM_RT_FINALIZED;

@@ -905,10 +905,15 @@ static struct fi_info *query(const char *prov, int atomics, int *rc) {
     return *rc ? NULL : info;
 }
 
+/* The providers that fit (`prov` alone when set), NULL with *rc when none. */
+static struct fi_info *find_info(const char *prov, int *rc) {
+    struct fi_info *info = query(prov, 1, rc);
+    return info ? info : query(prov, 0, rc);
+}
+
 static struct fi_info *get_info(const char *prov) {
     int rc;
-    struct fi_info *info = query(prov, 1, &rc);
-    if (!info) info = query(prov, 0, &rc);
+    struct fi_info *info = find_info(prov, &rc);
     if (!info)
         sym__fatal("shmem_init",
                    "no libfabric provider%s%s offers RDM endpoints with RMA and ordered "
@@ -1124,8 +1129,7 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
 void sym__ofi_check_provider(const char *prov) {
     load_libfabric();
     int rc;
-    struct fi_info *info = query(prov, 1, &rc);
-    if (!info) info = query(prov, 0, &rc);
+    struct fi_info *info = find_info(prov, &rc);
     if (!info)
         sym__fatal("environment",
                    "SYMTRAIN_OFI_PROVIDER='%s' is not a libfabric provider with RDM endpoints, "
