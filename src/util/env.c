@@ -137,10 +137,12 @@ long sym__env_int(const char *name, long dflt, long min, long max) {
     const char *s = getenv(name);
     if (!s || !*s) return dflt;
     long v;
-    if (sym__parse_int(s, min, max, &v) != 0)
-        sym__fatal("environment", "%s='%s' is not a whole number from %ld to %ld; set it to one, "
-                   "or unset it for the default (%ld)",
-                   name, s, min, max, dflt);
+    if (sym__parse_int(s, min, max, &v) != 0) {
+        char unset[48] = ""; /* a default outside the range stands for "not given" */
+        if (dflt >= min && dflt <= max) snprintf(unset, sizeof unset, "; unset, it is %ld", dflt);
+        sym__fatal("environment", "%s='%s' is not a whole number from %ld to %ld%s", name, s,
+                   min, max, unset);
+    }
     return v;
 }
 
@@ -163,8 +165,9 @@ int sym__env_choice(const char *name, const char *const *choices, int dflt) {
     size_t n = 0;
     for (int i = 0; choices[i]; i++) {
         if (!strcmp(s, choices[i])) return i;
-        n += (size_t)snprintf(list + n, n < sizeof list ? sizeof list - n : 0, "%s%s",
-                              i ? (choices[i + 1] ? ", " : " or ") : "", choices[i]);
+        if (n < sizeof list)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s",
+                                  i ? (choices[i + 1] ? ", " : " or ") : "", choices[i]);
     }
     sym__fatal("environment", "%s='%s' is not one of %s%s%s", name, s, list,
                dflt >= 0 ? "; unset, it is " : "", dflt >= 0 ? choices[dflt] : "");
