@@ -46,6 +46,9 @@ net_test(net_barrier shmem_barrier 3 2)
 net_test(net_zero shmem_zero 2 1) # a zero-length put-with-signal over the fabric
 net_test(net_coll coll_shmemx 3 2)
 net_test(net_allreduce coll_allreduce 2 2)
+# Two minutes as it is: not under make test-sanitize (past its timeout there);
+# net_allreduce_2x1 runs the same program over the fabric.
+set_tests_properties(net_allreduce PROPERTIES LABELS "net;no-sanitize")
 net_test(net_allreduce_2x1 coll_allreduce 2 1) # two members: oneshot in pieces
 net_test(net_replica coll_replica 3 2)
 add_executable(net_order net_order.c)
