@@ -47,9 +47,10 @@ test-gpu: build
 # checking, in its own build ($(SANITIZE_BUILD), -DSYMTRAIN_SANITIZE=ON: no GPU
 # part); any report fails the test it came from. Tests labelled no-sanitize
 # are left out (where each is registered says why: the valgrind run,
-# tools_install, which builds outside programs with plain cc, and the two
-# slowest, coll_allreduce_np4 and net_allreduce, whose program runs at fewer
-# PEs and over the fabric all the same). Leaks inside
+# tools_install, which builds outside programs with plain cc, and the
+# slowest, net_allreduce, whose program runs as net_allreduce_2x1 and
+# coll_allreduce_np1-4 all the same; PE tests get a 300 s timeout there).
+# Leaks inside
 # third-party libraries are suppressed by tests/lsan.supp.
 SANITIZE_BUILD ?= build-sanitize
 SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1 \

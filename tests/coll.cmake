@@ -1,10 +1,6 @@
 # Collectives: the training collectives (shmemx_*) and the OpenSHMEM ones.
 # Odd PE counts matter (partitions, ring neighbours, recursive-doubling folds).
 sym_pe_test(coll_allreduce NPES 1 2 3 4)
-# The suite's slowest test (about a minute): not under make test-sanitize,
-# where it runs past its timeout on two loaded cores; np1-np3 run the same
-# program there.
-set_tests_properties(coll_allreduce_np4 PROPERTIES LABELS no-sanitize)
 sym_pe_test(coll_shmemx NPES 1 2 3 4)
 sym_pe_test(coll_replica NPES 1 2 3 4)
 

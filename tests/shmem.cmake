@@ -30,7 +30,7 @@ function(shmem_pe_run tname target)
   foreach(n ${T_NPES})
     add_test(NAME ${tname}_np${n}
       COMMAND ${SYMRUN} -n ${n} --timeout ${SYM_TEST_TIMEOUT} $<TARGET_FILE:${target}> ${T_ARGS})
-    set_tests_properties(${tname}_np${n} PROPERTIES TIMEOUT 200 SKIP_RETURN_CODE 77
+    set_tests_properties(${tname}_np${n} PROPERTIES TIMEOUT ${SYM_CTEST_TIMEOUT} SKIP_RETURN_CODE 77
       ENVIRONMENT_MODIFICATION "${envmod}" LABELS shmem)
   endforeach()
 endfunction()
