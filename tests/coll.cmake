@@ -9,7 +9,9 @@ sym_pe_test(coll_replica NPES 1 2 3 4)
 # pkg-config (symshmem, symtrain) and find_package(symshmem).
 add_test(NAME tools_install COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools_install.sh
          ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR} $<BOOL:${SYM_HAVE_TRAIN}>)
-set_tests_properties(tools_install PROPERTIES TIMEOUT 300 LABELS tools)
+# Not under make test-sanitize: it also builds outside programs with plain cc
+# (pkg-config, find_package), which cannot load a sanitizer build's library.
+set_tests_properties(tools_install PROPERTIES TIMEOUT 300 LABELS "tools;no-sanitize")
 
 # --help of symrun and symbench: usage on stdout, exit 0, every environment
 # variable src/ reads; usage errors on stderr with exit 2.
@@ -69,5 +71,6 @@ find_program(VALGRIND valgrind)
 if(VALGRIND)
   add_test(NAME coll_nb_valgrind_np2
     COMMAND ${SYMRUN} -n 2 --timeout 180 ${VALGRIND} -q --error-exitcode=9 $<TARGET_FILE:coll_nb>)
-  set_tests_properties(coll_nb_valgrind_np2 PROPERTIES TIMEOUT 200)
+  # not under make test-sanitize: valgrind and AddressSanitizer do not stack
+  set_tests_properties(coll_nb_valgrind_np2 PROPERTIES TIMEOUT 200 LABELS no-sanitize)
 endif()

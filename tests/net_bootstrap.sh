@@ -105,11 +105,11 @@ launch bigrank 2147483649 "2147483648"
 start=$SECONDS
 finish
 expect "RANK >= 2^31: fails" test "${rcs[0]}" != 0
-expect "RANK >= 2^31: named" has bigrank.2147483648 "WORLD_SIZE=2147483649 is more PEs than symtrain supports (at most 2147483647)"
+expect "RANK >= 2^31: named" has bigrank.2147483648 "RANK='2147483648' is not a whole number from 0 to 2147483646"
 expect "RANK >= 2^31: at once" test $((SECONDS - start)) -lt 3
 launch bigworld 4294967296 "0"
 finish
-expect "WORLD_SIZE >= 2^31: named" has bigworld.0 "WORLD_SIZE=4294967296 is more PEs than symtrain supports"
+expect "WORLD_SIZE >= 2^31: named" has bigworld.0 "WORLD_SIZE='4294967296' is not a whole number from 1 to 2147483647"
 
 # 7. ranks that disagree on WORLD_SIZE, or on the heap size
 launch world 2 "0"
@@ -146,7 +146,7 @@ finish
 expect "SYMTRAIN_WAIT=spin: fails" test "${rcs[0]}" != 0 -a "${rcs[1]}" != 0
 # the rank that reports first ends the job, so the others may not get to say it:
 # the message must be in some rank's log, whichever
-expect "SYMTRAIN_WAIT=spin: named" grep -qh "SYMTRAIN_WAIT='spin' is not auto, poll or sleep" \
+expect "SYMTRAIN_WAIT=spin: named" grep -qh "SYMTRAIN_WAIT='spin' is not one of auto, poll or sleep" \
     "$log/badwait.0" "$log/badwait.1"
 
 # 10. a flood at the store: rank 0 may hold only 64 file descriptors; a

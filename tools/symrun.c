@@ -1,7 +1,8 @@
 /*
  * symrun — start the PEs of a job on this machine and watch over them.
  *
- *   symrun -n N [--timeout SECONDS] [--tag-output] [--max-restarts K] [--] program [args]
+ *   symrun -n N [--timeout SECONDS] [--hang-timeout SECONDS] [--tag-output]
+ *          [--max-restarts K] [--] program [args]
  *
  * symrun forks N processes, each holding one end of a socket pair through which
  * it bootstraps (src/bootstrap/symrun.c): symrun answers all-gathers and
@@ -16,6 +17,24 @@
  * one explaining it may not be the first to exit), then SIGTERM, then SIGKILL;
  * their output is forwarded all the while (--tag-output) and read to the end
  * of each pipe before symrun exits. symrun's own line comes after the grace.
+ *
+ * Signals: the first SIGINT, SIGTERM or SIGHUP is passed to the PEs (training
+ * saves a checkpoint and stops); a second one kills them (SIGKILL) and symrun
+ * exits 128+N at once, so a PE that cannot stop (stopped, wedged) never holds
+ * the job.
+ *
+ * Liveness (--hang-timeout S): each PE bumps a counter in a memory file symrun
+ * shares with it (src/bootstrap/wire.h) whenever it waits, enters a barrier or
+ * a collective step (sym__beat, src/util/util.h). A PE whose counter stays
+ * still for S seconds while it runs (a SIGSTOPped PE, one stuck in a loop or a
+ * system call) ends the job, named, with status 124, as a timeout does; with
+ * --max-restarts the job is then started again. A PE waiting for symrun (its
+ * part of a bootstrap all-gather is in) counts as progressing, and one that has
+ * not reported yet (before shmem_init) is only held to S while another PE
+ * waits for it in the bootstrap or while it is stopped. After shmem_finalize
+ * nothing is watched. A
+ * job whose PEs all keep waiting for each other (a deadlock) keeps beating:
+ * --timeout ends that.
  *
  * Symmetric memory lives in memory files owned by the PEs (src/transport/shm.c),
  * so nothing is left in /dev/shm however the PEs end.
@@ -32,6 +51,7 @@
 #include <stdlib.h>
 #include <stdnoreturn.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -40,10 +60,13 @@
 #include <unistd.h>
 
 #include "../src/bootstrap/wire.h"
+#include "../src/util/util.h" /* sym__parse_int, sym__parse_seconds */
 #include "envhelp.h"
 
 #define EXIT_USAGE 2
-#define EXIT_TIMEOUT 124
+#define EXIT_TIMEOUT 124 /* --timeout, --hang-timeout */
+#define MAX_PES 4096
+#define MAX_RESTARTS 1000000
 #define FAIL_GRACE_MS 500 /* after a PE fails, the others may end by themselves */
 #define KILL_GRACE_MS 400 /* SIGTERM, then SIGKILL after this */
 
@@ -52,6 +75,7 @@ typedef struct {
     char **argv; /* program and its arguments */
     int npes;
     double timeout; /* seconds; 0 = none */
+    double hang_timeout; /* seconds a running PE may go without a heartbeat; 0 = unwatched */
     int tag_output;
     int max_restarts;
 } options_t;
@@ -69,10 +93,13 @@ typedef struct {
     char *gather;    /* its part of the pending all-gather */
     uint32_t gather_len;
     int gather_ready;
+    uint64_t beat;   /* its heartbeat counter when last seen to change */
+    double beat_at;  /* when that was (or when it last talked to us) */
 } pe_t;
 
 static int sig_pipe[2] = {-1, -1};
-static volatile sig_atomic_t got_signal;
+static volatile sig_atomic_t got_signal; /* the last of SIGINT, SIGTERM, SIGHUP */
+static volatile sig_atomic_t signals;    /* how many of them arrived */
 
 static void note(const char *fmt, ...) {
     char buf[512];
@@ -89,13 +116,19 @@ static void note(const char *fmt, ...) {
 
 static void print_usage(FILE *f) {
     fprintf(f,
-            "usage: symrun -n N [--timeout SECONDS] [--tag-output] [--max-restarts K] [--] "
-            "program [args...]\n"
-            "  -n, -np N          number of PEs to start (N >= 1)\n"
+            "usage: symrun -n N [--timeout SECONDS] [--hang-timeout SECONDS] [--tag-output]\n"
+            "              [--max-restarts K] [--] program [args...]\n"
+            "  -n, -np N          number of PEs to start (1 to %d)\n"
             "  --timeout S        end the job, failing, after S seconds\n"
+            "  --hang-timeout S   end the job, naming the PE, when a running PE makes no\n"
+            "                     progress (no wait, barrier or collective) for S seconds\n"
             "  --tag-output       prefix every output line with [PE n]\n"
-            "  --max-restarts K   when a PE fails, start the job again, up to K times\n"
-            "  -h, --help         this text, with the environment variables PEs read\n");
+            "  --max-restarts K   when a PE fails or hangs, start the job again, up to K\n"
+            "                     times (0 to %d)\n"
+            "  -h, --help         this text, with the environment variables PEs read\n"
+            "Seconds: a number above 0 with an optional fraction (30, 0.5), at most %.0f.\n"
+            "A second SIGINT/SIGTERM/SIGHUP to symrun kills the PEs.\n",
+            MAX_PES, MAX_RESTARTS, SYM_MAX_SECONDS);
 }
 
 /* A usage error: why, the options, exit status 2. */
@@ -109,7 +142,8 @@ static noreturn void usage(const char *why) {
 static noreturn void help(void) {
     print_usage(stdout);
     fputs("\nsymrun exits 0 when every PE exits 0; otherwise with the first failing PE's\n"
-          "status (128+N for signal N), 124 after --timeout, 2 for its own usage errors.\n\n"
+          "status (128+N for signal N), 124 after --timeout or --hang-timeout, 128+N when a\n"
+          "second signal N killed the job, 2 for its own usage errors.\n\n"
           SYM_ENV_HELP_RUNTIME
           " symtrain train:\n"
           "  SYMTRAIN_DATA_DIR        the Fashion-MNIST files, without --data-dir (default:\n"
@@ -128,13 +162,26 @@ static double now(void) {
 
 /* ---- arguments ---- */
 
-static long parse_int(const char *s, const char *what) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || end == s) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "%s '%s' is not a whole number", what, s);
+/* The same parsers as the PEs' settings (src/util/env.c): one rule per kind. */
+static long parse_int(const char *s, const char *what, long min, long max) {
+    long v;
+    if (sym__parse_int(s, min, max, &v)) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s '%s' is not a whole number between %ld and %ld", what, s,
+                 min, max);
+        usage(msg);
+    }
+    return v;
+}
+
+static double parse_seconds(const char *s, const char *what) {
+    double v;
+    if (sym__parse_seconds(s, &v)) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "%s '%s' is not a number of seconds: %s takes a positive number, e.g. 30 or "
+                 "0.5, at most %.0f (no sign, exponent, inf or nan)",
+                 what, s, what, SYM_MAX_SECONDS);
         usage(msg);
     }
     return v;
@@ -183,7 +230,8 @@ static void parse_args(int argc, char **argv, options_t *o) {
         if (a[0] != '-') break;
         const char *val = NULL;
         if (!strcmp(a, "-n") || !strcmp(a, "-np") || !strcmp(a, "--np") ||
-            !strcmp(a, "--timeout") || !strcmp(a, "--max-restarts")) {
+            !strcmp(a, "--timeout") || !strcmp(a, "--hang-timeout") ||
+            !strcmp(a, "--max-restarts")) {
             if (i + 1 >= argc) {
                 char msg[64];
                 snprintf(msg, sizeof msg, "%s needs a value", a);
@@ -192,17 +240,13 @@ static void parse_args(int argc, char **argv, options_t *o) {
             val = argv[++i];
         }
         if (!strcmp(a, "-n") || !strcmp(a, "-np") || !strcmp(a, "--np")) {
-            long n = parse_int(val, "the number of PEs");
-            if (n < 1 || n > 4096) usage("the number of PEs must be between 1 and 4096");
-            o->npes = (int)n;
+            o->npes = (int)parse_int(val, "the number of PEs", 1, MAX_PES);
         } else if (!strcmp(a, "--timeout")) {
-            char *end;
-            o->timeout = strtod(val, &end);
-            if (*end || o->timeout <= 0) usage("--timeout takes a positive number of seconds");
+            o->timeout = parse_seconds(val, "--timeout");
+        } else if (!strcmp(a, "--hang-timeout")) {
+            o->hang_timeout = parse_seconds(val, "--hang-timeout");
         } else if (!strcmp(a, "--max-restarts")) {
-            long k = parse_int(val, "--max-restarts");
-            if (k < 0) usage("--max-restarts must be 0 or more");
-            o->max_restarts = (int)k;
+            o->max_restarts = (int)parse_int(val, "--max-restarts", 0, MAX_RESTARTS);
         } else if (!strcmp(a, "--tag-output")) {
             o->tag_output = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -225,7 +269,10 @@ static void parse_args(int argc, char **argv, options_t *o) {
 
 static void on_signal(int sig) {
     int saved = errno;
-    if (sig != SIGCHLD) got_signal = sig;
+    if (sig != SIGCHLD) {
+        got_signal = sig;
+        signals++;
+    }
     char c = (char)sig;
     ssize_t w = write(sig_pipe[1], &c, 1);
     (void)w;
@@ -251,7 +298,7 @@ static void setup_signals(void) {
 
 /* ---- starting PEs ---- */
 
-static void start_pe(const options_t *o, pe_t *pes, int rank, int restart) {
+static void start_pe(const options_t *o, pe_t *pes, int rank, int restart, int beats_fd) {
     pe_t *p = &pes[rank];
     int sv[2], out[2][2] = {{-1, -1}, {-1, -1}};
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -300,6 +347,12 @@ static void start_pe(const options_t *o, pe_t *pes, int rank, int restart) {
         setenv("SYMTRAIN_SIZE", v, 1);
         snprintf(v, sizeof v, "%d", restart);
         setenv("SYMTRAIN_RESTART_COUNT", v, 1);
+        if (beats_fd >= 0) {
+            snprintf(v, sizeof v, "%d", dup(beats_fd)); /* without CLOEXEC */
+            setenv("SYMTRAIN_HEARTBEAT_FD", v, 1);
+        } else {
+            unsetenv("SYMTRAIN_HEARTBEAT_FD"); /* not one a symrun above us made */
+        }
         execvp(o->argv[0], o->argv);
         fprintf(stderr, "symrun: PE %d: cannot run %s: %s\n", rank, o->argv[0], strerror(errno));
         _exit(127);
@@ -309,6 +362,7 @@ static void start_pe(const options_t *o, pe_t *pes, int rank, int restart) {
     p->pid = pid;
     p->sock = sv[0];
     p->running = 1;
+    p->beat_at = now();
     for (int s = 0; s < 2; s++) {
         p->out[s] = out[s][0];
         if (out[s][1] >= 0) close(out[s][1]);
@@ -360,7 +414,7 @@ static void drain_output(pe_t *p, int rank, int s, int eof, int last) {
         emit(fd, rank, p->line[s] + start, p->line_len[s] - start);
         start = p->line_len[s];
     }
-    memmove(p->line[s], p->line[s] + start, p->line_len[s] - start);
+    if (start) memmove(p->line[s], p->line[s] + start, p->line_len[s] - start); /* line may be NULL */
     p->line_len[s] -= start;
     if (eof) {
         close(p->out[s]);
@@ -373,7 +427,15 @@ static void drain_output(pe_t *p, int rank, int s, int eof, int last) {
 
 /* ---- the job ---- */
 
-typedef enum { JOB_OK, JOB_FAILED, JOB_TIMEOUT, JOB_SIGNALLED, JOB_GLOBAL_EXIT } outcome_t;
+typedef enum {
+    JOB_OK,
+    JOB_FAILED,
+    JOB_HUNG, /* --hang-timeout: restarted like a failure */
+    JOB_TIMEOUT,
+    JOB_SIGNALLED, /* every PE ended cleanly after our signal */
+    JOB_KILLED,    /* a second signal: the PEs were killed */
+    JOB_GLOBAL_EXIT
+} outcome_t;
 
 typedef struct {
     pe_t *pes;
@@ -386,6 +448,8 @@ typedef struct {
     int failed_pe; /* -1: none */
     int failed_unfinalized; /* it exited 0 without shmem_finalize */
     double grace_until;     /* 0: no grace running */
+    const volatile uint64_t *beats; /* the heartbeat file, slot per PE; NULL: unwatched */
+    double gather_since;    /* when the first part of the pending all-gather came */
 } job_t;
 
 static void describe_end(const pe_t *p, int rank, char *buf, size_t len) {
@@ -510,6 +574,7 @@ static void handle_message(job_t *j, int rank) {
     pe_t *p = &j->pes[rank];
     sym_wire_hdr_t h;
     char *payload;
+    p->beat_at = now(); /* talking to us is progress */
     if (sym__wire_recv(p->sock, &h, &payload)) {
         close_sock(p); /* it exited or finalized; its exit status tells the rest */
         return;
@@ -526,6 +591,7 @@ static void handle_message(job_t *j, int rank) {
         p->gather = payload;
         p->gather_len = h.len;
         p->gather_ready = 1;
+        if (j->gathered == 0) j->gather_since = now();
         if (++j->gathered == j->npes) complete_gather(j);
         return;
     case SYM_WIRE_ABORT: {
@@ -607,6 +673,80 @@ static void check_ended(job_t *j, int *seen) {
     }
 }
 
+/* ---- liveness (--hang-timeout) ---- */
+
+/* The heartbeat file of a job: one slot per PE, mapped here read-only; its
+ * descriptor goes to each PE. -1 (and *map NULL) when nothing is watched. */
+static int make_beats(const options_t *o, const volatile uint64_t **map) {
+    *map = NULL;
+    if (o->hang_timeout <= 0) return -1;
+    size_t size = (size_t)o->npes * SYM_HEARTBEAT_SLOT;
+    int fd = memfd_create("symrun-heartbeat", MFD_CLOEXEC);
+    void *m = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, (off_t)size) == 0)
+        m = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+        note("cannot make the heartbeat file for --hang-timeout: %s", strerror(errno));
+        exit(1);
+    }
+    *map = m;
+    return fd;
+}
+
+/* The state letter of /proc/PID/stat (R, S, D, T...), '?' when unknown. */
+static char proc_state(pid_t pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return '?';
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return '?';
+    buf[n] = 0;
+    const char *paren = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    return paren && paren[1] == ' ' && paren[2] ? paren[2] : '?';
+}
+
+/* The first running PE whose heartbeat has stood still for `limit` seconds
+ * ends the job (who is held to it when: the top of this file). */
+static void check_liveness(job_t *j, double limit) {
+    if (!j->beats || j->outcome != JOB_OK) return;
+    double t = now();
+    for (int i = 0; i < j->npes; i++) {
+        pe_t *p = &j->pes[i];
+        if (!p->running || p->finalized) continue;
+        uint64_t b = j->beats[(size_t)i * (SYM_HEARTBEAT_SLOT / sizeof(uint64_t))];
+        if (b != p->beat || p->gather_ready) { /* progress, or waiting for us */
+            p->beat = b;
+            p->beat_at = t;
+            continue;
+        }
+        double since = p->beat_at;
+        char st = '?';
+        if (!b && !p->initialized) {
+            /* Not in shmem_init yet (a program's own start-up may be long):
+             * held to the limit only once another PE waits for it in the
+             * bootstrap, or while it is stopped. */
+            if (j->gathered) {
+                if (j->gather_since > since) since = j->gather_since;
+            } else if ((st = proc_state(p->pid)) != 'T' && st != 't') {
+                p->beat_at = t;
+                continue;
+            }
+        }
+        if (t - since < limit) continue;
+        if (st == '?') st = proc_state(p->pid);
+        note("PE %d (pid %d) made no progress for %g s (--hang-timeout)%s; ending the job", i,
+             (int)p->pid, limit,
+             st == 'T' || st == 't' ? ": it is stopped (SIGSTOP, or a debugger)"
+             : st == 'D'            ? ": it is blocked in the kernel (state D)"
+             : b == 0               ? ": it never reached shmem_init"
+                                    : "");
+        fail(j, JOB_HUNG, EXIT_TIMEOUT);
+        return;
+    }
+}
+
 static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
     job_t j = {0};
     j.npes = o->npes;
@@ -619,7 +759,8 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
         note("out of memory");
         exit(1);
     }
-    for (int r = 0; r < o->npes; r++) start_pe(o, j.pes, r, restart);
+    int beats_fd = make_beats(o, &j.beats);
+    for (int r = 0; r < o->npes; r++) start_pe(o, j.pes, r, restart, beats_fd);
     double deadline = o->timeout > 0 ? now() + o->timeout : 0;
     int forwarded = 0;
 
@@ -633,14 +774,25 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
         /* A failure ends the loop at once, or once the others' grace is over. */
         int in_grace = j.grace_until && now() < j.grace_until && running_count(&j);
         if (j.outcome != JOB_OK && !in_grace) break;
-        if (got_signal && forwarded != got_signal) {
-            /* Pass it on (training saves a checkpoint on SIGTERM/SIGINT); a second
-             * signal of the same kind is not repeated. */
+        if (signals >= 2) {
+            /* The first one did not end the job (a PE stopped, wedged or slow
+             * to save): end it now. */
+            note("received %s again; killing the PEs", strsignal(got_signal));
+            for (int i = 0; i < j.npes; i++)
+                if (j.pes[i].running) kill(j.pes[i].pid, SIGKILL);
+            fail(&j, JOB_KILLED, 128 + got_signal);
+            break;
+        }
+        if (got_signal && !forwarded) {
+            /* Pass it on (training saves a checkpoint on SIGTERM/SIGINT). */
             forwarded = got_signal;
-            note("received %s; passing it to the PEs", strsignal(got_signal));
+            note("received %s; passing it to the PEs (a second signal kills them)",
+                 strsignal(got_signal));
             for (int i = 0; i < j.npes; i++)
                 if (j.pes[i].running) kill(j.pes[i].pid, got_signal);
         }
+        check_liveness(&j, o->hang_timeout);
+        if (j.outcome == JOB_HUNG) break;
         int n = 0;
         fds[n].fd = sig_pipe[0];
         fds[n].events = POLLIN;
@@ -659,6 +811,7 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
                 }
         }
         int wait_ms = 1000;
+        if (j.beats && o->hang_timeout * 250 < wait_ms) wait_ms = (int)(o->hang_timeout * 250) + 1;
         if (in_grace && (j.grace_until - now()) * 1000 < wait_ms)
             wait_ms = (int)((j.grace_until - now()) * 1000) + 1;
         if (deadline) {
@@ -714,6 +867,10 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
     }
     *exit_code = j.exit_code;
     outcome_t out = j.outcome;
+    if (beats_fd >= 0) {
+        munmap((void *)j.beats, (size_t)o->npes * SYM_HEARTBEAT_SLOT);
+        close(beats_fd);
+    }
     free(j.pes);
     free(seen);
     free(fds);
@@ -732,12 +889,13 @@ int main(int argc, char **argv) {
             if (restart) note("the job succeeded after %d restart%s", restart, restart == 1 ? "" : "s");
             return 0;
         }
-        if (out == JOB_FAILED && restart < o.max_restarts && !got_signal) {
+        int restartable = out == JOB_FAILED || out == JOB_HUNG;
+        if (restartable && restart < o.max_restarts && !got_signal) {
             note("restarting the job (restart %d of %d)", restart + 1, o.max_restarts);
             continue;
         }
-        if (out == JOB_GLOBAL_EXIT) return code;
-        if (out == JOB_FAILED && o.max_restarts)
+        if (out == JOB_GLOBAL_EXIT || out == JOB_KILLED) return code;
+        if (restartable && o.max_restarts)
             note("giving up after %d restart%s", restart, restart == 1 ? "" : "s");
         return code ? code : 1;
     }

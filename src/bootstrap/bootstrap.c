@@ -57,21 +57,19 @@ static int env_set(const char *n) {
 }
 
 sym_boot_t *sym__boot_init(void) {
-    const char *force = getenv("SYMTRAIN_BOOTSTRAP");
-    if (force && *force) {
-        if (!strcmp(force, "symrun")) return sym__boot_symrun_init();
-        if (!strcmp(force, "single")) return sym__boot_single_init();
-        if (!strcmp(force, "env")) return sym__boot_env_init();
-        if (!strcmp(force, "pmix")) {
-            sym_boot_t *b = sym__boot_pmix_init();
-            if (!b)
-                sym__fatal("shmem_init", "SYMTRAIN_BOOTSTRAP=pmix, but this build has no PMIx "
-                                         "support; install libpmix-dev and rebuild");
-            return b;
-        }
-        sym__fatal("shmem_init",
-                   "SYMTRAIN_BOOTSTRAP='%s' is not a bootstrap; use symrun, pmix, env or single",
-                   force);
+    static const char *const names[] = {"symrun", "pmix", "env", "single", NULL};
+    switch (sym__env_choice("SYMTRAIN_BOOTSTRAP", names, -1)) {
+    case 0: return sym__boot_symrun_init();
+    case 1: {
+        sym_boot_t *b = sym__boot_pmix_init();
+        if (!b)
+            sym__fatal("shmem_init", "SYMTRAIN_BOOTSTRAP=pmix, but this build has no PMIx "
+                                     "support; install libpmix-dev and rebuild");
+        return b;
+    }
+    case 2: return sym__boot_env_init();
+    case 3: return sym__boot_single_init();
+    default: break; /* unset: from the launcher's variables */
     }
     if (env_set("SYMTRAIN_BOOT_FD")) return sym__boot_symrun_init();
     if (env_set("PMIX_RANK") && env_set("PMIX_NAMESPACE")) {

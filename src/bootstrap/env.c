@@ -511,6 +511,20 @@ static noreturn void env_abort(sym_boot_t *b, int status) {
     _exit(status ? status : 1);
 }
 
+/* The store's memory and sockets, once its thread has ended. */
+static void free_store(store_t *s) {
+    for (int i = 0; i < s->nconns; i++)
+        if (s->conns[i].state != C_GONE) close(s->conns[i].fd);
+    for (int r = 0; r < s->world; r++) free(s->gather[r]);
+    close(s->listen_fd);
+    free(s->conns);
+    free(s->member_fd);
+    free(s->gather);
+    free(s->glen);
+    free(s->fini);
+    free(s);
+}
+
 static void env_fini(sym_boot_t *b) {
     env_boot_t *e = b->impl;
     __atomic_store_n(&e->finishing, 1, __ATOMIC_RELEASE);
@@ -522,6 +536,12 @@ static void env_fini(sym_boot_t *b) {
     shutdown(e->fd, SHUT_RDWR);
     pthread_join(e->reader, NULL);
     close(e->fd);
+    if (e->store) free_store(e->store);
+    free(e->reply);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    free(e);
+    free(b);
 }
 
 /* ---- setup ---- */
@@ -560,12 +580,15 @@ static long pet_nnodes(void) {
 static void rank_and_world(long *rank, long *world) {
     const char *nn = getenv("PET_NNODES");
     if (!nn || !*nn) {
-        *rank = sym__env_long("RANK", -1);
-        *world = sym__env_long("WORLD_SIZE", -1);
+        /* PE numbers are ints everywhere (the OpenSHMEM API's): a larger value
+         * would wrap negative, and rank 0 would never arrive. */
+        *rank = sym__env_int("RANK", -1, 0, INT_MAX - 1);
+        *world = sym__env_int("WORLD_SIZE", -1, 1, INT_MAX);
         return;
     }
-    long nodes = pet_nnodes(), node = sym__env_long("PET_NODE_RANK", -1);
-    long per = sym__env_long("PET_NPROC_PER_NODE", 1), local = sym__env_long("LOCAL_RANK", 0);
+    long nodes = pet_nnodes(), node = sym__env_int("PET_NODE_RANK", -1, 0, INT_MAX - 1);
+    long per = sym__env_int("PET_NPROC_PER_NODE", 1, 1, INT_MAX);
+    long local = sym__env_int("LOCAL_RANK", 0, 0, INT_MAX - 1);
     if (node < 0 || node >= nodes)
         sym__fatal("shmem_init", "PET_NODE_RANK=%ld and PET_NNODES=%ld do not fit: need 0 <= "
                                  "PET_NODE_RANK < PET_NNODES",
@@ -666,11 +689,6 @@ sym_boot_t *sym__boot_env_init(void) {
     rank_and_world(&rank, &world);
     const char *addr = need("PET_MASTER_ADDR", "MASTER_ADDR");
     const char *port = need("PET_MASTER_PORT", "MASTER_PORT");
-    /* PE numbers are ints everywhere (the OpenSHMEM API's): a larger value
-     * would wrap negative below, and rank 0 would never arrive. */
-    if (world > INT_MAX)
-        sym__fatal("shmem_init", "WORLD_SIZE=%ld is more PEs than symtrain supports (at most %d)",
-                   world, INT_MAX);
     if (world < 1 || rank < 0 || rank >= world)
         sym__fatal("shmem_init", "RANK=%ld and WORLD_SIZE=%ld do not fit: need 0 <= RANK < "
                                  "WORLD_SIZE",
@@ -685,8 +703,7 @@ sym_boot_t *sym__boot_env_init(void) {
                    "SYMTRAIN_JOB_TOKEN is not set: the job's store admits only ranks that know "
                    "the job's secret; give every rank the same value, e.g. export "
                    "SYMTRAIN_JOB_TOKEN=$(head -c16 /dev/urandom | od -An -tx1 | tr -d ' \\n')");
-    double timeout = (double)sym__env_long("SYMTRAIN_BOOT_TIMEOUT", 120);
-    if (timeout <= 0) timeout = 120;
+    double timeout = sym__env_seconds("SYMTRAIN_BOOT_TIMEOUT", 120);
     sym__log_pe = (int)rank;
 
     env_boot_t *e = calloc(1, sizeof *e);

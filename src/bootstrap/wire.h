@@ -23,6 +23,11 @@ typedef struct {
     uint32_t len;
 } sym_wire_hdr_t;
 
+/* symrun --hang-timeout: a memory file (its number in SYMTRAIN_HEARTBEAT_FD)
+ * of one SYM_HEARTBEAT_SLOT-byte slot per PE; PE r bumps the uint64 at the
+ * start of slot r (sym__heartbeat) while it makes progress, symrun reads them. */
+#define SYM_HEARTBEAT_SLOT 64
+
 /* 0 on success, -1 on error or end of stream. A closed peer is an error, not
  * a SIGPIPE. */
 static inline int sym__wire_write(int fd, const void *buf, size_t len) {

@@ -210,7 +210,7 @@ static void to_all(const char *fn, void *dest, const void *source, int nreduce,
         }
     }
     aset_sync(&a, pSync);
-    memcpy(dest, acc, bytes);
+    if (bytes) memcpy(dest, acc, bytes); /* dest may be NULL for zero elements */
     free(acc);
     free(in);
 }

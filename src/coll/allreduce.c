@@ -44,22 +44,16 @@
 static shmemx_algo_t forced = SHMEMX_ALGO_AUTO;
 static pthread_once_t forced_once = PTHREAD_ONCE_INIT;
 
-static const char *const algo_names[SHMEMX_ALGO_COUNT] = {"auto", "direct", "ring", "rd"};
+static const char *const algo_names[SHMEMX_ALGO_COUNT + 1] = {"auto", "direct", "ring", "rd",
+                                                               NULL};
 
 const char *shmemx_algo_name(shmemx_algo_t algo) {
     return (unsigned)algo < SHMEMX_ALGO_COUNT ? algo_names[algo] : "unknown";
 }
 
 static void read_forced_env(void) {
-    const char *s = getenv("SYMTRAIN_ALLREDUCE_ALGO");
-    if (!s || !*s) return;
-    for (int a = 0; a < SHMEMX_ALGO_COUNT; a++)
-        if (!strcmp(s, algo_names[a])) {
-            __atomic_store_n(&forced, (shmemx_algo_t)a, __ATOMIC_RELEASE);
-            return;
-        }
-    sym__fatal("shmemx_allreduce",
-               "SYMTRAIN_ALLREDUCE_ALGO='%s' is not one of auto, direct, ring, rd", s);
+    int a = sym__env_choice("SYMTRAIN_ALLREDUCE_ALGO", algo_names, -1);
+    if (a >= 0) __atomic_store_n(&forced, (shmemx_algo_t)a, __ATOMIC_RELEASE);
 }
 
 void shmemx_set_allreduce_algo(shmemx_algo_t algo) {
@@ -85,8 +79,7 @@ static size_t oneshot_limit(shmem_team_t t, int symmetric) {
     static size_t env_limit; /* SYMTRAIN_ONESHOT_MAX overrides the table (benchmarks) */
     static int env_read;
     if (!env_read) {
-        env_limit = getenv("SYMTRAIN_ONESHOT_MAX") ? sym__env_size("SYMTRAIN_ONESHOT_MAX", 0)
-                                                   : SIZE_MAX;
+        env_limit = sym__env_size("SYMTRAIN_ONESHOT_MAX", SIZE_MAX);
         env_read = 1;
     }
     size_t cap = oneshot_capacity(t);
@@ -160,8 +153,7 @@ static int direct_cma(shmem_team_t t, void *dest, const void *source, size_t cou
     pub[1] = (uint64_t)(uintptr_t)dest;
     sym__coll_sync_all(t, SYM_COLL_READY);
     if (t->coll_cma == 0) {
-        const char *off = getenv("SYMTRAIN_CMA");
-        int ok = !(off && !strcmp(off, "0"));
+        int ok = sym__env_flag("SYMTRAIN_CMA", 1);
         for (int k = 0; k < n && ok; k++) {
             char byte;
             const uint64_t *peer = sym__coll_peer(t, k, pub);

@@ -31,6 +31,7 @@ void sym__coll_signal_all(shmem_team_t t, int word, uint64_t round) {
 }
 
 uint64_t sym__coll_sync_all(shmem_team_t t, int word) {
+    sym__beat();
     uint64_t round = ++t->coll_round;
     sym__coll_signal_all(t, word, round);
     sym__coll_wait_all(t, word, round);
@@ -38,10 +39,12 @@ uint64_t sym__coll_sync_all(shmem_team_t t, int word) {
 }
 
 void sym__coll_wait(shmem_team_t t, int m, int word, uint64_t round) {
+    sym__beat();
     sym__wait_ge(word_at(t, word, m), round);
 }
 
 void sym__coll_wait_all(shmem_team_t t, int word, uint64_t round) {
+    sym__beat();
     for (int m = 0; m < t->size; m++) sym__wait_ge(word_at(t, word, m), round);
 }
 

@@ -151,7 +151,10 @@ extern "C" {
 extern int sym__log_pe;
 void sym__warn(const char *where, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 size_t sym__env_size(const char *name, size_t dflt);
-long sym__env_long(const char *name, long dflt);
+long sym__env_int(const char *name, long dflt, long min, long max);
+double sym__env_seconds(const char *name, double dflt);
+int sym__env_choice(const char *name, const char *const *choices, int dflt);
+int sym__env_flag(const char *name, int dflt);
 char *sym__fmt_size(size_t bytes, char *buf, size_t len);
 }
 

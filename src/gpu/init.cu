@@ -10,6 +10,7 @@
  * front end's agreement step, so all PEs return the same error and none is
  * left waiting inside NVSHMEM's bootstrap for a PE that gave up.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,14 +35,12 @@ static void env_default(const char *name, const char *value) {
     if (!s || !*s) setenv(name, value, 1);
 }
 
-static shmemx_gpu_algo_t parse_algo(const char *s) {
-    if (!s || !*s || !strcmp(s, "auto")) return SHMEMX_GPU_ALGO_AUTO;
-    if (!strcmp(s, "oneshot")) return SHMEMX_GPU_ALGO_ONESHOT;
-    if (!strcmp(s, "twoshot")) return SHMEMX_GPU_ALGO_TWOSHOT;
-    if (!strcmp(s, "ring")) return SHMEMX_GPU_ALGO_RING;
-    sym__warn("shmemx_gpu_init", "SYMTRAIN_GPU_ALGO='%s' is not oneshot, twoshot, ring or auto; "
-              "using auto", s);
-    return SHMEMX_GPU_ALGO_AUTO;
+/* SYMTRAIN_GPU_ALGO (a bad value is fatal, as every setting's is). */
+static shmemx_gpu_algo_t read_algo(void) {
+    static const char *const names[] = {"auto", "oneshot", "twoshot", "ring", NULL};
+    static const shmemx_gpu_algo_t algos[] = {SHMEMX_GPU_ALGO_AUTO, SHMEMX_GPU_ALGO_ONESHOT,
+                                              SHMEMX_GPU_ALGO_TWOSHOT, SHMEMX_GPU_ALGO_RING};
+    return algos[sym__env_choice("SYMTRAIN_GPU_ALGO", names, 0)];
 }
 
 /* ---- step 1: which GPU ---- */
@@ -58,8 +57,8 @@ static int choose_device(int *dev, char *reason, size_t len) {
     }
     int lrank = shmem_team_my_pe(SHMEM_TEAM_SHARED);
     int lsize = shmem_team_n_pes(SHMEM_TEAM_SHARED);
-    long forced = sym__env_long("SYMTRAIN_GPU", -1);
-    long share = sym__env_long("SYMTRAIN_GPU_SHARE", 0);
+    long forced = sym__env_int("SYMTRAIN_GPU", -1, 0, INT_MAX);
+    long share = sym__env_flag("SYMTRAIN_GPU_SHARE", 0);
     if (forced >= 0) {
         if (forced >= ndev) {
             snprintf(reason, len, "SYMTRAIN_GPU=%ld but this host shows %d GPU%s (0..%d); "
@@ -92,7 +91,7 @@ static int check_heap(int dev, size_t need, char *reason, size_t len) {
     int lsize = shmem_team_n_pes(SHMEM_TEAM_SHARED), ndev = 1;
     (void)cudaGetDeviceCount(&ndev);
     /* PEs that share this GPU each need their own heap */
-    size_t sharers = sym__env_long("SYMTRAIN_GPU", -1) >= 0 ? (size_t)lsize
+    size_t sharers = sym__env_int("SYMTRAIN_GPU", -1, 0, INT_MAX) >= 0 ? (size_t)lsize
                                                            : (size_t)((lsize + ndev - 1) / ndev);
     if (sharers < 1) sharers = 1;
     if (need > free_b / sharers) {
@@ -178,7 +177,7 @@ static int setup_memory(sym_gpu_agree_fn agree, size_t scratch) {
      * test crosses a counter boundary (2^32, where 32-bit epochs wrapped) in
      * a few collectives (tests/gpu.cmake). */
     struct sym_gpu_clock start[SYM_GPU_MAXB];
-    uint64_t n0 = (uint64_t)sym__env_long("SYMTRAIN_TEST_GPU_EPOCH_START", 0);
+    uint64_t n0 = (uint64_t)sym__env_int("SYMTRAIN_TEST_GPU_EPOCH_START", 0, 0, LONG_MAX);
     for (int b = 0; b < SYM_GPU_MAXB; b++) start[b].epoch = start[b].step = n0;
     if (ce == cudaSuccess) ce = cudaMemcpy(a->clock, start, sizeof start, cudaMemcpyHostToDevice);
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize();
@@ -261,13 +260,13 @@ static int gpu_init(sym_gpu_agree_fn agree) {
     st = setup_memory(agree, scratch);
     if (st) return st;
 
-    g->force_algo = parse_algo(getenv("SYMTRAIN_GPU_ALGO"));
-    g->force_blocks = (int)sym__env_long("SYMTRAIN_GPU_BLOCKS", 0);
+    g->force_algo = read_algo();
+    g->force_blocks = (int)sym__env_int("SYMTRAIN_GPU_BLOCKS", 0, 0, SYM_GPU_MAXB);
     g->oneshot_max = sym__env_size("SYMTRAIN_GPU_ONESHOT_MAX", 0);
     g->min_chunk = sym__env_size("SYMTRAIN_GPU_MIN_CHUNK", 0);
-    g->pdl = sym__env_long("SYMTRAIN_GPU_PDL", 1) != 0;
+    g->pdl = sym__env_flag("SYMTRAIN_GPU_PDL", 1);
     g->fixed.timeout_ns =
-        (unsigned long long)sym__env_long("SYMTRAIN_GPU_TIMEOUT", 30) * 1000000000ull;
+        (unsigned long long)(sym__env_seconds("SYMTRAIN_GPU_TIMEOUT", 30) * 1e9);
     g->last_algo = SHMEMX_GPU_ALGO_AUTO;
     g->ready = 1;
     return 0;

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 sym_runtime_t sym__rt;
 sym_world_t sym__world;
 const sym_remote_ops_t *sym__remote;
+sym_fabric_settings_t sym__fabric_settings;
 int sym__amo_through_fabric;
 void (*sym__coll_drain_hook)(int stop);
 
@@ -85,7 +87,7 @@ static uint64_t host_key(int rank) {
     if (id && *id) return fnv1a(h, id, strlen(id));
     /* Tests: pretend the PEs sit on hosts of SYMTRAIN_HOST_SIZE consecutive ranks,
      * so the fabric transport runs between processes of one machine. */
-    long per_host = sym__env_long("SYMTRAIN_HOST_SIZE", 0);
+    long per_host = sym__env_int("SYMTRAIN_HOST_SIZE", 0, 0, INT_MAX);
     if (per_host > 0) {
         long host = rank / per_host;
         h = fnv1a(h, &host, sizeof host);
@@ -108,6 +110,18 @@ static uint64_t host_key(int rank) {
 }
 
 /* ---- start ---- */
+
+/* Settings that only some jobs use (the fabric's, on one host) are read on
+ * every start all the same: a bad value is named now, wherever the job runs,
+ * not on the first job that happens to need it. */
+static void read_settings(void) {
+    static const char *const waits[] = {"auto", "poll", "sleep", NULL};
+    static const char *const atomics[] = {"auto", "fabric", "am", NULL};
+    sym__fabric_settings.wait = (sym_wait_mode_t)sym__env_choice("SYMTRAIN_WAIT", waits, 0);
+    sym__fabric_settings.atomics =
+        (sym_atomics_mode_t)sym__env_choice("SYMTRAIN_OFI_ATOMICS", atomics, 0);
+    sym__copy_init();
+}
 
 typedef struct {
     uint64_t host_key;
@@ -188,6 +202,7 @@ static void runtime_start(int requested) {
     sym__abort_hook = abort_job;
     sym__world.me = boot->rank;
     sym__world.npes = boot->size;
+    read_settings();
 
     static const char *const size_vars[] = {"SYMTRAIN_SYMMETRIC_SIZE", "SHMEM_SYMMETRIC_SIZE",
                                             NULL};
@@ -236,6 +251,10 @@ static void runtime_start(int requested) {
     sym__shm_close_handles();
     free(rec);
 
+#ifdef SYM_HAVE_OFI
+    const char *prov = getenv("SYMTRAIN_OFI_PROVIDER");
+    if (sym__world.n_hosts == 1 && prov && *prov) sym__ofi_check_provider(prov);
+#endif
     if (sym__world.n_hosts > 1) {
 #ifdef SYM_HAVE_OFI
         sym__remote = sym__ofi_init(boot, &sym__ctx_default.remote);
@@ -279,6 +298,7 @@ void shmem_finalize(void) {
      * the progress thread before anything is freed. */
     if (sym__coll_drain_hook) sym__coll_drain_hook(1);
     shmem_barrier_all();
+    sym__ctx_fini_all();
     sym__heap_fini();
     sym__team_fini_all();
     sym__rt.state = SYM_RT_FINALIZED;

@@ -76,7 +76,11 @@ struct symi_ctx {
     shmem_team_t team;
     long options;
     void *remote; /* the remote transport's per-context state */
+    struct symi_ctx *prev, *next; /* the live contexts (ctx.c), for shmem_finalize */
 };
+
+/* Destroy the contexts the program did not (shmem_finalize, transport still up). */
+void sym__ctx_fini_all(void);
 
 extern struct symi_team sym__team_world, sym__team_shared;
 /* The runtime's own: the PEs of this host, and the first PE of each host (a

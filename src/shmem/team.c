@@ -23,6 +23,7 @@ shmem_team_t const symi_team_world = &sym__team_world;
 shmem_team_t const symi_team_shared = &sym__team_shared;
 
 static uint64_t slots_used; /* bit s: this PE is in a live team using slot s */
+static shmem_team_t joined[SYM_MAX_TEAMS]; /* the team made by join() in slot s */
 
 /* ---- barrier ---- */
 
@@ -41,6 +42,7 @@ void sym__atomic_add_u64(uint64_t *dest, uint64_t value, int pe) {
  * reached epoch" means "my predecessor has reached this round of this barrier". */
 void sym__team_barrier(shmem_team_t t) {
     int n = t->size;
+    sym__beat();
     if (n == 1) return;
     uint64_t e = ++t->epoch;
     sym_slot_hdr_t *h = sym__slot(t);
@@ -69,6 +71,13 @@ static shmem_team_t team_new(int size, const int *world_pes, int slot) {
     t->index_of = idx;
     t->slot = slot;
     return t;
+}
+
+static void team_free(shmem_team_t t) {
+    joined[t->slot] = NULL;
+    free(t->pes);
+    free(t->index_of);
+    free(t);
 }
 
 static void team_fill(struct symi_team *dst, int size, const int *world_pes, int slot) {
@@ -103,6 +112,9 @@ void sym__team_fini_all(void) {
         free(t[i]->index_of);
         t[i]->pes = t[i]->index_of = NULL;
     }
+    /* Teams the program did not destroy go with the heap that holds their slots. */
+    for (int s = 0; s < SYM_MAX_TEAMS; s++)
+        if (joined[s]) team_free(joined[s]);
     slots_used = 0;
 }
 
@@ -157,6 +169,7 @@ static shmem_team_t join(int size, const int *pes, int slot, const shmem_team_co
                          long mask) {
     shmem_team_t t = team_new(size, pes, slot);
     slots_used |= 1ull << slot;
+    joined[slot] = t;
     memset(sym__slot(t), 0, SYM_SLOT_HEADER);
     if (config && (mask & SHMEM_TEAM_NUM_CONTEXTS)) t->config.num_contexts = config->num_contexts;
     t->config_mask = mask;
@@ -246,9 +259,7 @@ void shmem_team_destroy(shmem_team_t team) {
                                          "destroyed");
     if (sym__coll_drain_hook) sym__coll_drain_hook(0); /* requests on it still queued */
     slots_used &= ~(1ull << team->slot);
-    free(team->pes);
-    free(team->index_of);
-    free(team);
+    team_free(team);
 }
 
 /* ---- queries ---- */

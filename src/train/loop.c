@@ -28,6 +28,7 @@
  * the shares of the next step travel in the manifest.
  */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <math.h>
 #include <sched.h>
 #include <shmem.h>
@@ -602,7 +603,8 @@ static void serve_metrics(run_t *r) {
     printf("symtrain: PE %d serves Prometheus metrics at http://%s:%d/metrics\n", r->me, host,
            sym__prom_port(r->prom));
     fflush(stdout);
-    sym__prom_start_facts(r->prom, (uint64_t)sym__env_long("SYMTRAIN_RESTART_COUNT", 0), 0);
+    sym__prom_start_facts(r->prom,
+                          (uint64_t)sym__env_int("SYMTRAIN_RESTART_COUNT", 0, 0, LONG_MAX), 0);
     r->prom_share = sym__prom_family(r->prom, "symtrain_balance_share_samples",
                                      "Samples of the global batch this PE computes a step");
     r->prom_speed = sym__prom_family(r->prom, "symtrain_balance_samples_per_second",
@@ -993,8 +995,9 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         r.progress.flops_per_sample = sym_model_flops_per_token(r.model, r.task.seq) * r.task.seq *
                                       r.npes; /* the whole job's, against one GPU's peak x PEs */
         r.progress.peak_flops *= r.npes;
-        sym__prom_start_facts(r.prom, (uint64_t)sym__env_long("SYMTRAIN_RESTART_COUNT", 0),
-                              r.gpu->memory(r.gm));
+        sym__prom_start_facts(
+            r.prom, (uint64_t)sym__env_int("SYMTRAIN_RESTART_COUNT", 0, 0, LONG_MAX),
+            r.gpu->memory(r.gm));
     }
     r.last_save = sym__now_s();
     int64_t epoch_rows = 0;

@@ -958,10 +958,15 @@ static struct fi_info *query(const char *prov, int atomics, int *rc) {
     return *rc ? NULL : info;
 }
 
+/* The providers that fit (`prov` alone when set), NULL with *rc when none. */
+static struct fi_info *find_info(const char *prov, int *rc) {
+    struct fi_info *info = query(prov, 1, rc);
+    return info ? info : query(prov, 0, rc);
+}
+
 static struct fi_info *get_info(const char *prov) {
     int rc;
-    struct fi_info *info = query(prov, 1, &rc);
-    if (!info) info = query(prov, 0, &rc);
+    struct fi_info *info = find_info(prov, &rc);
     if (!info)
         sym__fatal("shmem_init",
                    "no libfabric provider%s%s offers RDM endpoints with RMA and ordered "
@@ -1155,16 +1160,14 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
     free(all);
     /* SYMTRAIN_OFI_ATOMICS: auto (fabric atomics when possible and safe), fabric
      * (insist), am (always active messages). */
-    const char *want = getenv("SYMTRAIN_OFI_ATOMICS");
-    if (want && *want && strcmp(want, "auto") && strcmp(want, "fabric") && strcmp(want, "am"))
-        sym__fatal("shmem_init", "SYMTRAIN_OFI_ATOMICS='%s' is not auto, fabric or am", want);
-    if (want && !strcmp(want, "fabric") && !(possible && one_everywhere))
+    sym_atomics_mode_t want = sym__fabric_settings.atomics;
+    if (want == SYM_ATOMICS_FABRIC && !(possible && one_everywhere))
         sym__fatal("shmem_init",
                    "SYMTRAIN_OFI_ATOMICS=fabric, but %s; use auto or am",
                    !possible ? "the provider offers no fabric atomics for 32- and 64-bit words"
                              : "some host runs several PEs, whose shared-memory atomics are not "
                                "atomic with the fabric's");
-    g.native_atomics = possible && one_everywhere && !(want && !strcmp(want, "am"));
+    g.native_atomics = possible && one_everywhere && want != SYM_ATOMICS_AM;
     sym__amo_through_fabric = g.native_atomics;
 
     pthread_mutex_init(&g.ctxs_lock, NULL);
@@ -1177,12 +1180,8 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
     sym__progress_hook = progress_once;
     /* SYMTRAIN_WAIT: auto (waits poll without sleeping while this host has a
      * core for each of its PEs: see host_cpus), poll, sleep. */
-    const char *wait = getenv("SYMTRAIN_WAIT");
-    if (wait && *wait && strcmp(wait, "auto") && strcmp(wait, "poll") && strcmp(wait, "sleep"))
-        sym__fatal("shmem_init", "SYMTRAIN_WAIT='%s' is not auto, poll or sleep", wait);
-    sym__wait_polls = wait && *wait && strcmp(wait, "auto")
-                          ? !strcmp(wait, "poll")
-                          : local <= host_cpus();
+    sym_wait_mode_t wait = sym__fabric_settings.wait;
+    sym__wait_polls = wait == SYM_WAIT_AUTO ? local <= host_cpus() : wait == SYM_WAIT_POLL;
     *default_ctx = &g.default_ctx;
     size_t key_bytes = fi->domain_attr->mr_key_size;
     int key_bits = 8 * (int)(key_bytes && key_bytes < 8 ? key_bytes : 8);
@@ -1191,6 +1190,19 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
               sym__wait_polls ? "poll" : "sleep between polls",
               fi->domain_attr->mr_mode & FI_MR_PROV_KEY ? "the provider's" : "random", key_bits);
     return &ofi_ops;
+}
+
+void sym__ofi_check_provider(const char *prov) {
+    load_libfabric();
+    int rc;
+    struct fi_info *info = find_info(prov, &rc);
+    if (!info)
+        sym__fatal("environment",
+                   "SYMTRAIN_OFI_PROVIDER='%s' is not a libfabric provider with RDM endpoints, "
+                   "RMA and ordered writes on this machine (%s); name one that fi_info lists, "
+                   "or unset it for libfabric's choice",
+                   prov, lib.strerror(-rc));
+    lib.freeinfo(info);
 }
 
 void sym__ofi_fini(sym_boot_t *boot) {

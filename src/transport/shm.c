@@ -100,6 +100,20 @@ static int find_data(struct dl_phdr_info *info, size_t sz, void *arg) {
     return 1; /* stop after the executable */
 }
 
+/* Write [p, p + n) to the start of file fd. The range is all of the
+ * program's data, the gaps between its variables included: AddressSanitizer
+ * keeps its redzones there, and its memcpy (or write) would report reading
+ * them. The kernel's copy (the raw system call, which no sanitizer wraps)
+ * reads the bytes without judging them. */
+static void copy_to_file(int fd, const char *p, size_t n) {
+    for (size_t done = 0; done < n;) {
+        long w = syscall(SYS_pwrite64, fd, p + done, n - done, (off_t)done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) sym__sys_fail(__FILE__, __LINE__, "pwrite(data copy)");
+        done += (size_t)w;
+    }
+}
+
 static void share_data(void) {
     range_t r = {0, 0};
     dl_iterate_phdr(find_data, &r);
@@ -108,14 +122,11 @@ static void share_data(void) {
     sym__world.seg[SYM_SEG_DATA].size = size;
     if (!size) return;
     int fd = make_memfd("symtrain-data", size);
-    char *tmp = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (tmp == MAP_FAILED) sym__sys_fail(__FILE__, __LINE__, "mmap(data copy)");
     /* From here to the remap nothing may write a global: the copy would lose it. */
-    memcpy(tmp, (void *)r.lo, size);
+    copy_to_file(fd, (const char *)r.lo, size);
     if (mmap((void *)r.lo, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
         MAP_FAILED)
         sym__sys_fail(__FILE__, __LINE__, "mmap(data)");
-    munmap(tmp, size);
     seg_fd[SYM_SEG_DATA] = fd;
 }
 

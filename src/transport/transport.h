@@ -175,8 +175,21 @@ extern const sym_remote_ops_t *sym__remote;
  * provider's atomics are used and they are not atomic with CPU atomics. */
 extern int sym__amo_through_fabric;
 
+/* The fabric's settings, read at shmem_init whatever the job's shape (a bad
+ * value is named on one host as on many): SYMTRAIN_WAIT, SYMTRAIN_OFI_ATOMICS. */
+typedef enum { SYM_WAIT_AUTO, SYM_WAIT_POLL, SYM_WAIT_SLEEP } sym_wait_mode_t;
+typedef enum { SYM_ATOMICS_AUTO, SYM_ATOMICS_FABRIC, SYM_ATOMICS_AM } sym_atomics_mode_t;
+typedef struct {
+    sym_wait_mode_t wait;
+    sym_atomics_mode_t atomics;
+} sym_fabric_settings_t;
+extern sym_fabric_settings_t sym__fabric_settings;
+
 #ifdef SYM_HAVE_OFI
 struct sym_boot;
+/* SYMTRAIN_OFI_PROVIDER on a job that stays on one host: fatal unless
+ * libfabric has that provider (the fabric itself is not opened). */
+void sym__ofi_check_provider(const char *prov);
 /* Start the fabric transport (a collective over the bootstrap); returns its ops
  * and the default context's state. */
 const sym_remote_ops_t *sym__ofi_init(struct sym_boot *boot, void **default_ctx);

@@ -14,8 +14,10 @@
 
 void (*sym__progress_hook)(int busy);
 int sym__wait_polls;
+uint64_t *sym__heartbeat;
 
 void sym__backoff_slow(sym_backoff_t *b) {
+    sym__beat(); /* waiting is progress: the PE is alive, its peer is not yet there */
     int polls = b->iter < 256 + 64 || sym__wait_polls;
     if (sym__progress_hook) sym__progress_hook(polls);
     if (polls) {

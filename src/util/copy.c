@@ -41,17 +41,11 @@ static size_t last_level_cache(void) {
     return best;
 }
 
-/* Set the threshold once, when the library is loaded. */
-__attribute__((constructor)) static void copy_init(void) {
+void sym__copy_init(void) {
 #if defined(__x86_64__)
-    const char *s = getenv("SYMTRAIN_COPY_NT_MIN");
-    size_t v;
-    if (s && *s && sym__parse_size(s, &v) == 0) {
-        sym__copy_nt_min = v ? v : SIZE_MAX;
-        return;
-    }
     size_t llc = last_level_cache();
-    if (llc >= ((size_t)1 << 20)) sym__copy_nt_min = llc / 2;
+    size_t v = sym__env_size("SYMTRAIN_COPY_NT_MIN", llc >= ((size_t)1 << 20) ? llc / 2 : 0);
+    sym__copy_nt_min = v ? v : SIZE_MAX;
 #endif
 }
 

@@ -4,6 +4,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,15 +98,84 @@ size_t sym__env_size(const char *name, size_t dflt) {
     return v;
 }
 
-long sym__env_long(const char *name, long dflt) {
+/* ---- numbers, durations, choices ---- */
+
+int sym__parse_int(const char *s, long min, long max, long *out) {
+    if (!s) return -1;
+    const char *p = s;
+    int neg = *p == '-';
+    if (neg) p++;
+    const char *digits = p;
+    while (isdigit((unsigned char)*p)) p++;
+    uint64_t mag;
+    if (p == digits || *p || decimal(digits, p, &mag)) return -1;
+    if (neg ? mag > (uint64_t)LONG_MAX + 1 : mag > (uint64_t)LONG_MAX) return -1;
+    long v = neg ? (long)(0 - mag) : (long)mag;
+    if (v < min || v > max) return -1;
+    *out = v;
+    return 0;
+}
+
+int sym__parse_seconds(const char *s, double *out) {
+    if (!s) return -1;
+    const char *p = s;
+    while (isdigit((unsigned char)*p)) p++;
+    if (p == s) return -1;
+    if (*p == '.') {
+        const char *frac = ++p;
+        while (isdigit((unsigned char)*p)) p++;
+        if (p == frac) return -1;
+    }
+    if (*p) return -1;
+    double v = strtod(s, NULL); /* only digits and one point got here */
+    if (!(v > 0) || v > SYM_MAX_SECONDS) return -1;
+    *out = v;
+    return 0;
+}
+
+long sym__env_int(const char *name, long dflt, long min, long max) {
     const char *s = getenv(name);
     if (!s || !*s) return dflt;
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end)
-        sym__fatal("environment", "%s='%s' is not an integer", name, s);
+    long v;
+    if (sym__parse_int(s, min, max, &v) != 0) {
+        char unset[48] = ""; /* a default outside the range stands for "not given" */
+        if (dflt >= min && dflt <= max) snprintf(unset, sizeof unset, "; unset, it is %ld", dflt);
+        sym__fatal("environment", "%s='%s' is not a whole number from %ld to %ld%s", name, s,
+                   min, max, unset);
+    }
     return v;
+}
+
+double sym__env_seconds(const char *name, double dflt) {
+    const char *s = getenv(name);
+    if (!s || !*s) return dflt;
+    double v;
+    if (sym__parse_seconds(s, &v) != 0)
+        sym__fatal("environment", "%s='%s' is not a duration: write a number of seconds above "
+                   "0 and at most %.0f, e.g. %s=30 or %s=0.5 (no sign, exponent, inf or nan); "
+                   "unset, it is %g",
+                   name, s, SYM_MAX_SECONDS, name, name, dflt);
+    return v;
+}
+
+int sym__env_choice(const char *name, const char *const *choices, int dflt) {
+    const char *s = getenv(name);
+    if (!s || !*s) return dflt;
+    char list[256] = "";
+    size_t n = 0;
+    for (int i = 0; choices[i]; i++) {
+        if (!strcmp(s, choices[i])) return i;
+        if (n < sizeof list)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s",
+                                  i ? (choices[i + 1] ? ", " : " or ") : "", choices[i]);
+    }
+    sym__fatal("environment", "%s='%s' is not one of %s%s%s", name, s, list,
+               dflt >= 0 ? "; unset, it is " : "", dflt >= 0 ? choices[dflt] : "");
+}
+
+int sym__env_flag(const char *name, int dflt) {
+    static const char *const bits[] = {"0", "1", NULL};
+    return sym__env_choice(name, bits, dflt ? 1 : 0);
 }
 
 const char *sym__env_first(const char *const *names) {

@@ -51,10 +51,7 @@ void sym__warn(const char *where, const char *fmt, ...) {
 
 int sym__verbose(void) {
     static int v = -1;
-    if (v < 0) {
-        const char *s = getenv("SYMTRAIN_VERBOSE");
-        v = (s && *s && strcmp(s, "0") != 0) ? 1 : 0;
-    }
+    if (v < 0) v = sym__env_flag("SYMTRAIN_VERBOSE", 0);
     return v;
 }
 

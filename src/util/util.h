@@ -57,7 +57,25 @@ size_t sym__env_size(const char *name, size_t dflt);
  * of bytes in all. Returns 0 on success, -1 if malformed (hexadecimal,
  * exponents, "1.5" bytes) or beyond SIZE_MAX / 2. */
 int sym__parse_size(const char *s, size_t *out);
-long sym__env_long(const char *name, long dflt);
+/* Every setting is read by one of these, so each kind is checked the same way
+ * on every path: a malformed or out-of-range value is fatal, with a message
+ * naming the variable, what it takes and its default; unset or empty gives
+ * `dflt`. */
+/* A whole decimal number in [min, max] (an optional '-', digits, nothing else). */
+long sym__env_int(const char *name, long dflt, long min, long max);
+/* A duration in seconds: digits with an optional fraction, above 0 and at most
+ * SYM_MAX_SECONDS (no sign, exponent, inf or nan). */
+double sym__env_seconds(const char *name, double dflt);
+#define SYM_MAX_SECONDS 1e9
+/* One of `choices` (NULL-terminated): its index; choices[dflt] is the default
+ * (dflt -1: none, the caller decides). */
+int sym__env_choice(const char *name, const char *const *choices, int dflt);
+/* 0 or 1. */
+int sym__env_flag(const char *name, int dflt);
+/* The parsers behind them (symrun's options use them too): 0, or -1 when `s`
+ * is malformed or out of range. */
+int sym__parse_int(const char *s, long min, long max, long *out);
+int sym__parse_seconds(const char *s, double *out);
 /* The first of `names` (NULL-terminated) that is set, or NULL. */
 const char *sym__env_first(const char *const *names);
 /* Human readable size: "1.5 GiB". Returns buf. */
@@ -114,6 +132,17 @@ static inline void sym__backoff(sym_backoff_t *b) {
     sym__backoff_slow(b);
 }
 
+/* A counter this PE bumps while it makes progress (each wait that lasts, each
+ * barrier and collective step), in memory that symrun --hang-timeout reads to
+ * tell a stopped or wedged PE (src/bootstrap/symrun.c maps it); NULL when
+ * nothing watches. Only this PE writes it; a lost increment between threads
+ * does not matter, any change counts. */
+extern uint64_t *sym__heartbeat;
+static inline void sym__beat(void) {
+    uint64_t *h = sym__heartbeat;
+    if (h) __atomic_store_n(h, __atomic_load_n(h, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
 /* Poll `cond` with back-off until it holds. */
 #define SYM_WAIT_UNTIL(cond)                                                         \
     do {                                                                             \
@@ -126,6 +155,8 @@ static inline void sym__backoff(sym_backoff_t *b) {
 /* Copies of at least this many bytes stream past the caches: half the
  * last-level cache, or SYMTRAIN_COPY_NT_MIN; SIZE_MAX = never. */
 extern size_t sym__copy_nt_min;
+/* Set sym__copy_nt_min (shmem_init; until then nothing streams). */
+void sym__copy_init(void);
 /* memcpy with non-temporal stores, fenced: for copies too large to cache. */
 void sym__copy_nt(void *dst, const void *src, size_t n);
 /* The copy of a same-host put or get. A small constant size (p, g) compiles
