@@ -40,8 +40,15 @@ done
 python3 "$here/deploy_k8s.py" dockerfile "$root/deploy/Dockerfile" || fail "deploy/Dockerfile"
 [ -f "$tmp/cpu/pods" ] || { echo "$fails failed"; exit 1; }
 
+# What `env -i` keeps besides the pod's environment: a sanitizer build's
+# settings (its suppressions among them), as any process of the test gets them.
+san_env=()
+for v in ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS; do
+    [ -n "${!v:-}" ] && san_env+=("$v=${!v}")
+done
+
 # ---- Kubeflow's variables that do not fit: one clear line each ----
-pet() { env -i PATH="$bindir:/usr/bin:/bin" PET_MASTER_ADDR=127.0.0.1 PET_MASTER_PORT=1 \
+pet() { env -i PATH="$bindir:/usr/bin:/bin" "${san_env[@]}" PET_MASTER_ADDR=127.0.0.1 PET_MASTER_PORT=1 \
         SYMTRAIN_JOB_TOKEN=x "$@" timeout 20 "$symtrain" train --generated --steps 1 2>&1; }
 out=$(pet PET_NNODES=1 PET_NODE_RANK=0 PET_NPROC_PER_NODE=2 LOCAL_RANK=2)
 grep -q "LOCAL_RANK=2 and PET_NPROC_PER_NODE=2 do not fit" <<<"$out" || fail "LOCAL_RANK past the pod: $out"
@@ -69,7 +76,7 @@ start_pod() { # start_pod NODE LOG ENVFILE ARGVFILE [EXTRA_ENV...] -- [EXTRA_ARG
     mkdir -p "/etc/netns/${NETNS_TAG}h$h"
     cp "$tmp/cpu/hosts" "/etc/netns/${NETNS_TAG}h$h/hosts"
     (cd "$tmp" && ip netns exec "${NETNS_TAG}h$h" env -i PATH="$bindir:/usr/bin:/bin" HOME="$tmp" \
-        "${envs[@]}" "${extra_env[@]}" FI_TCP_IFACE="${NETNS_TAG}a$h" FI_NET_IFACE="${NETNS_TAG}a$h" \
+        "${san_env[@]}" "${envs[@]}" "${extra_env[@]}" FI_TCP_IFACE="${NETNS_TAG}a$h" FI_NET_IFACE="${NETNS_TAG}a$h" \
         SYMTRAIN_BOOT_TIMEOUT=60 timeout 120 "${argv[@]}" "${extra_args[@]}") >"$log" 2>&1 &
     pids+=($!)
 }

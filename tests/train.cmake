@@ -40,6 +40,11 @@ sym_train_e2e(train_corrupt) # damaged checkpoints: named, previous one used
 sym_train_e2e(train_ckpt_safety) # unreadable, linked, edited checkpoints: nothing lost or trusted
 sym_train_e2e(train_resize)  # resume on another PE count
 sym_train_e2e(train_balance) # load balancing: 1 of 4 PEs slowed; same losses, ideal step, resume
+# Not under the sanitizers: its checks are of measured speeds and CPU use, and
+# under ASan on 2 loaded cores its score case saw no PE stand apart (no work
+# moved). Its shares and their checkpoint run under them in train_shard and
+# train_ckpt.
+set_tests_properties(train_balance PROPERTIES LABELS no-sanitize)
 sym_train_e2e(train_cli)     # usage, errors, progress, metrics, plot
 sym_train_e2e(train_gpt)        # GPT: N-PE == 1-PE losses, validation, a sample
 sym_train_e2e(train_gpt_resume) # GPT: SIGKILL + restart + resume bit-identical

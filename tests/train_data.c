@@ -185,7 +185,7 @@ static void check_crafted(void) {
      * were there, and every sample read ran far past the 320 KB buffer. */
     enum { WN = 196608, WDATA = 327680 };
     uint32_t wrap[3] = {WN, 9612203, 9761029};
-    uint8_t *zeros = calloc(WN, 1);
+    uint8_t *zeros = calloc(WDATA, 1); /* WDATA > WN: holds both payloads */
     CHECK(zeros != NULL, "calloc");
     write_idx("train-images-idx3-ubyte", 0, 0x803, wrap, 3, zeros, WDATA, 0);
     uint32_t wl[1] = {WN};
