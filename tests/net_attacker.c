@@ -215,6 +215,7 @@ int main(int argc, char **argv) {
     }
     printf("net_attacker: %s\n", won ? "the attack SUCCEEDED" : reached ? "read memory but "
            "found nothing" : "the attack failed: nothing read or written");
+    free(buf);
     fi_freeinfo(info);
     fi_freeinfo(hints);
     return won || reached ? 3 : unanswered ? 1 : 0;
