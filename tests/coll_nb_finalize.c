@@ -15,10 +15,8 @@ enum { K = 6, N = 1 << 20 }; /* six 4 MiB all-reduces */
 static uint64_t seed;
 
 static float value(int p, size_t i, int v) {
-    uint64_t x = seed ^ ((uint64_t)v << 40) ^ ((uint64_t)p << 32) ^ i;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return (float)((int)((x ^ (x >> 31)) % 201) - 100);
+    uint64_t x = shmem_test_mix(seed ^ ((uint64_t)v << 40) ^ ((uint64_t)p << 32) ^ i);
+    return (float)((int)(x % 201) - 100);
 }
 
 int main(void) {

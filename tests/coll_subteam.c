@@ -19,10 +19,8 @@ static uint64_t seed;
 
 /* PE p's element i for round r: small, so sums are exact. */
 static int32_t value(int p, size_t i, int r) {
-    uint64_t x = seed ^ ((uint64_t)r << 48) ^ ((uint64_t)p << 32) ^ i;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull; /* splitmix64's finaliser */
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return (int32_t)((x ^ (x >> 31)) % 2001) - 1000;
+    uint64_t x = shmem_test_mix(seed ^ ((uint64_t)r << 48) ^ ((uint64_t)p << 32) ^ i);
+    return (int32_t)(x % 2001) - 1000;
 }
 
 /* All-reduce (sum) a private COUNT-element vector over `team` (world PEs

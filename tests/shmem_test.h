@@ -44,6 +44,14 @@ static inline uint64_t shmem_test_start(const char *name) {
     return shmem_test_start_level(name, SHMEM_THREAD_SINGLE);
 }
 
+/* splitmix64's finaliser: a well-mixed 64-bit function of x, for test data
+ * every PE can compute for every PE from the seed. */
+static inline uint64_t shmem_test_mix(uint64_t x) {
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
 static inline int shmem_test_right(void) { return (shmem_my_pe() + 1) % shmem_n_pes(); }
 static inline int shmem_test_left(void) {
     return (shmem_my_pe() + shmem_n_pes() - 1) % shmem_n_pes();
