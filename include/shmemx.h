@@ -169,6 +169,26 @@ uint64_t shmemx_replica_read(shmemx_replica_t r, void *dst);
 /* Wait until version >= min_version is here, then read it as above. */
 uint64_t shmemx_replica_wait(shmemx_replica_t r, uint64_t min_version, void *dst);
 
+/* ---- per-team state kept by libraries (the GPU collectives, shmemx_gpu.h) ----
+ *
+ * A library that keeps its own state for each team (symmetric flags, say)
+ * indexes it by the team's index and learns when the team goes away.
+ */
+#define SHMEMX_TEAM_INDEX_MAX 32
+/* The team's index: the same on every member, different for any two teams
+ * alive at once on this PE (disjoint teams made by one split may share one:
+ * they have no member in common), 0 for SHMEM_TEAM_WORLD, always below
+ * SHMEMX_TEAM_INDEX_MAX. -1 for SHMEM_TEAM_INVALID. A destroyed team's index
+ * may be given to a later team. */
+int shmemx_team_index(shmem_team_t team);
+/* Have fn(team, arg) called on this PE at the start of each
+ * shmem_team_destroy, while the team is still usable (fn may synchronise the
+ * team: every member destroys it). At most 4 callbacks; 0, or SHMEMX_ENOMEM
+ * when all are taken. */
+int shmemx_team_destroy_callback_add(void (*fn)(shmem_team_t team, void *arg), void *arg);
+/* Remove a callback added with the same fn and arg (none: nothing happens). */
+void shmemx_team_destroy_callback_remove(void (*fn)(shmem_team_t team, void *arg), void *arg);
+
 /* ---- algorithm choice (benchmarks and tests; the default is the tuned table) ---- */
 
 typedef enum {

@@ -18,26 +18,46 @@
  *   default 256M) on top.
  *
  * Collectives
- *   Over every PE of the job, on the given CUDA stream (NULL: the legacy
+ *   Over a team (the _team forms: an OpenSHMEM team, from shmem_team_split_strided
+ *   or _2d, SHMEM_TEAM_SHARED, ...; the plain forms: SHMEM_TEAM_WORLD, every
+ *   PE of the job), on the given CUDA stream (NULL: the legacy
  *   default stream), with no host synchronisation: each call enqueues kernels
- *   and returns, so collectives can be captured in CUDA graphs. Element types:
+ *   and returns, so collectives can be captured in CUDA graphs. PE numbers
+ *   (root, the reduce-scatter and all-gather blocks) are team PE numbers;
+ *   a team of one PE is a device copy. Element types:
  *   SHMEMX_FLOAT32, SHMEMX_FLOAT16, SHMEMX_BFLOAT16 (16-bit types are summed in
  *   fp32 and rounded to nearest-even once). Operations: SHMEMX_SUM, SHMEMX_AVG,
  *   SHMEMX_MIN, SHMEMX_MAX, SHMEMX_PROD.
- *   - Every PE calls the same collectives in the same order with the same
- *     count, dtype, op and root; one collective at a time per PE (issue them on
- *     one stream, or order the streams).
+ *   - Every member of the team calls the same collectives on it in the same
+ *     order with the same count, dtype, op and root; PEs that share several
+ *     teams call the collectives of those teams in the same order. One
+ *     collective at a time per PE, whatever its team (issue them on one
+ *     stream, or order the streams). Disjoint teams run at the same time.
+ *   - Teams: a team's GPU state (its flags and counters, laid out at
+ *     shmemx_gpu_init for every team index, so nothing is allocated later) is
+ *     made on its first GPU collective, on each member alone, with no
+ *     communication: the first call may even be inside a graph capture. It is
+ *     released by shmem_team_destroy, which for a team that ran a GPU
+ *     collective waits for this GPU to be idle (cudaDeviceSynchronize) and
+ *     synchronises the team: every member must destroy it, outside any
+ *     capture, before shmemx_gpu_finalize (which releases the rest). Teams of
+ *     up to 64 PEs; the NVLink algorithms where the team has at most 8
+ *     members and each reaches every other by loads and stores, else the
+ *     ring.
+ *   - Bad arguments return SHMEMX_ETEAM (SHMEM_TEAM_INVALID, or this PE not in
+ *     the team) or SHMEMX_EINVAL (dtype, op, root, a count whose bytes do not
+ *     fit a size_t, NULL buffers) before anything is enqueued.
  *   - Buffers may be plain device memory (cudaMalloc, a tensor's storage) or
  *     symmetric (shmemx_gpu_malloc). When `dest` is symmetric on every PE (the
  *     same shmemx_gpu_malloc allocation, same offset) peers write results
  *     straight into it; otherwise they go through symtrain's working memory.
- *     Pass symmetric buffers on every PE or on none.
+ *     Pass symmetric buffers on every member or on none.
  *   - In place is allowed: dest == source (all-gather: dest == source, or
- *     source == dest + pe*count, both meaning the PE's block is already at
- *     dest + pe*count).
- *   - Reduce-scatter splits `count` like shmemx_block_range (shmemx.h): PE i
- *     receives count/npes elements, plus one if i < count % npes.
- *   Algorithms, chosen by size and GPU count (SYMTRAIN_GPU_ALGO forces one):
+ *     source == dest + pe*count, pe the team PE number, both meaning the PE's
+ *     block is already at dest + pe*count).
+ *   - Reduce-scatter splits `count` like shmemx_block_range (shmemx.h): team
+ *     PE i receives count/n elements, plus one if i < count % n (n members).
+ *   Algorithms, chosen by size and team size (SYMTRAIN_GPU_ALGO forces one):
  *   one-shot (small: each GPU pushes its data to every peer in 16-byte lines
  *   that carry a flag, each GPU reduces locally), two-shot (reduce-scatter then
  *   all-gather, pushed with stores over NVLink), ring (put-with-signal through
@@ -126,6 +146,18 @@ void *shmemx_gpu_ptr(const void *ptr, int pe);
 
 /* ---- collectives (see the top of this file) ---- */
 
+/* Over the members of `team` (PE numbers are team PE numbers). */
+int shmemx_gpu_allreduce_team(shmem_team_t team, void *dest, const void *source, size_t count,
+                              shmemx_dtype_t dtype, shmemx_op_t op, shmemx_gpu_stream_t stream);
+int shmemx_gpu_reduce_scatter_team(shmem_team_t team, void *dest, const void *source,
+                                   size_t count, shmemx_dtype_t dtype, shmemx_op_t op,
+                                   shmemx_gpu_stream_t stream);
+int shmemx_gpu_allgather_team(shmem_team_t team, void *dest, const void *source, size_t count,
+                              shmemx_dtype_t dtype, shmemx_gpu_stream_t stream);
+int shmemx_gpu_broadcast_team(shmem_team_t team, void *dest, const void *source, size_t count,
+                              shmemx_dtype_t dtype, int root, shmemx_gpu_stream_t stream);
+
+/* The same over SHMEM_TEAM_WORLD: */
 /* dest[i] = op over PEs of source[i], i < count, on every PE. */
 int shmemx_gpu_allreduce(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
                          shmemx_op_t op, shmemx_gpu_stream_t stream);

@@ -13,9 +13,12 @@
  *   - get_config and SHMEM_TEAM_NUM_CONTEXTS; shmem_team_ptr;
  *   - SHMEM_TEAM_SHARED (its members are the PEs shmem_ptr reaches);
  *   - destroy and re-create many more times than there are team slots, with a
- *     collective on every team; holding as many teams as fit at once.
+ *     collective on every team; holding as many teams as fit at once;
+ *   - shmemx_team_index and shmemx_team_destroy_callback_add / _remove.
  * Every team made is used (a sync and a collective that checks membership).
  */
+#include <shmemx.h>
+
 #include "api_test.h"
 
 #define MAXP 64
@@ -383,6 +386,53 @@ static void cycles(uint64_t seed) {
     }
 }
 
+/* shmemx_team_index and the destroy callbacks (what per-team library state,
+ * the GPU collectives', rests on): an index equal on every member, distinct
+ * among the teams held at once, 0 for the world, -1 for SHMEM_TEAM_INVALID;
+ * a callback sees each destroyed team once, before it is gone, until removed. */
+static int idx_all[MAXP];
+static shmem_team_t cb_team;
+static int cb_calls, cb_size;
+static void on_destroy(shmem_team_t t, void *arg) {
+    CHECK(arg == &cb_calls, "callback argument %p, expected %p", arg, (void *)&cb_calls);
+    cb_team = t;
+    cb_calls++;
+    cb_size = shmem_team_n_pes(t); /* still usable here */
+}
+
+static void library_state(void) {
+    int n = shmem_n_pes(), me = shmem_my_pe();
+    CHECK_EQ_INT(shmemx_team_index(SHMEM_TEAM_WORLD), 0);
+    CHECK_EQ_INT(shmemx_team_index(SHMEM_TEAM_INVALID), -1);
+    shmem_team_t held[SHMEMX_TEAM_INDEX_MAX];
+    int nheld = 0;
+    while (nheld < SHMEMX_TEAM_INDEX_MAX &&
+           shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, n, NULL, 0, &held[nheld]) == 0)
+        nheld++;
+    for (int i = 0; i < nheld; i++) {
+        int x = shmemx_team_index(held[i]);
+        CHECK(x > 0 && x < SHMEMX_TEAM_INDEX_MAX, "team index %d out of range", x);
+        for (int j = 0; j < i; j++)
+            CHECK(shmemx_team_index(held[j]) != x, "teams %d and %d share index %d", j, i, x);
+        shmem_int_p(&idx_all[me], x, 0);
+        shmem_barrier_all();
+        if (me == 0)
+            for (int p = 1; p < n; p++)
+                CHECK(idx_all[p] == idx_all[0], "team %d: PE %d has index %d, PE 0 %d", i, p,
+                      idx_all[p], idx_all[0]);
+        shmem_barrier_all();
+    }
+    CHECK_EQ_INT(shmemx_team_destroy_callback_add(on_destroy, &cb_calls), 0);
+    shmem_team_t t = held[nheld - 1];
+    shmem_team_destroy(t);
+    CHECK(cb_calls == 1 && cb_team == t && cb_size == n,
+          "destroy callback: %d calls, team %p (expected %p), size %d", cb_calls,
+          (void *)cb_team, (void *)t, cb_size);
+    shmemx_team_destroy_callback_remove(on_destroy, &cb_calls);
+    for (int i = nheld - 2; i >= 0; i--) shmem_team_destroy(held[i]);
+    CHECK_EQ_INT(cb_calls, 1);
+}
+
 int main(void) {
     uint64_t seed = api_start("api_teams", SHMEM_THREAD_SINGLE);
     CHECK(shmem_n_pes() < MAXP, "the test models at most %d PEs", MAXP - 1);
@@ -399,9 +449,11 @@ int main(void) {
     translate_all_pairs();
     config();
     cycles(seed);
-    char what[160];
+    library_state();
+    char what[256];
     snprintf(what, sizeof what, "%d valid strided splits from the world, splits of splits, "
-             "2-D splits, translations, team_ptr, config, 100+ create/destroy cycles", made);
+             "2-D splits, translations, team_ptr, config, 100+ create/destroy cycles, team "
+             "indices and destroy callbacks", made);
     api_pass(what);
     shmem_finalize();
     return 0;

@@ -7,9 +7,9 @@ if(NOT SYM_HAVE_GPU)
   return()
 endif()
 
-# sym_gpu_test(name SOURCE file NPES n... [ENV k=v;...] [SUFFIX s] [CUDA])
+# sym_gpu_test(name SOURCE file NPES n... [ENV k=v;...] [ARGS a...] [SUFFIX s] [CUDA])
 function(sym_gpu_test name)
-  cmake_parse_arguments(T "CUDA" "SOURCE;SUFFIX;TIMEOUT" "NPES;ENV" ${ARGN})
+  cmake_parse_arguments(T "CUDA" "SOURCE;SUFFIX;TIMEOUT" "NPES;ENV;ARGS" ${ARGN})
   if(NOT TARGET ${name})
     add_executable(${name} ${T_SOURCE})
     target_link_libraries(${name} PRIVATE symgpu symshmem CUDA::cudart m)
@@ -25,7 +25,7 @@ function(sym_gpu_test name)
   foreach(n ${T_NPES})
     set(tn ${name}_np${n}${T_SUFFIX})
     add_test(NAME ${tn}
-      COMMAND ${SYMRUN} -n ${n} --timeout ${T_TIMEOUT} $<TARGET_FILE:${name}>)
+      COMMAND ${SYMRUN} -n ${n} --timeout ${T_TIMEOUT} $<TARGET_FILE:${name}> ${T_ARGS})
     set_tests_properties(${tn} PROPERTIES LABELS gpu TIMEOUT ${T_TIMEOUT}
       SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
     if(T_ENV)
@@ -48,6 +48,13 @@ sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 4 8 SUFFIX _share2gpu
 # block 0 passes 2^32 within a few collectives, the busier blocks during the
 # quick subset, with every algorithm and the back-to-back sequences
 sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 2 SUFFIX _epochwrap
+  ENV "${_gpu_env};SYMTRAIN_GPU_SCRATCH=4M;SYMTRAIN_GPU_SHARE=1;CUDA_VISIBLE_DEVICES=0;SYMTRAIN_TEST_QUICK=1;SYMTRAIN_TEST_GPU_EPOCH_START=4294967288;SYMTRAIN_GPU_TIMEOUT=10")
+# the team collectives: 4 PEs on one GPU, sub-teams of 1, 2 and 4 PEs, disjoint
+# teams at once, interleaved with the world, a team index reused; and the same
+# (quick) with the epochs started just below 2^32
+sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 4 SUFFIX _teams ARGS --teams TIMEOUT 120
+  ENV "${_gpu_env};SYMTRAIN_GPU_SCRATCH=4M;SYMTRAIN_GPU_SHARE=1;CUDA_VISIBLE_DEVICES=0")
+sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 4 SUFFIX _teams_epochwrap ARGS --teams TIMEOUT 120
   ENV "${_gpu_env};SYMTRAIN_GPU_SCRATCH=4M;SYMTRAIN_GPU_SHARE=1;CUDA_VISIBLE_DEVICES=0;SYMTRAIN_TEST_QUICK=1;SYMTRAIN_TEST_GPU_EPOCH_START=4294967288;SYMTRAIN_GPU_TIMEOUT=10")
 sym_gpu_test(gpu_user_kernel SOURCE gpu_user_kernel.cu NPES 2 ENV "${_gpu_env}" CUDA)
 

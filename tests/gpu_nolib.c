@@ -28,6 +28,8 @@ int main(void) {
           shmemx_gpu_strerror(st));
     /* still uninitialised, still fine to ask again */
     CHECK_EQ_INT(shmemx_gpu_allgather(&x, &x, 1, SHMEMX_FLOAT32, NULL), SHMEMX_GPU_ENOINIT);
+    CHECK_EQ_INT(shmemx_gpu_broadcast_team(SHMEM_TEAM_WORLD, &x, &x, 1, SHMEMX_FLOAT32, 0, NULL),
+                 SHMEMX_GPU_ENOINIT);
     CHECK_EQ_INT(shmemx_gpu_finalize(), 0);
 
     shmem_barrier_all();

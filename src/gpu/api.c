@@ -156,31 +156,56 @@ void *shmemx_gpu_ptr(const void *ptr, int pe) {
     return be->ptr(ptr, pe);
 }
 
-/* ---- collectives ---- */
+/* ---- collectives: the world versions are the team versions on SHMEM_TEAM_WORLD ---- */
+
+int shmemx_gpu_allreduce_team(shmem_team_t team, void *dest, const void *source, size_t count,
+                              shmemx_dtype_t dtype, shmemx_op_t op, shmemx_gpu_stream_t stream) {
+    SYM_GPU_REQUIRE_INIT("shmemx_gpu_allreduce_team", SHMEMX_GPU_ENOINIT);
+    return be->allreduce(team, dest, source, count, dtype, op, stream);
+}
+
+int shmemx_gpu_reduce_scatter_team(shmem_team_t team, void *dest, const void *source,
+                                   size_t count, shmemx_dtype_t dtype, shmemx_op_t op,
+                                   shmemx_gpu_stream_t stream) {
+    SYM_GPU_REQUIRE_INIT("shmemx_gpu_reduce_scatter_team", SHMEMX_GPU_ENOINIT);
+    return be->reduce_scatter(team, dest, source, count, dtype, op, stream);
+}
+
+int shmemx_gpu_allgather_team(shmem_team_t team, void *dest, const void *source, size_t count,
+                              shmemx_dtype_t dtype, shmemx_gpu_stream_t stream) {
+    SYM_GPU_REQUIRE_INIT("shmemx_gpu_allgather_team", SHMEMX_GPU_ENOINIT);
+    return be->allgather(team, dest, source, count, dtype, stream);
+}
+
+int shmemx_gpu_broadcast_team(shmem_team_t team, void *dest, const void *source, size_t count,
+                              shmemx_dtype_t dtype, int root, shmemx_gpu_stream_t stream) {
+    SYM_GPU_REQUIRE_INIT("shmemx_gpu_broadcast_team", SHMEMX_GPU_ENOINIT);
+    return be->broadcast(team, dest, source, count, dtype, root, stream);
+}
 
 int shmemx_gpu_allreduce(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
                          shmemx_op_t op, shmemx_gpu_stream_t stream) {
     SYM_GPU_REQUIRE_INIT("shmemx_gpu_allreduce", SHMEMX_GPU_ENOINIT);
-    return be->allreduce(dest, source, count, dtype, op, stream);
+    return be->allreduce(SHMEM_TEAM_WORLD, dest, source, count, dtype, op, stream);
 }
 
 int shmemx_gpu_reduce_scatter(void *dest, const void *source, size_t count,
                               shmemx_dtype_t dtype, shmemx_op_t op,
                               shmemx_gpu_stream_t stream) {
     SYM_GPU_REQUIRE_INIT("shmemx_gpu_reduce_scatter", SHMEMX_GPU_ENOINIT);
-    return be->reduce_scatter(dest, source, count, dtype, op, stream);
+    return be->reduce_scatter(SHMEM_TEAM_WORLD, dest, source, count, dtype, op, stream);
 }
 
 int shmemx_gpu_allgather(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
                          shmemx_gpu_stream_t stream) {
     SYM_GPU_REQUIRE_INIT("shmemx_gpu_allgather", SHMEMX_GPU_ENOINIT);
-    return be->allgather(dest, source, count, dtype, stream);
+    return be->allgather(SHMEM_TEAM_WORLD, dest, source, count, dtype, stream);
 }
 
 int shmemx_gpu_broadcast(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
                          int root, shmemx_gpu_stream_t stream) {
     SYM_GPU_REQUIRE_INIT("shmemx_gpu_broadcast", SHMEMX_GPU_ENOINIT);
-    return be->broadcast(dest, source, count, dtype, root, stream);
+    return be->broadcast(SHMEM_TEAM_WORLD, dest, source, count, dtype, root, stream);
 }
 
 /* ---- algorithm choice ---- */

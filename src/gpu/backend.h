@@ -13,7 +13,7 @@
 
 #include <shmemx_gpu.h>
 
-#define SYM_GPU_BACKEND_ABI 1
+#define SYM_GPU_BACKEND_ABI 2
 #define SYM_GPU_BACKEND_SYMBOL "sym__gpu_backend"
 #define SYM_GPU_BACKEND_FILE "libsymgpu_nvshmem.so"
 
@@ -31,14 +31,15 @@ struct sym_gpu_backend {
     void *(*malloc_)(size_t bytes);
     void (*free_)(void *ptr);
     void *(*ptr)(const void *ptr, int pe);
-    int (*allreduce)(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
-                     shmemx_op_t op, shmemx_gpu_stream_t stream);
-    int (*reduce_scatter)(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
-                          shmemx_op_t op, shmemx_gpu_stream_t stream);
-    int (*allgather)(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
-                     shmemx_gpu_stream_t stream);
-    int (*broadcast)(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
-                     int root, shmemx_gpu_stream_t stream);
+    /* the collectives over a team (SHMEM_TEAM_WORLD for the world versions) */
+    int (*allreduce)(shmem_team_t team, void *dest, const void *source, size_t count,
+                     shmemx_dtype_t dtype, shmemx_op_t op, shmemx_gpu_stream_t stream);
+    int (*reduce_scatter)(shmem_team_t team, void *dest, const void *source, size_t count,
+                          shmemx_dtype_t dtype, shmemx_op_t op, shmemx_gpu_stream_t stream);
+    int (*allgather)(shmem_team_t team, void *dest, const void *source, size_t count,
+                     shmemx_dtype_t dtype, shmemx_gpu_stream_t stream);
+    int (*broadcast)(shmem_team_t team, void *dest, const void *source, size_t count,
+                     shmemx_dtype_t dtype, int root, shmemx_gpu_stream_t stream);
     void (*set_algo)(shmemx_gpu_algo_t algo, int blocks);
     shmemx_gpu_algo_t (*last_algo)(void);
 };

@@ -1,8 +1,10 @@
 /*
- * coll.cu — the GPU collectives' entry points: argument checks, the one
- * algorithm table (by collective, GPU count and size), the grid and chunk
- * each algorithm gets, and the launch on the caller's stream. Nothing here
- * synchronises with the GPU, so every collective can be captured in a graph.
+ * coll.cu — the GPU collectives' entry points, over any team (the world
+ * versions are SHMEM_TEAM_WORLD's): argument checks, the one algorithm table
+ * (by collective, team size and bytes), the grid and chunk each algorithm
+ * gets, and the launch on the caller's stream. Nothing here synchronises
+ * with the GPU or with other PEs (a team's state is made locally, team.cu),
+ * so every collective can be captured in a graph.
  */
 #include <string.h>
 
@@ -45,8 +47,11 @@ static const struct tune_row *tune_for(int npes) {
     return &tune_table[sizeof tune_table / sizeof tune_table[0] - 1];
 }
 
-static const char *const coll_names[] = {"shmemx_gpu_allreduce", "shmemx_gpu_reduce_scatter",
-                                         "shmemx_gpu_allgather", "shmemx_gpu_broadcast"};
+static const char *const coll_names[2][4] = {
+    {"shmemx_gpu_allreduce", "shmemx_gpu_reduce_scatter", "shmemx_gpu_allgather",
+     "shmemx_gpu_broadcast"},
+    {"shmemx_gpu_allreduce_team", "shmemx_gpu_reduce_scatter_team", "shmemx_gpu_allgather_team",
+     "shmemx_gpu_broadcast_team"}};
 static const char *const algo_names[] = {"auto", "oneshot", "twoshot", "ring"};
 
 static size_t div_up(size_t a, size_t b) { return (a + b - 1) / b; }
@@ -55,12 +60,14 @@ static int clampi(size_t v, int lo, int hi) {
 }
 
 /* Is [p, p+bytes) inside the GPU symmetric heap (*local), and reachable on
- * every peer (return value, with peer[] filled)? nvshmem_ptr answers; the last
- * few answers are kept, since a program passes the same buffers again and
- * again (the cache is emptied whenever symmetric memory is freed). */
+ * every member of team t (return value, with peer[] filled by team rank)?
+ * nvshmem_ptr answers; the last few answers are kept, since a program passes
+ * the same buffers again and again (the cache is emptied whenever symmetric
+ * memory is freed or a team's state released). */
 static struct sym_cache_entry {
     const void *p;
     size_t bytes;
+    const struct sym_gpu_team *t;
     int local, all;
     uint8_t *peer[SYM_GPU_MAXP2P];
 } sym_cache[8];
@@ -71,7 +78,8 @@ void sym__gpu_cache_clear(void) {
     sym_cache_next = 0;
 }
 
-static int symmetric(const void *p, size_t bytes, uint8_t **peer, int *local) {
+static int symmetric(const struct sym_gpu_team *t, const void *p, size_t bytes, uint8_t **peer,
+                     int *local) {
     struct sym_gpu_state *g = &sym__gpu;
     int dummy;
     if (!local) local = &dummy;
@@ -79,7 +87,7 @@ static int symmetric(const void *p, size_t bytes, uint8_t **peer, int *local) {
     if (!bytes) return 0;
     for (unsigned i = 0; i < sizeof sym_cache / sizeof sym_cache[0]; i++) {
         struct sym_cache_entry *c = &sym_cache[i];
-        if (c->p == p && c->bytes == bytes) {
+        if (c->p == p && c->bytes == bytes && c->t == t) {
             *local = c->local;
             if (c->all) memcpy(peer, c->peer, sizeof c->peer);
             return c->all;
@@ -90,11 +98,12 @@ static int symmetric(const void *p, size_t bytes, uint8_t **peer, int *local) {
     memset(c, 0, sizeof *c);
     c->p = p;
     c->bytes = bytes;
+    c->t = t;
     const char *b = (const char *)p;
     c->local = nvshmem_ptr(b, g->me) && nvshmem_ptr(b + bytes - 1, g->me);
-    c->all = c->local && g->p2p;
-    for (int q = 0; q < g->npes && c->all; q++) {
-        c->peer[q] = (uint8_t *)nvshmem_ptr(b, q);
+    c->all = c->local && t->p2p;
+    for (int q = 0; q < t->fixed.npes && c->all; q++) {
+        c->peer[q] = (uint8_t *)nvshmem_ptr(b, t->fixed.pes[q]);
         if (!c->peer[q]) c->all = 0;
     }
     *local = c->local;
@@ -104,14 +113,19 @@ static int symmetric(const void *p, size_t bytes, uint8_t **peer, int *local) {
 
 /* ---- one entry point for the four collectives ---- */
 
-static int run(int coll, void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
-               int op, int root, cudaStream_t stream) {
+static int run(int coll, shmem_team_t team, void *dest, const void *source, size_t count,
+               shmemx_dtype_t dtype, int op, int root, cudaStream_t stream) {
     struct sym_gpu_state *g = &sym__gpu;
-    const char *fn = coll_names[coll];
+    const char *fn = coll_names[team != SHMEM_TEAM_WORLD][coll];
     if (!g->ready) {
         sym__warn(fn, "called before shmemx_gpu_init; call shmemx_gpu_init() after shmem_init()");
         return SHMEMX_GPU_ENOINIT;
     }
+    if (team == SHMEM_TEAM_INVALID || shmem_team_my_pe(team) < 0) {
+        sym__warn(fn, "the team is invalid or this PE is not a member");
+        return SHMEMX_ETEAM;
+    }
+    int n = shmem_team_n_pes(team), me = shmem_team_my_pe(team);
     if (dtype != SHMEMX_FLOAT32 && dtype != SHMEMX_FLOAT16 && dtype != SHMEMX_BFLOAT16) {
         sym__warn(fn, "dtype %d is not supported on the GPU; use SHMEMX_FLOAT32, SHMEMX_FLOAT16 "
                   "or SHMEMX_BFLOAT16", (int)dtype);
@@ -122,17 +136,23 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
         sym__warn(fn, "op %d is not a shmemx_op_t", op);
         return SHMEMX_EINVAL;
     }
-    if (coll == SYM_GPU_BROADCAST && (root < 0 || root >= g->npes)) {
-        sym__warn(fn, "root %d is not a PE (0..%d)", root, g->npes - 1);
-        return SHMEMX_EINVAL;
-    }
-    if (count == 0) return 0;
-    int n = g->npes, me = g->me;
-    if (n > SYM_GPU_MAXPES) {
-        sym__warn(fn, "%d PEs: the GPU collectives support up to %d", n, SYM_GPU_MAXPES);
+    if (coll == SYM_GPU_BROADCAST && (root < 0 || root >= n)) {
+        sym__warn(fn, "root %d is not a PE of the team (0..%d)", root, n - 1);
         return SHMEMX_EINVAL;
     }
     size_t es = dtype == SHMEMX_FLOAT32 ? 4 : 2;
+    size_t members = coll == SYM_GPU_ALLGATHER ? (size_t)n : 1; /* count-blocks in dest */
+    if (count > SIZE_MAX / es / members) {
+        sym__warn(fn, "count %zu of %zu-byte elements%s is more bytes than a size_t holds", count,
+                  es, members > 1 ? " from each member" : "");
+        return SHMEMX_EINVAL;
+    }
+    if (count == 0) return 0;
+    if (n > SYM_GPU_MAXPES) {
+        sym__warn(fn, "a team of %d PEs: the GPU collectives support up to %d", n,
+                  SYM_GPU_MAXPES);
+        return SHMEMX_EINVAL;
+    }
     bool src_needed = coll != SYM_GPU_BROADCAST || me == root;
     if (!dest || (src_needed && !source)) {
         sym__warn(fn, "dest or source is NULL with count %zu", count);
@@ -146,7 +166,7 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
     if (coll == SYM_GPU_ALLGATHER && src == dst) src = dst + (size_t)me * count * es;
     if (coll == SYM_GPU_BROADCAST && me != root) src = dst;
 
-    /* one PE: a copy */
+    /* one member: a copy */
     if (n == 1) {
         if (dst != src)
             SYM_GPU_CUDA(fn,
@@ -155,7 +175,8 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
         return 0;
     }
 
-    struct sym_gpu_args a = g->fixed;
+    const struct sym_gpu_team *t = sym__gpu_team(team);
+    struct sym_gpu_args a = t->fixed;
     a.src = src;
     a.dst = dst;
     a.count = count;
@@ -164,27 +185,27 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
     a.op = op;
     a.root = root;
     a.es = (int)es;
-    a.dst_sym = symmetric(dst, dst_bytes, a.peer_dst, NULL);
+    a.dst_sym = symmetric(t, dst, dst_bytes, a.peer_dst, NULL);
     uint8_t *src_peer[SYM_GPU_MAXP2P];
-    (void)symmetric(src, count * es, src_peer, &a.src_sym);
+    (void)symmetric(t, src, count * es, src_peer, &a.src_sym);
 
     /* ---- choose ---- */
-    const struct tune_row *t = tune_for(n);
+    const struct tune_row *tune = tune_for(n);
     size_t bytes = coll == SYM_GPU_ALLGATHER ? (size_t)n * count * es : count * es;
-    size_t oneshot_max = g->oneshot_max ? g->oneshot_max : t->oneshot_max;
+    size_t oneshot_max = g->oneshot_max ? g->oneshot_max : tune->oneshot_max;
     /* one-shot payload per peer, in lines, and the blocks it needs */
     size_t payload = coll == SYM_GPU_REDUCE_SCATTER ? part_max(coll, count, n, (int)es) * es
                                                     : count * es;
     size_t lines = div_up(payload, 8);
-    bool ll_fits = g->p2p && div_up(lines, SYM_GPU_LLCAP) <= SYM_GPU_MAXB_LL;
+    bool ll_fits = t->p2p && div_up(lines, SYM_GPU_LLCAP) <= SYM_GPU_MAXB_LL;
     shmemx_gpu_algo_t algo = g->force_algo;
     if (algo == SHMEMX_GPU_ALGO_AUTO)
-        algo = !g->p2p                            ? SHMEMX_GPU_ALGO_RING
+        algo = !t->p2p                            ? SHMEMX_GPU_ALGO_RING
                : (bytes <= oneshot_max && ll_fits) ? SHMEMX_GPU_ALGO_ONESHOT
                                                    : SHMEMX_GPU_ALGO_TWOSHOT;
     if (algo == SHMEMX_GPU_ALGO_ONESHOT && !ll_fits)
-        algo = g->p2p ? SHMEMX_GPU_ALGO_TWOSHOT : SHMEMX_GPU_ALGO_RING;
-    if (algo == SHMEMX_GPU_ALGO_TWOSHOT && !g->p2p) algo = SHMEMX_GPU_ALGO_RING;
+        algo = t->p2p ? SHMEMX_GPU_ALGO_TWOSHOT : SHMEMX_GPU_ALGO_RING;
+    if (algo == SHMEMX_GPU_ALGO_TWOSHOT && !t->p2p) algo = SHMEMX_GPU_ALGO_RING;
 
     const size_t min_chunk = g->min_chunk ? g->min_chunk : TWOSHOT_MIN_CHUNK;
     cudaError_t ce;
@@ -198,9 +219,9 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
         int th = clampi(threads, 32, SYM_GPU_THREADS);
         ce = sym__gpu_launch_oneshot(&a, blocks, th, stream);
     } else if (algo == SHMEMX_GPU_ALGO_TWOSHOT) {
-        int maxb = g->force_blocks   ? clampi((size_t)g->force_blocks, 1, SYM_GPU_MAXB)
-                   : bytes >= t->large ? t->large_blocks
-                                       : t->twoshot_blocks;
+        int maxb = g->force_blocks      ? clampi((size_t)g->force_blocks, 1, SYM_GPU_MAXB)
+                   : bytes >= tune->large ? tune->large_blocks
+                                          : tune->twoshot_blocks;
         if (coll == SYM_GPU_ALLREDUCE || coll == SYM_GPU_REDUCE_SCATTER) {
             size_t pmax = part_max(coll, count, n, (int)es); /* elements */
             size_t epv = 16 / es;
@@ -224,7 +245,7 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
         }
     } else {
         int maxb = g->force_blocks ? clampi((size_t)g->force_blocks, 1, SYM_GPU_MAXB)
-                                   : t->ring_blocks;
+                                   : tune->ring_blocks;
         int R = coll == SYM_GPU_ALLREDUCE ? 2 * n - 2 : coll == SYM_GPU_BROADCAST ? 1 : n - 1;
         size_t slot_max = (a.region / (2 * (size_t)(R + 1))) / 16 * 16;
         bool reduce = coll == SYM_GPU_ALLREDUCE || coll == SYM_GPU_REDUCE_SCATTER;
@@ -246,24 +267,25 @@ static int run(int coll, void *dest, const void *source, size_t count, shmemx_dt
     return 0;
 }
 
-int sym__gpu_allreduce(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
-                       shmemx_op_t op, shmemx_gpu_stream_t stream) {
-    return run(SYM_GPU_ALLREDUCE, dest, source, count, dtype, op, 0, (cudaStream_t)stream);
+int sym__gpu_allreduce(shmem_team_t team, void *dest, const void *source, size_t count,
+                       shmemx_dtype_t dtype, shmemx_op_t op, shmemx_gpu_stream_t stream) {
+    return run(SYM_GPU_ALLREDUCE, team, dest, source, count, dtype, op, 0, (cudaStream_t)stream);
 }
 
-int sym__gpu_reduce_scatter(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
-                            shmemx_op_t op, shmemx_gpu_stream_t stream) {
-    return run(SYM_GPU_REDUCE_SCATTER, dest, source, count, dtype, op, 0, (cudaStream_t)stream);
-}
-
-int sym__gpu_allgather(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
-                       shmemx_gpu_stream_t stream) {
-    return run(SYM_GPU_ALLGATHER, dest, source, count, dtype, SHMEMX_SUM, 0,
+int sym__gpu_reduce_scatter(shmem_team_t team, void *dest, const void *source, size_t count,
+                            shmemx_dtype_t dtype, shmemx_op_t op, shmemx_gpu_stream_t stream) {
+    return run(SYM_GPU_REDUCE_SCATTER, team, dest, source, count, dtype, op, 0,
                (cudaStream_t)stream);
 }
 
-int sym__gpu_broadcast(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
-                       int root, shmemx_gpu_stream_t stream) {
-    return run(SYM_GPU_BROADCAST, dest, source, count, dtype, SHMEMX_SUM, root,
+int sym__gpu_allgather(shmem_team_t team, void *dest, const void *source, size_t count,
+                       shmemx_dtype_t dtype, shmemx_gpu_stream_t stream) {
+    return run(SYM_GPU_ALLGATHER, team, dest, source, count, dtype, SHMEMX_SUM, 0,
+               (cudaStream_t)stream);
+}
+
+int sym__gpu_broadcast(shmem_team_t team, void *dest, const void *source, size_t count,
+                       shmemx_dtype_t dtype, int root, shmemx_gpu_stream_t stream) {
+    return run(SYM_GPU_BROADCAST, team, dest, source, count, dtype, SHMEMX_SUM, root,
                (cudaStream_t)stream);
 }

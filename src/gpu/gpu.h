@@ -1,21 +1,32 @@
 /*
  * gpu.h — private to libsymgpu_nvshmem (the .cu files of src/gpu): the PE's
- * GPU state, the layout of symtrain's symmetric working memory, the argument
- * block every collective kernel takes, and the launchers.
+ * GPU state, the layout of symtrain's symmetric working memory, each team's
+ * state, the argument block every collective kernel takes, and the launchers.
  *
  * Working memory (one nvshmem_malloc at init, zeroed, same offsets on every PE):
  *   scratch  SYM_GPU_MAXB regions of `region` bytes; block b of any kernel
  *            only ever touches region b (its own and its peers'), so a block
  *            count that changes from one collective to the next is harmless.
- *   ll       one-shot lines: [block][epoch parity][sender][SYM_GPU_LLCAP lines]
- *            of 16 bytes = 8 bytes of data + two copies of a 32-bit flag.
- *   flags    64-bit handshake words (FLAG_* below), written by peers.
+ *            Shared by every team: a peer writes into my region b, or my dest,
+ *            only after my ACK shows I have started that very collective, so
+ *            my earlier collectives, of any team, are complete (my stream runs
+ *            one at a time).
+ *   ll       one-shot lines: two areas of [block][epoch parity][sender]
+ *            [SYM_GPU_LLCAP lines] of 16 bytes = 8 bytes of data + two copies
+ *            of a 32-bit flag. Area 0 is the world's; area 1 is shared by every
+ *            other team (see "one-shot credit" below).
+ *   flags    SYM_GPU_MAXTEAMS areas of 64-bit handshake words (FLAG_* below),
+ *            written by peers: one per team index (shmemx_team_index), so each
+ *            team's counters only ever meet its own. A team's area is zeroed
+ *            when the team is destroyed (team.cu), after every member's GPU is
+ *            idle, before the index can be given to another team.
  *
- * Clocks: every block b keeps two 64-bit counters in device memory, advanced
- * by the kernel itself (so a collective replayed from a CUDA graph still gets
- * new values): its epoch, the collectives it has taken part in, and its step,
- * the last value its handshake flags used. Every PE runs the same collectives
- * with the same grids and iteration counts, so both agree across PEs. A
+ * Clocks: every block b of every team keeps two 64-bit counters in device
+ * memory, advanced by the kernel itself (so a collective replayed from a CUDA
+ * graph still gets new values): its epoch, the collectives of that team it
+ * has taken part in, and its step, the last value its handshake flags used.
+ * Every member runs the team's collectives with the same grids and iteration
+ * counts, so both agree across the members. A
  * collective of epoch e and `iters` iterations raises step flags to
  * s0 + i + 1 (s0: the step before it) and leaves step at s0 + iters + 1, so
  * every flag only grows; a wait is "flag >= expected", never a reset. 64 bits
@@ -24,12 +35,22 @@
  * At the start of each collective block b stores e into ACK(b, me) on its
  * peers ("my stream has reached epoch e here, so I am done with region b and
  * dest"): a PE writes into a peer's region b, or straight into its dest, only
- * after that peer's ACK shows it has started the same collective (one-shot
- * lines, double-buffered by epoch parity, need only the one before: ACK >=
- * e-1). A one-shot line's flag is 32 bits (ll_flag(e), never 0), and its
- * reader zeroes it once read, so a line left from an older collective never
- * carries a valid flag whatever the epochs (the writer of the next use of that
- * slot waits for the reader's ACK of the collective after, see oneshot.cu).
+ * after that peer's ACK shows it has started the same collective.
+ *
+ * One-shot credit: the world's lines (area 0), double-buffered by epoch
+ * parity, need only the collective before: ACK >= e-1 (`ll_lag` 1; no other
+ * team writes area 0, so the last use of parity e&1 there was the world's
+ * e-2). Area 1 is written by several teams' members, so there a writer waits
+ * for ACK >= e (`ll_lag` 0): the reader is in this very collective, and every
+ * line written to it is one it reads. A one-shot line's flag is 32 bits
+ * (ll_flag(e), never 0), and its reader zeroes it once read, so a line left
+ * from an older collective never carries a valid flag whatever the epochs
+ * (the writer of the next use of that slot waits for the reader's ACK of the
+ * collective after, see oneshot.cu).
+ *
+ * Members are team ranks everywhere in the kernels (flag indices, peer
+ * arrays); NVSHMEM calls take world PE numbers (pes[], next_pe, prev_pe),
+ * which are NVSHMEM's own (init.cu checks that the two numberings agree).
  */
 #ifndef SYM_GPU_GPU_H
 #define SYM_GPU_GPU_H
@@ -40,6 +61,8 @@
 
 #include <shmemx_gpu.h>
 
+#include "backend.h"
+
 /* ---- limits ---- */
 
 #define SYM_GPU_MAXB 128   /* blocks of any collective kernel (= scratch regions) */
@@ -48,6 +71,7 @@
 #define SYM_GPU_MAXPES 64  /* PEs for the ring */
 #define SYM_GPU_LLCAP 2048 /* one-shot lines per (block, parity, sender): 16 KiB of data */
 #define SYM_GPU_THREADS 512
+#define SYM_GPU_MAXTEAMS SHMEMX_TEAM_INDEX_MAX /* flag areas and clocks: one per team index */
 
 /* ---- flag words (uint64 index into the flag area) ---- */
 
@@ -62,11 +86,13 @@
 #define FLAG_RDONE_BASE (FLAG_RING_BASE + (size_t)SYM_GPU_MAXB * 2 * SYM_GPU_RING_SLOTS)
 #define FLAG_RDONE(b) (FLAG_RDONE_BASE + (size_t)(b))
 #define FLAG_COUNT (FLAG_RDONE_BASE + SYM_GPU_MAXB)
+/* bytes of one team's flag area */
+#define FLAG_AREA_BYTES ((FLAG_COUNT * sizeof(uint64_t) + 255) & ~(size_t)255)
 
 /* one-shot line area: offset in 16-byte lines */
 #define LL_OFF(b, par, q)                                                            \
     ((((size_t)(b) * 2 + (par)) * SYM_GPU_MAXP2P + (size_t)(q)) * SYM_GPU_LLCAP)
-#define LL_BYTES ((size_t)SYM_GPU_MAXB_LL * 2 * SYM_GPU_MAXP2P * SYM_GPU_LLCAP * 16)
+#define LL_BYTES ((size_t)SYM_GPU_MAXB_LL * 2 * SYM_GPU_MAXP2P * SYM_GPU_LLCAP * 16) /* one area */
 
 /* ---- collectives ---- */
 
@@ -90,20 +116,23 @@ struct sym_gpu_args {
     int iters;    /* persistent-loop iterations per block */
     int coll, dtype, op, root;
     int es;       /* bytes per element */
-    int me, npes, next, prev;
+    int me, npes, next, prev; /* team ranks */
+    int next_pe, prev_pe;     /* world PEs of next and prev (NVSHMEM calls) */
+    int ll_lag;               /* one-shot credit: a peer's ACK >= e - ll_lag (gpu.h) */
     int dst_sym; /* dst is symmetric everywhere: peer_dst valid, peers write into it */
     int src_sym; /* src is symmetric here (the ring puts from it without staging) */
     int p2p;     /* every peer reachable by stores: handshakes are plain stores */
     unsigned long long timeout_ns;
-    struct sym_gpu_clock *clock; /* [SYM_GPU_MAXB], this GPU's memory */
+    struct sym_gpu_clock *clock; /* [SYM_GPU_MAXB], the team's, this GPU's memory */
     uint8_t *scr;     /* this PE's scratch (symmetric address) */
-    uint8_t *ll;      /* this PE's one-shot lines (symmetric address) */
-    uint64_t *flags;  /* this PE's flags (symmetric address) */
+    uint8_t *ll;      /* this PE's one-shot line area for the team (symmetric address) */
+    uint64_t *flags;  /* this PE's flag area for the team (symmetric address) */
     size_t region;    /* bytes of scratch per block */
     uint8_t *peer_scr[SYM_GPU_MAXP2P];
     uint8_t *peer_ll[SYM_GPU_MAXP2P];
     uint64_t *peer_flags[SYM_GPU_MAXP2P];
     uint8_t *peer_dst[SYM_GPU_MAXP2P];
+    int pes[SYM_GPU_MAXPES]; /* world PE of each member (messages) */
 };
 
 /* Launchers (one per kernel family); return the launch's cudaError_t. */
@@ -114,17 +143,45 @@ cudaError_t sym__gpu_launch_twoshot(const struct sym_gpu_args *a, int blocks,
 cudaError_t sym__gpu_launch_push(const struct sym_gpu_args *a, int blocks, cudaStream_t stream);
 cudaError_t sym__gpu_launch_ring(const struct sym_gpu_args *a, int blocks, cudaStream_t stream);
 
+/* ---- one team's state (team.cu) ---- */
+
+/* Made on the team's first GPU collective from the team's members and the
+ * reach table, with no communication (every member computes the same);
+ * cleared when the team is destroyed or at finalize. */
+struct sym_gpu_team {
+    shmem_team_t team; /* NULL: no state at this index */
+    int p2p;           /* every member reaches every other by loads/stores (<= MAXP2P) */
+    /* every kernel's arguments that are fixed for the team (members, working
+     * memory, clocks, timeout); a collective copies it and fills in the rest */
+    struct sym_gpu_args fixed;
+};
+
+/* The team's state, made if it has none (team: valid, this PE a member, at
+ * most SYM_GPU_MAXPES members). */
+struct sym_gpu_team *sym__gpu_team(shmem_team_t team);
+/* At init, collective: which PEs' GPU memory each PE reaches by loads and stores. */
+int sym__gpu_reach_init(sym_gpu_agree_fn agree);
+/* At finalize: forget every team's state and the reach table. */
+void sym__gpu_teams_fini(void);
+/* shmem_team_destroy's callback (shmemx_team_destroy_callback_add): release
+ * the team's state; synchronises the team where it has some. */
+extern "C" void sym__gpu_team_destroyed(shmem_team_t team, void *arg);
+
 /* ---- the PE's GPU state (init.cu) ---- */
 
 struct sym_gpu_state {
     int ready;
-    int me, npes, dev;
-    int p2p;            /* every peer reachable by loads/stores (and npes <= MAXP2P) */
+    int me, npes, dev;  /* world */
     size_t heap;        /* user-visible symmetric heap (SYMTRAIN_GPU_HEAP_SIZE) */
     uint8_t *base;      /* the working memory (nvshmem_malloc) */
-    /* every kernel's arguments that are fixed at init (PEs, working memory,
-     * epochs, timeout); a collective copies it and fills in the rest */
-    struct sym_gpu_args fixed;
+    size_t off_ll, off_flags, region; /* its layout (above) */
+    uint8_t **peer_base;  /* [npes]: base as world PE p's GPU memory seen from here, or NULL */
+    uint64_t *reach;      /* [npes][reach_words]: bit q of row p: PE p reaches PE q */
+    int reach_words;
+    struct sym_gpu_clock *clocks; /* [SYM_GPU_MAXTEAMS][SYM_GPU_MAXB], this GPU's memory */
+    uint64_t epoch0;              /* where every clock starts (a test hook, init.cu) */
+    unsigned long long timeout_ns;
+    struct sym_gpu_team teams[SYM_GPU_MAXTEAMS]; /* by shmemx_team_index */
     /* tuning */
     shmemx_gpu_algo_t force_algo;
     int force_blocks;
@@ -137,14 +194,14 @@ extern struct sym_gpu_state sym__gpu;
 
 /* coll.cu */
 void sym__gpu_cache_clear(void); /* after symmetric memory is freed */
-int sym__gpu_allreduce(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
-                       shmemx_op_t op, shmemx_gpu_stream_t stream);
-int sym__gpu_reduce_scatter(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
-                            shmemx_op_t op, shmemx_gpu_stream_t stream);
-int sym__gpu_allgather(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
-                       shmemx_gpu_stream_t stream);
-int sym__gpu_broadcast(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
-                       int root, shmemx_gpu_stream_t stream);
+int sym__gpu_allreduce(shmem_team_t team, void *dest, const void *source, size_t count,
+                       shmemx_dtype_t dtype, shmemx_op_t op, shmemx_gpu_stream_t stream);
+int sym__gpu_reduce_scatter(shmem_team_t team, void *dest, const void *source, size_t count,
+                            shmemx_dtype_t dtype, shmemx_op_t op, shmemx_gpu_stream_t stream);
+int sym__gpu_allgather(shmem_team_t team, void *dest, const void *source, size_t count,
+                       shmemx_dtype_t dtype, shmemx_gpu_stream_t stream);
+int sym__gpu_broadcast(shmem_team_t team, void *dest, const void *source, size_t count,
+                       shmemx_dtype_t dtype, int root, shmemx_gpu_stream_t stream);
 
 /* ---- symshmem's util layer (src/util/util.h is C11; these are its C names) ---- */
 extern "C" {

@@ -164,22 +164,24 @@ static int start_nvshmem(sym_gpu_agree_fn agree) {
 
 static int setup_memory(sym_gpu_agree_fn agree, size_t scratch) {
     struct sym_gpu_state *g = &sym__gpu;
-    size_t flags_b = (FLAG_COUNT * sizeof(uint64_t) + 255) & ~(size_t)255;
-    size_t total = scratch + LL_BYTES + flags_b;
+    size_t total = scratch + 2 * LL_BYTES + SYM_GPU_MAXTEAMS * FLAG_AREA_BYTES;
     char reason[256] = "";
     g->base = (uint8_t *)nvshmem_malloc(total);
     cudaError_t ce = cudaSuccess;
     if (g->base) ce = cudaMemset(g->base, 0, total);
-    struct sym_gpu_args *a = &g->fixed;
-    if (ce == cudaSuccess) ce = cudaMalloc((void **)&a->clock, SYM_GPU_MAXB * sizeof *a->clock);
+    size_t nclock = (size_t)SYM_GPU_MAXTEAMS * SYM_GPU_MAXB;
+    if (ce == cudaSuccess) ce = cudaMalloc((void **)&g->clocks, nclock * sizeof *g->clocks);
     /* Test hook, not a setting: SYMTRAIN_TEST_GPU_EPOCH_START=N starts every
-     * block's epoch and step at N instead of 0 (the same N on every PE), so a
-     * test crosses a counter boundary (2^32, where 32-bit epochs wrapped) in
-     * a few collectives (tests/gpu.cmake). */
-    struct sym_gpu_clock start[SYM_GPU_MAXB];
-    uint64_t n0 = (uint64_t)sym__env_int("SYMTRAIN_TEST_GPU_EPOCH_START", 0, 0, LONG_MAX);
-    for (int b = 0; b < SYM_GPU_MAXB; b++) start[b].epoch = start[b].step = n0;
-    if (ce == cudaSuccess) ce = cudaMemcpy(a->clock, start, sizeof start, cudaMemcpyHostToDevice);
+     * block's epoch and step at N instead of 0 (the same N on every PE, for
+     * every team), so a test crosses a counter boundary (2^32, where 32-bit
+     * epochs wrapped) in a few collectives (tests/gpu.cmake). */
+    g->epoch0 = (uint64_t)sym__env_int("SYMTRAIN_TEST_GPU_EPOCH_START", 0, 0, LONG_MAX);
+    struct sym_gpu_clock *start = (struct sym_gpu_clock *)malloc(nclock * sizeof *start);
+    if (!start && ce == cudaSuccess) ce = cudaErrorMemoryAllocation;
+    for (size_t i = 0; start && i < nclock; i++) start[i].epoch = start[i].step = g->epoch0;
+    if (ce == cudaSuccess)
+        ce = cudaMemcpy(g->clocks, start, nclock * sizeof *start, cudaMemcpyHostToDevice);
+    free(start);
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize();
     int st = 0;
     if (!g->base) {
@@ -194,30 +196,13 @@ static int setup_memory(sym_gpu_agree_fn agree, size_t scratch) {
     }
     st = agree(st, reason);
     if (st) return st;
-    size_t off_ll = scratch, off_flags = scratch + LL_BYTES;
-    a->me = g->me;
-    a->npes = g->npes;
-    a->next = (g->me + 1) % g->npes;
-    a->prev = (g->me - 1 + g->npes) % g->npes;
-    a->scr = g->base;
-    a->ll = g->base + off_ll;
-    a->flags = (uint64_t *)(g->base + off_flags);
-    a->region = (scratch / SYM_GPU_MAXB) & ~(size_t)255;
-
-    /* NVLink (or same-GPU) reach to every peer: the NVLink algorithms need all */
-    int p2p = g->npes <= SYM_GPU_MAXP2P;
-    uint8_t *peer[SYM_GPU_MAXP2P] = {NULL};
-    for (int p = 0; p < g->npes && p2p; p++) {
-        peer[p] = (uint8_t *)nvshmem_ptr(g->base, p);
-        if (!peer[p]) p2p = 0;
-    }
-    g->p2p = a->p2p = agree(p2p ? 0 : -1, NULL) == 0;
-    if (g->p2p) /* the peer addresses are for the NVLink algorithms only */
-        for (int p = 0; p < g->npes; p++) {
-            a->peer_scr[p] = peer[p];
-            a->peer_ll[p] = peer[p] + off_ll;
-            a->peer_flags[p] = (uint64_t *)(peer[p] + off_flags);
-        }
+    g->off_ll = scratch;
+    g->off_flags = scratch + 2 * LL_BYTES;
+    g->region = (scratch / SYM_GPU_MAXB) & ~(size_t)255;
+    /* NVLink (or same-GPU) reach between every pair of PEs: a team's NVLink
+     * algorithms need all of its members' (team.cu) */
+    st = sym__gpu_reach_init(agree);
+    if (st) return st;
     /* every PE zeroed its flags before any kernel may write a peer's */
     shmem_barrier_all();
     return 0;
@@ -239,7 +224,7 @@ static int gpu_init(sym_gpu_agree_fn agree) {
     g->heap = sym__env_size("SYMTRAIN_GPU_HEAP_SIZE", DEFAULT_HEAP);
     size_t scratch = sym__env_size("SYMTRAIN_GPU_SCRATCH", DEFAULT_SCRATCH);
     if (scratch < MIN_REGION * SYM_GPU_MAXB) scratch = MIN_REGION * SYM_GPU_MAXB;
-    size_t ours = scratch + LL_BYTES + FLAG_COUNT * sizeof(uint64_t) + NVSHMEM_SLACK;
+    size_t ours = scratch + 2 * LL_BYTES + SYM_GPU_MAXTEAMS * FLAG_AREA_BYTES + NVSHMEM_SLACK;
     size_t symsize = g->heap + ours;
     symsize = sym__env_size("NVSHMEM_SYMMETRIC_SIZE", symsize); /* the user's, if set */
     st = agree(check_heap(dev, symsize, reason, sizeof reason), reason);
@@ -265,9 +250,11 @@ static int gpu_init(sym_gpu_agree_fn agree) {
     g->oneshot_max = sym__env_size("SYMTRAIN_GPU_ONESHOT_MAX", 0);
     g->min_chunk = sym__env_size("SYMTRAIN_GPU_MIN_CHUNK", 0);
     g->pdl = sym__env_flag("SYMTRAIN_GPU_PDL", 1);
-    g->fixed.timeout_ns =
+    g->timeout_ns =
         (unsigned long long)(sym__env_seconds("SYMTRAIN_GPU_TIMEOUT", 30) * 1e9);
     g->last_algo = SHMEMX_GPU_ALGO_AUTO;
+    st = shmemx_team_destroy_callback_add(sym__gpu_team_destroyed, NULL); /* same on every PE */
+    if (st) return st;
     g->ready = 1;
     return 0;
 }
@@ -276,9 +263,10 @@ static int gpu_finalize(void) {
     struct sym_gpu_state *g = &sym__gpu;
     if (!g->ready) return 0;
     cudaError_t ce = cudaDeviceSynchronize();
-    sym__gpu_cache_clear();
+    shmemx_team_destroy_callback_remove(sym__gpu_team_destroyed, NULL);
+    sym__gpu_teams_fini();
     nvshmem_free(g->base);
-    cudaFree(g->fixed.clock);
+    cudaFree(g->clocks);
     nvshmem_finalize();
     g->ready = 0;
     if (ce != cudaSuccess) {

@@ -164,9 +164,10 @@ SYM_DEV void wait_ge(const uint64_t *p, uint64_t want, const struct sym_gpu_args
         while ((v = ld_volatile(p)) < want) {
             if (a.timeout_ns && (++spins & 1023) == 0 && globaltimer() - t0 > a.timeout_ns) {
                 printf("symtrain: PE %d: GPU collective stuck: block %d waited %.0f s for %s "
-                       "from PE %d (have %#llx, want %#llx); do all PEs call the same "
-                       "collectives in the same order?\n",
-                       a.me, (int)blockIdx.x, (double)a.timeout_ns * 1e-9, what, peer,
+                       "from PE %d (have %#llx, want %#llx); do all members of the team call "
+                       "the same collectives in the same order?\n",
+                       a.pes[a.me], (int)blockIdx.x, (double)a.timeout_ns * 1e-9, what,
+                       a.pes[peer],
                        (unsigned long long)v, (unsigned long long)want);
                 __trap();
             }
@@ -278,9 +279,10 @@ SYM_DEV uint2 ll_load(uint8_t *line, uint32_t flag, const struct sym_gpu_args &a
                 t0 = globaltimer();
             else if (globaltimer() - t0 > a.timeout_ns) {
                 printf("symtrain: PE %d: GPU collective stuck: block %d waited %.0f s for "
-                       "one-shot data from PE %d (flag %u, want %u); do all PEs call the "
-                       "same collectives in the same order?\n",
-                       a.me, (int)blockIdx.x, (double)a.timeout_ns * 1e-9, peer, f0, flag);
+                       "one-shot data from PE %d (flag %u, want %u); do all members of the "
+                       "team call the same collectives in the same order?\n",
+                       a.pes[a.me], (int)blockIdx.x, (double)a.timeout_ns * 1e-9, a.pes[peer],
+                       f0, flag);
                 __trap();
             }
         }

@@ -11,7 +11,8 @@
  * bytes, which is why this is for small sizes only (the table in coll.cu).
  * Line slots are double-buffered by epoch parity; before writing parity p a
  * block makes sure its peers have started epoch e-1 (so finished e-2, the
- * last use of that parity: ACK >= e-1). A reader zeroes each line it has
+ * last use of that parity: ACK >= e-1) in the world's line area, and epoch e
+ * itself in the area the other teams share (gpu.h). A reader zeroes each line it has
  * read, so the slot holds nothing that looks fresh when a writer next fills
  * it, however many epochs later (the flag is only the epoch's low 32 bits).
  * Latency is the point here, so the epoch, that check and the first line of
@@ -45,7 +46,8 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_oneshot(const struct sym_gp
     uint2 v0 = make_uint2(0, 0);
     if (pre) v0 = line_get(a.src, whole, l0);
     ack_peers(a, e);
-    if (ackv < e - 1) wait_ge(a.flags + FLAG_ACK(b, t), e - 1, a, "one-shot credit", t);
+    const uint64_t credit = e - (uint64_t)a.ll_lag;
+    if (ackv < credit) wait_ge(a.flags + FLAG_ACK(b, t), credit, a, "one-shot credit", t);
     __syncthreads();
 
     /* ---- push ---- */

@@ -18,7 +18,8 @@
  * first when the transport needs registered memory. After iteration i the receiver
  * tells `prev` it may reuse parity i's slots (RDONE); a sender starting
  * iteration i >= 2 waits for that, and before the first two for `next` to
- * have started this collective (its ACK, see gpu.h).
+ * have started this collective (its ACK, see gpu.h). next and prev are team
+ * ranks (flags, messages); the NVSHMEM calls take their world PEs.
  */
 #include <nvshmem.h>
 #include <nvshmemx.h>
@@ -68,7 +69,7 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
     if (a.p2p)
         ack_peers(a, e);
     else if (threadIdx.x == 0)
-        nvshmemx_signal_op(a.flags + FLAG_ACK(b, me), e, NVSHMEM_SIGNAL_SET, prev);
+        nvshmemx_signal_op(a.flags + FLAG_ACK(b, me), e, NVSHMEM_SIGNAL_SET, a.prev_pe);
     if (threadIdx.x == 0 && sends) wait_ge(a.flags + FLAG_ACK(b, next), e, a, "ring start", next);
     __syncthreads();
 
@@ -96,7 +97,7 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
                 copy1(SLOT(par, R), a.src + o, w * es);
                 from = SLOT(par, R);
             }
-            ring_send(SLOT(par, 0), from, w * es, SIG(par, 0), val, next);
+            ring_send(SLOT(par, 0), from, w * es, SIG(par, 0), val, a.next_pe);
             for (int r = 0; r < R; r++) {
                 ring_wait(a, FLAG_RING(b, par, r), val, "ring data", prev);
                 uint8_t *buf = SLOT(par, r);
@@ -117,14 +118,14 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
                                            last ? a.op : (a.op == SHMEMX_AVG ? SHMEMX_SUM : a.op),
                                            n);
                     if (r + 1 < R)
-                        ring_send(SLOT(par, r + 1), buf, w * es, SIG(par, r + 1), val, next);
+                        ring_send(SLOT(par, r + 1), buf, w * es, SIG(par, r + 1), val, a.next_pe);
                 } else { /* all-gather: complete chunk me-1-j */
                     int j = r - (n - 1);
                     c = ((me - 1 - j) % n + n) % n;
                     PART(c, o, w);
                     if (w) copy1(a.dst + o, buf, w * es);
                     if (r + 1 < R)
-                        ring_send(SLOT(par, r + 1), buf, w * es, SIG(par, r + 1), val, next);
+                        ring_send(SLOT(par, r + 1), buf, w * es, SIG(par, r + 1), val, a.next_pe);
                 }
             }
 #undef PART
@@ -139,13 +140,14 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
                     copy1(SLOT(par, R), a.src + x0, w);
                     from = SLOT(par, R);
                 }
-                ring_send(SLOT(par, 0), from, w, SIG(par, 0), val, next);
+                ring_send(SLOT(par, 0), from, w, SIG(par, 0), val, a.next_pe);
                 for (int r = 0; r < R; r++) {
                     ring_wait(a, FLAG_RING(b, par, r), val, "ring data", prev);
                     int c = ((me - 1 - r) % n + n) % n;
                     if (w) copy1(a.dst + (size_t)c * glen + x0, SLOT(par, r), w);
                     if (r + 1 < R)
-                        ring_send(SLOT(par, r + 1), SLOT(par, r), w, SIG(par, r + 1), val, next);
+                        ring_send(SLOT(par, r + 1), SLOT(par, r), w, SIG(par, r + 1), val,
+                                  a.next_pe);
                 }
             } else if (me == a.root) {
                 const uint8_t *from = a.src + x0;
@@ -154,12 +156,12 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
                     copy1(SLOT(par, R), a.src + x0, w);
                     from = SLOT(par, R);
                 }
-                ring_send(SLOT(par, 0), from, w, SIG(par, 0), val, next);
+                ring_send(SLOT(par, 0), from, w, SIG(par, 0), val, a.next_pe);
             } else {
                 ring_wait(a, FLAG_RING(b, par, 0), val, "ring data", prev);
                 if (w) copy1(a.dst + x0, SLOT(par, 0), w);
                 if (next != a.root)
-                    ring_send(SLOT(par, 0), SLOT(par, 0), w, SIG(par, 0), val, next);
+                    ring_send(SLOT(par, 0), SLOT(par, 0), w, SIG(par, 0), val, a.next_pe);
             }
         }
         /* my puts out of parity `par` slots are done and I read what arrived:
@@ -168,7 +170,7 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
         if (threadIdx.x == 0) {
             nvshmem_quiet();
             if (!(coll == SYM_GPU_BROADCAST && me == a.root))
-                nvshmemx_signal_op(a.flags + FLAG_RDONE(b), val, NVSHMEM_SIGNAL_SET, prev);
+                nvshmemx_signal_op(a.flags + FLAG_RDONE(b), val, NVSHMEM_SIGNAL_SET, a.prev_pe);
         }
     }
 #undef SLOT

@@ -11,10 +11,14 @@
  *
  * Slot 0 is the world, slot 1 SHMEM_TEAM_SHARED; slots 2 and 3 hold two teams
  * the runtime keeps for itself (the PEs of this host, and the first PE of each
- * host), which hierarchical collectives on the world use.
+ * host), which hierarchical collectives on the world use. The slot is also
+ * what shmemx_team_index tells libraries that keep per-team state (the GPU
+ * collectives), and shmem_team_destroy runs their callbacks first.
  */
 #include <stdlib.h>
 #include <string.h>
+
+#include <shmemx.h>
 
 #include "runtime.h"
 
@@ -24,6 +28,13 @@ shmem_team_t const symi_team_shared = &sym__team_shared;
 
 static uint64_t slots_used; /* bit s: this PE is in a live team using slot s */
 static shmem_team_t joined[SYM_MAX_TEAMS]; /* the team made by join() in slot s */
+
+/* shmemx_team_destroy_callback_add's callbacks, run by shmem_team_destroy */
+#define DESTROY_CALLBACKS 4
+static struct {
+    void (*fn)(shmem_team_t team, void *arg);
+    void *arg;
+} destroy_cb[DESTROY_CALLBACKS];
 
 /* ---- barrier ---- */
 
@@ -258,8 +269,36 @@ void shmem_team_destroy(shmem_team_t team) {
         sym__fatal("shmem_team_destroy", "SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED cannot be "
                                          "destroyed");
     if (sym__coll_drain_hook) sym__coll_drain_hook(0); /* requests on it still queued */
+    for (int i = 0; i < DESTROY_CALLBACKS; i++)
+        if (destroy_cb[i].fn) destroy_cb[i].fn(team, destroy_cb[i].arg);
     slots_used &= ~(1ull << team->slot);
     team_free(team);
+}
+
+/* ---- per-team state kept by libraries (shmemx.h) ---- */
+
+_Static_assert(SYM_MAX_TEAMS <= SHMEMX_TEAM_INDEX_MAX, "team slots must fit shmemx_team_index");
+
+int shmemx_team_index(shmem_team_t team) {
+    SYM_REQUIRE_INIT("shmemx_team_index");
+    return team == SHMEM_TEAM_INVALID ? -1 : team->slot; /* the slot is all that says */
+}
+
+int shmemx_team_destroy_callback_add(void (*fn)(shmem_team_t, void *), void *arg) {
+    for (int i = 0; i < DESTROY_CALLBACKS; i++)
+        if (!destroy_cb[i].fn) {
+            destroy_cb[i].fn = fn;
+            destroy_cb[i].arg = arg;
+            return 0;
+        }
+    sym__warn("shmemx_team_destroy_callback_add", "all %d team-destroy callbacks are taken",
+              DESTROY_CALLBACKS);
+    return SHMEMX_ENOMEM;
+}
+
+void shmemx_team_destroy_callback_remove(void (*fn)(shmem_team_t, void *), void *arg) {
+    for (int i = 0; i < DESTROY_CALLBACKS; i++)
+        if (destroy_cb[i].fn == fn && destroy_cb[i].arg == arg) destroy_cb[i].fn = NULL;
 }
 
 /* ---- queries ---- */

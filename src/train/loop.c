@@ -195,6 +195,7 @@ typedef struct {
     size_t P;
     sym_optim_t *opt;
     sym_ddp_t *ddp;
+    shmem_team_t dp_team; /* the gradient average's team, on the CPU (ddp) and the GPU alike */
     sym_loader_t loader;
     sym_lr_schedule_t sched;
     int64_t steps_per_epoch;
@@ -677,7 +678,7 @@ static int gpu_create(run_t *r) {
     o.recompute_gelu = c->recompute_gelu;
     o.recompute_ln = c->recompute_ln;
     o.optim = c->optim;
-    o.dp_team = SHMEM_TEAM_WORLD;
+    o.dp_team = r->dp_team;
     o.use_graph = 1;
     int nt = sym_model_num_tensors(r->model);
     const sym_param_t *table = sym_model_param(r->model, 0);
@@ -706,6 +707,7 @@ static int setup(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     int rc = sym_train_validate(c, r->npes);
     if (rc) return report(r, rc, 1);
+    r->dp_team = SHMEM_TEAM_WORLD; /* every PE one data-parallel replica */
     int threads = r->threads = blas_threads(c);
     sym_blas_set_threads(threads);
     if ((rc = sym__task_load(&r->task, c, &c->model, say_note, r))) return report(r, rc, 1);
@@ -744,7 +746,7 @@ static int setup(run_t *r) {
     }
     size_t bucket = (size_t)(c->bucket_mb * 1024 * 1024);
     if (!rc && !r->gpu)
-        rc = sym_ddp_create(SHMEM_TEAM_WORLD, sym_model_grads(r->model), r->P + SYM_GRAD_CTRL,
+        rc = sym_ddp_create(r->dp_team, sym_model_grads(r->model), r->P + SYM_GRAD_CTRL,
                             cuts, nt, bucket, &r->ddp);
     free(cuts);
     if (rc) return report(r, rc, 1);

@@ -37,7 +37,8 @@ typedef struct {
     int recompute_gelu;         /* recompute the MLP's GELU in backward instead of keeping it */
     int recompute_ln;           /* recompute LayerNorm outputs in backward */
     sym_optim_config_t optim;   /* AdamW's betas, eps, weight decay */
-    shmem_team_t dp_team;       /* gradients are averaged over it (one PE: nothing to do) */
+    shmem_team_t dp_team;       /* gradients are averaged over it on the GPU
+                                 * (shmemx_gpu_allreduce_team; one PE: nothing to do) */
     int use_graph;              /* capture the step as a CUDA graph */
 } sym_gpu_opts_t;
 
@@ -62,7 +63,8 @@ struct sym_cuda_backend {
     /* Build the model from cfg on the PE's GPU (shmemx_gpu_device when the GPU
      * runtime is up, else device 0), with the weights `params` (P floats, the
      * CPU model's initial or checkpointed weights, laid out by `table`). max_rows
-     * bounds the sequences of a step. Collective over opts->dp_team. */
+     * bounds the sequences of a step. Collective over the world where the job
+     * has several PEs (it starts the GPU runtime, shmemx_gpu_init, there). */
     int (*create)(const sym_model_config_t *cfg, int max_rows, const sym_param_t *table,
                   int ntable, const float *params, size_t P, const sym_gpu_opts_t *opts,
                   sym_gpu_model_t **out);

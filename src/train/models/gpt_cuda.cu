@@ -603,15 +603,11 @@ static int be_create(const sym_model_config_t *cfg, int max_rows, const sym_para
                      int ntable, const float *params, size_t P, const sym_gpu_opts_t *opts,
                      sym_gpu_model_t **out) {
     *out = NULL;
-    int npes = shmem_team_n_pes(opts->dp_team);
-    if (npes > 1 && npes != shmem_n_pes())
-        return fail(SYM_EINVAL, "the GPU gradient average runs over every PE of the job; a "
-                                "data-parallel team of %d of %d PEs is not supported yet",
-                    npes, shmem_n_pes());
-    /* the GPU runtime first, collectively, so that a PE refusing the config
+    /* the GPU runtime first, collectively over the world (shmemx_gpu_init is,
+     * whatever the data-parallel team), so that a PE refusing the config
      * below still leaves the others in step (they all refuse it alike) */
     int own = 0;
-    if (npes > 1 && shmemx_gpu_device() < 0) {
+    if (shmem_n_pes() > 1 && shmemx_gpu_device() < 0) {
         int rc = shmemx_gpu_init();
         if (rc)
             return fail(SYM_EIO, "PE %d: shmemx_gpu_init failed: %s (several PEs on one GPU "
@@ -619,6 +615,10 @@ static int be_create(const sym_model_config_t *cfg, int max_rows, const sym_para
                         shmem_my_pe(), shmemx_gpu_strerror(rc));
         own = 1;
     }
+    int npes = shmem_team_n_pes(opts->dp_team);
+    if (npes < 1) /* the caller's mistake, on this PE: the job ends with this message */
+        return fail(SYM_EINVAL, "PE %d is not a member of the data-parallel team it was given",
+                    shmem_my_pe());
     sym_gpu_model_t *m = (sym_gpu_model_t *)calloc(1, sizeof *m);
     if (!m) return fail(SYM_ENOMEM, "out of host memory for the GPU model");
     m->own_gpu_init = own;
@@ -692,9 +692,10 @@ static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *
     CK(cudaEventRecord(m->ev1, m->s));
     m->warm = 1;
     if (m->npes > 1) {
-        int e = shmemx_gpu_allreduce(m->g, m->g, m->P, SHMEMX_FLOAT32, SHMEMX_AVG, m->s);
+        int e = shmemx_gpu_allreduce_team(m->opts.dp_team, m->g, m->g, m->P, SHMEMX_FLOAT32,
+                                          SHMEMX_AVG, m->s);
         if (e)
-            return fail(SYM_EIO, "PE %d: the gradient average (shmemx_gpu_allreduce of %zu "
+            return fail(SYM_EIO, "PE %d: the gradient average (shmemx_gpu_allreduce_team of %zu "
                                  "floats) failed: %s",
                         shmem_my_pe(), m->P, shmemx_gpu_strerror(e));
     }
