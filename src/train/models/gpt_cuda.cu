@@ -31,8 +31,8 @@
  * after it, so the graph needs no device-side hyperparameters. A graph is for
  * one (rows, seq, scale); a balanced PE's rows change when the balancer moves
  * work, so the last GRAPHS shapes are kept (replaced least recently used), and
- * a share that comes back replays. Two CUDA events time the PE's compute for
- * the balancer: from the tokens to the last gradient, the waits for the
+ * a share that comes back replays. Two GPU clock stamps time the PE's compute
+ * for the balancer: from the tokens to the last gradient, the waits for the
  * average excluded.
  *
  * Data parallelism: the gradients of a block are final once backward has
@@ -141,7 +141,7 @@ struct sym_gpu_model {
     int32_t *tok, *tgt;                   /* (N) */
     /* pinned host staging */
     int32_t *tok_h, *tgt_h;
-    struct { double sums[2]; float norm; } *out_h;
+    struct { double sums[2]; uint64_t stamp[2]; float norm; } *out_h;
     uint64_t steps;
     /* the captured steps, each valid for its (rows, seq, scale) */
     struct {
@@ -151,7 +151,7 @@ struct sym_gpu_model {
         uint64_t used; /* the step it last ran (LRU) */
     } graph[GRAPHS];
     int graph_failed, warm;
-    cudaEvent_t ev0, ev1;                 /* around the compute of a step */
+    uint64_t *stamp;                      /* (2) GPU clock at the compute's start and end */
     /* data parallelism (see the top): the side stream, its fork and join events */
     cudaStream_t s_dp;
     cudaEvent_t ev_fork, ev_join;
@@ -226,6 +226,15 @@ __global__ void argmax_hits_kernel(float *hits, const bf16 *logits, const int32_
     }
 }
 
+/* *at = the GPU's nanosecond clock: the step's compute time is measured by
+ * two of these inside its graph (CUDA events recorded in a graph cannot be
+ * timed). */
+__global__ void stamp_kernel(uint64_t *at) {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    *at = t;
+}
+
 /* out (n) = bf16(in (n)), round to nearest even (as AdamW writes its copy). */
 __global__ void to_bf16_kernel(bf16 *out, const float *in, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
@@ -298,6 +307,7 @@ static void carve(sym_gpu_model_t *m, carver_t *c) {
     TAKE(c, m->norm_scratch, symcu_grad_norm_scratch());
     TAKE(c, m->norm, 1);
     TAKE(c, m->clip_scale, 1);
+    TAKE(c, m->stamp, 2);
     TAKE(c, m->sums, 2);
     TAKE(c, m->tok, N);
     TAKE(c, m->tgt, N);
@@ -408,7 +418,8 @@ static int backward(sym_gpu_model_t *m, int B, int T) {
     }
     OP(symcu_encoder_backward(G(m->off_wte), G(m->off_wpe), m->enc_scratch, m->enc_scratch_bytes,
                               m->dres, m->tok, B, T, C, m->V, s));
-    CK(cudaEventRecord(m->ev1, s)); /* the compute's end, before any wait for the average */
+    stamp_kernel<<<1, 1, 0, s>>>(m->stamp + 1); /* the compute's end, before the join */
+    CK(cudaGetLastError());
     if (m->npes > 1) {
         if ((rc = dp_send(m, 0))) return rc;
         CK(cudaEventRecord(m->ev_join, m->s_dp));
@@ -421,6 +432,8 @@ static int backward(sym_gpu_model_t *m, int B, int T) {
  * loss sum. */
 static int step_body(sym_gpu_model_t *m, int B, int T, float scale) {
     size_t N = (size_t)B * T;
+    stamp_kernel<<<1, 1, 0, m->s>>>(m->stamp); /* the compute's start */
+    CK(cudaGetLastError());
     CK(cudaMemcpyAsync(m->tok, m->tok_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
     CK(cudaMemcpyAsync(m->tgt, m->tgt_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
     int rc = forward(m, B, T);
@@ -498,8 +511,6 @@ static void be_destroy(sym_gpu_model_t *m) {
     if (m->s) cudaStreamSynchronize(m->s);
     for (int i = 0; i < GRAPHS; i++)
         if (m->graph[i].exec) cudaGraphExecDestroy(m->graph[i].exec);
-    if (m->ev0) cudaEventDestroy(m->ev0);
-    if (m->ev1) cudaEventDestroy(m->ev1);
     if (m->ev_fork) cudaEventDestroy(m->ev_fork);
     if (m->ev_join) cudaEventDestroy(m->ev_join);
     if (m->s_dp) cudaStreamDestroy(m->s_dp);
@@ -701,11 +712,6 @@ static int be_create(const sym_model_config_t *cfg, int max_rows, const sym_para
         be_destroy(m);
         return rc;
     }
-    if (cudaEventCreate(&m->ev0) != cudaSuccess || cudaEventCreate(&m->ev1) != cudaSuccess) {
-        be_destroy(m);
-        return fail(SYM_EIO, "GPU GPT: cudaEventCreate failed: %s",
-                    cudaGetErrorString(cudaGetLastError()));
-    }
     if (cudaDeviceGetPCIBusId(m->pci, (int)sizeof m->pci, m->dev) != cudaSuccess) {
         cudaGetLastError();
         m->pci[0] = '\0'; /* the balancer then reads no NVML figures */
@@ -740,7 +746,6 @@ static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *
     if (m->opts.use_graph && m->warm && !m->graph_failed &&
         !(exec = graph_for(m, rows, seq, grad_scale)))
         m->graph_failed = 1;
-    CK(cudaEventRecord(m->ev0, m->s));
     if (exec)
         CK(cudaGraphLaunch(exec, m->s));
     else if ((rc = step_body(m, rows, seq, grad_scale)))
@@ -758,11 +763,11 @@ static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *
                    m->s));
     CK(cudaMemcpyAsync(m->out_h->sums, m->sums, sizeof(double), cudaMemcpyDeviceToHost, m->s));
     CK(cudaMemcpyAsync(&m->out_h->norm, m->norm, sizeof(float), cudaMemcpyDeviceToHost, m->s));
+    CK(cudaMemcpyAsync(m->out_h->stamp, m->stamp, 2 * sizeof(uint64_t), cudaMemcpyDeviceToHost,
+                       m->s));
     CK(cudaStreamSynchronize(m->s));
     m->steps++;
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, m->ev0, m->ev1));
-    out->compute_s = ms * 1e-3;
+    out->compute_s = (double)(m->out_h->stamp[1] - m->out_h->stamp[0]) * 1e-9;
     out->loss_sum = m->out_h->sums[0];
     out->grad_norm = m->out_h->norm;
     out->loss_scale = 1.0f;
