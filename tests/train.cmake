@@ -23,6 +23,7 @@ sym_pe_test(train_tensor NPES 1 2 LIBS symtrain) # pools; symmetric tensors and 
 sym_pe_test(train_ddp NPES 1 2 3 4 LIBS symtrain) # bucketed all-reduce vs fp64 average
 sym_pe_test(train_dtensor NPES 1 2 3 4 LIBS symtrain) # mesh + every redistribution vs a reference
 sym_pe_test(train_tp NPES 1 2 4 LIBS symtrain) # GPT split over a TP team (and dp x tp) == 1 PE
+sym_pe_test(train_plan_tp NPES 2 4 LIBS symtrain) # planner memory vs sym_model_create_tp's pools
 
 # ---- end to end: symrun + the symtrain CLI, as a user runs them ----
 # sym_train_e2e(name): tests/name.c, run as `name SYMRUN SYMTRAIN`.
@@ -53,6 +54,7 @@ sym_train_e2e(train_gpt_gpu)    # GPT on the GPU: vs the CPU, bitwise repeat, 2 
 set_tests_properties(train_gpt_gpu PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
   ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
 sym_train_e2e(train_plan)    # symtrain plan: parameters, memory, times and choices by hand
+sym_train_e2e(train_plan_memory) # the planner's memory per PE vs symtrain train's allocators
 sym_train_e2e(train_errors)  # an error on one PE ends the job; a second SIGTERM ends a PE
 
 # ---- fuzzing: the IDX and token-shard loaders under libFuzzer (tests/fuzz) ----
