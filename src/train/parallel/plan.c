@@ -56,6 +56,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <symtrain/nn.h>
 #include <symtrain/optim.h>
 #include <symtrain/plan.h>
 #include <symtrain/tensor.h>
@@ -133,32 +134,62 @@ static double seconds_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void sym_plan_measure_cpu(sym_plan_request_t *r, int cores) {
-    static char fsrc[200], bsrc[200];
-    if (cores < 1) cores = 1;
-    /* sgemm at the model's MLP shape (rows x C times C x 4C), about 1 GFLOP */
-    int64_t k = r->model.n_embd > 0 ? r->model.n_embd : 256, n = 4 * k;
-    if (n > 4096) n = 4096;
-    int64_t m = (int64_t)(1e9 / (2.0 * (double)k * (double)n));
-    if (m < 64) m = 64;
-    if (m > 4096) m = 4096;
-    float *a = calloc((size_t)(m * k), sizeof *a), *b = calloc((size_t)(k * n), sizeof *b);
-    float *c = calloc((size_t)(m * n), sizeof *c);
-    double best = 0;
-    if (a && b && c) {
-        for (int64_t i = 0; i < m * k; i++) a[i] = (float)(i % 7) * 0.1f;
-        for (int64_t i = 0; i < k * n; i++) b[i] = (float)(i % 5) * 0.1f;
-        sym_blas_set_threads(1);
-        for (int rep = 0; rep < 3; rep++) {
-            double t0 = seconds_now();
-            sym_gemm(0, 0, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
-            double dt = seconds_now() - t0, rate = 2.0 * (double)m * (double)n * (double)k / dt;
-            if (rate > best) best = rate;
-        }
+/* One training pass (forward, loss, backward) of a one-layer GPT of the
+ * model's width, heads and vocabulary (at most 4096) on one sequence of up to
+ * 256 tokens, on `threads` BLAS threads: the rate our CPU code reaches for
+ * this model's shapes, FLOP/s (0 when it cannot be built). */
+static double pass_rate(const sym_model_config_t *full, int threads, int *tokens_out) {
+    int V = full->vocab < 4096 ? full->vocab : 4096, T = full->max_seq < 256 ? full->max_seq : 256;
+    /* about 3 GFLOP at most */
+    double per_token = 6.0 * (12.0 * full->n_embd * full->n_embd + (double)V * full->n_embd);
+    while (T > 16 && per_token * T > 3e9) T /= 2;
+    char spec[128];
+    snprintf(spec, sizeof spec, "gpt:L=1,C=%d,H=%d,V=%d,T=%d", full->n_embd, full->n_head, V, T);
+    sym_model_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    sym_model_t *m = NULL;
+    int32_t *tok = malloc((size_t)(T + 1) * sizeof *tok);
+    if (!tok || sym_model_parse(spec, &cfg) || sym_model_create(&cfg, 1, 0, &m)) {
+        free(tok);
+        return 0;
     }
-    free(a);
-    free(b);
-    free(c);
+    for (int t = 0; t <= T; t++) tok[t] = (int32_t)((t * 2654435761u) % (unsigned)V);
+    sym_blas_set_threads(threads);
+    double best = 1e30;
+    for (int rep = 0; rep < 3; rep++) { /* the first one warms up */
+        double t0 = seconds_now();
+        sym_input_t in = {1, T, NULL, tok};
+        sym_forward_t f = {1, (uint64_t)rep, 0};
+        sym_tensor_t logits;
+        if (sym_model_forward(m, &in, &f, &logits)) break;
+        sym_softmax_xent(&logits, tok + 1, V, 1.0f / T, &logits, NULL);
+        sym_model_zero_grads(m);
+        if (sym_model_backward(m, &logits, NULL, NULL)) break;
+        double dt = seconds_now() - t0;
+        if (rep && dt < best) best = dt;
+    }
+    double flops = sym_model_flops_per_token(m, T) * T;
+    sym_model_destroy(m);
+    free(tok);
+    *tokens_out = T;
+    return best < 1e30 ? flops / best : 0;
+}
+
+void sym_plan_measure_cpu(sym_plan_request_t *r, int cores) {
+    static char fsrc[256], bsrc[200];
+    if (cores < 1) cores = 1;
+    int pes = r->pes > 0 ? r->pes : 1, threads = pes <= cores ? cores / pes : 1, T = 0;
+    double share = pes <= cores ? 1.0 : (double)cores / pes; /* of a core, time-shared */
+    double rate = pass_rate(&r->model, threads, &T);
+    if (rate > 0) {
+        r->flops = rate * share;
+        snprintf(fsrc, sizeof fsrc,
+                 "measured now: a training pass of a 1-layer GPT of this width (C=%d, %d "
+                 "tokens) on %d thread%s, %.1f GFLOP/s, x %.2f for %d PEs on %d cores",
+                 r->model.n_embd, T, threads, threads == 1 ? "" : "s", rate / 1e9, share, pes,
+                 cores);
+        r->flops_source = fsrc;
+    }
     /* memory: a 64 MiB copy (read + write) */
     size_t bytes = 64u << 20;
     char *s = malloc(bytes), *d = malloc(bytes);
@@ -175,17 +206,7 @@ void sym_plan_measure_cpu(sym_plan_request_t *r, int cores) {
     }
     free(s);
     free(d);
-    int pes = r->pes > 0 ? r->pes : 1;
-    double share = pes <= cores ? (double)(cores / pes) : (double)cores / pes; /* cores a PE */
     double bw_share = pes <= cores ? 1.0 : (double)cores / pes;
-    if (best > 0) {
-        r->flops = best * share;
-        snprintf(fsrc, sizeof fsrc,
-                 "measured now: sgemm %lldx%lldx%lld on one thread %.1f GFLOP/s, x %.2f cores a "
-                 "PE (%d PEs on %d cores)",
-                 (long long)m, (long long)n, (long long)k, best / 1e9, share, pes, cores);
-        r->flops_source = fsrc;
-    }
     if (bw > 0) {
         r->mem_bw = bw * bw_share;
         snprintf(bsrc, sizeof bsrc, "measured now: a 64 MiB copy %.1f GB/s, x %.2f a PE", bw / 1e9,
