@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
     /* ---- d12, 1 CPU PE, batch 4 x 1024 ---- */
     /* wte 50304 x 768 + wpe 1024 x 768 + 12 x (12 x 768^2 + 13 x 768) + ln_f 2 x 768 */
     const double d12 = 38633472.0 + 786432.0 + 12 * (7077888.0 + 9984.0) + 1536.0;
-    char *s = plan(log, "--model gpt:d12 --pes 1 --device cpu --batch 4 --device-mem 16G "
+    char *s = plan(log, "--model gpt:d12 --pes 1 --device cpu --no-measure --batch 4 --device-mem 16G "
                         "--layout dp=1");
     CHECK(num(s, "params") == d12 && d12 == 124475904.0, "d12 parameters %.0f", num(s, "params"));
     const char *mem = strstr(s, "\"layouts\":");
@@ -81,7 +81,7 @@ int main(int argc, char **argv) {
     CHECK(boolean(mem, "fits"), "d12 on 1 PE fits in 16 GiB");
     free(s);
     /* and among all its layouts the plain one (dp=1, no micro-batches) is chosen */
-    s = plan(log, "--model gpt:d12 --pes 1 --device cpu --batch 4 --device-mem 16G");
+    s = plan(log, "--model gpt:d12 --pes 1 --device cpu --no-measure --batch 4 --device-mem 16G");
     const char *ch = strstr(s, "\"choice\":{");
     CHECK(ch != NULL, "d12 on 1 PE: no choice");
     CHECK(num(ch, "dp") == 1 && num(ch, "micro") == 1 && num(ch, "zero") == 0 &&
@@ -171,6 +171,15 @@ int main(int argc, char **argv) {
     CHECK(num(ch, "total") <= 141.0 * 1073741824.0, "the choice does not fit");
     CHECK(strstr(s, "\"assumptions\":[") && strstr(s, "assumed: one 400 Gb/s InfiniBand"),
           "the assumptions are not said");
+    free(s);
+
+    /* ---- the CPU rate measured at plan time (a training pass of the model's width) ---- */
+    s = plan(log, "--model gpt:L=2,C=64,H=4,V=128,T=32 --pes 2 --device cpu --batch 8");
+    CHECK(strstr(s, "measured now: a training pass of a 1-layer GPT of this width (C=64"),
+          "the CPU rate is not measured: %s", s);
+    CHECK(num(strstr(s, "\"rates\":"), "flops") > 1e6, "a measured rate of %g FLOP/s",
+          num(strstr(s, "\"rates\":"), "flops"));
+    CHECK(num(strstr(s, "\"choice\":{"), "step") > 0, "no predicted step time");
     free(s);
 
     /* ---- the table, and bad input ---- */

@@ -94,7 +94,7 @@ int main(int argc, char **argv) {
         measured(log, got, unit);
 
         const char *plog = e2e_path("plan-%d.json", li);
-        int rc = e2e_sh(plog, "%s plan --device cpu --model " MODEL " --pes %d --batch %d "
+        int rc = e2e_sh(plog, "%s plan --device cpu --no-measure --model " MODEL " --pes %d --batch %d "
                         "--layout %s --device-mem 1T --json", e2e_symtrain, pes, BATCH, spec);
         if (rc) e2e_show(plog);
         CHECK(rc == 0, "symtrain plan --layout %s: exit %d", spec, rc);

@@ -5,7 +5,10 @@
  * trains it, with its AdamW state; its pools' blocks in use and the
  * optimizer's arrays (sym_model_memory, sym_optim_bytes) against
  * sym_plan_evaluate for the same layout, each kind within 10%, and the
- * planner's parameter count exactly the model's. (symtrain train runs TP
+ * planner's parameter count exactly the model's. Then sym_plan_choose on the
+ * request a run makes (sym_plan_train_request, `--parallel auto`): a layout
+ * of the PE count, the fastest runnable one, and one clear message when
+ * nothing fits. (symtrain train runs TP
  * once --parallel lands; tests/train_plan_memory.c then checks it end to end.)
  */
 #include <math.h>
@@ -72,6 +75,29 @@ int main(void) {
         sym_model_destroy(m);
         sym_mesh_destroy(mesh);
     }
+    /* --parallel auto: the request from a run's config, the choice on every PE alike */
+    sym_train_config_t tc;
+    sym_train_defaults(&tc);
+    tc.model = cfg;
+    tc.global_batch = GB;
+    sym_plan_request_t r;
+    sym_plan_train_request(&tc, n, 0, (size_t)1 << 30, &r);
+    sym_plan_layout_t l;
+    CHECK(sym_plan_choose(&r, &l) == 0, "%s", sym_last_error());
+    CHECK(l.dp * l.tp * l.pp == n && !l.recompute, "auto chose dp=%d tp=%d pp=%d recompute %d",
+          l.dp, l.tp, l.pp, l.recompute);
+    sym_plan_result_t *all;
+    int na;
+    CHECK(sym_plan_candidates(&r, &all, &na) == 0 && na > 1, "%s", sym_last_error());
+    sym_plan_result_t e;
+    CHECK(sym_plan_evaluate(&r, &l, &e) == 0, "%s", sym_last_error());
+    for (int i = 0; i < na; i++)
+        if (all[i].fits && !all[i].needs[0])
+            CHECK(all[i].t_step >= e.t_step, "auto: a faster runnable layout exists");
+    free(all);
+    r.device_mem = 1024; /* nothing fits: one clear message */
+    CHECK(sym_plan_choose(&r, &l) == SYM_ENOMEM, "a 1 KiB device");
+    CHECK(strstr(sym_last_error(), "fits in 1.0 KiB a PE") != NULL, "%s", sym_last_error());
     if (shmem_my_pe() == 0) printf("train_plan_tp: ok\n");
     shmem_finalize();
     return 0;

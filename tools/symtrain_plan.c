@@ -47,6 +47,8 @@ static const char plan_usage[] =
     "  --bucket-mb MB        gradient all-reduce bucket (default 25)\n"
     "  --vocab-parallel      TP splits the embedding and LM head too\n"
     "  --runnable            choose only layouts our code trains today on this device\n"
+    "  --no-measure          cpu: use the assumed rates (20 GFLOP/s, 10 GB/s a PE) instead\n"
+    "                        of measuring this machine (about a second)\n"
     "  --layout L            only this layout: dp=N,tp=M,pp=K[,micro=M,zero=Z,recompute=0|1]\n"
     "  --all                 list every layout (default: the 20 fastest that fit and the 5\n"
     "                        smallest that do not)\n"
@@ -186,7 +188,7 @@ int sym_cli_plan(int argc, char **argv) {
     long pes = 1, batch = 16, seq = 0, ppn = -1;
     size_t mem = 0;
     double bucket_mb = 25;
-    int json = 0, all = 0, vp = 0, runnable = 0, sgd = 0;
+    int json = 0, all = 0, vp = 0, runnable = 0, sgd = 0, measure = 1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -197,6 +199,7 @@ int sym_cli_plan(int argc, char **argv) {
         if (!strcmp(a, "--all")) { all = 1; continue; }
         if (!strcmp(a, "--vocab-parallel")) { vp = 1; continue; }
         if (!strcmp(a, "--runnable")) { runnable = 1; continue; }
+        if (!strcmp(a, "--no-measure")) { measure = 0; continue; }
         static const char *const valued[] = {"--model", "--pes", "--device", "--device-mem",
                                              "--batch", "--seq", "--optimizer", "--link",
                                              "--inter-link", "--pes-per-node", "--bucket-mb",
@@ -261,7 +264,7 @@ int sym_cli_plan(int argc, char **argv) {
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         if (pages > 0 && page > 0) r.device_mem = (size_t)pages * (size_t)page / (size_t)pes;
     }
-    if (dev == SYM_PLAN_CPU) sym_plan_measure_cpu(&r, cpu_cores());
+    if (dev == SYM_PLAN_CPU && measure) sym_plan_measure_cpu(&r, cpu_cores());
 
     sym_plan_result_t *res = NULL, one;
     int n = 0;

@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "nn.h"
+#include "train.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -108,6 +109,16 @@ int sym_plan_candidates(const sym_plan_request_t *r, sym_plan_result_t **out, in
  * today): what `--parallel auto` uses. Returns 0, or SYM_ENOMEM when none
  * fits (the message says what the smallest needs). */
 int sym_plan_choose(const sym_plan_request_t *r, sym_plan_layout_t *out);
+
+/* The request `--parallel auto` makes for a run of `c` on npes PEs: its model,
+ * global batch, sequence, optimizer and bucket; the device's figures from
+ * sym_plan_defaults only (nothing measured, so every PE reaches the same
+ * choice); runnable_only; device_mem as the caller knows it (GPU: the free
+ * memory; CPU: the host's memory / its PEs; 0: no limit). Wiring, in the
+ * training loop's mesh set-up: sym_plan_train_request(cfg, npes, gpu, mem, &r);
+ * sym_plan_choose(&r, &l) -> "dp=l.dp,tp=l.tp,pp=l.pp" (+ l.micro, l.zero). */
+void sym_plan_train_request(const sym_train_config_t *c, int npes, int gpu, size_t device_mem,
+                            sym_plan_request_t *r);
 
 /* The figures and assumptions behind the answer, one per line. */
 void sym_plan_assumptions(const sym_plan_request_t *r, char *buf, size_t len);

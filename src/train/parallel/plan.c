@@ -532,6 +532,20 @@ int sym_plan_choose(const sym_plan_request_t *r, sym_plan_layout_t *out) {
     return SYM_OK;
 }
 
+void sym_plan_train_request(const sym_train_config_t *c, int npes, int gpu, size_t device_mem,
+                            sym_plan_request_t *r) {
+    sym_plan_defaults(r, gpu ? SYM_PLAN_GPU : SYM_PLAN_CPU);
+    r->model = c->model;
+    r->pes = npes;
+    r->pes_per_node = gpu ? r->pes_per_node : 0;
+    r->batch = c->global_batch;
+    r->seq = c->seq;
+    r->optimizer = c->optim.kind;
+    r->bucket_bytes = (size_t)(c->bucket_mb * 1048576.0);
+    r->device_mem = device_mem;
+    r->runnable_only = 1;
+}
+
 void sym_plan_assumptions(const sym_plan_request_t *r, char *buf, size_t len) {
     int ppn = r->pes_per_node > 0 ? r->pes_per_node : r->pes;
     snprintf(buf, len,
