@@ -553,13 +553,14 @@ void sym_plan_assumptions(const sym_plan_request_t *r, char *buf, size_t len) {
              "optimizer pass: %.4g GB/s a PE (%s)\n"
              "within a node (%d PEs): %s, %.4g GB/s busbw, %.3g us (%s)\n"
              "between nodes: %s, %.4g GB/s busbw, %.3g us (%s)\n"
-             "memory: what our %s code allocates (pool blocks / its one region); %s\n"
+             "memory: what our %s allocates; %s\n"
              "time: nothing overlapped; tp innermost, then pp, then dp; the 1F1B bubble "
              "(pp-1)/(m+pp-1); TP never crosses a node\n",
              r->flops / 1e12, r->flops_source, r->mem_bw / 1e9, r->mem_bw_source, ppn,
              r->intra.name, r->intra.busbw / 1e9, r->intra.latency * 1e6, r->intra.source,
              r->inter.name, r->inter.busbw / 1e9, r->inter.latency * 1e6, r->inter.source,
-             r->device ? "GPU" : "CPU",
+             r->device ? "GPU code (models/gpt_cuda.cu's one region)"
+                       : "CPU code (the buddy blocks of models/gpt.c and model.c, AdamW's arrays)",
              r->device ? "GPU TP, PP, ZeRO and recompute are not in our code yet: their rows "
                          "assume Megatron-style splits"
                        : "TP splits parameters, not activation buffers (gpt.c sizes those for "
