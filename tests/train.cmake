@@ -55,6 +55,14 @@ set_tests_properties(train_gpt_gpu PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL 
   ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
 sym_train_e2e(train_plan)    # symtrain plan: parameters, memory, times and choices by hand
 sym_train_e2e(train_plan_memory) # the planner's memory per PE vs symtrain train's allocators
+# The layouts of 4 PEs the other issue-17 branches train, once merged, checked the same way:
+# a list of LAYOUT[:TRAIN ARGS] (tests/train_plan_memory.c), e.g. "dp=2,tp=2;tp=4;dp=2,zero=1:--zero 1"
+set(SYM_PLAN_LAYOUTS "" CACHE STRING "more layouts for train_plan_memory_layouts")
+if(SYM_PLAN_LAYOUTS)
+  add_test(NAME train_plan_memory_layouts COMMAND train_plan_memory $<TARGET_FILE:symrun>
+           $<TARGET_FILE:symtrain_cli> ${SYM_PLAN_LAYOUTS})
+  set_tests_properties(train_plan_memory_layouts PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()
 sym_train_e2e(train_errors)  # an error on one PE ends the job; a second SIGTERM ends a PE
 
 # ---- fuzzing: the IDX and token-shard loaders under libFuzzer (tests/fuzz) ----
