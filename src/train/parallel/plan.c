@@ -62,6 +62,7 @@
 #include <symtrain/tensor.h>
 
 #include "internal.h"
+#include "models/model.h"
 #include "util/util.h"
 
 /* ---- figures ---- */
@@ -217,12 +218,6 @@ void sym_plan_measure_cpu(sym_plan_request_t *r, int cores) {
 
 /* ---- the model's sizes ---- */
 
-static size_t pow2(size_t x) {
-    size_t p = 64;
-    while (p < x) p <<= 1;
-    return p;
-}
-
 static size_t up256(size_t x) { return (x + 255) & ~(size_t)255; }
 
 /* One block's parameters on a PE of tp (the biases of the row-parallel layers whole). */
@@ -278,12 +273,13 @@ static size_t stage_acts(const sym_plan_request_t *r, const stage_t *st, int row
         const size_t blk[] = {N * C, N, N, N * 3 * C, B * NH * T * T, N * C, N * C,
                               N * C, N, N, N * 4 * C, N * 4 * C, N * C};
         size_t one = 0;
-        for (size_t i = 0; i < sizeof blk / sizeof *blk; i++) one += pow2(blk[i] * 4);
-        size_t acts = recompute ? L * pow2(N * C * 4) + one : L * one;
+        for (size_t i = 0; i < sizeof blk / sizeof *blk; i++)
+            one += sym__pow2_at_least(blk[i] * 4);
+        size_t acts = recompute ? L * sym__pow2_at_least(N * C * 4) + one : L * one;
         const size_t oth[] = {N * C, N * C, N, N, N * Vp, N * C, N * C, N * C, N * C,
                               N * 3 * C, N * 4 * C, T * T};
         for (size_t i = 0; i < sizeof oth / sizeof *oth; i++)
-            if (i != 4 || st->last) acts += pow2(oth[i] * 4);
+            if (i != 4 || st->last) acts += sym__pow2_at_least(oth[i] * 4);
         return acts;
     }
     /* gpt_cuda.cu carve(): bf16 activations, fp32 row statistics */
@@ -382,8 +378,8 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
             mem.grads = up256(Pz2 * 4);
             mem.optim = 2 * up256(Pz1 * 4);
         } else {
-            mem.params = pow2(P * 4);
-            mem.grads = pow2((Pz2 + SYM_GRAD_CTRL) * 4);
+            mem.params = sym__pow2_at_least(P * 4);
+            mem.grads = sym__pow2_at_least((Pz2 + SYM_GRAD_CTRL) * 4);
             mem.optim = (size_t)(adam ? 2 : 1) * Pz1 * 4;
         }
         mem.acts = (size_t)st.inflight * stage_acts(r, &st, rows, l->tp, l->recompute);
