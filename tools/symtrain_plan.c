@@ -150,12 +150,12 @@ static void json_layout(const sym_plan_result_t *e) {
     printf("{\"dp\":%d,\"tp\":%d,\"pp\":%d,\"micro\":%d,\"zero\":%d,\"recompute\":%d,\"rows\":%d,"
            "\"params_local\":%zu,\"mem\":{\"params\":%zu,\"grads\":%zu,\"optim\":%zu,"
            "\"acts\":%zu,\"total\":%zu},\"fits\":%s,\"time\":{\"compute\":%.6g,\"bubble\":%.6g,"
-           "\"tp\":%.6g,\"pp\":%.6g,\"dp\":%.6g,\"optim\":%.6g,\"step\":%.6g},"
+           "\"tp\":%.6g,\"pp\":%.6g,\"dp\":%.6g,\"dp_total\":%.6g,\"optim\":%.6g,\"step\":%.6g},"
            "\"bubble_share\":%.6g,\"crosses_nodes\":{\"tp\":%s,\"pp\":%s,\"dp\":%s},\"needs\":",
            l->dp, l->tp, l->pp, l->micro, l->zero, l->recompute, e->rows, e->params_local,
            e->mem.params, e->mem.grads, e->mem.optim, e->mem.acts, e->mem.total,
            e->fits ? "true" : "false", e->t_compute, e->t_bubble, e->t_tp, e->t_pp, e->t_dp,
-           e->t_optim, e->t_step, e->bubble, e->tp_inter ? "true" : "false",
+           e->t_dp_total, e->t_optim, e->t_step, e->bubble, e->tp_inter ? "true" : "false",
            e->pp_inter ? "true" : "false", e->dp_inter ? "true" : "false");
     json_str(e->needs);
     putchar('}');

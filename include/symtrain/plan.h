@@ -9,7 +9,8 @@
  * models/gpt_cuda.cu); it is checked against the training loop's own report
  * (tests/train_plan_memory.c). Time is a model: compute = FLOPs / the
  * device's rate, communication = latency + bytes / the link's collective
- * bandwidth, the pipeline bubble (pp - 1) / (m + pp - 1), nothing overlapped.
+ * bandwidth, the pipeline bubble (pp - 1) / (m + pp - 1), nothing overlapped
+ * but the GPU's gradient average with the backward (as gpt_cuda.cu does).
  * The rates come with the request (sym_plan_defaults fills recorded figures;
  * sym_plan_measure_cpu measures this machine's CPU) and every figure used is
  * named in the answer (sym_plan_assumptions).
@@ -75,6 +76,8 @@ typedef struct {
     sym_plan_mem_t mem;  /* the heaviest PE's */
     int fits;            /* mem.total <= device_mem */
     double t_compute, t_bubble, t_tp, t_pp, t_dp, t_optim, t_step; /* seconds */
+    double t_dp_total;   /* the gradient average's whole time (t_dp: what the backward does
+                            not hide) */
     double bubble;       /* (pp - 1) / (m + pp - 1) */
     int dp_inter, tp_inter, pp_inter; /* the collective crosses nodes */
     char needs[96];      /* what the layout needs that our code does not do yet ("" none) */

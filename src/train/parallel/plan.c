@@ -29,9 +29,9 @@
  *  - Recompute (not in our code yet) keeps each block's output only, plus
  *    one block's buffers for the recomputed forward.
  *
- * Time, nothing overlapped (our GPU step averages the gradients after the
- * backward's graph; on the CPU the bucketed all-reduce overlaps the backward
- * only where a core is free, which 4 PEs on 2 cores do not have):
+ * Time, nothing overlapped but the GPU's gradient average (on the CPU the
+ * bucketed all-reduce overlaps the backward only where a core is free, which
+ * 4 PEs on 2 cores do not have):
  *   compute  the heaviest stage's FLOPs (6 x its parameters + 6 x layers x
  *            context x width per token, x 4/3 with recompute) over the rate;
  *            under TP the work split over tp is the blocks', the embeddings
@@ -41,7 +41,11 @@
  *            with recompute) of rows x T x C activations
  *   pp       2 transfers a micro-batch (activation forward, gradient back)
  *   dp       the fp32 gradients' all-reduce (ZeRO: reduce-scatter +
- *            all-gather, the same bytes), one latency a bucket
+ *            all-gather, the same bytes), one latency a bucket; on the GPU
+ *            (gpt_cuda.cu averages each bucket while the backward goes on)
+ *            only what outlasts the last micro-batch's backward (2/3 of its
+ *            compute), plus the embeddings' piece that goes after it (and
+ *            ZeRO's all-gather after the optimizer)
  *   optim    AdamW's pass over its shard: 28 bytes a parameter (30 on the GPU)
  *   collective time = latency + bytes x 2(n-1)/n / busbw (all-reduce),
  *   (n-1)/n for reduce-scatter or all-gather, bytes / p2p_bw point to point.
@@ -416,8 +420,21 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
     double gbytes = (double)o->params_local * 4;
     if (l->dp > 1) {
         double nb = ceil(gbytes / (double)(r->bucket_bytes ? r->bucket_bytes : 1));
-        o->t_dp = allreduce_t(kdp, l->dp, gbytes) + (nb - 1) * kdp->latency;
-        if (l->zero) o->t_dp += kdp->latency; /* two collectives: reduce-scatter + all-gather */
+        o->t_dp_total = allreduce_t(kdp, l->dp, gbytes) + (nb - 1) * kdp->latency;
+        if (l->zero) o->t_dp_total += kdp->latency; /* reduce-scatter + all-gather */
+        o->t_dp = o->t_dp_total;
+        if (gpu) {
+            /* Our GPU step averages each bucket on a side stream while the backward goes
+             * on; the last piece (the embeddings, after their backward) waits, and so
+             * would ZeRO's all-gather after the optimizer (half the bytes). */
+            double last = fmin(gbytes, 4.0 * ((double)wte_params(m, l->tp, vp) +
+                                              (double)m->max_seq * m->n_embd));
+            double after = l->zero ? 0.5 : 0.0, t_bwd = o->t_compute * 2.0 / 3.0 / l->micro;
+            double over = allreduce_t(kdp, l->dp, gbytes - last) +
+                          fmax(nb - 2, 0) * kdp->latency;
+            o->t_dp = (1 - after) * (fmax(over - t_bwd, 0) + allreduce_t(kdp, l->dp, last)) +
+                      after * o->t_dp_total;
+        }
     }
     double pz = l->zero ? (double)o->params_local / l->dp : (double)o->params_local;
     o->t_optim = pz * (gpu ? 30.0 : adam ? 28.0 : 16.0) / r->mem_bw;
@@ -550,7 +567,8 @@ void sym_plan_assumptions(const sym_plan_request_t *r, char *buf, size_t len) {
              "within a node (%d PEs): %s, %.4g GB/s busbw, %.3g us (%s)\n"
              "between nodes: %s, %.4g GB/s busbw, %.3g us (%s)\n"
              "memory: what our %s allocates; %s\n"
-             "time: nothing overlapped; tp innermost, then pp, then dp; the 1F1B bubble "
+             "time: nothing overlapped but the GPU's bucketed gradient average with the "
+             "backward; tp innermost, then pp, then dp; the 1F1B bubble "
              "(pp-1)/(m+pp-1); TP never crosses a node\n",
              r->flops / 1e12, r->flops_source, r->mem_bw / 1e9, r->mem_bw_source, ppn,
              r->intra.name, r->intra.busbw / 1e9, r->intra.latency * 1e6, r->intra.source,
