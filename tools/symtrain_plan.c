@@ -165,12 +165,12 @@ static void row(const sym_plan_result_t *e) {
     const sym_plan_layout_t *l = &e->layout;
     char a[5][24];
     printf("%4d %3d %3d %5d %4d %4s  %8s %8s %8s %8s %8s  %-4s %9.2f %7.2f %7.2f %7.2f %7.2f "
-           "%6.2f %9.2f  %s\n",
+           "%6.2f %9.2f%s%s\n",
            l->dp, l->tp, l->pp, l->micro, l->zero, l->recompute ? "on" : "off",
            gib(e->mem.params, a[0], 24), gib(e->mem.grads, a[1], 24), gib(e->mem.optim, a[2], 24),
            gib(e->mem.acts, a[3], 24), gib(e->mem.total, a[4], 24), e->fits ? "yes" : "NO",
            e->t_compute * 1e3, e->t_bubble * 1e3, e->t_tp * 1e3, e->t_pp * 1e3, e->t_dp * 1e3,
-           e->t_optim * 1e3, e->t_step * 1e3, e->needs);
+           e->t_optim * 1e3, e->t_step * 1e3, e->needs[0] ? "  " : "", e->needs);
 }
 
 static void say_choice(const char *what, const sym_plan_result_t *e) {
