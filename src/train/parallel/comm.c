@@ -39,6 +39,14 @@ int sym__comm_sum(shmem_team_t team, float *x, size_t n) {
     return SYM_OK;
 }
 
+int sym__comm_sum_f64(shmem_team_t team, double *x, size_t n) {
+    int rc = shmemx_allreduce(team, x, x, n, SHMEMX_FLOAT64, SHMEMX_SUM);
+    if (rc)
+        return sym__error(SYM_ECOMM, "shmemx_allreduce of %zu doubles failed: %s", n,
+                          shmemx_strerror(rc));
+    return SYM_OK;
+}
+
 /* ---- uneven collectives over symmetric buffers (the distributed tensors) ---- */
 
 static int team_sync(shmem_team_t team) {
