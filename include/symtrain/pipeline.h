@@ -76,7 +76,7 @@ typedef struct sym_pipe sym_pipe_t; /* opaque */
 
 typedef struct {
     int micro_batches; /* M >= 1 a step */
-    int micro_rows;    /* sequences per micro-batch (on this dp replica) */
+    int micro_rows;    /* the most sequences in a micro-batch (an inbox slot's size) */
     int seq;           /* tokens per sequence */
     int inbox_slots;   /* slots of each inbox (0: the number of stages) */
     double bucket_mb;  /* the dp average's buckets */
@@ -102,16 +102,18 @@ int sym_pipe_stages(const sym_pipe_t *p);
 /* The plan: stage s holds blocks [first[s], first[s] + layers[s]). */
 void sym_pipe_layers(const sym_pipe_t *p, int s, int *first, int *layers);
 
-/* One step's forward and backward of M micro-batches in the 1F1B order
- * (stage s: min(stages - s - 1, M) forwards, then one forward and one
- * backward in turn, then the backwards left). tokens (M x rows, seq) are read
- * on the first stage, labels (M x rows x seq) on the last, whose loss
- * gradient is grad_scale x the summed loss. After it the gradients are
- * zeroed-then-summed over the micro-batches, the tied wte's over the first
- * and last stage, and averaged over the dp team. *loss_sum: the summed loss
- * of this PE's predictions on the last stage, 0 elsewhere. */
-int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, float grad_scale,
-                  double *loss_sum);
+/* One step's forward and backward of this PE's `rows` sequences in M
+ * micro-batches (min(M, rows) when fewer; the first rows % M one sequence
+ * larger), in the 1F1B order (stage s: min(stages - s - 1, M) forwards, then
+ * one forward and one backward in turn, then the backwards left). tokens
+ * (rows, seq) are read on the first stage, labels (rows x seq) on the last,
+ * whose loss gradient is grad_scale x the summed loss. After it the
+ * gradients are zeroed-then-summed over the micro-batches, the tied wte's over
+ * the first and last stage, and averaged over the dp team. *loss_sum: the
+ * summed loss of this PE's predictions on the last stage, 0 elsewhere. Every
+ * stage of a pipeline passes the same rows (<= M x micro_rows). */
+int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, int rows,
+                  float grad_scale, double *loss_sum);
 /* Forward only, in micro-batches of at most micro_rows: rows sequences.
  * On the last stage *loss_sum and *correct get the summed loss and the right
  * arg-maxes of its predictions; 0 elsewhere. */

@@ -52,7 +52,8 @@ struct sym_pipe {
     float *fwd_box, *bwd_box;
     double *norm;         /* symmetric */
     uint64_t fwd_sent, fwd_recv, bwd_sent, bwd_recv; /* grow for the whole run */
-    sym_tensor_t *dlogits; /* (model slots) the head's loss gradient awaiting its backward */
+    int mslots;           /* the model's activation slots: micro-batches in flight here */
+    sym_tensor_t *dlogits; /* (mslots) the head's loss gradient awaiting its backward */
     sym_pipe_stats_t stats;
 };
 
@@ -148,6 +149,7 @@ int sym_pipe_create(const sym_model_config_t *cfg, sym_mesh_t *mesh, const sym_p
     int mslots = S - p->s < M ? S - p->s : M; /* micro-batches in flight on this stage */
     p->first = calloc((size_t)S, sizeof *p->first);
     p->layers = calloc((size_t)S, sizeof *p->layers);
+    p->mslots = mslots;
     p->dlogits = calloc((size_t)mslots, sizeof *p->dlogits);
     if (!p->first || !p->layers || !p->dlogits) {
         rc = sym__error(SYM_ENOMEM, "pipeline: out of memory");
@@ -266,15 +268,15 @@ static void release(sym_pipe_t *p, int fwd) {
 
 /* ---- one step ---- */
 
-/* Forward of micro-batch i (rows sequences): receive, compute, send on; the
- * last stage's loss (and, training, its gradient in place of the logits). */
-static int forward(sym_pipe_t *p, int i, int rows, int training, const int32_t *tokens,
-                   const int32_t *labels, float scale, double *lsum, int64_t *correct) {
+/* Forward of one micro-batch (rows sequences; tok on the first stage, lab on
+ * the last) in activation slot `slot`: receive, compute, send on; the last
+ * stage's loss (and, training, its gradient in place of the logits). */
+static int forward(sym_pipe_t *p, int slot, int rows, int training, const int32_t *tok,
+                   const int32_t *lab, float scale, double *lsum, int64_t *correct) {
     sym_model_t *m = p->model;
-    int slot = training ? i % m->slots : 0, T = p->pc.seq, rc;
-    size_t N = (size_t)rows * (size_t)T;
+    int rc;
     sym_model_use_slot(m, slot);
-    sym_input_t in = {rows, T, NULL, p->s == 0 ? tokens + (size_t)i * p->pc.micro_rows * T : NULL};
+    sym_input_t in = {rows, p->pc.seq, NULL, p->s == 0 ? tok : NULL};
     if (p->s > 0 && (rc = receive(p, FWD, &in.x))) return rc;
     sym_forward_t f = {training, 0, 0};
     sym_tensor_t y;
@@ -282,10 +284,9 @@ static int forward(sym_pipe_t *p, int i, int rows, int training, const int32_t *
     if (p->s > 0) release(p, FWD);
     if (rc) return rc;
     if (p->s < p->S - 1) {
-        send(p, FWD, sym_tensor_f32(&y), N * (size_t)p->cfg.n_embd);
+        send(p, FWD, sym_tensor_f32(&y), (size_t)y.shape[0] * (size_t)y.shape[1]);
         return SYM_OK;
     }
-    const int32_t *lab = labels + (size_t)i * p->pc.micro_rows * T;
     double l = sym_softmax_xent(&y, lab, p->cfg.vocab, scale, training ? &y : NULL, correct);
     if (isnan(l)) return SYM_EINVAL;
     *lsum += l;
@@ -293,39 +294,58 @@ static int forward(sym_pipe_t *p, int i, int rows, int training, const int32_t *
     return SYM_OK;
 }
 
-/* Backward of micro-batch i; the last one's gradient buckets start their dp
- * average as they finish. */
-static int backward(sym_pipe_t *p, int i) {
+/* Backward of the micro-batch in `slot` (rows sequences); the step's last
+ * one starts the dp average of each gradient bucket as it finishes. */
+static int backward(sym_pipe_t *p, int slot, int rows, int last) {
     sym_model_t *m = p->model;
-    int slot = i % m->slots, rc, last = i == p->pc.micro_batches - 1;
-    size_t N = p->msg_floats / (size_t)p->cfg.n_embd;
+    size_t N = (size_t)rows * (size_t)p->pc.seq, C = (size_t)p->cfg.n_embd;
+    int rc;
     sym_model_use_slot(m, slot);
     sym_tensor_t dy = p->dlogits[slot];
     if (p->s < p->S - 1) {
         const float *g;
         if ((rc = receive(p, BWD, &g))) return rc;
-        dy = sym_tensor_2d((float *)g, (int64_t)N, p->cfg.n_embd);
+        dy = sym_tensor_2d((float *)g, (int64_t)N, (int64_t)C);
     }
     rc = sym_model_backward(m, &dy, last && p->ddp ? sym_ddp_ready : NULL, p->ddp);
     if (p->s < p->S - 1) release(p, BWD);
     if (rc) return rc;
-    if (p->s > 0) send(p, BWD, sym_model_input_grad(m), p->msg_floats);
+    if (p->s > 0) send(p, BWD, sym_model_input_grad(m), N * C);
     return SYM_OK;
 }
 
-int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, float grad_scale,
-                  double *loss_sum) {
-    int M = p->pc.micro_batches, R = p->pc.micro_rows, rc = SYM_OK;
-    int warm = p->S - p->s - 1 < M ? p->S - p->s - 1 : M, f = 0, b = 0;
+/* Micro-batch i of `rows` split into M: its first row and its rows (the
+ * first rows % M one more). */
+static void micro(int rows, int M, int i, int *row0, int *n) {
+    *n = rows / M + (i < rows % M);
+    *row0 = i * (rows / M) + (i < rows % M ? i : rows % M);
+}
+
+int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, int rows,
+                  float grad_scale, double *loss_sum) {
+    int M = p->pc.micro_batches, T = p->pc.seq, rc = SYM_OK;
     *loss_sum = 0;
+    if (rows < 0 || rows > M * p->pc.micro_rows)
+        return sym__error(SYM_EINVAL, "pipeline step: %d sequences, more than %d micro-batches "
+                          "of %d", rows, M, p->pc.micro_rows);
+    if (rows < M) M = rows; /* a short last batch: no empty micro-batches */
+    int slots = p->mslots;
+    int warm = p->S - p->s - 1 < M ? p->S - p->s - 1 : M, f = 0, b = 0, r0, n;
     sym_model_zero_grads(p->model);
     if (p->ddp) sym_ddp_begin(p->ddp);
-    for (; !rc && f < warm; f++)
-        rc = forward(p, f, R, 1, tokens, labels, grad_scale, loss_sum, NULL);
-    for (; !rc && f < M; f++)
-        if (!(rc = forward(p, f, R, 1, tokens, labels, grad_scale, loss_sum, NULL)))
-            rc = backward(p, b++);
-    for (; !rc && b < M; b++) rc = backward(p, b);
+    while (!rc && b < M) {
+        /* 1F1B: the warm-up forwards, then a forward before each backward while any are left */
+        if (f < M && (f < warm || f == b + warm)) {
+            micro(rows, M, f, &r0, &n);
+            size_t at = (size_t)r0 * (size_t)T;
+            rc = forward(p, f % slots, n, 1, tokens + at, labels + at, grad_scale, loss_sum, NULL);
+            f++;
+        } else {
+            micro(rows, M, b, &r0, &n);
+            rc = backward(p, b % slots, n, b == M - 1);
+            b++;
+        }
+    }
     if (rc) return rc;
     if (p->ddp && (rc = sym_ddp_finish(p->ddp))) return rc;
     /* the tied weight: the embedding's gradient (first stage) + the LM head's (last) */
@@ -337,13 +357,14 @@ int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, f
 
 int sym_pipe_eval(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, int rows,
                   double *loss_sum, int64_t *correct) {
-    int R = p->pc.micro_rows, rc = SYM_OK;
+    int R = p->pc.micro_rows, T = p->pc.seq, rc = SYM_OK;
     *loss_sum = 0;
     *correct = 0;
-    for (int i = 0; !rc && i * R < rows; i++) {
-        int n = rows - i * R < R ? rows - i * R : R;
+    for (int r0 = 0; !rc && r0 < rows; r0 += R) {
+        int n = rows - r0 < R ? rows - r0 : R;
         int64_t c = 0;
-        rc = forward(p, i, n, 0, tokens, labels, 1.0f, loss_sum, &c);
+        size_t at = (size_t)r0 * (size_t)T;
+        rc = forward(p, 0, n, 0, tokens + at, labels + at, 1.0f, loss_sum, &c);
         *correct += c;
     }
     return rc;
