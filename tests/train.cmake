@@ -49,6 +49,7 @@ set_tests_properties(train_balance PROPERTIES LABELS no-sanitize)
 sym_train_e2e(train_cli)     # usage, errors, progress, metrics, plot
 sym_train_e2e(train_gpt)        # GPT: N-PE == 1-PE losses, validation, a sample
 sym_train_e2e(train_gpt_resume) # GPT: SIGKILL + restart + resume bit-identical
+sym_train_e2e(train_gpt_pp)     # GPT in pipeline stages (--parallel dp=N,pp=K) == 1-PE losses
 sym_train_e2e(train_gpt_data)   # GPT: tokenize, train on shards, sample; damaged / missing data
 sym_train_e2e(train_gpt_gpu)    # GPT on the GPU: vs the CPU, bitwise repeat, 2 PEs on one GPU, resume
 set_tests_properties(train_gpt_gpu PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
