@@ -117,6 +117,7 @@ int main(int argc, char **argv) {
         {2, "--parallel pp=2 --sample 10", "sampling needs the whole model on one PE"},
         {2, "--parallel pp=2 --ckpt-dir %s", "train without --ckpt-dir"},
         {2, "--parallel dp=3,pp=2", "make the sizes multiply to 2"},
+        {1, "--micro-batches 4", "add --parallel pp=K"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char opts[512];

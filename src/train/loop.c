@@ -720,6 +720,9 @@ static int gpu_sync_host(run_t *r) {
  * same verdict (the same options). */
 static int pipe_plan(run_t *r) {
     const sym_train_config_t *c = r->cfg;
+    if (!c->parallel)
+        return report(r, sym__error(SYM_EINVAL, "--micro-batches and --inbox-slots are for a "
+                                    "pipeline: add --parallel pp=K (K > 1 stages)"), 1);
     int rc = sym_mesh_create(SHMEM_TEAM_WORLD, c->parallel, &r->pipe_mesh);
     if (rc) return report(r, rc, 1);
     sym_mesh_t *m = r->pipe_mesh;
@@ -728,8 +731,8 @@ static int pipe_plan(run_t *r) {
     const char *why = NULL;
     if (tpd >= 0 && sym_mesh_size(m, tpd) > 1)
         why = "tp: this loop splits the model into pipeline stages (pp) and replicas (dp) only";
-    else if (pp == 1 && c->micro_batches)
-        why = "--micro-batches: micro-batches go through a pipeline; add pp=K (K > 1)";
+    else if (pp == 1 && (c->micro_batches || c->inbox_slots))
+        why = "--micro-batches and --inbox-slots are for a pipeline; add pp=K (K > 1)";
     else if (pp > 1 && c->model.kind != SYM_MODEL_GPT)
         why = "pp: pipeline stages split a GPT's blocks; pass --model gpt:...";
     else if (pp > 1 && c->device == SYM_TRAIN_GPU)
@@ -800,7 +803,7 @@ static int setup(run_t *r) {
     if (!r->evalbuf) return report(r, sym__error(SYM_ENOMEM, "symmetric heap exhausted"), 1);
     r->dp_n = r->npes; /* pipe: fewer replicas with pipeline stages */
     r->dp_me = r->me;
-    if (c->parallel && (rc = pipe_plan(r))) return rc;
+    if ((c->parallel || c->micro_batches || c->inbox_slots) && (rc = pipe_plan(r))) return rc;
 
     /* The batch's rows; an MLP evaluates in larger blocks, a GPT in batches.
      * A balanced PE may take up to twice the even block (never more than the
