@@ -31,6 +31,7 @@
 #include <symtrain/symtrain.h>
 
 #include "test.h"
+#include "train_test.h"
 
 enum { GB = 8, T = 32, V = 128, STEPS = 20 };
 static const char spec[] = "gpt:L=4,C=64,H=4,V=128,T=32";
@@ -43,17 +44,6 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static sym_optim_t *make_optim(sym_model_t *m) {
-    sym_optim_config_t oc = {SYM_OPT_ADAMW, 0, 0.9f, 0.95f, 1e-8f, 0.1f};
-    sym_optim_t *o;
-    CHECK(sym_optim_create(&oc, sym_model_num_params(m), &o) == 0, "%s", sym_last_error());
-    for (int i = 0; i < sym_model_num_tensors(m); i++) {
-        const sym_param_t *p = sym_model_param(m, i);
-        if (!p->decay) CHECK(sym_optim_no_decay(o, p->offset, p->numel) == 0, "no_decay");
-    }
-    return o;
 }
 
 /* Sequences [row0, row0 + rows) of step s's batch: inputs and labels. */
@@ -129,7 +119,7 @@ static void run_layout(const layout_t *L, const sym_model_config_t *cfg, sym_mod
         CHECK(b && a->numel == b->numel && a->index == (int)(b - sym_model_param(ref, 0)),
               "%s: stage %d's %s is not the 1-PE model's", L->mesh, s, a->name);
     }
-    sym_optim_t *o = make_optim(m);
+    sym_optim_t *o = test_adamw(m);
     float *w0 = malloc(np * sizeof *w0), *mg = malloc(np * sizeof *mg);
     CHECK(w0 && mg, "out of memory");
     memcpy(w0, sym_model_params(m), np * sizeof *w0);
@@ -217,19 +207,12 @@ int main(void) {
         return 77;
     }
     sym_blas_set_threads(1);
-    sym_model_config_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    CHECK(sym_model_parse(spec, &cfg) == 0, "%s", sym_last_error());
-    cfg.seed = seed;
-    test_rng_t rng = test_rng(seed, 1);
-    for (int s = 0; s < STEPS; s++) /* one batch (the model learns it), a fresh last row */
-        for (int r = 0; r < GB; r++)
-            for (int t = 0; t <= T; t++)
-                tokens[s][r][t] = s && r < GB - 1 ? tokens[0][r][t] : (int32_t)(test_next(&rng) % V);
+    sym_model_config_t cfg = test_gpt_config(spec, seed);
+    test_gpt_tokens(&tokens[0][0][0], STEPS, GB, T, V, seed);
 
     sym_model_t *ref;
     CHECK(sym_model_create(&cfg, GB, 0, &ref) == 0, "%s", sym_last_error());
-    sym_optim_t *ro = make_optim(ref);
+    sym_optim_t *ro = test_adamw(ref);
     size_t np = sym_model_num_params(ref);
     float *g0 = malloc(np * sizeof *g0);
     CHECK(g0, "out of memory");
