@@ -690,6 +690,7 @@ static int gpu_create(run_t *r) {
     o.optim = c->optim;
     o.dp_team = r->dp_team;
     o.use_graph = 1;
+    o.bucket_bytes = (size_t)(c->bucket_mb * 1024 * 1024);
     int nt = sym_model_num_tensors(r->model);
     const sym_param_t *table = sym_model_param(r->model, 0);
     int rc = r->gpu->create(&c->model, r->rows, table, nt, sym_model_params(r->model), r->P, &o,
