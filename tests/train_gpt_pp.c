@@ -6,9 +6,10 @@
  * gpt:L=4,C=64,H=4,V=128,T=32 on the generated corpus, global batch 8, 20
  * steps of AdamW with clipping, fp32 on the CPU, evaluated at steps 10 and
  * 20. Layouts: pp=2 on 2 PEs with 8 micro-batches of one sequence; dp=2 x
- * pp=2 on 4 PEs (each replica 4 sequences in 2 micro-batches); pp=4 on 4 PEs
- * with 8 micro-batches and inboxes of one slot (a send waits for the previous
- * message's credit). tests/train_pp checks more layouts, and the credits,
+ * pp=2 on 4 PEs (each replica 4 sequences in 2 micro-batches); tp=2 x pp=2
+ * (each stage's heads split over 2 PEs, 8 sequences in 2 micro-batches);
+ * pp=4 on 4 PEs with 8 micro-batches and inboxes of one slot (a send waits
+ * for the previous message's credit). tests/train_pp checks more layouts, and the credits,
  * inside one program. Each step's loss (from the
  * last stages) and the validation losses must match the 1-PE run's to 1e-5
  * relative, each step's gradient norm over the whole pipeline to 2e-5 (the
@@ -65,12 +66,15 @@ int main(int argc, char **argv) {
     const layout_t layouts[] = {
         {2, "--parallel pp=2 --micro-batches 8", "pp2_m8"},
         {4, "--parallel dp=2,pp=2", "dp2_pp2"},
+        {4, "--parallel tp=2,pp=2", "tp2_pp2"},
         {4, "--parallel pp=4 --micro-batches 8 --inbox-slots 1", "pp4_slot1"},
     };
     const char *plan[] = {"pipeline: 2 stages (blocks 0-1, 2-3), 8 micro-batches of up to 1 "
                           "sequences, 1F1B, inboxes of 2 slots; 1 data-parallel replica",
                           "pipeline: 2 stages (blocks 0-1, 2-3), 2 micro-batches of up to 2 "
                           "sequences, 1F1B, inboxes of 2 slots; 2 data-parallel replicas",
+                          "pipeline: 2 stages (blocks 0-1, 2-3), 2 micro-batches of up to 4 "
+                          "sequences, 1F1B, inboxes of 2 slots; 1 data-parallel replica",
                           "pipeline: 4 stages (blocks 0-0, 1-1, 2-2, 3-3), 8 micro-batches of "
                           "up to 1 sequences, 1F1B, inboxes of 1 slots"};
     for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++) {

@@ -6,11 +6,13 @@
  * Every PE trains the 1-PE model (sym_model_create) on the whole global batch
  * for 20 AdamW steps with clipping, its reference. Then for each layout of the
  * job (2 PEs: pp=2 with 8 micro-batches, and again with inboxes of one slot;
- * 4 PEs: pp=4, dp=2 x pp=2, and pp=4 with 8 micro-batches and one slot) the
- * pipeline trains from the same seed on the same global batch. At every step
+ * 4 PEs: pp=4, dp=2 x pp=2, pp=4 with 8 micro-batches and one slot, and
+ * tp=2 x pp=2) the pipeline trains from the same seed on the same global
+ * batch. Its weights must start as exactly the 1-PE model's tensors of the
+ * same names (their tensor-parallel slices under tp). At every step
  * its loss (from the last stages, summed over the job) must match the
  * reference's to 1e-5 relative; the first step's gradients of every tensor a
- * stage holds (the tied wte's too, after the first and last stage summed
+ * stage holds (sliced as its weights) (the tied wte's too, after the first and last stage summed
  * theirs) must match the reference's tensor of that name to 1e-5 of the
  * largest gradient; the two copies of wte must still be equal bit for bit at
  * the end; and a sender must never have had more messages in an inbox than it
@@ -81,11 +83,12 @@ typedef struct {
 } layout_t;
 
 static void run_layout(const layout_t *L, const sym_model_config_t *cfg, sym_model_t *ref,
-                       const double *want, const float *g0, float gmax) {
+                       const float *w0, const double *want, const float *g0, float gmax) {
     int me = shmem_my_pe();
     sym_mesh_t *mesh;
     CHECK(sym_mesh_create(SHMEM_TEAM_WORLD, L->mesh, &mesh) == 0, "%s", sym_last_error());
-    int ppd = sym_mesh_dim(mesh, "pp"), dpd = sym_mesh_dim(mesh, "dp");
+    int ppd = sym_mesh_dim(mesh, "pp"), dpd = sym_mesh_dim(mesh, "dp"), tpd = sym_mesh_dim(mesh, "tp");
+    int tp = tpd >= 0 ? sym_mesh_size(mesh, tpd) : 1, tr = tpd >= 0 ? sym_mesh_coord(mesh, tpd) : 0;
     int dp = dpd >= 0 ? sym_mesh_size(mesh, dpd) : 1, dr = dpd >= 0 ? sym_mesh_coord(mesh, dpd) : 0;
     int S = sym_mesh_size(mesh, ppd), s = sym_mesh_coord(mesh, ppd);
     int rows = GB / dp, R = rows / L->micro;
@@ -116,13 +119,16 @@ static void run_layout(const layout_t *L, const sym_model_config_t *cfg, sym_mod
     size_t np = sym_model_num_params(m);
     for (int i = 0; i < nt; i++) {
         const sym_param_t *a = sym_model_param(m, i), *b = sym_model_find_param(ref, a->name);
-        CHECK(b && a->numel == b->numel && a->index == (int)(b - sym_model_param(ref, 0)),
+        CHECK(b && a->numel * (a->tp_dim >= 0 ? tp : 1) == b->numel &&
+                  a->index == (int)(b - sym_model_param(ref, 0)),
               "%s: stage %d's %s is not the 1-PE model's", L->mesh, s, a->name);
+        for (size_t k = 0; k < a->numel; k++)
+            CHECK(sym_model_params(m)[a->offset + k] == slice_of(a, w0 + b->offset, tp, tr, k),
+                  "%s: stage %d's %s[%zu] is not the 1-PE model's", L->mesh, s, a->name, k);
     }
     sym_optim_t *o = test_adamw(m);
-    float *w0 = malloc(np * sizeof *w0), *mg = malloc(np * sizeof *mg);
-    CHECK(w0 && mg, "out of memory");
-    memcpy(w0, sym_model_params(m), np * sizeof *w0);
+    float *mg = malloc(np * sizeof *mg);
+    CHECK(mg, "out of memory");
     int32_t *in = malloc(sizeof(int32_t) * rows * T), *lab = malloc(sizeof(int32_t) * rows * T);
     CHECK(in && lab, "out of memory");
     double waited = 0;
@@ -156,7 +162,7 @@ static void run_layout(const layout_t *L, const sym_model_config_t *cfg, sym_mod
     for (int i = 0; i < nt; i++) {
         const sym_param_t *a = sym_model_param(m, i), *b = sym_model_find_param(ref, a->name);
         for (size_t k = 0; k < a->numel; k++) {
-            float e = g0[b->offset + k], got = mg[a->offset + k];
+            float e = slice_of(a, g0 + b->offset, tp, tr, k), got = mg[a->offset + k];
             CHECK(fabsf(got - e) <= 1e-5f * gmax, "%s stage %d: d %s[%zu] = %.8g, the 1-PE "
                   "model's %.8g (largest %.3g)", L->mesh, s, a->name, k, got, e, gmax);
         }
@@ -190,7 +196,6 @@ static void run_layout(const layout_t *L, const sym_model_config_t *cfg, sym_mod
     }
     free(in);
     free(lab);
-    free(w0);
     free(mg);
     sym_optim_destroy(o);
     sym_pipe_destroy(p);
@@ -214,8 +219,9 @@ int main(void) {
     CHECK(sym_model_create(&cfg, GB, 0, &ref) == 0, "%s", sym_last_error());
     sym_optim_t *ro = test_adamw(ref);
     size_t np = sym_model_num_params(ref);
-    float *g0 = malloc(np * sizeof *g0);
-    CHECK(g0, "out of memory");
+    float *g0 = malloc(np * sizeof *g0), *w0 = malloc(np * sizeof *w0);
+    CHECK(g0 && w0, "out of memory");
+    memcpy(w0, sym_model_params(ref), np * sizeof *w0);
     double want[STEPS];
     for (int s = 0; s < STEPS; s++) want[s] = ref_step(ref, ro, s, s ? NULL : g0);
     float gmax = 0;
@@ -224,10 +230,11 @@ int main(void) {
           want[STEPS - 1]);
 
     const layout_t two[] = {{"pp=2", 8, 0, 0}, {"pp=2", 8, 1, 1}};
-    const layout_t four[] = {{"pp=4", 4, 0, 0}, {"dp=2,pp=2", 2, 0, 0}, {"pp=4", 8, 1, 0}};
+    const layout_t four[] = {{"pp=4", 4, 0, 0}, {"dp=2,pp=2", 2, 0, 0}, {"pp=4", 8, 1, 0},
+                             {"tp=2,pp=2", 4, 0, 0}};
     const layout_t *ls = n == 2 ? two : four;
-    int nl = n == 2 ? 2 : 3;
-    for (int i = 0; i < nl; i++) run_layout(&ls[i], &cfg, ref, want, g0, gmax);
+    int nl = n == 2 ? 2 : 4;
+    for (int i = 0; i < nl; i++) run_layout(&ls[i], &cfg, ref, w0, want, g0, gmax);
 
     /* more stages than blocks: refused, said */
     sym_mesh_t *mesh;
@@ -244,6 +251,7 @@ int main(void) {
     sym_optim_destroy(ro);
     sym_model_destroy(ref);
     free(g0);
+    free(w0);
     if (me == 0) printf("train_pp: ok\n");
     shmem_finalize();
     return 0;

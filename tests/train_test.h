@@ -1,7 +1,8 @@
 /*
  * train_test.h — what the tests of split models (train_tp, train_pp) share:
  * the AdamW they train with, weight decay on the matrices only, as the loop
- * sets it, and their model config and token batches. After test.h and symtrain/symtrain.h.
+ * sets it, their model config and token batches, and the slicing rule of
+ * tensor parallelism (the test's own). After test.h and symtrain/symtrain.h.
  */
 #ifndef SYM_TRAIN_TEST_H
 #define SYM_TRAIN_TEST_H
@@ -15,6 +16,17 @@ static inline sym_optim_t *test_adamw(sym_model_t *m) {
         if (!p->decay) CHECK(sym_optim_no_decay(o, p->offset, p->numel) == 0, "no_decay");
     }
     return o;
+}
+
+/* Element i of this PE's part of parameter p, read from the whole tensor w
+ * (the reference's), by the test's own rule. */
+static inline float slice_of(const sym_param_t *p, const float *w, int tp, int r, size_t i) {
+    int64_t cols = p->ndim > 1 ? p->shape[1] : 1, row = (int64_t)i / cols, col = (int64_t)i % cols;
+    if (p->tp_dim == 1) return w[row * cols * tp + r * cols + col];
+    if (p->tp_dim < 0) return w[i];
+    int64_t sec = strstr(p->name, "c_attn") ? 3 : 1, per = p->shape[0] / sec;
+    int64_t full_row = (row / per) * per * tp + r * per + row % per;
+    return w[full_row * cols + col];
 }
 
 /* The config of `spec` with weights from `seed`. */

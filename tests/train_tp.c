@@ -60,17 +60,6 @@ static double train_step(sym_model_t *m, sym_optim_t *o, sym_ddp_t *ddp, int s, 
     return loss / (rows * T);
 }
 
-/* Element i of this PE's part of parameter p, read from the whole tensor w
- * (the reference's), by the test's own rule. */
-static float slice_of(const sym_param_t *p, const float *w, int tp, int r, size_t i) {
-    int64_t cols = p->ndim > 1 ? p->shape[1] : 1, row = (int64_t)i / cols, col = (int64_t)i % cols;
-    if (p->tp_dim == 1) return w[row * cols * tp + r * cols + col];
-    if (p->tp_dim < 0) return w[i];
-    int64_t sec = strstr(p->name, "c_attn") ? 3 : 1, per = p->shape[0] / sec;
-    int64_t full_row = (row / per) * per * tp + r * per + row % per;
-    return w[full_row * cols + col];
-}
-
 int main(void) {
     shmem_init();
     int me = shmem_my_pe(), n = shmem_n_pes();

@@ -76,8 +76,9 @@ static const char usage_text[] =
     "parallelism\n"
     "  --bucket-mb MB               gradient all-reduce bucket size (default 25)\n"
     /* ---- pipe: a minimal --parallel (dp and pp) until the full parser lands ---- */
-    "  --parallel dp=N,pp=K         K pipeline stages of a GPT's blocks (1F1B), N data-parallel\n"
-    "                               replicas of each; N x K = PEs (default: dp = PEs)\n"
+    "  --parallel dp=N,tp=M,pp=K    K pipeline stages of a GPT's blocks (1F1B), each over M\n"
+    "                               PEs (tp, with pp), N data-parallel replicas; N x M x K =\n"
+    "                               PEs (default: dp = PEs)\n"
     "  --micro-batches M            with pp: micro-batches a step (default K)\n"
     "  --inbox-slots S              with pp: slots of each stage's inboxes (default K)\n"
     /* ---- end pipe ---- */

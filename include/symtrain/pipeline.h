@@ -27,7 +27,10 @@
  *
  * Data parallelism: with a dp dimension in the mesh, each stage's gradients
  * are averaged over its dp team (the PEs holding the same stage), with the
- * bucketed DDP overlapped with the last micro-batch's backward.
+ * bucketed DDP overlapped with the last micro-batch's backward. Tensor
+ * parallelism: with a tp dimension each stage is split over its tp team
+ * (sym_model_create_tp's split); the residual stream is whole on every PE of
+ * a tp team, so tp rank r of stage s sends to tp rank r of stage s + 1.
  */
 #ifndef SYMTRAIN_PIPELINE_H
 #define SYMTRAIN_PIPELINE_H
@@ -55,14 +58,15 @@ typedef struct {
 } sym_gpt_stage_t;
 
 /* A GPT stage (every PE of the job calls it, collectively when symmetric;
- * the stages differ, `reserve` is the same on all). Its tensors keep the
- * whole model's names and their index (sym_param_t.index); its weights are
- * the 1-PE model's. forward: a stage without the embeddings takes in->x, the
+ * the stages differ, `reserve` is the same on all), split over the PEs of
+ * `tp` as sym_model_create_tp splits the whole model (SHMEM_TEAM_INVALID:
+ * whole). Its tensors keep the whole model's names and their index
+ * (sym_param_t.index); its weights are the 1-PE model's (or their slices). forward: a stage without the embeddings takes in->x, the
  * previous stage's output (rows x seq, C), and one without the head returns
  * its last block's output (rows x seq, C) in place of logits; backward then
  * takes that output's gradient in place of dlogits. */
 int sym_model_create_stage(const sym_model_config_t *cfg, int max_rows, int symmetric,
-                           const sym_gpt_stage_t *st, sym_model_t **out);
+                           shmem_team_t tp, const sym_gpt_stage_t *st, sym_model_t **out);
 /* The activation set the next forward writes and the next backward reads,
  * 0 <= slot < st->slots. */
 void sym_model_use_slot(sym_model_t *m, int slot);
@@ -92,7 +96,8 @@ typedef struct {
  * matrices and attention; the LM head on the last), one per PE of the mesh's
  * "pp" dimension, build this PE's stage and its inboxes. Collective over
  * SHMEM_TEAM_WORLD: the mesh spans the job. A "dp" dimension, if any, is the
- * stage's data-parallel team. Needs pp <= n_layer. */
+ * stage's data-parallel team, a "tp" dimension its tensor-parallel team.
+ * Needs pp <= n_layer. */
 int sym_pipe_create(const sym_model_config_t *cfg, sym_mesh_t *mesh, const sym_pipe_config_t *pc,
                     sym_pipe_t **out);
 void sym_pipe_destroy(sym_pipe_t *p);
@@ -110,18 +115,20 @@ void sym_pipe_layers(const sym_pipe_t *p, int s, int *first, int *layers);
  * whose loss gradient is grad_scale x the summed loss. After it the
  * gradients are zeroed-then-summed over the micro-batches, the tied wte's over
  * the first and last stage, and averaged over the dp team. *loss_sum: the
- * summed loss of this PE's predictions on the last stage, 0 elsewhere. Every
+ * summed loss of this PE's predictions on the last stage's tp rank 0, 0
+ * elsewhere (so a sum over the job counts each prediction once). Every
  * stage of a pipeline passes the same rows (<= M x micro_rows). */
 int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, int rows,
                   float grad_scale, double *loss_sum);
 /* Forward only, in micro-batches of at most micro_rows: rows sequences.
- * On the last stage *loss_sum and *correct get the summed loss and the right
- * arg-maxes of its predictions; 0 elsewhere. */
+ * On the last stage's tp rank 0 *loss_sum and *correct get the summed loss
+ * and the right arg-maxes of its predictions; 0 elsewhere. */
 int sym_pipe_eval(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, int rows,
                   double *loss_sum, int64_t *correct);
 /* The global gradient norm over the whole pipeline (the tied wte counted
- * once), and the gradients scaled to max_norm when larger (0: no clipping);
- * collective over the pipeline. */
+ * once, a tensor split over tp summed over it), and the gradients scaled to
+ * max_norm when larger (0: no clipping); collective over the pipeline and
+ * its tp teams. */
 int sym_pipe_clip(sym_pipe_t *p, double max_norm, double *norm);
 sym_pipe_stats_t sym_pipe_stats(const sym_pipe_t *p);
 

@@ -716,7 +716,8 @@ static int gpu_sync_host(run_t *r) {
 
 /* ---- pipe: pipeline parallelism (--parallel dp=N,pp=K; symtrain/pipeline.h) ---- */
 
-/* The mesh of --parallel, and what a pipeline cannot do yet. With pp = 1 (dp
+/* The mesh of --parallel (dp, pp, and tp inside each stage), and what a
+ * pipeline cannot do yet. With pp = 1 (dp
  * only) the mesh goes again and the plain loop runs. Every PE reaches the
  * same verdict (the same options). */
 static int pipe_plan(run_t *r) {
@@ -730,8 +731,9 @@ static int pipe_plan(run_t *r) {
     int ppd = sym_mesh_dim(m, "pp"), dpd = sym_mesh_dim(m, "dp"), tpd = sym_mesh_dim(m, "tp");
     int pp = ppd >= 0 ? sym_mesh_size(m, ppd) : 1;
     const char *why = NULL;
-    if (tpd >= 0 && sym_mesh_size(m, tpd) > 1)
-        why = "tp: this loop splits the model into pipeline stages (pp) and replicas (dp) only";
+    if (tpd >= 0 && sym_mesh_size(m, tpd) > 1 && pp == 1)
+        why = "tp without pp: this loop splits the model into pipeline stages (pp, each "
+              "optionally over tp) and replicas (dp)";
     else if (pp == 1 && (c->micro_batches || c->inbox_slots))
         why = "--micro-batches and --inbox-slots are for a pipeline; add pp=K (K > 1)";
     else if (pp > 1 && c->model.kind != SYM_MODEL_GPT)

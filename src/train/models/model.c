@@ -137,8 +137,8 @@ int sym_model_create_tp(const sym_model_config_t *cfg, int max_rows, int symmetr
 }
 
 int sym_model_create_stage(const sym_model_config_t *cfg, int max_rows, int symmetric,
-                           const sym_gpt_stage_t *st, sym_model_t **out) {
-    return create(cfg, max_rows, symmetric, SHMEM_TEAM_INVALID, st, out);
+                           shmem_team_t tp, const sym_gpt_stage_t *st, sym_model_t **out) {
+    return create(cfg, max_rows, symmetric, tp, st, out);
 }
 
 size_t sym__model_stage_params(const sym_model_config_t *cfg, int tp_size,

@@ -43,6 +43,8 @@ struct sym_pipe {
     int *first, *layers;  /* (S) the plan */
     int prev_pe, next_pe; /* world PEs; -1 at the ends */
     shmem_team_t pp, dp;  /* this pipeline; this stage's dp team (INVALID: none) */
+    shmem_team_t tp;      /* this stage's tp team (INVALID: none) */
+    int tp_size, tp_rank;
     shmem_team_t tied;    /* the first and last stage of this pipeline (INVALID elsewhere) */
     sym_model_t *model;
     sym_ddp_t *ddp;
@@ -112,16 +114,12 @@ void sym_pipe_destroy(sym_pipe_t *p) {
 int sym_pipe_create(const sym_model_config_t *cfg, sym_mesh_t *mesh, const sym_pipe_config_t *pc,
                     sym_pipe_t **out) {
     *out = NULL;
-    int ppd = sym_mesh_dim(mesh, "pp"), dpd = sym_mesh_dim(mesh, "dp");
+    int ppd = sym_mesh_dim(mesh, "pp"), dpd = sym_mesh_dim(mesh, "dp"),
+        tpd = sym_mesh_dim(mesh, "tp");
     if (ppd < 0) return sym__error(SYM_EINVAL, "pipeline: the mesh has no pp dimension");
     if (cfg->kind != SYM_MODEL_GPT)
         return sym__error(SYM_EINVAL, "pipeline parallelism splits a GPT; '%s' is not one",
                           cfg->spec);
-    for (int k = 0; k < sym_mesh_ndims(mesh); k++)
-        if (k != ppd && k != dpd && sym_mesh_size(mesh, k) > 1)
-            return sym__error(SYM_EINVAL, "pipeline: the %s dimension (%d PEs) with pp is not "
-                              "supported yet; use dp and pp", sym_mesh_name(mesh, k),
-                              sym_mesh_size(mesh, k));
     int S = sym_mesh_size(mesh, ppd);
     if (S > cfg->n_layer)
         return sym__error(SYM_EINVAL, "pp=%d stages for a GPT of %d blocks: every stage needs "
@@ -141,6 +139,9 @@ int sym_pipe_create(const sym_model_config_t *cfg, sym_mesh_t *mesh, const sym_p
     p->dp = dpd >= 0 && sym_mesh_size(mesh, dpd) > 1 ? sym_mesh_team(mesh, dpd)
                                                        : SHMEM_TEAM_INVALID;
     p->tied = SHMEM_TEAM_INVALID;
+    p->tp_size = tpd >= 0 ? sym_mesh_size(mesh, tpd) : 1;
+    p->tp = p->tp_size > 1 ? sym_mesh_team(mesh, tpd) : SHMEM_TEAM_INVALID;
+    p->tp_rank = p->tp_size > 1 ? sym_mesh_coord(mesh, tpd) : 0;
     p->prev_pe = p->s > 0 ? shmem_team_translate_pe(p->pp, p->s - 1, SHMEM_TEAM_WORLD) : -1;
     p->next_pe = p->s < S - 1 ? shmem_team_translate_pe(p->pp, p->s + 1, SHMEM_TEAM_WORLD) : -1;
     p->slots = pc->inbox_slots ? pc->inbox_slots : S;
@@ -172,12 +173,12 @@ int sym_pipe_create(const sym_model_config_t *cfg, sym_mesh_t *mesh, const sym_p
     size_t reserve = 0;
     for (int s = 0; s < S; s++) {
         sym_gpt_stage_t st = stage_of(p, s, 1);
-        size_t n = sym__model_stage_params(cfg, 1, &st);
+        size_t n = sym__model_stage_params(cfg, p->tp_size, &st);
         if (n > reserve) reserve = n;
     }
     sym_gpt_stage_t st = stage_of(p, p->s, mslots);
     st.reserve = reserve;
-    if ((rc = sym_model_create_stage(cfg, pc->micro_rows, 1, &st, &p->model))) goto fail;
+    if ((rc = sym_model_create_stage(cfg, pc->micro_rows, 1, p->tp, &st, &p->model))) goto fail;
     if (S > 1 && shmem_team_split_strided(p->pp, 0, S - 1, 2, NULL, 0, &p->tied)) {
         rc = sym__error(SYM_ECOMM, "pipeline: shmem_team_split_strided failed for the tied "
                         "embedding's pair (no free team slots)");
@@ -289,7 +290,10 @@ static int forward(sym_pipe_t *p, int slot, int rows, int training, const int32_
     }
     double l = sym_softmax_xent(&y, lab, p->cfg.vocab, scale, training ? &y : NULL, correct);
     if (isnan(l)) return SYM_EINVAL;
-    *lsum += l;
+    if (p->tp_rank == 0) /* the tp team computes the same loss: counted once */
+        *lsum += l;
+    else if (correct)
+        *correct = 0;
     p->dlogits[slot] = y;
     return SYM_OK;
 }
@@ -349,9 +353,9 @@ int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, i
     if (rc) return rc;
     if (p->ddp && (rc = sym_ddp_finish(p->ddp))) return rc;
     /* the tied weight: the embedding's gradient (first stage) + the LM head's (last) */
-    if (p->tied != SHMEM_TEAM_INVALID)
+    if (p->tied != SHMEM_TEAM_INVALID) /* wte is first on both: this PE's part of it */
         rc = sym__comm_sum(p->tied, sym_model_grads(p->model),
-                           (size_t)p->cfg.padded_vocab * (size_t)p->cfg.n_embd);
+                           sym_model_param(p->model, 0)->numel);
     return rc;
 }
 
@@ -372,13 +376,21 @@ int sym_pipe_eval(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, i
 
 int sym_pipe_clip(sym_pipe_t *p, double max_norm, double *norm) {
     const float *g = sym_model_grads(p->model);
-    size_t n = sym_model_num_params(p->model), lo = 0;
-    if (p->S > 1 && p->s == p->S - 1) /* the last stage's copy of wte: counted on stage 0 */
-        lo = (size_t)p->cfg.padded_vocab * (size_t)p->cfg.n_embd;
-    double s = 0;
-    for (size_t i = lo; i < n; i++) s += (double)g[i] * (double)g[i];
-    p->norm[0] = s;
+    size_t n = sym_model_num_params(p->model);
+    double split = 0, whole = 0;
+    for (int t = 0; t < sym_model_num_tensors(p->model); t++) {
+        const sym_param_t *q = sym_model_param(p->model, t);
+        if (q->index == 0 && p->S > 1 && p->s == p->S - 1)
+            continue; /* the last stage's copy of wte: counted on stage 0 */
+        double sq = 0;
+        for (size_t i = 0; i < q->numel; i++)
+            sq += (double)g[q->offset + i] * (double)g[q->offset + i];
+        *(q->tp_dim >= 0 ? &split : &whole) += sq;
+    }
+    /* whole tensors are alike on every PE of a tp team: each counts 1/tp of them */
+    p->norm[0] = split + whole / p->tp_size;
     int rc = p->S > 1 ? sym__comm_sum_f64(p->pp, p->norm, 1) : SYM_OK;
+    if (!rc && p->tp_size > 1) rc = sym__comm_sum_f64(p->tp, p->norm, 1);
     if (rc) return rc;
     *norm = sqrt(p->norm[0]);
     if (max_norm > 0.0 && *norm > max_norm) {
