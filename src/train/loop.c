@@ -21,6 +21,12 @@
  * step the PEs exchange their load records (one small all-gather) and agree
  * on the next step's shares.
  *
+ * With --parallel ...,pp=K (the "pipe" blocks) each PE holds one pipeline
+ * stage (parallel/pipeline.c): the step runs the stages' micro-batches in the
+ * 1F1B order, each dp replica on its block of the batch, and the last
+ * stages' loss and the stop flag are summed over the job in one small
+ * all-reduce after it.
+ *
  * Checkpoints: PE 0 snapshots weights, optimizer state and position after a
  * step and hands them to the background writer; every PE reads one on --resume.
  * The position (epoch, sample) plus the seed fix everything else: the
