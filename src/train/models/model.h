@@ -23,6 +23,10 @@ typedef struct {
     int (*backward)(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_ready_fn ready,
                     void *user);
     void (*destroy)(sym_model_t *m); /* frees m->impl */
+    /* Tensor parallelism (NULL for kinds that are not split): copy between
+     * parameter i's whole tensor `full` and team PE k's part of it, `part`
+     * (k's shape of the table entry), to the whole (to_full) or to the part. */
+    void (*shard_copy)(const sym_model_t *m, int i, int k, float *full, float *part, int to_full);
 } sym__model_ops_t;
 
 struct sym_model {
@@ -37,6 +41,9 @@ struct sym_model {
     void *impl;         /* the kind's activations and scratch */
     shmem_team_t tp;    /* tensor parallelism: the team the GPT's blocks are split over */
     int tp_size, tp_rank; /* 1 and 0 without */
+    int64_t v0, nv;     /* GPT: the rows of wte held, [v0, v0 + nv) (0 and Vp without TP) */
+    sym_param_t *full;  /* with TP: the 1-PE model's table (same names, whole shapes) */
+    size_t full_nparams;
 };
 
 extern const sym__model_ops_t sym__mlp_ops, sym__gpt_ops;
