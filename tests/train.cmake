@@ -52,7 +52,10 @@ sym_train_e2e(train_gpt_data)   # GPT: tokenize, train on shards, sample; damage
 sym_train_e2e(train_gpt_gpu)    # GPT on the GPU: vs the CPU, bitwise repeat, 2 PEs on one GPU, resume
 set_tests_properties(train_gpt_gpu PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
   ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
-sym_train_e2e(train_parallel) # --parallel dp x tp layouts == 1 PE; bad layouts; tp resume exact
+sym_train_e2e(train_parallel) # --parallel dp x tp layouts == 1 PE; bad layouts refused
+add_test(NAME train_parallel_resume # tp checkpoints: SIGKILL + restart exact; tp=4 -> tp=2
+  COMMAND train_parallel $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> resume)
+set_tests_properties(train_parallel_resume PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 sym_train_e2e(train_errors)  # an error on one PE ends the job; a second SIGTERM ends a PE
 
 # ---- fuzzing: the IDX and token-shard loaders under libFuzzer (tests/fuzz) ----

@@ -21,6 +21,10 @@
  * 7 (PE 1, a tp peer of PE 0) and restarted ends with the bytes of one never
  * interrupted; and a tp=4 run's checkpoint at step 10, resumed by tp=2 on 2
  * PEs, goes on with the 1-PE run's losses.
+ *
+ * Two tests of one program, to stay short each: `train_parallel SYMRUN
+ * SYMTRAIN` (the layouts and the refusals) and `... resume` (the
+ * checkpoints); each runs the 1-PE reference itself.
  */
 #include "train_e2e.h"
 
@@ -89,58 +93,71 @@ static void refused(int npes, const char *model, const char *layout, const char 
     CHECK(!e2e_log_has(log, "validation loss"), "--parallel %s trained", layout);
 }
 
+/* The 1-PE reference, np1.jsonl. */
+static void one_pe(char *args, size_t len) {
+    snprintf(args, len, ARGS " --model " MODEL " --max-steps %d --metrics %s", STEPS,
+             e2e_path("np1.jsonl"));
+    const char *log = e2e_path("np1.log");
+    e2e_run(1, NULL, NULL, log, 0, args);
+    e2e_expect_log(log, "layout dp=1 tp=1 pp=1");
+    double l[STEPS];
+    CHECK(field(e2e_path("np1.jsonl"), "\"loss\":", 0, l, STEPS) == STEPS, "np1: steps");
+    CHECK(l[STEPS - 1] < l[0] - 0.5, "1 PE: the loss went from %.4f to %.4f: not learning",
+          l[0], l[STEPS - 1]);
+}
+
+/* Checkpoints at tp > 1. */
+static void resumes(char *args, size_t len) {
+    /* killed and restarted at dp=2,tp=2: bit for bit */
+    snprintf(args, len, ARGS " --model " MODEL " --max-steps %d --parallel dp=2,tp=2", STEPS);
+    long long at = e2e_crash_resume(args, 4, "SYMTRAIN_TEST_KILL_AT=1:7", 7, 5, STEPS);
+    printf("train_parallel: dp2xtp2 killed at step 7, resumed from step %lld: bit-identical\n",
+           at);
+
+    /* a tp=4 checkpoint resumed by tp=2: the checkpoint holds whole tensors */
+    snprintf(args, len, ARGS " --model " MODEL " --max-steps 10 --parallel tp=4 --ckpt-dir %s",
+             e2e_path("moved"));
+    e2e_run(4, NULL, NULL, e2e_path("moved-tp4.log"), 0, args);
+    snprintf(args, len, ARGS " --model " MODEL " --max-steps %d --parallel tp=2 "
+             "--ckpt-dir %s --resume --metrics %s", STEPS, e2e_path("moved"),
+             e2e_path("moved.jsonl"));
+    e2e_run(2, NULL, NULL, e2e_path("moved-tp2.log"), 0, args);
+    e2e_expect_log(e2e_path("moved-tp2.log"), "resumed from ");
+    same_as_one_pe("tp4->tp2", e2e_path("moved.jsonl"), 11);
+}
+
 int main(int argc, char **argv) {
     e2e_init(argc, argv, "train_parallel");
     char args[2048];
+    one_pe(args, sizeof args);
+    if (argc > 3 && !strcmp(argv[3], "resume")) {
+        resumes(args, sizeof args);
+        e2e_cleanup();
+        printf("train_parallel resume: ok\n");
+        return 0;
+    }
     static const struct {
         int npes;
         const char *layout, *name, *says;
-    } runs[] = {{1, NULL, "np1", "layout dp=1 tp=1 pp=1"},
-                {4, "dp=4", "dp4", "layout dp=4 tp=1 pp=1"},
+    } runs[] = {{4, "dp=4", "dp4", "layout dp=4 tp=1 pp=1"},
                 {4, "dp=2,tp=2", "dp2xtp2", "layout dp=2 tp=2 pp=1: 2 data-parallel groups"},
                 {4, "tp=4", "tp4", "layout dp=1 tp=4 pp=1: 1 data-parallel group of 4 PEs"},
                 {2, "tp=2", "tp2", "layout dp=1 tp=2 pp=1"}};
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
-        snprintf(args, sizeof args, ARGS " --model " MODEL " --max-steps %d --metrics %s%s%s",
-                 STEPS, e2e_path("%s.jsonl", runs[i].name), runs[i].layout ? " --parallel " : "",
-                 runs[i].layout ? runs[i].layout : "");
+        snprintf(args, sizeof args, ARGS " --model " MODEL " --max-steps %d --metrics %s "
+                 "--parallel %s", STEPS, e2e_path("%s.jsonl", runs[i].name), runs[i].layout);
         const char *log = e2e_path("%s.log", runs[i].name);
         e2e_run(runs[i].npes, NULL, NULL, log, 0, args);
         e2e_expect_log(log, runs[i].says);
         CHECK(e2e_count(log, "layout dp=") == 1, "%s: the layout is not said once",
               runs[i].name);
-        if (i == 0) {
-            double l[STEPS];
-            field(e2e_path("np1.jsonl"), "\"loss\":", 0, l, STEPS);
-            CHECK(l[STEPS - 1] < l[0] - 0.5, "1 PE: the loss went from %.4f to %.4f: not "
-                  "learning", l[0], l[STEPS - 1]);
-        } else {
-            same_as_one_pe(runs[i].name, e2e_path("%s.jsonl", runs[i].name), 1);
-        }
+        same_as_one_pe(runs[i].name, e2e_path("%s.jsonl", runs[i].name), 1);
     }
 
     refused(4, MODEL, "dp=2", "--parallel dp=2,tp=1,pp=1 makes 2 PEs, but the job has 4");
     refused(4, MODEL, "dp=2,xp=2", "unknown key 'xp'");
     refused(4, "gpt:L=2,C=48,H=6,V=126,T=32", "tp=4", "tp must divide the GPT's heads (6)");
     refused(4, MODEL, "dp=2,pp=2", "pp>1 is not available in this build");
-
-    /* killed and restarted at dp=2,tp=2: bit for bit */
-    snprintf(args, sizeof args, ARGS " --model " MODEL " --max-steps %d --parallel dp=2,tp=2",
-             STEPS);
-    long long at = e2e_crash_resume(args, 4, "SYMTRAIN_TEST_KILL_AT=1:7", 7, 5, STEPS);
-    printf("train_parallel: dp2xtp2 killed at step 7, resumed from step %lld: bit-identical\n",
-           at);
-
-    /* a tp=4 checkpoint resumed by tp=2: the checkpoint holds whole tensors */
-    snprintf(args, sizeof args, ARGS " --model " MODEL " --max-steps 10 --parallel tp=4 "
-             "--ckpt-dir %s", e2e_path("moved"));
-    e2e_run(4, NULL, NULL, e2e_path("moved-tp4.log"), 0, args);
-    snprintf(args, sizeof args, ARGS " --model " MODEL " --max-steps %d --parallel tp=2 "
-             "--ckpt-dir %s --resume --metrics %s", STEPS, e2e_path("moved"),
-             e2e_path("moved.jsonl"));
-    e2e_run(2, NULL, NULL, e2e_path("moved-tp2.log"), 0, args);
-    e2e_expect_log(e2e_path("moved-tp2.log"), "resumed from ");
-    same_as_one_pe("tp4->tp2", e2e_path("moved.jsonl"), 11);
 
     e2e_cleanup();
     printf("train_parallel: ok\n");

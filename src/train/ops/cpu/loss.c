@@ -59,6 +59,17 @@ static void xent_rows(size_t lo, size_t hi, void *arg) {
     }
 }
 
+/* Whether a label of labels (B) is outside [0, classes) (the error recorded). */
+static int bad_label(const int32_t *labels, int64_t B, int classes) {
+    for (int64_t r = 0; r < B; r++)
+        if (labels[r] < 0 || labels[r] >= classes) {
+            sym__error(SYM_EINVAL, "label %d of row %lld is not in [0, %d)", (int)labels[r],
+                       (long long)r, classes);
+            return 1;
+        }
+    return 0;
+}
+
 /* logits (B,Cp), labels (B); dlogits (B,Cp) may be NULL or the logits */
 double sym_softmax_xent(const sym_tensor_t *logits, const int32_t *labels, int classes,
                         float grad_scale, sym_tensor_t *dlogits, int64_t *correct) {
@@ -68,12 +79,7 @@ double sym_softmax_xent(const sym_tensor_t *logits, const int32_t *labels, int c
                    (long long)Cp);
         return NAN;
     }
-    for (int64_t r = 0; r < B; r++)
-        if (labels[r] < 0 || labels[r] >= classes) {
-            sym__error(SYM_EINVAL, "label %d of row %lld is not in [0, %d)", (int)labels[r],
-                       (long long)r, classes);
-            return NAN;
-        }
+    if (bad_label(labels, B, classes)) return NAN;
     double *row_loss = malloc((size_t)(B ? B : 1) * sizeof *row_loss);
     unsigned char *row_right = malloc((size_t)(B ? B : 1));
     if (!row_loss || !row_right) {
@@ -110,12 +116,7 @@ double sym_softmax_xent_shard(const sym_tensor_t *logits, const int32_t *labels,
                    (long long)v0, (long long)(v0 + nv), classes);
         return NAN;
     }
-    for (int64_t r = 0; r < B; r++)
-        if (labels[r] < 0 || labels[r] >= classes) {
-            sym__error(SYM_EINVAL, "label %d of row %lld is not in [0, %d)", (int)labels[r],
-                       (long long)r, classes);
-            return NAN;
-        }
+    if (bad_label(labels, B, classes)) return NAN;
     size_t nb = (size_t)(B ? B : 1);
     float *mx = malloc(nb * sizeof *mx);
     double *st = malloc(2 * nb * sizeof *st); /* per row: sum of exp, the target's logit */
