@@ -11,7 +11,8 @@
  * in every step's loss, every validation loss and (2e-5: the metrics print 6
  * digits) every gradient norm before clipping, the norm that counts each
  * element of the split model once; the 1-PE loss must fall, so the
- * comparison is not blind. Each log states its layout once.
+ * comparison is not blind. Each log states its layout once, and dp=2,tp=2
+ * samples the 1-PE model's text from its gathered weights.
  *
  * Bad layouts (the sizes' product is not the PE count, an unknown key, a tp
  * that does not divide the heads, pp>1, which this build lacks) end the job
@@ -32,6 +33,8 @@
 #define ARGS "--generated --device cpu --batch 8 --threads 1 --lr 0.001 --warmup-steps 2 " \
              "--eval-every 10 --test-samples 16 --bucket-mb 0.05"
 #define STEPS 20
+#define SAMPLE " --sample 30 --prompt KING"
+#define SAMPLE_HEAD "a sample (30 tokens, temperature 1, top-k 40):\nKING"
 #define TOL 1e-5
 #define TOL_NORM 2e-5
 
@@ -81,6 +84,16 @@ static void same_as_one_pe(const char *what, const char *metrics, int from) {
            from, STEPS, worst);
 }
 
+/* The sample at the end of a log (its heading and what follows). */
+static char *sample_of(const char *log) {
+    char *s = e2e_read(log, NULL), *at = s ? strstr(s, SAMPLE_HEAD) : NULL;
+    if (!at) e2e_show(log);
+    CHECK(at != NULL, "%s has no sample", log);
+    char *copy = strdup(at);
+    free(s);
+    return copy;
+}
+
 /* A bad --parallel: exit status 2, `needle` said once, nothing trained. */
 static void refused(int npes, const char *model, const char *layout, const char *needle) {
     char args[1024];
@@ -95,7 +108,7 @@ static void refused(int npes, const char *model, const char *layout, const char 
 
 /* The 1-PE reference, np1.jsonl. */
 static void one_pe(char *args, size_t len) {
-    snprintf(args, len, ARGS " --model " MODEL " --max-steps %d --metrics %s", STEPS,
+    snprintf(args, len, ARGS " --model " MODEL " --max-steps %d --metrics %s" SAMPLE, STEPS,
              e2e_path("np1.jsonl"));
     const char *log = e2e_path("np1.log");
     e2e_run(1, NULL, NULL, log, 0, args);
@@ -145,7 +158,8 @@ int main(int argc, char **argv) {
                 {2, "tp=2", "tp2", "layout dp=1 tp=2 pp=1"}};
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         snprintf(args, sizeof args, ARGS " --model " MODEL " --max-steps %d --metrics %s "
-                 "--parallel %s", STEPS, e2e_path("%s.jsonl", runs[i].name), runs[i].layout);
+                 "--parallel %s%s", STEPS, e2e_path("%s.jsonl", runs[i].name), runs[i].layout,
+                 i == 1 ? SAMPLE : "");
         const char *log = e2e_path("%s.log", runs[i].name);
         e2e_run(runs[i].npes, NULL, NULL, log, 0, args);
         e2e_expect_log(log, runs[i].says);
@@ -153,6 +167,11 @@ int main(int argc, char **argv) {
               runs[i].name);
         same_as_one_pe(runs[i].name, e2e_path("%s.jsonl", runs[i].name), 1);
     }
+    /* dp=2,tp=2 sampled from its gathered weights: the 1-PE model's text */
+    char *a = sample_of(e2e_path("np1.log")), *b = sample_of(e2e_path("dp2xtp2.log"));
+    CHECK(!strcmp(a, b), "dp2xtp2 sampled\n%s\nand 1 PE\n%s", b, a);
+    free(a);
+    free(b);
 
     refused(4, MODEL, "dp=2", "--parallel dp=2,tp=1,pp=1 makes 2 PEs, but the job has 4");
     refused(4, MODEL, "dp=2,xp=2", "unknown key 'xp'");

@@ -359,6 +359,17 @@ static int rng_matches(run_t *r, const sym_ckpt_meta_t *m) {
  * are the layout's whole part in checkpoints: a sharded format (each PE
  * writing its own slices) replaces these two. */
 
+/* Before a gather of the whole model (W floats) into buffers each PE of the
+ * tp group allocated: every one has them (have), or none gathers and all
+ * return the same error, so no PE waits in a gather another skipped. */
+static int tp_all_have(run_t *r, int have, size_t W) {
+    float missing = have ? 0.0f : 1.0f;
+    int rc = sym__comm_sum(r->tp_team, &missing, 1);
+    if (rc || missing == 0.0f) return rc;
+    return sym__error(SYM_ENOMEM, "out of memory for the whole model's tensors (%zu floats) on "
+                      "%g PE%s of a tp group", W, (double)missing, missing > 1.0f ? "s" : "");
+}
+
 /* This PE takes part in saving checkpoints: PE 0, and with tp > 1 its tp group. */
 static int ckpt_member(const run_t *r) { return r->lay.tp > 1 ? r->dp_rank == 0 : r->me == 0; }
 
@@ -376,21 +387,29 @@ static int ckpt_state_get(run_t *r, float **params, int *owned, void **ostate, s
     *osize = 0;
     if (r->lay.tp > 1) { /* the whole tensors, and an optimizer of the whole model to save them */
         size_t W = sym_model_full_num_params(m);
-        if (!(*params = malloc(W * sizeof **params)))
-            return sym__error(SYM_ENOMEM, "out of memory for a checkpoint");
-        *owned = 1;
-        if ((rc = sym_model_gather(m, sym_model_params(m), *params)) ||
-            (rc = sym_optim_create(&r->cfg->optim, W, &o)))
+        *params = malloc(W * sizeof **params);
+        *owned = *params != NULL;
+        if (!*params) o = NULL;
+        else if ((rc = sym_optim_create(&r->cfg->optim, W, &o))) o = NULL;
+        if ((rc = tp_all_have(r, o != NULL, W))) {
+            sym_optim_destroy(o);
             return rc;
+        }
+        rc = sym_model_gather(m, sym_model_params(m), *params);
         for (int k = 0; k < 2 && !rc; k++)
             if (sym_optim_buffer(r->opt, k))
                 rc = sym_model_gather(m, sym_optim_buffer(r->opt, k), sym_optim_buffer(o, k));
         sym_optim_set_steps(o, sym_optim_steps(r->opt));
+        if (rc) {
+            sym_optim_destroy(o);
+            return rc;
+        }
     }
     *osize = sym_optim_state_size(o);
-    if (!rc && !(*ostate = malloc(*osize)))
+    if (!(*ostate = malloc(*osize)))
         rc = sym__error(SYM_ENOMEM, "out of memory for a checkpoint");
-    if (!rc) sym_optim_state_save(o, *ostate);
+    else
+        sym_optim_state_save(o, *ostate);
     if (o != r->opt) sym_optim_destroy(o);
     return rc;
 }
@@ -1286,9 +1305,10 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     float *whole = NULL; /* tp > 1: the sample's weights, gathered by PE 0's tp group */
     int sample = !rc && r.task.text && cfg->sample_tokens > 0 && !stopped;
     if (sample && r.lay.tp > 1 && r.dp_rank == 0) {
-        if (!(whole = malloc(sym_model_full_num_params(r.model) * sizeof *whole)))
-            rc = report(&r, sym__error(SYM_ENOMEM, "out of memory for a sample"), 0);
-        else if ((rc = sym_model_gather(r.model, sym_model_params(r.model), whole)))
+        size_t W = sym_model_full_num_params(r.model);
+        whole = malloc(W * sizeof *whole);
+        if ((rc = tp_all_have(&r, whole != NULL, W)) ||
+            (rc = sym_model_gather(r.model, sym_model_params(r.model), whole)))
             report(&r, rc, 0);
     }
     if (!rc && r.me == 0) { /* the outcome is said even with --quiet */
