@@ -141,7 +141,7 @@ static void resumes(char *args, size_t len) {
 
 int main(int argc, char **argv) {
     e2e_init(argc, argv, "train_parallel");
-    char args[2048];
+    char args[1024];
     one_pe(args, sizeof args);
     if (argc > 3 && !strcmp(argv[3], "resume")) {
         resumes(args, sizeof args);
