@@ -15,7 +15,8 @@
  * samples the 1-PE model's text from its gathered weights.
  *
  * Bad layouts (the sizes' product is not the PE count, an unknown key, a tp
- * that does not divide the heads, pp>1, which this build lacks) end the job
+ * that does not divide the heads, pp>1, which this build lacks, a vocabulary
+ * smaller than tp) end the job
  * with exit status 2 and one message, before anything trains.
  *
  * Checkpoints at tp>1 hold the whole tensors: a dp=2,tp=2 run killed at step
@@ -177,6 +178,7 @@ int main(int argc, char **argv) {
     refused(4, MODEL, "dp=2,xp=2", "unknown key 'xp'");
     refused(4, "gpt:L=2,C=48,H=6,V=126,T=32", "tp=4", "tp must divide the GPT's heads (6)");
     refused(4, MODEL, "dp=2,pp=2", "pp>1 is not available in this build");
+    refused(4, "gpt:L=2,C=64,H=4,V=3,T=32", "dp=1,tp=4", "the vocabulary (3 tokens) is split");
 
     e2e_cleanup();
     printf("train_parallel: ok\n");

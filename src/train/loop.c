@@ -134,6 +134,10 @@ static int validate_layout(const sym_train_config_t *c, int npes) {
                           "--parallel tp=%d: tp must divide the GPT's heads (%d) and width (%d) "
                           "of %s; choose a tp that divides both",
                           l.tp, m->n_head, m->n_embd, m->spec);
+    if (m->vocab < l.tp)
+        return sym__error(SYM_EINVAL, "--parallel tp=%d: the vocabulary (%d tokens) is split "
+                                      "over tp, so it needs at least %d tokens",
+                          l.tp, m->vocab, l.tp);
     if (c->device == SYM_TRAIN_GPU)
         return sym__error(SYM_EINVAL, "--parallel tp=%d trains on the CPU in this build; pass "
                                       "--device cpu (or auto), or tp=1 for the GPU",
