@@ -107,7 +107,7 @@ int sym_model_create_tp(const sym_model_config_t *cfg, int max_rows, int symmetr
         return sym__error(SYM_EINVAL, "tensor parallelism over %d PEs needs the heads (%d) and "
                           "the width (%d) divisible by %d", tp_size, cfg->n_head, cfg->n_embd,
                           tp_size);
-    if (tp_size > cfg->vocab)
+    if (tp_size > 1 && tp_size > cfg->vocab)
         return sym__error(SYM_EINVAL, "tensor parallelism over %d PEs splits the vocabulary "
                           "(%d tokens): every PE needs at least one", tp_size, cfg->vocab);
     sym_model_t *m = calloc(1, sizeof *m);
