@@ -65,6 +65,10 @@ if(SYM_PLAN_LAYOUTS)
            $<TARGET_FILE:symtrain_cli> ${SYM_PLAN_LAYOUTS})
   set_tests_properties(train_plan_memory_layouts PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()
+sym_train_e2e(train_parallel) # --parallel dp x tp layouts == 1 PE; bad layouts refused
+add_test(NAME train_parallel_resume # tp checkpoints: SIGKILL + restart exact; tp=4 -> tp=2
+  COMMAND train_parallel $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> resume)
+set_tests_properties(train_parallel_resume PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 sym_train_e2e(train_errors)  # an error on one PE ends the job; a second SIGTERM ends a PE
 
 # ---- fuzzing: the IDX and token-shard loaders under libFuzzer (tests/fuzz) ----

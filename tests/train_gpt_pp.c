@@ -115,20 +115,20 @@ int main(int argc, char **argv) {
 
     /* refused, and said */
     const struct {
-        int npes;
+        int npes, status; /* 2: a usage error, found before the job starts */
         const char *opts, *says;
     } bad[] = {
-        {2, "--parallel pp=2 --sample 10", "sampling needs the whole model on one PE"},
-        {2, "--parallel pp=2 --ckpt-dir %s", "train without --ckpt-dir"},
-        {2, "--parallel dp=3,pp=2", "make the sizes multiply to 2"},
-        {1, "--micro-batches 4", "add --parallel pp=K"},
+        {2, 1, "--parallel pp=2 --sample 10", "sampling needs the whole model on one PE"},
+        {2, 1, "--parallel pp=2 --ckpt-dir %s", "train without --ckpt-dir"},
+        {2, 2, "--parallel dp=3,pp=2", "makes 6 PEs, but the job has 2"},
+        {1, 1, "--micro-batches 4", "add pp=K"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char opts[512];
         snprintf(opts, sizeof opts, bad[i].opts, e2e_path("ck"));
         snprintf(args, sizeof args, ARGS " %s", opts);
         const char *log = e2e_path("bad%zu.log", i);
-        e2e_run(bad[i].npes, NULL, NULL, log, 1, args);
+        e2e_run(bad[i].npes, NULL, NULL, log, bad[i].status, args);
         e2e_expect_log(log, bad[i].says);
     }
     printf("train_gpt_pp: ok\n");

@@ -60,7 +60,7 @@ int main(void) {
         CHECK(sym_plan_evaluate(&r, &l, &e) == 0, "%s", sym_last_error());
         CHECK(e.params_local == sym_model_num_params(m), "%s: the planner holds %zu parameters "
               "a PE, the model %zu", meshes[mi], e.params_local, sym_model_num_params(m));
-        CHECK(sym_plan_params(&cfg, tp, 0) == sym_model_num_params(m), "sym_plan_params");
+        CHECK(sym_plan_params(&cfg, tp, 1) == sym_model_num_params(m), "sym_plan_params");
         size_t want[5] = {e.mem.params, e.mem.grads, e.mem.optim, e.mem.acts, e.mem.total};
         static const char *const kind[5] = {"parameters", "gradients", "optimizer", "activations",
                                             "total"};

@@ -123,7 +123,7 @@ static void run_layout(const layout_t *L, const sym_model_config_t *cfg, sym_mod
                   a->index == (int)(b - sym_model_param(ref, 0)),
               "%s: stage %d's %s is not the 1-PE model's", L->mesh, s, a->name);
         for (size_t k = 0; k < a->numel; k++)
-            CHECK(sym_model_params(m)[a->offset + k] == slice_of(a, w0 + b->offset, tp, tr, k),
+            CHECK(sym_model_params(m)[a->offset + k] == slice_of(a, w0 + b->offset, tp, tr, k, V),
                   "%s: stage %d's %s[%zu] is not the 1-PE model's", L->mesh, s, a->name, k);
     }
     sym_optim_t *o = test_adamw(m);
@@ -162,7 +162,7 @@ static void run_layout(const layout_t *L, const sym_model_config_t *cfg, sym_mod
     for (int i = 0; i < nt; i++) {
         const sym_param_t *a = sym_model_param(m, i), *b = sym_model_find_param(ref, a->name);
         for (size_t k = 0; k < a->numel; k++) {
-            float e = slice_of(a, g0 + b->offset, tp, tr, k), got = mg[a->offset + k];
+            float e = slice_of(a, g0 + b->offset, tp, tr, k, V), got = mg[a->offset + k];
             CHECK(fabsf(got - e) <= 1e-5f * gmax, "%s stage %d: d %s[%zu] = %.8g, the 1-PE "
                   "model's %.8g (largest %.3g)", L->mesh, s, a->name, k, got, e, gmax);
         }

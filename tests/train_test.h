@@ -19,11 +19,18 @@ static inline sym_optim_t *test_adamw(sym_model_t *m) {
 }
 
 /* Element i of this PE's part of parameter p, read from the whole tensor w
- * (the reference's), by the test's own rule. */
-static inline float slice_of(const sym_param_t *p, const float *w, int tp, int r, size_t i) {
+ * (the reference's), by the test's own rule; wte's rows are split over the
+ * model's vocabulary of `vocab` tokens. */
+static inline float slice_of(const sym_param_t *p, const float *w, int tp, int r, size_t i,
+                             int vocab) {
     int64_t cols = p->ndim > 1 ? p->shape[1] : 1, row = (int64_t)i / cols, col = (int64_t)i % cols;
     if (p->tp_dim == 1) return w[row * cols * tp + r * cols + col];
     if (p->tp_dim < 0) return w[i];
+    if (!strcmp(p->name, "wte")) {
+        int64_t lo, len;
+        sym_shard_range(vocab, tp, r, &lo, &len);
+        return w[(lo + row) * cols + col];
+    }
     int64_t sec = strstr(p->name, "c_attn") ? 3 : 1, per = p->shape[0] / sec;
     int64_t full_row = (row / per) * per * tp + r * per + row % per;
     return w[full_row * cols + col];

@@ -77,14 +77,14 @@ static const char usage_text[] =
     "  --max-steps N                stop after N steps in all (the schedule unchanged)\n"
     "  --eval-every N               also evaluate every N steps\n"
     "parallelism\n"
-    "  --bucket-mb MB               gradient all-reduce bucket size (default 25)\n"
-    /* ---- pipe: a minimal --parallel (dp and pp) until the full parser lands ---- */
-    "  --parallel dp=N,tp=M,pp=K    K pipeline stages of a GPT's blocks (1F1B), each over M\n"
-    "                               PEs (tp, with pp), N data-parallel replicas; N x M x K =\n"
-    "                               PEs (default: dp = PEs)\n"
+    "  --parallel dp=N,tp=M,pp=K    split the PEs: N data-parallel groups, each a GPT split\n"
+    "                               over M PEs (tensor parallelism: heads, MLP and\n"
+    "                               vocabulary) in K pipeline stages of its blocks (1F1B).\n"
+    "                               Any subset, a size not given is 1, and N x M x K must\n"
+    "                               be the PE count (default: dp over all)\n"
     "  --micro-batches M            with pp: micro-batches a step (default K)\n"
     "  --inbox-slots S              with pp: slots of each stage's inboxes (default K)\n"
-    /* ---- end pipe ---- */
+    "  --bucket-mb MB               gradient all-reduce bucket size (default 25)\n"
     "  --threads N                  BLAS threads per PE (default: cores, or the container's\n"
     "                               CPU limit, / PEs on the host)\n"
     "load balancing (the global batch and the math stay; which PE computes which sample moves)\n"
@@ -181,6 +181,38 @@ static double duration_value(const char *opt, const char *s) {
 
 /* ---- train ---- */
 
+/* --parallel dp=N,tp=M,pp=K: any subset, each at most once (the sizes are
+ * checked against the job by sym_train_validate). */
+static void parallel_value(const char *v, sym_parallel_t *p) {
+    static const char *const form = "write dp=N,tp=M,pp=K (any of them, sizes >= 1 multiplying "
+                                    "to the PE count), e.g. --parallel dp=2,tp=2";
+    memset(p, 0, sizeof *p);
+    if (!strcmp(v, "auto"))
+        usage_error("--parallel auto: reserved for the layout planner, which is not in this "
+                    "build; %s", form);
+    const char *s = v;
+    if (!*v || v[strlen(v) - 1] == ',') usage_error("--parallel '%s': %s", v, form);
+    do {
+        int *slot = NULL;
+        if (!strncmp(s, "dp=", 3)) slot = &p->dp;
+        if (!strncmp(s, "tp=", 3)) slot = &p->tp;
+        if (!strncmp(s, "pp=", 3)) slot = &p->pp;
+        if (!slot) {
+            int n = (int)strcspn(s, "=,");
+            usage_error("--parallel '%s': unknown key '%.*s'; %s", v, n, s, form);
+        }
+        if (*slot) usage_error("--parallel '%s': %.2s is given twice; %s", v, s, form);
+        char *end;
+        errno = 0;
+        long n = strtol(s + 3, &end, 10);
+        if (errno || end == s + 3 || n < 1 || n > 1 << 20 || (*end && *end != ','))
+            usage_error("--parallel '%s': %.2s needs a whole number from 1 to %d; %s", v, s,
+                        1 << 20, form);
+        *slot = (int)n;
+        s = *end ? end + 1 : end;
+    } while (*s);
+}
+
 /* Options that take a value; the rest are flags. */
 static const char *const valued[] = {
     "--model", "--activation", "--dropout", "--seed", "--data", "--train-samples",
@@ -254,6 +286,8 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
         if (!strcmp(opt, "--help")) {
             if (speaker) fputs(usage_text, stdout);
             leave(0);
+        } else if (!strcmp(opt, "--parallel")) {
+            parallel_value(v, &c->parallel);
         } else if (!strcmp(opt, "--model")) {
             if (sym_model_parse(v, &c->model)) usage_error("%s", sym_last_error());
         } else if (!strcmp(opt, "--activation")) {
@@ -316,8 +350,6 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->max_steps = int_value(opt, v, 1, INT64_MAX);
         } else if (!strcmp(opt, "--bucket-mb")) {
             c->bucket_mb = num_value(opt, v, 1e-6, 1 << 20);
-        } else if (!strcmp(opt, "--parallel")) { /* pipe: checked by the mesh */
-            c->parallel = v;
         } else if (!strcmp(opt, "--micro-batches")) {
             c->micro_batches = (int)int_value(opt, v, 1, 1 << 20);
         } else if (!strcmp(opt, "--inbox-slots")) {

@@ -45,7 +45,8 @@ static const char plan_usage[] =
     "  --inter-link NAME     the link between nodes (default gpu ib, cpu tcp)\n"
     "  --pes-per-node N      PEs a node (default gpu 8, cpu all)\n"
     "  --bucket-mb MB        gradient all-reduce bucket (default 25)\n"
-    "  --vocab-parallel      TP splits the embedding and LM head too\n"
+    "  --whole-vocab         TP keeps the embedding and LM head whole on every PE (our TP\n"
+    "                        splits them by vocabulary rows)\n"
     "  --runnable            choose only layouts our code trains today on this device\n"
     "  --no-measure          cpu: use the assumed rates (20 GFLOP/s, 10 GB/s a PE) instead\n"
     "                        of measuring this machine (about a second)\n"
@@ -188,7 +189,7 @@ int sym_cli_plan(int argc, char **argv) {
     long pes = 1, batch = 16, seq = 0, ppn = -1;
     size_t mem = 0;
     double bucket_mb = 25;
-    int json = 0, all = 0, vp = 0, runnable = 0, sgd = 0, measure = 1;
+    int json = 0, all = 0, vp = 1, runnable = 0, sgd = 0, measure = 1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -197,7 +198,7 @@ int sym_cli_plan(int argc, char **argv) {
         }
         if (!strcmp(a, "--json")) { json = 1; continue; }
         if (!strcmp(a, "--all")) { all = 1; continue; }
-        if (!strcmp(a, "--vocab-parallel")) { vp = 1; continue; }
+        if (!strcmp(a, "--whole-vocab")) { vp = 0; continue; }
         if (!strcmp(a, "--runnable")) { runnable = 1; continue; }
         if (!strcmp(a, "--no-measure")) { measure = 0; continue; }
         static const char *const valued[] = {"--model", "--pes", "--device", "--device-mem",

@@ -83,6 +83,9 @@ double sym_grad_norm(const float *g, size_t n);
 /* Scale g so its norm is at most max_norm (max_norm <= 0: leave it). Returns
  * the norm before clipping. */
 double sym_grad_clip(float *g, size_t n, double max_norm);
+/* The same scaling for a norm computed elsewhere (a model split over PEs:
+ * sym_model_grad_norm). */
+void sym_grad_scale_to(float *g, size_t n, double norm, double max_norm);
 
 #ifdef __cplusplus
 }

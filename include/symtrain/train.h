@@ -56,9 +56,21 @@ typedef struct {
     double weights[3];     /* the score's weights */
 } sym_balance_config_t;
 
+/* How the PEs split the work (--parallel dp=N,tp=M,pp=K): dp data-parallel
+ * replicas, each a GPT split over tp PEs (tensor parallelism), pp pipeline
+ * stages. The PE count is dp x tp x pp; with pp = 1 PE i sits at tp
+ * coordinate i % tp and dp coordinate i / tp (the mesh "dp=N,tp=M": a tp
+ * group is tp consecutive PEs).
+ * A tp group reads the same samples; the dp groups split the global batch.
+ * All 0 (not given): dp over every PE, tp = pp = 1. */
+typedef struct {
+    int dp, tp, pp; /* 0 where not given: 1 */
+} sym_parallel_t;
+
 typedef struct {
     /* model */
     sym_model_config_t model;
+    sym_parallel_t parallel;
     sym_train_device_t device; /* auto: a GPT on the GPU where there is one */
     int precision;          /* on the GPU: 0 fp32, 1 bf16 (default), 2 fp16 (sym_precision_t) */
     int recompute_gelu;     /* on the GPU: recompute activations in backward */
@@ -92,7 +104,6 @@ typedef struct {
     double bucket_mb;       /* gradient bucket size */
     int threads;            /* BLAS threads per PE (0 = cores / PEs on this host) */
     /* ---- pipe: pipeline parallelism (symtrain/pipeline.h) ---- */
-    const char *parallel;   /* "dp=N,pp=K" (NULL: every PE a data-parallel replica) */
     int micro_batches;      /* a step's micro-batches with pp > 1 (0: the stages' count) */
     int inbox_slots;        /* each pipeline inbox's slots (0: the stages' count) */
     /* ---- end pipe ---- */

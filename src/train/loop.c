@@ -103,16 +103,74 @@ void sym_train_defaults(sym_train_config_t *c) {
     c->metrics_port = -1;
 }
 
+/* The layout's sizes: --parallel's, 1 where not given; dp over every PE
+ * when --parallel is not given at all. */
+static sym_parallel_t layout_of(const sym_train_config_t *c, int npes) {
+    const sym_parallel_t *p = &c->parallel;
+    sym_parallel_t l = {npes, 1, 1};
+    if (p->dp || p->tp || p->pp) {
+        l.dp = p->dp ? p->dp : 1;
+        l.tp = p->tp ? p->tp : 1;
+        l.pp = p->pp ? p->pp : 1;
+    }
+    return l;
+}
+
+/* --parallel against the job and the model. */
+static int validate_layout(const sym_train_config_t *c, int npes) {
+    sym_parallel_t l = layout_of(c, npes);
+    if (l.dp < 1 || l.tp < 1 || l.pp < 1)
+        return sym__error(SYM_EINVAL, "--parallel: dp, tp and pp are whole numbers >= 1");
+    if ((long)l.dp * l.tp * l.pp != npes)
+        return sym__error(SYM_EINVAL,
+                          "--parallel dp=%d,tp=%d,pp=%d makes %ld PEs, but the job has %d: make "
+                          "dp x tp x pp = %d (a size not given is 1)",
+                          l.dp, l.tp, l.pp, (long)l.dp * l.tp * l.pp, npes, npes);
+    if (l.tp == 1) return SYM_OK;
+    const sym_model_config_t *m = &c->model;
+    if (m->kind != SYM_MODEL_GPT)
+        return sym__error(SYM_EINVAL, "--parallel tp=%d: tensor parallelism splits a GPT "
+                                      "(--model gpt:...), not %s; use dp for it",
+                          l.tp, m->spec);
+    if (m->n_head % l.tp || m->n_embd % l.tp)
+        return sym__error(SYM_EINVAL,
+                          "--parallel tp=%d: tp must divide the GPT's heads (%d) and width (%d) "
+                          "of %s; choose a tp that divides both",
+                          l.tp, m->n_head, m->n_embd, m->spec);
+    if (m->vocab < l.tp)
+        return sym__error(SYM_EINVAL, "--parallel tp=%d: the vocabulary (%d tokens) is split "
+                                      "over tp, so it needs at least %d tokens",
+                          l.tp, m->vocab, l.tp);
+    if (c->device == SYM_TRAIN_GPU)
+        return sym__error(SYM_EINVAL, "--parallel tp=%d trains on the CPU in this build; pass "
+                                      "--device cpu (or auto), or tp=1 for the GPU",
+                          l.tp);
+    if (c->balance.policy != SYM_BALANCE_OFF)
+        return sym__error(SYM_EINVAL, "--balance moves samples between PEs; with --parallel "
+                                      "tp=%d the PEs of a tp group share theirs: use --balance "
+                                      "off, or tp=1",
+                          l.tp);
+    return SYM_OK;
+}
+
 int sym_train_validate(const sym_train_config_t *c, int npes) {
     if (c->epochs < 1) return sym__error(SYM_EINVAL, "--epochs must be at least 1");
     if (c->steps < 0) return sym__error(SYM_EINVAL, "--steps cannot be negative");
     if (c->global_batch < 1 || c->global_batch > (1 << 20))
         return sym__error(SYM_EINVAL, "--batch must be between 1 and %d", 1 << 20);
-    if (c->global_batch < npes)
+    int rc = validate_layout(c, npes);
+    if (rc) return rc;
+    int dp = layout_of(c, npes).dp;
+    if (c->global_batch < dp && dp == npes)
         return sym__error(SYM_EINVAL,
                           "--batch %d is smaller than the number of PEs (%d): every PE needs at "
                           "least one sample per step; raise --batch or use fewer PEs",
                           c->global_batch, npes);
+    if (c->global_batch < dp)
+        return sym__error(SYM_EINVAL,
+                          "--batch %d is smaller than dp (%d): every data-parallel group needs "
+                          "at least one sample per step; raise --batch or lower dp",
+                          c->global_batch, dp);
     if (!(c->lr > 0) || !isfinite(c->lr)) return sym__error(SYM_EINVAL, "--lr must be positive");
     if (!(c->final_lr_ratio >= 0 && c->final_lr_ratio <= 1))
         return sym__error(SYM_EINVAL, "--final-lr-ratio must be in [0, 1]");
@@ -204,6 +262,11 @@ typedef struct {
     sym_optim_t *opt;
     sym_ddp_t *ddp;
     shmem_team_t dp_team; /* the gradient average's team, on the CPU (ddp) and the GPU alike */
+    sym_parallel_t lay;   /* the layout: dp x tp (x pp) = npes */
+    int dp_rank, tp_rank; /* this PE's coordinates */
+    sym_mesh_t *mesh;     /* tp > 1: the dp x tp mesh (its teams), else NULL */
+    shmem_team_t tp_team; /* tp > 1: the tensor-parallel group, else SHMEM_TEAM_INVALID */
+    int time_due;         /* tp > 1: PE 0's clock says a --ckpt-every checkpoint is due */
     sym_loader_t loader;
     sym_lr_schedule_t sched;
     int64_t steps_per_epoch;
@@ -299,6 +362,103 @@ static int rng_matches(run_t *r, const sym_ckpt_meta_t *m) {
            m->dropout_key == sym_rng_key(m->seed, SYM_RNG_DROPOUT, 0);
 }
 
+/* ---- checkpoint state, whatever the layout ----
+ * A checkpoint holds every tensor whole, laid out as the 1-PE model lays it
+ * out (sym_model_full_param), so it does not depend on --parallel and a
+ * resume into any layout is exact. With tp > 1 the PEs of PE 0's tp group
+ * gather the split tensors with it (sym_model_gather); the other tp groups
+ * hold the same weights and take no part. ckpt_state_get and ckpt_state_put
+ * are the layout's whole part in checkpoints: a sharded format (each PE
+ * writing its own slices) replaces these two. */
+
+/* Before a gather of the whole model (W floats) into buffers each PE of the
+ * tp group allocated: every one has them (have), or none gathers and all
+ * return the same error, so no PE waits in a gather another skipped. */
+static int tp_all_have(run_t *r, int have, size_t W) {
+    float missing = have ? 0.0f : 1.0f;
+    int rc = sym__comm_sum(r->tp_team, &missing, 1);
+    if (rc || missing == 0.0f) return rc;
+    return sym__error(SYM_ENOMEM, "out of memory for the whole model's tensors (%zu floats) on "
+                      "%g PE%s of a tp group", W, (double)missing, missing > 1.0f ? "s" : "");
+}
+
+/* This PE takes part in saving checkpoints: PE 0, and with tp > 1 its tp group. */
+static int ckpt_member(const run_t *r) { return r->lay.tp > 1 ? r->dp_rank == 0 : r->me == 0; }
+
+/* The whole parameters (*params, sym_model_full_num_params floats: the
+ * model's own array without tp, else malloc'd; *owned says which) and the
+ * optimizer state (*ostate, malloc'd, *osize bytes, sym_optim_state_save's
+ * format for the whole model). With tp > 1 collective over the tp group. */
+static int ckpt_state_get(run_t *r, float **params, int *owned, void **ostate, size_t *osize) {
+    sym_model_t *m = r->model;
+    sym_optim_t *o = r->opt;
+    int rc = SYM_OK;
+    *params = sym_model_params(m);
+    *owned = 0;
+    *ostate = NULL;
+    *osize = 0;
+    if (r->lay.tp > 1) { /* the whole tensors, and an optimizer of the whole model to save them */
+        size_t W = sym_model_full_num_params(m);
+        *params = malloc(W * sizeof **params);
+        *owned = *params != NULL;
+        if (!*params) o = NULL;
+        else if ((rc = sym_optim_create(&r->cfg->optim, W, &o))) o = NULL;
+        if ((rc = tp_all_have(r, o != NULL, W))) {
+            sym_optim_destroy(o);
+            return rc;
+        }
+        rc = sym_model_gather(m, sym_model_params(m), *params);
+        for (int k = 0; k < 2 && !rc; k++)
+            if (sym_optim_buffer(r->opt, k))
+                rc = sym_model_gather(m, sym_optim_buffer(r->opt, k), sym_optim_buffer(o, k));
+        sym_optim_set_steps(o, sym_optim_steps(r->opt));
+        if (rc) {
+            sym_optim_destroy(o);
+            return rc;
+        }
+    }
+    *osize = sym_optim_state_size(o);
+    if (!(*ostate = malloc(*osize)))
+        rc = sym__error(SYM_ENOMEM, "out of memory for a checkpoint");
+    else
+        sym_optim_state_save(o, *ostate);
+    if (o != r->opt) sym_optim_destroy(o);
+    return rc;
+}
+
+/* The run's parameters and optimizer state from a checkpoint's whole ones
+ * (params: sym_model_full_num_params floats; ostate: osize bytes). Local. */
+static int ckpt_state_put(run_t *r, const float *params, const void *ostate, size_t osize) {
+    if (r->lay.tp == 1) {
+        int rc = sym_optim_state_load(r->opt, ostate, osize);
+        if (!rc) memcpy(sym_model_params(r->model), params, r->P * sizeof *params);
+        return rc;
+    }
+    sym_optim_t *o;
+    int rc = sym_optim_create(&r->cfg->optim, sym_model_full_num_params(r->model), &o);
+    if (!rc) rc = sym_optim_state_load(o, ostate, osize);
+    if (!rc) {
+        sym_model_scatter(r->model, params, sym_model_params(r->model));
+        for (int k = 0; k < 2; k++)
+            if (sym_optim_buffer(o, k))
+                sym_model_scatter(r->model, sym_optim_buffer(o, k), sym_optim_buffer(r->opt, k));
+        sym_optim_set_steps(r->opt, sym_optim_steps(o));
+    }
+    sym_optim_destroy(o);
+    return rc;
+}
+
+/* A checkpoint is due after this step (--ckpt-steps, or --ckpt-every by PE
+ * 0's clock, which with tp > 1 agree_tp told its tp group); only ever true
+ * on the PEs that take part in saving. */
+static int ckpt_due(const run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    if (!c->ckpt_dir || !ckpt_member(r)) return 0;
+    if (c->ckpt_steps && r->step % c->ckpt_steps == 0) return 1;
+    if (r->lay.tp > 1) return r->time_due;
+    return c->ckpt_every_s > 0 && sym__now_s() - r->last_save >= c->ckpt_every_s;
+}
+
 static int resume(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     sym_ckpt_t ck;
@@ -320,6 +480,7 @@ static int resume(run_t *r) {
     const sym_ckpt_meta_t *m = &ck.meta;
     const sym_ckpt_file_t *mf = sym_ckpt_file(&ck, "model.bin");
     const sym_ckpt_file_t *of = sym_ckpt_file(&ck, "optim.bin");
+    size_t W = sym_model_full_num_params(r->model); /* the whole model's */
     if (strcmp(m->model, c->model.spec) || strcmp(m->activation, act_label(&c->model)))
         rc = sym__error(SYM_EMISMATCH,
                         "%s holds a %s model (%s) and this run asks for %s (%s); pass the same "
@@ -351,18 +512,17 @@ static int resume(run_t *r) {
                         ck.path, (unsigned long long)m->seed, (long long)m->epoch,
                         (unsigned long long)m->data_key, (unsigned long long)m->data_counter,
                         (unsigned long long)m->dropout_key);
-    else if (!mf || mf->size != r->P * sizeof(float) || m->params != r->P)
+    else if (!mf || mf->size != W * sizeof(float) || m->params != W)
         rc = sym__error(SYM_EMISMATCH, "%s: model.bin does not hold the %zu parameters of %s",
-                        ck.path, r->P, c->model.spec);
+                        ck.path, W, c->model.spec);
     else if (!of)
         rc = sym__error(SYM_ECORRUPT, "%s has no optim.bin", ck.path);
     else
-        rc = sym_optim_state_load(r->opt, of->data, of->size);
+        rc = ckpt_state_put(r, mf->data, of->data, of->size);
     if (rc) {
         sym_ckpt_release(&ck);
         return report(r, rc, 1);
     }
-    memcpy(sym_model_params(r->model), mf->data, mf->size);
     if (m->nshares == r->npes && c->balance.policy != SYM_BALANCE_OFF)
         sym__balance_restore(r->bal, m->shares, m->speeds);
     else if (m->nshares && c->balance.policy != SYM_BALANCE_OFF)
@@ -403,14 +563,25 @@ static int resume(run_t *r) {
     return SYM_OK;
 }
 
-/* PE 0: hand a snapshot of the current state to the writer. */
+/* PE 0: hand a snapshot of the current state to the writer (with tp > 1
+ * its tp group gathers the snapshot with it). */
 static int save(run_t *r) {
-    if (r->me != 0 || !r->writer || r->saved_step == r->step) return SYM_OK;
+    const sym_train_config_t *c = r->cfg;
+    if (!ckpt_member(r) || !c->ckpt_dir || r->saved_step == r->step) return SYM_OK;
     if (r->gpu) {
         int rc = gpu_sync_host(r);
         if (rc) return rc;
     }
-    const sym_train_config_t *c = r->cfg;
+    float *params;
+    void *ostate;
+    size_t osize, W = sym_model_full_num_params(r->model);
+    int owned, rc = ckpt_state_get(r, &params, &owned, &ostate, &osize);
+    if (rc || r->me != 0) {
+        if (owned) free(params);
+        free(ostate);
+        r->saved_step = r->step;
+        return rc ? report(r, rc, 0) : SYM_OK;
+    }
     sym_ckpt_meta_t m;
     memset(&m, 0, sizeof m);
     m.step = r->step;
@@ -427,7 +598,7 @@ static int save(run_t *r) {
     snprintf(m.model, sizeof m.model, "%s", c->model.spec);
     snprintf(m.activation, sizeof m.activation, "%s", act_label(&c->model));
     m.dropout = c->model.dropout;
-    m.params = r->P;
+    m.params = W;
     snprintf(m.optimizer, sizeof m.optimizer, "%s", sym_optim_name(c->optim.kind));
     m.optim_steps = sym_optim_steps(r->opt);
     snprintf(m.dataset, sizeof m.dataset, "%s", r->task.name);
@@ -443,12 +614,8 @@ static int save(run_t *r) {
         m.shares = (int *)shares;
         m.speeds = (double *)speeds;
     }
-    size_t osize = sym_optim_state_size(r->opt);
-    void *ostate = malloc(osize);
-    if (!ostate) return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);
-    sym_optim_state_save(r->opt, ostate);
     sym_ckpt_file_t files[2] = {
-        {"model.bin", sym_model_params(r->model), r->P * sizeof(float), 0},
+        {"model.bin", params, W * sizeof(float), 0},
         {"optim.bin", ostate, osize, 0},
     };
     /* The tensor table: every parameter in model.bin, and its optimizer state
@@ -456,14 +623,15 @@ static int save(run_t *r) {
     int nt = sym_model_num_tensors(r->model), adam = c->optim.kind == SYM_OPT_ADAMW;
     int nstate = adam ? 2 : 1;
     static const char *const state_name[2][2] = {{"momentum", ""}, {"exp_avg", "exp_avg_sq"}};
-    size_t hdr = osize - (size_t)nstate * r->P * sizeof(float);
+    size_t hdr = osize - (size_t)nstate * W * sizeof(float);
     sym_ckpt_tensor_t *tab = calloc((size_t)nt * (size_t)(1 + nstate), sizeof *tab);
     if (!tab) {
+        if (owned) free(params);
         free(ostate);
         return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);
     }
     for (int i = 0; i < nt; i++) {
-        const sym_param_t *p = sym_model_param(r->model, i);
+        const sym_param_t *p = sym_model_full_param(r->model, i);
         for (int k = 0; k <= nstate; k++) {
             sym_ckpt_tensor_t *e = &tab[k * nt + i];
             if (k == 0)
@@ -474,14 +642,15 @@ static int save(run_t *r) {
             e->dtype = SYM_DT_F32;
             e->ndim = p->ndim;
             memcpy(e->shape, p->shape, sizeof e->shape);
-            e->offset = (k ? hdr + (size_t)(k - 1) * r->P * sizeof(float) : 0) +
+            e->offset = (k ? hdr + (size_t)(k - 1) * W * sizeof(float) : 0) +
                         p->offset * sizeof(float);
         }
     }
     m.tensors = tab;
     m.ntensors = nt * (1 + nstate);
-    int rc = sym_ckpt_save(r->writer, &m, files, 2);
+    rc = sym_ckpt_save(r->writer, &m, files, 2);
     free(tab);
+    if (owned) free(params);
     free(ostate);
     if (rc) /* the previous save failed; say so, keep training */
         sym__warn("symtrain train", "a checkpoint could not be written: %s", sym_last_error());
@@ -497,12 +666,11 @@ static int save(run_t *r) {
  * takes a block. */
 static int evaluate(run_t *r, double *loss, double *acc) {
     const sym__task_t *t = &r->task;
-    int64_t off, len;
-    sym_shard_range(t->n_eval, r->dp_n, r->dp_me, &off, &len);
+    int64_t off, len; /* this dp group's block (its tp PEs compute it together) */
+    sym_shard_range(t->n_eval, r->lay.dp, r->dp_rank, &off, &len);
     double lsum = 0;
     int64_t right = 0;
     sym_forward_t f = {0, 0, 0};
-    int classes = sym_model_classes(r->model);
     for (int64_t i = 0; i < len; i += r->rows) {
         int rows = (int)(len - i < r->rows ? len - i : r->rows);
         for (int k = 0; k < rows; k++) r->eidx[k] = off + i + k;
@@ -520,14 +688,15 @@ static int evaluate(run_t *r, double *loss, double *acc) {
             sym_tensor_t logits;
             int rc = sym_model_forward(r->model, &in, &f, &logits);
             if (rc) return report(r, rc, 0);
-            l = sym_softmax_xent(&logits, r->y, classes, 1.0f, NULL, &c);
+            l = sym_model_xent(r->model, &logits, r->y, 1.0f, NULL, &c);
             if (isnan(l)) return report(r, SYM_EINVAL, 0);
         }
         lsum += l;
         right += c;
     }
-    r->evalbuf[0] = (float)right;
-    r->evalbuf[1] = (float)lsum;
+    int counts = r->tp_rank == 0; /* a tp group's PEs hold the same sums: one counts them */
+    r->evalbuf[0] = counts ? (float)right : 0.0f;
+    r->evalbuf[1] = counts ? (float)lsum : 0.0f;
     int rc = sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 2);
     if (rc) return report(r, rc, 1);
     double predictions = (double)t->n_eval * t->seq;
@@ -566,7 +735,8 @@ static void print_token(void *user, int32_t tok) {
     fwrite(text, 1, (size_t)sym_detokenize_one(tok, text), stdout);
 }
 
-static int say_sample(run_t *r) {
+/* whole: NULL, or the whole model's weights (a model split over a tp group). */
+static int say_sample(run_t *r, const float *whole) {
     const sym_train_config_t *c = r->cfg;
     const char *prompt = c->sample_prompt && *c->sample_prompt ? c->sample_prompt : "\n";
     int n = (int)strlen(prompt), total = n + c->sample_tokens;
@@ -575,9 +745,10 @@ static int say_sample(run_t *r) {
     for (int i = 0; i < n; i++) tok[i] = (unsigned char)prompt[i];
     sym_model_t *m = r->model, *host = NULL;
     int rc = SYM_OK;
-    if (r->gpu) { /* the GPU's weights, in a host model that can run forward */
-        if (!(rc = gpu_sync_host(r)) && !(rc = sym_model_create(&c->model, 1, 0, &host)))
-            memcpy(sym_model_params(host), sym_model_params(r->model), r->P * sizeof(float));
+    if (r->gpu || whole) { /* the GPU's or the whole weights, in a host model that can run forward */
+        if (r->gpu && !(rc = gpu_sync_host(r))) whole = sym_model_params(r->model);
+        if (!rc && !(rc = sym_model_create(&c->model, 1, 0, &host)))
+            memcpy(sym_model_params(host), whole, sym_model_num_params(host) * sizeof(float));
         if (rc) {
             free(tok);
             return report(r, rc, 0);
@@ -659,7 +830,7 @@ static int choose_device(run_t *r) {
     if (c->device == SYM_TRAIN_CPU && (c->recompute_gelu || c->recompute_ln))
         return report(r, sym__error(SYM_EINVAL, "--recompute is for the GPU (--device gpu); the "
                                                 "CPU keeps every activation"), 1);
-    if (c->device == SYM_TRAIN_CPU) return SYM_OK;
+    if (c->device == SYM_TRAIN_CPU || r->lay.tp > 1) return SYM_OK; /* tp > 1: the CPU's */
     int gpt = c->model.kind == SYM_MODEL_GPT;
     if (!gpt) {
         if (c->device == SYM_TRAIN_GPU)
@@ -746,52 +917,42 @@ static int memory_report(run_t *r) {
 
 /* ---- pipe: pipeline parallelism (--parallel dp=N,pp=K; symtrain/pipeline.h) ---- */
 
-/* The mesh of --parallel (dp, pp, and tp inside each stage), and what a
- * pipeline cannot do yet. With pp = 1 (dp
- * only) the mesh goes again and the plain loop runs. Every PE reaches the
- * same verdict (the same options). */
+/* With pp > 1: the pipeline's mesh (dp, pp, and tp inside each stage), and
+ * what a pipeline cannot do yet; --micro-batches or --inbox-slots without a
+ * pipeline are refused. Every PE reaches the same verdict (the same options). */
 static int pipe_plan(run_t *r) {
     const sym_train_config_t *c = r->cfg;
-    if (!c->parallel)
-        return report(r, sym__error(SYM_EINVAL, "--micro-batches and --inbox-slots are for a "
-                                    "pipeline: add --parallel pp=K (K > 1 stages)"), 1);
-    int rc = sym_mesh_create(SHMEM_TEAM_WORLD, c->parallel, &r->pipe_mesh);
-    if (rc) return report(r, rc, 1);
-    sym_mesh_t *m = r->pipe_mesh;
-    int ppd = sym_mesh_dim(m, "pp"), dpd = sym_mesh_dim(m, "dp"), tpd = sym_mesh_dim(m, "tp");
-    int pp = ppd >= 0 ? sym_mesh_size(m, ppd) : 1;
+    const sym_parallel_t *l = &r->lay;
     const char *why = NULL;
-    if (tpd >= 0 && sym_mesh_size(m, tpd) > 1 && pp == 1)
-        why = "tp without pp: this loop splits the model into pipeline stages (pp, each "
-              "optionally over tp) and replicas (dp)";
-    else if (pp == 1 && (c->micro_batches || c->inbox_slots))
+    if (l->pp == 1)
         why = "--micro-batches and --inbox-slots are for a pipeline; add pp=K (K > 1)";
-    else if (pp > 1 && c->model.kind != SYM_MODEL_GPT)
+    else if (c->model.kind != SYM_MODEL_GPT)
         why = "pp: pipeline stages split a GPT's blocks; pass --model gpt:...";
-    else if (pp > 1 && c->device == SYM_TRAIN_GPU)
+    else if (c->device == SYM_TRAIN_GPU)
         why = "pp: the pipeline trains on the CPU for now; pass --device cpu";
-    else if (pp > 1 && c->ckpt_dir)
+    else if (c->ckpt_dir)
         why = "pp: a pipeline's checkpoints are sharded (each stage writes its own tensors), "
               "which this build does not write yet; train without --ckpt-dir";
-    else if (pp > 1 && c->balance.policy != SYM_BALANCE_OFF)
+    else if (c->balance.policy != SYM_BALANCE_OFF)
         why = "pp: load balancing moves samples between replicas; a pipeline's stages pass "
               "fixed micro-batches; pass --balance off";
-    else if (pp > 1 && c->sample_tokens)
+    else if (c->sample_tokens)
         why = "pp: sampling needs the whole model on one PE; train without --sample";
-    if (why) return report(r, sym__error(SYM_EINVAL, "--parallel %s: %s", c->parallel, why), 1);
-    if (pp == 1) {
-        sym_mesh_destroy(r->pipe_mesh);
-        r->pipe_mesh = NULL;
-        return SYM_OK;
-    }
-    r->dp_n = dpd >= 0 ? sym_mesh_size(m, dpd) : 1;
-    r->dp_me = dpd >= 0 ? sym_mesh_coord(m, dpd) : 0;
-    int M = c->micro_batches ? c->micro_batches : pp;
-    if (c->global_batch < r->dp_n * M)
+    if (why)
+        return report(r, sym__error(SYM_EINVAL, "--parallel dp=%d,tp=%d,pp=%d: %s", l->dp, l->tp,
+                                    l->pp, why), 1);
+    /* dp outermost, tp innermost: the PEs of a tp group consecutive, then the stages */
+    char spec[64];
+    snprintf(spec, sizeof spec, "dp=%d,pp=%d,tp=%d", l->dp, l->pp, l->tp);
+    int rc = sym_mesh_create(SHMEM_TEAM_WORLD, spec, &r->pipe_mesh);
+    if (rc) return report(r, rc, 1);
+    r->dp_rank = sym_mesh_coord(r->pipe_mesh, sym_mesh_dim(r->pipe_mesh, "dp"));
+    int M = c->micro_batches ? c->micro_batches : l->pp;
+    if (c->global_batch < l->dp * M)
         return report(r, sym__error(SYM_EINVAL, "--batch %d over dp=%d replicas is less than "
                                     "%d micro-batches of one sequence each; raise --batch to %d "
-                                    "or lower --micro-batches", c->global_batch, r->dp_n, M,
-                                    r->dp_n * M), 1);
+                                    "or lower --micro-batches", c->global_batch, l->dp, M,
+                                    l->dp * M), 1);
     return SYM_OK;
 }
 
@@ -816,8 +977,8 @@ static int pipe_create(run_t *r) {
     note(r, "pipeline: %d stages (blocks %s), %d micro-batches of up to %d sequences, 1F1B, "
             "inboxes of %d slots; %d data-parallel replica%s",
          sym_pipe_stages(r->pipe), plan, M, pc.micro_rows,
-         c->inbox_slots ? c->inbox_slots : sym_pipe_stages(r->pipe), r->dp_n,
-         r->dp_n == 1 ? "" : "s");
+         c->inbox_slots ? c->inbox_slots : sym_pipe_stages(r->pipe), r->lay.dp,
+         r->lay.dp == 1 ? "" : "s");
     return SYM_OK;
 }
 
@@ -827,21 +988,32 @@ static int setup(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     int rc = sym_train_validate(c, r->npes);
     if (rc) return report(r, rc, 1);
-    r->dp_team = SHMEM_TEAM_WORLD; /* every PE one data-parallel replica */
+    r->lay = layout_of(c, r->npes);
+    r->dp_team = SHMEM_TEAM_WORLD; /* without tp: every PE one data-parallel replica */
+    r->tp_team = SHMEM_TEAM_INVALID;
+    r->dp_rank = r->me;
     int threads = r->threads = blas_threads(c);
     sym_blas_set_threads(threads);
     if ((rc = sym__task_load(&r->task, c, &c->model, say_note, r))) return report(r, rc, 1);
     const sym__task_t *t = &r->task;
     r->evalbuf = shmem_calloc(4, sizeof(float)); /* collective */
     if (!r->evalbuf) return report(r, sym__error(SYM_ENOMEM, "symmetric heap exhausted"), 1);
-    r->dp_n = r->npes; /* pipe: fewer replicas with pipeline stages */
-    r->dp_me = r->me;
-    if ((c->parallel || c->micro_batches || c->inbox_slots) && (rc = pipe_plan(r))) return rc;
+    if ((c->parallel.pp > 1 || c->micro_batches || c->inbox_slots) && (rc = pipe_plan(r)))
+        return rc;
+    if (r->lay.tp > 1 && r->lay.pp == 1) { /* the mesh: a tp group of consecutive PEs in each dp row */
+        char spec[64];
+        snprintf(spec, sizeof spec, "dp=%d,tp=%d", r->lay.dp, r->lay.tp);
+        if ((rc = sym_mesh_create(SHMEM_TEAM_WORLD, spec, &r->mesh))) return report(r, rc, 1);
+        r->dp_team = sym_mesh_team(r->mesh, 0);
+        r->tp_team = sym_mesh_team(r->mesh, 1);
+        r->dp_rank = sym_mesh_coord(r->mesh, 0);
+        r->tp_rank = sym_mesh_coord(r->mesh, 1);
+    }
 
     /* The batch's rows; an MLP evaluates in larger blocks, a GPT in batches.
      * A balanced PE may take up to twice the even block (never more than the
      * batch less one sample for each other PE). */
-    r->max_local = (c->global_batch + r->dp_n - 1) / r->dp_n;
+    r->max_local = (c->global_batch + r->lay.dp - 1) / r->lay.dp;
     int cap = r->max_local;
     if (c->balance.policy != SYM_BALANCE_OFF) {
         cap = 2 * r->max_local;
@@ -857,7 +1029,8 @@ static int setup(run_t *r) {
     /* On the GPU the host keeps a parameters-only copy (init, checkpoints, samples). */
     if (r->pipe_mesh) {
         if ((rc = pipe_create(r))) return rc;
-    } else if ((rc = sym_model_create(&c->model, r->gpu ? 0 : rows, !r->gpu, &r->model))) {
+    } else if ((rc = sym_model_create_tp(&c->model, r->gpu ? 0 : rows, !r->gpu, r->tp_team,
+                                         &r->model))) {
         return report(r, rc, 1);
     }
     r->P = sym_model_num_params(r->model);
@@ -876,7 +1049,7 @@ static int setup(run_t *r) {
                             cuts, nt, bucket, &r->ddp);
     free(cuts);
     if (rc) return report(r, rc, 1);
-    if ((rc = sym_loader_init(&r->loader, t->n_train, c->global_batch, r->dp_n, r->dp_me,
+    if ((rc = sym_loader_init(&r->loader, t->n_train, c->global_batch, r->lay.dp, r->dp_rank,
                               c->model.seed)))
         return report(r, rc, 1);
     r->steps_per_epoch = sym_loader_steps_per_epoch(&r->loader);
@@ -924,7 +1097,8 @@ static int setup(run_t *r) {
         if (t->text)
             note(r, "%s (%d layers, %d wide, %d heads, vocabulary %d, context %d), %zu "
                     "parameters; %s: %lld training / %lld validation sequences of %d tokens",
-                 m->spec, m->n_layer, m->n_embd, m->n_head, m->vocab, m->max_seq, r->P, t->name,
+                 m->spec, m->n_layer, m->n_embd, m->n_head, m->vocab, m->max_seq,
+                 sym_model_full_num_params(r->model), t->name,
                  (long long)t->n_train, (long long)t->n_eval, t->seq);
         else
             note(r, "%s (%s, dropout %g), %zu parameters; %s: %lld training / %lld test samples",
@@ -938,6 +1112,13 @@ static int setup(run_t *r) {
                      c->epochs == 1 ? "" : "s", (long long)r->sched.total_steps);
         static const char *const prec[] = {"fp32", "bf16 (fp32 master weights)",
                                            "fp16 (dynamic loss scaling)"};
+        if (r->lay.tp > 1)
+            note(r, "layout dp=%d tp=%d pp=%d: %d data-parallel group%s of %d PEs, each "
+                    "holding %zu of the %zu parameters (heads and vocabulary split over tp)",
+                 r->lay.dp, r->lay.tp, r->lay.pp, r->lay.dp, r->lay.dp == 1 ? "" : "s",
+                 r->lay.tp, r->P, sym_model_full_num_params(r->model));
+        else
+            note(r, "layout dp=%d tp=%d pp=%d", r->lay.dp, r->lay.tp, r->lay.pp);
         char gmem[32];
         if (r->gpu)
             note(r, "%d PE%s on the GPU: %s; %s; %s of GPU memory per PE; global batch %d (%d "
@@ -946,10 +1127,11 @@ static int setup(run_t *r) {
                  sym__fmt_size(r->gpu->memory(r->gm), gmem, sizeof gmem), c->global_batch,
                  r->max_local, (double)c->lr, len);
         else
-            note(r, "%d PE%s x %d BLAS thread%s (%s); global batch %d (%d per PE); %s, lr %g; "
+            note(r, "%d PE%s x %d BLAS thread%s (%s); global batch %d (%d per %s); %s, lr %g; "
                     "%s; %d gradient bucket%s (%s)",
                  r->npes, r->npes == 1 ? "" : "s", threads, threads == 1 ? "" : "s",
-                 sym_blas_name(), c->global_batch, r->max_local, sym_optim_name(c->optim.kind),
+                 sym_blas_name(), c->global_batch, r->max_local,
+                 r->lay.tp > 1 ? "dp group" : "PE", sym_optim_name(c->optim.kind),
                  (double)c->lr, len, nb, nb == 1 ? "" : "s",
                  sym__fmt_size((r->P + SYM_GRAD_CTRL) * 4, bsz, sizeof bsz));
         const sym_balance_config_t *bc = &c->balance;
@@ -988,6 +1170,7 @@ static void teardown(run_t *r) {
     }
     sym_mesh_destroy(r->pipe_mesh);
     sym_model_destroy(r->model);
+    sym_mesh_destroy(r->mesh);
     sym__task_free(&r->task);
 }
 
@@ -1045,7 +1228,7 @@ static int pipe_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
                      double *norm_out, sym_step_record_t *rec, int *stop) {
     const sym_train_config_t *c = r->cfg;
     double predictions = (double)b->gsize * r->task.seq, lsum;
-    int rc = sym_pipe_step(r->pipe, r->tok, r->y, b->count, (float)(r->dp_n / predictions),
+    int rc = sym_pipe_step(r->pipe, r->tok, r->y, b->count, (float)(r->lay.dp / predictions),
                            &lsum);
     if (rc) return report(r, rc, 0);
     sym__balance_computed(r->bal, t0, b->count, -1);
@@ -1069,6 +1252,24 @@ static int pipe_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     return SYM_OK;
 }
 
+/* With tp > 1, after the gradient average: the stop flag (*stop, agreed over
+ * each dp group by the average) agreed over the tp group too, so over the
+ * job; and PE 0's verdict on a --ckpt-every checkpoint, for its tp group
+ * (the PEs that gather the checkpoint with it). */
+static int agree_tp(run_t *r, float *stop) {
+    const sym_train_config_t *c = r->cfg;
+    float v[2] = {*stop > 0.0f ? 1.0f : 0.0f,
+                  r->writer && c->ckpt_every_s > 0 &&
+                          sym__now_s() - r->last_save >= c->ckpt_every_s
+                      ? 1.0f
+                      : 0.0f};
+    int rc = sym__comm_sum(r->tp_team, v, 2);
+    if (rc) return rc;
+    *stop = v[0] > 0.0f ? 1.0f : 0.0f;
+    r->time_due = v[1] > 0.0f;
+    return SYM_OK;
+}
+
 /* Returns 0 or an error; *stop gets the agreed stop flag. */
 static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *rec, int *stop) {
     const sym_train_config_t *c = r->cfg;
@@ -1082,15 +1283,16 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
     sym_tensor_t logits;
     int rc = sym_model_forward(r->model, &in, &f, &logits);
     if (rc) return report(r, rc, 0);
-    /* Scaled so that the average over PEs is the mean over the global batch's
-     * predictions; the gradient overwrites the logits. */
+    /* Scaled so that the average over the dp groups is the mean over the
+     * global batch's predictions; the gradient overwrites the logits (with tp,
+     * this PE's columns of them, the loss the same on every PE of the group). */
     double predictions = (double)b.gsize * r->task.seq;
-    float scale = (float)(r->npes / predictions);
-    double lsum = sym_softmax_xent(&logits, r->y, sym_model_classes(r->model), scale, &logits,
-                                   NULL);
+    int dp = r->lay.dp;
+    float scale = (float)(dp / predictions);
+    double lsum = sym_model_xent(r->model, &logits, r->y, scale, &logits, NULL);
     if (isnan(lsum)) return report(r, SYM_EINVAL, 0);
     float *g = sym_model_grads(r->model);
-    g[r->P + CTRL_LOSS] = (float)(lsum * r->npes / predictions);
+    g[r->P + CTRL_LOSS] = (float)(lsum * dp / predictions);
     g[r->P + CTRL_STOP] = stop_signal ? 1.0f : 0.0f;
 
     sym_ddp_begin(r->ddp);
@@ -1099,11 +1301,18 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
     if (rc) return report(r, rc, 0);
     sym__balance_computed(r->bal, t0, b.count, -1);
     if ((rc = sym_ddp_finish(r->ddp))) return report(r, rc, 0);
+    if (r->lay.tp > 1 && (rc = agree_tp(r, g + r->P + CTRL_STOP))) return report(r, rc, 0);
     if ((rc = sym__balance_exchange(r->bal, r->step + 1))) return report(r, rc, 0);
     *loss_out = g[r->P + CTRL_LOSS];
     *stop = g[r->P + CTRL_STOP] > 0.0f;
 
-    *norm_out = sym_grad_clip(g, r->P, c->clip);
+    if (r->lay.tp == 1) {
+        *norm_out = sym_grad_clip(g, r->P, c->clip);
+    } else { /* every element of the whole model once (sym_model_grad_norm) */
+        *norm_out = sym_model_grad_norm(r->model, g);
+        if (isnan(*norm_out)) return report(r, SYM_ECOMM, 0);
+        sym_grad_scale_to(g, r->P, *norm_out, c->clip);
+    }
     float lr = sym_lr_at(&r->sched, r->step);
     sym_optim_step(r->opt, sym_model_params(r->model), g, lr);
     r->step++;
@@ -1210,9 +1419,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
                 stopped = 1;
                 break;
             }
-            if (r.writer && ((cfg->ckpt_steps && r.step % cfg->ckpt_steps == 0) ||
-                             (cfg->ckpt_every_s > 0 && sym__now_s() - r.last_save >= cfg->ckpt_every_s)))
-                save(&r);
+            if (ckpt_due(&r)) save(&r);
         }
         if (rc) break;
         if (r.sample >= r.task.n_train) { /* the epoch is complete */
@@ -1226,10 +1433,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             /* The stop flag of the epoch's last step, or a step-count checkpoint due there. */
             const float *g = sym_model_grads(r.model);
             if (g[r.P + CTRL_STOP] > 0.0f) stopped = 1;
-            if (r.writer && !stopped && r.epoch < r.epochs &&
-                ((cfg->ckpt_steps && r.step % cfg->ckpt_steps == 0) ||
-                 (cfg->ckpt_every_s > 0 && sym__now_s() - r.last_save >= cfg->ckpt_every_s)))
-                save(&r);
+            if (!stopped && r.epoch < r.epochs && ckpt_due(&r)) save(&r);
         }
     }
     if (!rc && !evaluated && !stopped && eval_step != r.step) {
@@ -1238,8 +1442,8 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         rc = evaluate(&r, &test_loss, &test_acc);
         if (!rc) record_eval(&r, test_loss, test_acc);
     }
+    if (!rc) save(&r); /* the final (or preemption) checkpoint, if --ckpt-dir */
     if (!rc && r.writer) {
-        save(&r); /* the final (or preemption) checkpoint */
         if ((rc = sym_ckpt_wait(r.writer)))
             sym__warn("symtrain train", "the last checkpoint could not be written: %s",
                       sym_last_error());
@@ -1249,6 +1453,15 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         sym__prom_ckpt(r.prom, &cs);
     }
     double secs = sym__now_s() - t_start;
+    float *whole = NULL; /* tp > 1: the sample's weights, gathered by PE 0's tp group */
+    int sample = !rc && r.task.text && cfg->sample_tokens > 0 && !stopped;
+    if (sample && r.lay.tp > 1 && r.dp_rank == 0) {
+        size_t W = sym_model_full_num_params(r.model);
+        whole = malloc(W * sizeof *whole);
+        if ((rc = tp_all_have(&r, whole != NULL, W)) ||
+            (rc = sym_model_gather(r.model, sym_model_params(r.model), whole)))
+            report(&r, rc, 0);
+    }
     if (!rc && r.me == 0) { /* the outcome is said even with --quiet */
         if (stopped)
             note(&r, "stopped by a signal after step %lld%s%s", (long long)r.step,
@@ -1266,8 +1479,9 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         else if (test_acc >= 0)
             note(&r, "test accuracy at the last epoch's end %.2f%%; total time %.1f s",
                  100.0 * test_acc, secs);
-        if (r.task.text && cfg->sample_tokens > 0 && !stopped) rc = say_sample(&r);
+        if (sample) rc = say_sample(&r, whole);
     }
+    free(whole);
     res->steps = r.step;
     res->epochs_done = r.epoch;
     res->test_acc = test_acc;

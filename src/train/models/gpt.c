@@ -30,8 +30,16 @@
  * (C, 4C/t) row-parallel with their bias added by team PE 0 only; the partial
  * outputs of the row-parallel layers are summed over the team in the forward
  * (tp_sum), the partial input gradients of the column-parallel ones in the
- * backward. Embeddings, LayerNorms and the LM head are whole on every PE and
- * computed alike on each, so their gradients agree without communication.
+ * backward. The token embedding is vocabulary-parallel, and with it the tied
+ * LM head: PE r holds rows [v0, v0 + nv) of wte (sym_shard_range of V over
+ * the team, uneven allowed; the padding rows of the 1-PE table belong to
+ * none). The embedding is summed over the team (a token's row comes from the
+ * PE that holds it, zeros from the others: exact), the LM head gives each PE
+ * its nv columns of the logits, which are never gathered (the loss is
+ * sym_softmax_xent_shard, through sym_model_xent), and its input gradient is
+ * summed over the team. wpe, the LayerNorms and the row-parallel biases are
+ * whole on every PE and computed alike on each, so their gradients agree
+ * without communication.
  */
 #include <errno.h>
 #include <math.h>
@@ -39,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <symtrain/data.h>
 #include <symtrain/rng.h>
 
 #include "internal.h"
@@ -176,8 +185,13 @@ static int gpt_declare(sym_model_t *m) {
     }
     m->impl = g;
     int rc;
-    if ((m->embed || m->head) && (rc = declare(m, &g->wte, "wte", 0, c->padded_vocab, C)))
-        return rc;
+    m->v0 = 0; /* the vocabulary rows this PE holds: all (padded) without TP */
+    m->nv = c->padded_vocab;
+    if (m->tp_size > 1) sym_shard_range(c->vocab, m->tp_size, m->tp_rank, &m->v0, &m->nv);
+    if (m->embed || m->head) {
+        if ((rc = declare(m, &g->wte, "wte", 0, m->nv, C))) return rc;
+        if (m->tp_size > 1) m->param[m->nparam - 1].tp_dim = 0;
+    }
     if (m->embed && (rc = declare(m, &g->wpe, "wpe", 1, c->max_seq, C))) return rc;
     static const char *const names[NBLOCK] = {
         "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
@@ -214,21 +228,38 @@ static double normal(sym_rng_t *r) {
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
 
-/* This PE's part w of the whole parameter `full` under tensor parallelism:
- * its columns (tp_dim 1), or its rows (tp_dim 0), which for attn.c_attn are
- * its heads' rows of each of the three sections q, k and v. */
-static void take_shard(const sym_model_t *m, const sym_param_t *p, const float *full, float *w) {
-    int64_t t = m->tp_size, r = m->tp_rank, rows = p->shape[0];
-    int64_t cols = p->ndim > 1 ? p->shape[1] : 1;
-    if (p->tp_dim == 1) {
-        for (int64_t i = 0; i < rows; i++)
-            memcpy(w + i * cols, full + (i * t + r) * cols, (size_t)cols * sizeof *w);
-        return;
+/* Copy n floats between the whole tensor and a part, either way. */
+static void move(float *whole, float *part, size_t n, int to_whole) {
+    if (to_whole)
+        memcpy(whole, part, n * sizeof *part);
+    else
+        memcpy(part, whole, n * sizeof *part);
+}
+
+/* Between parameter i's whole tensor `full` (the 1-PE table's shape) and
+ * team PE k's part of it under tensor parallelism: its columns (tp_dim 1),
+ * its rows (tp_dim 0; for attn.c_attn its heads' rows of each of the three
+ * sections q, k and v; for wte its block of the vocabulary), or all of it. */
+static void gpt_shard_copy(const sym_model_t *m, int i, int k, float *full, float *part,
+                           int to_full) {
+    const sym_param_t *p = &m->param[i], *w = sym_model_full_param(m, i);
+    int64_t t = m->tp_size, rows = w->shape[0], cols = w->ndim > 1 ? w->shape[1] : 1;
+    if (p->tp_dim < 0) {
+        move(full, part, w->numel, to_full);
+    } else if (p->tp_dim == 1) {
+        int64_t pc = cols / t;
+        for (int64_t r = 0; r < rows; r++)
+            move(full + r * cols + k * pc, part + r * pc, (size_t)pc, to_full);
+    } else if (!strcmp(p->name, "wte")) {
+        int64_t lo, len;
+        sym_shard_range(m->cfg.vocab, (int)t, k, &lo, &len);
+        move(full + lo * cols, part, (size_t)(len * cols), to_full);
+    } else {
+        int64_t sec = strstr(p->name, "c_attn") ? 3 : 1, per = rows / sec / t;
+        for (int64_t s = 0; s < sec; s++)
+            move(full + (s * per * t + k * per) * cols, part + s * per * cols,
+                 (size_t)(per * cols), to_full);
     }
-    int64_t sec = strstr(p->name, "c_attn") ? 3 : 1, per = rows / sec;
-    for (int64_t s = 0; s < sec; s++)
-        memcpy(w + s * per * cols, full + (s * per * t + r * per) * cols,
-               (size_t)(per * cols) * sizeof *w);
 }
 
 /* The 1-PE model's weights, or this PE's slices of them (tensor parallelism:
@@ -248,16 +279,14 @@ static int init_weights(sym_model_t *m) {
         }
         double sd = strstr(p->name, "c_proj.weight") ? resid_std : 0.02;
         sym_rng_t r = sym_rng_stream(sym_rng_key(c->seed, SYM_RNG_INIT, (uint64_t)p->index));
-        if (!strcmp(p->name, "wte")) n = (size_t)c->vocab * (size_t)c->n_embd;
-        if (p->tp_dim >= 0) {
-            n *= (size_t)m->tp_size;
-            if (!(full = malloc(n * sizeof *full)))
-                return sym__error(SYM_ENOMEM, "out of memory drawing %s", p->name);
-        }
+        size_t whole = sym_model_full_param(m, i)->numel;
+        n = !strcmp(p->name, "wte") ? (size_t)c->vocab * (size_t)c->n_embd : whole;
+        if (p->tp_dim >= 0 && !(full = malloc(whole * sizeof *full)))
+            return sym__error(SYM_ENOMEM, "out of memory drawing %s", p->name);
         float *dst = full ? full : w;
         for (size_t k = 0; k < n; k++) dst[k] = (float)(sd * normal(&r));
-        for (size_t k = n; k < p->numel; k++) w[k] = 0.0f; /* the vocabulary's padding rows */
-        if (full) take_shard(m, p, full, w);
+        for (size_t k = n; k < whole; k++) dst[k] = 0.0f; /* the vocabulary's padding rows */
+        if (full) gpt_shard_copy(m, i, m->tp_rank, full, w, 0);
         free(full);
     }
     return SYM_OK;
@@ -393,7 +422,7 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
     gpt_t *g = m->impl;
     acts_t *a = g->a;
     const sym_model_config_t *c = &m->cfg;
-    int B = in->rows, T = in->seq, C = c->n_embd, Vp = c->padded_vocab;
+    int B = in->rows, T = in->seq, C = c->n_embd;
     int Cl = C / m->tp_size, NHl = c->n_head / m->tp_size; /* this PE's heads */
     if ((m->embed ? !in->tokens : !in->x) || T < 1 || T > c->max_seq)
         return sym__error(SYM_EINVAL, "a GPT's forward needs %s (rows, seq) with seq in "
@@ -412,10 +441,14 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
     a->training = f->training;
     const float *P = m->params;
     int rc;
-    if (m->embed)
-        sym_embed_forward(a->encoded, in->tokens, P + g->wte, P + g->wpe, B, T, C);
-    else
+    if (m->embed) {
+        /* the embedding: this PE's vocabulary rows (wpe added once), summed over the team */
+        sym_embed_shard_forward(a->encoded, in->tokens, P + g->wte, m->v0, m->nv,
+                                m->tp_rank == 0 ? P + g->wpe : NULL, B, T, C);
+        if ((rc = tp_sum(m, a->encoded, (size_t)N * C))) return rc;
+    } else {
         memcpy(a->encoded, in->x, (size_t)N * C * sizeof(float));
+    }
     for (int l = 0; l < m->nl; l++) {
         block_t *b = &a->block[l];
         const size_t *o = g->off[l];
@@ -444,8 +477,8 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
         return SYM_OK;
     }
     sym_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, xL, P + g->lnfw, P + g->lnfb, N, C);
-    if ((rc = linear(a->logits, a->lnf, P + g->wte, NULL, N, C, Vp))) return rc;
-    *logits = sym_tensor_2d(a->logits, N, Vp);
+    if ((rc = linear(a->logits, a->lnf, P + g->wte, NULL, N, C, m->nv))) return rc;
+    *logits = sym_tensor_2d(a->logits, N, m->nv); /* this PE's columns of the vocabulary */
     return SYM_OK;
 }
 
@@ -457,7 +490,7 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
     gpt_t *g = m->impl;
     acts_t *a = g->a;
     const sym_model_config_t *c = &m->cfg;
-    int B = a->B, T = a->T, C = c->n_embd, W = m->head ? c->padded_vocab : C;
+    int B = a->B, T = a->T, C = c->n_embd, W = m->head ? (int)m->nv : C;
     int Cl = C / m->tp_size, NHl = c->n_head / m->tp_size;
     int64_t N = (int64_t)B * T;
     if (!a->training) return sym__error(SYM_EINVAL, "backward needs a training forward pass first");
@@ -469,9 +502,10 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
     size_t NC = (size_t)N * C;
     int rc;
     const float *xL = m->nl ? a->block[m->nl - 1].res3 : a->encoded;
-    if (m->head) { /* LM head (tied to wte) and ln_f */
+    if (m->head) { /* LM head (tied to wte; its input gradient summed over the vocabulary's PEs) and ln_f */
         memset(g->dln, 0, NC * sizeof(float));
-        if ((rc = linear_back(g->dln, G + g->wte, NULL, dlog, a->lnf, P + g->wte, N, C, W)))
+        if ((rc = linear_back(g->dln, G + g->wte, NULL, dlog, a->lnf, P + g->wte, N, C, W)) ||
+            (rc = tp_sum(m, g->dln, NC)))
             return rc;
         memset(g->dres, 0, NC * sizeof(float));
         sym_layernorm_backward(g->dres, G + g->lnfw, G + g->lnfb, g->dln, xL, P + g->lnfw,
@@ -515,10 +549,13 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
                                b->ln1_mean, b->ln1_rstd, N, C);
         if (ready) ready(user, o[LN1W]);
     }
-    if (m->embed) sym_embed_backward(G + g->wte, G + g->wpe, g->dres, a->tokens, B, T, C);
+    if (m->embed)
+        sym_embed_shard_backward(G + g->wte, G + g->wpe, g->dres, a->tokens, m->v0, m->nv, B, T,
+                                 C);
     if (ready) ready(user, 0);
     return SYM_OK;
 }
 
-const sym__model_ops_t sym__gpt_ops = {gpt_declare,  gpt_init,      gpt_forward, gpt_backward,
-                                       gpt_destroy,  gpt_use_slot,  gpt_input_grad};
+const sym__model_ops_t sym__gpt_ops = {gpt_declare,  gpt_init,     gpt_forward,
+                                       gpt_backward, gpt_destroy,  gpt_use_slot,
+                                       gpt_input_grad, gpt_shard_copy};

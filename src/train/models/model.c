@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <symtrain/optim.h>
 #include <symtrain/rng.h>
 
 #include "internal.h"
@@ -68,6 +69,28 @@ size_t sym__model_param(sym_model_t *m, const char *name, int ndim, const int64_
 
 /* ---- creation ---- */
 
+/* With tensor parallelism: the 1-PE model's table (declared on a model of
+ * one PE that gets no arrays), for the whole tensors of checkpoints. */
+static int whole_table(sym_model_t *m) {
+    sym_model_t one;
+    memset(&one, 0, sizeof one);
+    one.cfg = m->cfg;
+    one.ops = m->ops;
+    one.tp = SHMEM_TEAM_INVALID;
+    one.tp_size = 1;
+    one.nl = m->cfg.n_layer; /* the whole model, whatever stage m is */
+    one.embed = one.head = one.slots = 1;
+    int rc = one.ops->declare(&one);
+    one.ops->destroy(&one);
+    if (rc) {
+        free(one.param);
+        return rc;
+    }
+    m->full = one.param;
+    m->full_nparams = one.nparams;
+    return SYM_OK;
+}
+
 int sym_model_create(const sym_model_config_t *cfg, int max_rows, int symmetric,
                      sym_model_t **out) {
     return sym_model_create_tp(cfg, max_rows, symmetric, SHMEM_TEAM_INVALID, out);
@@ -96,6 +119,9 @@ static int create(const sym_model_config_t *cfg, int max_rows, int symmetric, sh
         return sym__error(SYM_EINVAL, "pipeline stage: blocks [%d, %d) of a %d-block GPT with "
                           "%d activation slots is not a stage", st->first_layer,
                           st->first_layer + st->layers, cfg->n_layer, st->slots);
+    if (tp_size > 1 && tp_size > cfg->vocab)
+        return sym__error(SYM_EINVAL, "tensor parallelism over %d PEs splits the vocabulary "
+                          "(%d tokens): every PE needs at least one", tp_size, cfg->vocab);
     sym_model_t *m = calloc(1, sizeof *m);
     if (!m) return sym__error(SYM_ENOMEM, "out of memory for the model");
     m->cfg = *cfg;
@@ -109,8 +135,8 @@ static int create(const sym_model_config_t *cfg, int max_rows, int symmetric, sh
     m->head = st ? st->head : 1;
     m->slots = st ? st->slots : 1;
     m->ops = cfg->kind == SYM_MODEL_GPT ? &sym__gpt_ops : &sym__mlp_ops;
-    int rc = m->ops->declare(m);
-    if (rc) goto fail;
+    int rc = tp_size > 1 ? whole_table(m) : SYM_OK;
+    if (rc || (rc = m->ops->declare(m))) goto fail;
     /* Parameters and gradients: two power-of-two blocks of one pool, sized for
      * the largest stage when the stages share one symmetric layout (then the
      * gradients start at the same offset on every stage). */
@@ -172,6 +198,7 @@ void sym_model_destroy(sym_model_t *m) {
     if (m->ops && m->ops->destroy) m->ops->destroy(m);
     sym_pool_destroy(m->state);
     free(m->param);
+    free(m->full);
     free(m);
 }
 
@@ -191,6 +218,14 @@ void sym_model_zero_grads(sym_model_t *m) { memset(m->grads, 0, m->nparams * siz
 int sym_model_num_tensors(const sym_model_t *m) { return m->nparam; }
 const sym_param_t *sym_model_param(const sym_model_t *m, int i) { return &m->param[i]; }
 
+size_t sym_model_full_num_params(const sym_model_t *m) {
+    return m->full ? m->full_nparams : m->nparams;
+}
+
+const sym_param_t *sym_model_full_param(const sym_model_t *m, int i) {
+    return m->full ? &m->full[m->param[i].index] : &m->param[i];
+}
+
 const sym_param_t *sym_model_find_param(const sym_model_t *m, const char *name) {
     for (int i = 0; i < m->nparam; i++)
         if (!strcmp(m->param[i].name, name)) return &m->param[i];
@@ -202,7 +237,57 @@ int sym_model_classes(const sym_model_t *m) {
 }
 
 int sym_model_logit_width(const sym_model_t *m) {
-    return m->cfg.kind == SYM_MODEL_GPT ? m->cfg.padded_vocab : m->cfg.dims[m->cfg.nlayers];
+    return m->cfg.kind == SYM_MODEL_GPT ? (int)m->nv : m->cfg.dims[m->cfg.nlayers];
+}
+
+/* ---- tensor parallelism: whole tensors, the loss, the gradient norm ---- */
+
+int sym_model_tp_size(const sym_model_t *m) { return m->tp_size; }
+
+int sym_model_gather(sym_model_t *m, const float *part, float *full) {
+    if (m->tp_size == 1) {
+        memcpy(full, part, m->nparams * sizeof *full);
+        return SYM_OK;
+    }
+    /* Each PE writes its parts (the whole tensors: PE 0 only) into zeros; the
+     * sum over the team is every tensor whole. */
+    memset(full, 0, m->full_nparams * sizeof *full);
+    for (int i = 0; i < m->nparam; i++)
+        if (m->param[i].tp_dim >= 0 || m->tp_rank == 0)
+            m->ops->shard_copy(m, i, m->tp_rank, full + m->full[m->param[i].index].offset,
+                               (float *)part + m->param[i].offset, 1);
+    return sym__comm_sum(m->tp, full, m->full_nparams);
+}
+
+void sym_model_scatter(const sym_model_t *m, const float *full, float *part) {
+    if (m->tp_size == 1) {
+        memcpy(part, full, m->nparams * sizeof *part);
+        return;
+    }
+    for (int i = 0; i < m->nparam; i++)
+        m->ops->shard_copy(m, i, m->tp_rank, (float *)full + m->full[m->param[i].index].offset,
+                           part + m->param[i].offset, 0);
+}
+
+double sym_model_xent(const sym_model_t *m, const sym_tensor_t *logits, const int32_t *labels,
+                      float grad_scale, sym_tensor_t *dlogits, int64_t *correct) {
+    if (m->tp_size == 1)
+        return sym_softmax_xent(logits, labels, sym_model_classes(m), grad_scale, dlogits,
+                                correct);
+    return sym_softmax_xent_shard(logits, labels, m->v0, m->cfg.vocab, m->tp, grad_scale,
+                                  dlogits, correct);
+}
+
+double sym_model_grad_norm(const sym_model_t *m, const float *g) {
+    if (m->tp_size == 1) return sym_grad_norm(g, m->nparams);
+    double sq[2] = {0, 0}; /* the split tensors' squares, summed over the team; the whole ones' */
+    for (int i = 0; i < m->nparam; i++) {
+        const sym_param_t *p = &m->param[i];
+        double s = sym_grad_norm(g + p->offset, p->numel);
+        sq[p->tp_dim < 0] += s * s;
+    }
+    if (sym__comm_sum_f64(m->tp, sq, 1)) return NAN;
+    return sqrt(sq[0] + sq[1]);
 }
 
 double sym_model_flops_per_token(const sym_model_t *m, int seq) {
@@ -244,6 +329,9 @@ int sym_model_generate(sym_model_t *m, int32_t *tokens, int n, int max_new, floa
                        void *user) {
     if (m->cfg.kind != SYM_MODEL_GPT)
         return sym__error(SYM_EINVAL, "sampling needs a GPT model, not %s", m->cfg.spec);
+    if (m->tp_size > 1)
+        return sym__error(SYM_EINVAL, "sampling reads whole logits rows: give it the 1-PE model "
+                                      "(sym_model_gather the parameters into one)");
     if (n < 1) return sym__error(SYM_EINVAL, "sampling needs a prompt of at least one token");
     if (!(temperature >= 0) || !isfinite(temperature))
         return sym__error(SYM_EINVAL, "--temperature must be 0 or more");

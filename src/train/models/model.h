@@ -28,6 +28,10 @@ typedef struct {
      * forward / backward uses, and the input's gradient after a backward. */
     void (*use_slot)(sym_model_t *m, int slot);
     const float *(*input_grad)(const sym_model_t *m);
+    /* Tensor parallelism (NULL for kinds that are not split): copy between
+     * parameter i's whole tensor `full` and team PE k's part of it, `part`
+     * (k's shape of the table entry), to the whole (to_full) or to the part. */
+    void (*shard_copy)(const sym_model_t *m, int i, int k, float *full, float *part, int to_full);
 } sym__model_ops_t;
 
 struct sym_model {
@@ -48,6 +52,9 @@ struct sym_model {
     int l0, nl;         /* blocks [l0, l0 + nl) */
     int embed, head;    /* wte + wpe; ln_f + the LM head (with its copy of wte) */
     int slots;          /* activation sets (micro-batches between forward and backward) */
+    int64_t v0, nv;     /* GPT: the rows of wte held, [v0, v0 + nv) (0 and Vp without TP) */
+    sym_param_t *full;  /* with TP: the 1-PE model's table (same names, whole shapes) */
+    size_t full_nparams;
 };
 
 extern const sym__model_ops_t sym__mlp_ops, sym__gpt_ops;

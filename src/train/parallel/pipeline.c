@@ -288,7 +288,7 @@ static int forward(sym_pipe_t *p, int slot, int rows, int training, const int32_
         send(p, FWD, sym_tensor_f32(&y), (size_t)y.shape[0] * (size_t)y.shape[1]);
         return SYM_OK;
     }
-    double l = sym_softmax_xent(&y, lab, p->cfg.vocab, scale, training ? &y : NULL, correct);
+    double l = sym_model_xent(m, &y, lab, scale, training ? &y : NULL, correct);
     if (isnan(l)) return SYM_EINVAL;
     if (p->tp_rank == 0) /* the tp team computes the same loss: counted once */
         *lsum += l;

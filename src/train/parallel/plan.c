@@ -107,6 +107,7 @@ int sym_plan_link(const char *name, sym_plan_link_t *out) {
 
 void sym_plan_defaults(sym_plan_request_t *r, sym_plan_device_t device) {
     memset(r, 0, sizeof *r);
+    r->vocab_parallel = 1; /* as our TP splits wte (sym_model_create_tp) */
     r->device = device;
     r->pes = 1;
     r->batch = 16;
@@ -231,9 +232,14 @@ static size_t block_params(size_t C, int tp) {
            (C * 4 * Cl + C);
 }
 
-/* The embeddings' parameters a PE holds: wte (Vp x C, split by vocab_parallel), wpe. */
+/* The wte parameters the heaviest PE holds: Vp x C whole, or with
+ * vocab_parallel over tp > 1 the largest block of the vocabulary's rows
+ * (sym_shard_range over the unpadded vocabulary: the first PE's, rounded up),
+ * as sym_model_create_tp splits it. */
 static size_t wte_params(const sym_model_config_t *m, int tp, int vp) {
-    return (size_t)m->padded_vocab * (size_t)m->n_embd / (size_t)(vp ? tp : 1);
+    size_t rows = vp && tp > 1 ? ((size_t)m->vocab + (size_t)tp - 1) / (size_t)tp
+                               : (size_t)m->padded_vocab;
+    return rows * (size_t)m->n_embd;
 }
 
 size_t sym_plan_params(const sym_model_config_t *m, int tp, int vocab_parallel) {
