@@ -52,6 +52,8 @@ sym_train_e2e(train_gpt_data)   # GPT: tokenize, train on shards, sample; damage
 sym_train_e2e(train_gpt_gpu)    # GPT on the GPU: vs the CPU, bitwise repeat, 2 PEs on one GPU, resume
 set_tests_properties(train_gpt_gpu PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
   ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
+sym_train_e2e(train_gpt_gpu_recompute) # --recompute gelu|ln on the GPU: the same bits, less memory
+set_tests_properties(train_gpt_gpu_recompute PROPERTIES LABELS gpu TIMEOUT 300 RUN_SERIAL TRUE)
 sym_train_e2e(train_errors)  # an error on one PE ends the job; a second SIGTERM ends a PE
 
 # ---- fuzzing: the IDX and token-shard loaders under libFuzzer (tests/fuzz) ----

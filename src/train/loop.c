@@ -812,12 +812,19 @@ static int setup(run_t *r) {
                      c->epochs == 1 ? "" : "s", (long long)r->sched.total_steps);
         static const char *const prec[] = {"fp32", "bf16 (fp32 master weights)",
                                            "fp16 (dynamic loss scaling)"};
-        char gmem[32];
+        char gmem[32], saved[96] = "";
+        if (r->gpu && r->gpu->memory_saved(r->gm)) {
+            char sz[32];
+            snprintf(saved, sizeof saved, " (--recompute %s%s%s spares %s)",
+                     c->recompute_gelu ? "gelu" : "", c->recompute_gelu && c->recompute_ln ? "," : "",
+                     c->recompute_ln ? "ln" : "",
+                     sym__fmt_size(r->gpu->memory_saved(r->gm), sz, sizeof sz));
+        }
         if (r->gpu)
-            note(r, "%d PE%s on the GPU: %s; %s; %s of GPU memory per PE; global batch %d (%d "
+            note(r, "%d PE%s on the GPU: %s; %s; %s of GPU memory per PE%s; global batch %d (%d "
                     "per PE); adamw, lr %g; %s",
                  r->npes, r->npes == 1 ? "" : "s", r->gpu->describe(r->gm), prec[c->precision % 3],
-                 sym__fmt_size(r->gpu->memory(r->gm), gmem, sizeof gmem), c->global_batch,
+                 sym__fmt_size(r->gpu->memory(r->gm), gmem, sizeof gmem), saved, c->global_batch,
                  r->max_local, (double)c->lr, len);
         else
             note(r, "%d PE%s x %d BLAS thread%s (%s); global batch %d (%d per PE); %s, lr %g; "

@@ -25,7 +25,7 @@
 #include <symtrain/nn.h>
 #include <symtrain/optim.h>
 
-#define SYM_CUDA_BACKEND_ABI 2
+#define SYM_CUDA_BACKEND_ABI 3
 #define SYM_CUDA_BACKEND_SYMBOL "sym_cuda_backend"
 #define SYM_CUDA_BACKEND_FILE "libsymtrain_cuda.so"
 
@@ -34,8 +34,10 @@ typedef enum { SYM_PREC_FP32 = 0, SYM_PREC_BF16 = 1, SYM_PREC_FP16 = 2 } sym_pre
 /* What a GPU model is built with (besides the model config). */
 typedef struct {
     sym_precision_t precision;  /* compute dtype; master weights and optimizer state fp32 */
-    int recompute_gelu;         /* recompute the MLP's GELU in backward instead of keeping it */
-    int recompute_ln;           /* recompute LayerNorm outputs in backward */
+    int recompute_gelu;         /* keep neither the MLP's pre-GELU nor its GELU output (N,4C)
+                                 * per layer: backward re-runs the c_fc product (GELU fused) */
+    int recompute_ln;           /* keep no ln_1 / ln_2 output (N,C) per layer: backward
+                                 * recomputes each LayerNorm from its kept input */
     sym_optim_config_t optim;   /* AdamW's betas, eps, weight decay */
     shmem_team_t dp_team;       /* gradients are averaged over it on the GPU
                                  * (shmemx_gpu_allreduce_team; one PE: nothing to do) */
@@ -93,6 +95,9 @@ struct sym_cuda_backend {
     const char *(*describe)(sym_gpu_model_t *m);
     /* The GPU's PCI bus id ("0000:18:00.0"; "" if unknown): NVML finds it by that. */
     const char *(*pci_bus_id)(sym_gpu_model_t *m);
+    /* Bytes of GPU memory --recompute spares the model (memory() is that much
+     * smaller than with every activation kept; 0 when nothing is recomputed). */
+    size_t (*memory_saved)(sym_gpu_model_t *m);
 };
 
 typedef const struct sym_cuda_backend *(*sym_cuda_backend_fn)(void);

@@ -122,6 +122,12 @@ struct sym_gpu_model {
     float *lnf_mean, *lnf_rstd;           /* (N) */
     bf16 *dres, *dln, *datty, *dqkv, *dfch; /* (N,C) (N,C) (N,C) (N,3C) (N,4C) */
     float *losses, *hits;                 /* (N) */
+    /* --recompute: the one buffer every block's ln1 and ln2 (recompute_ln)
+     * or fch and fch_gelu (recompute_gelu) point into, and the statistics a
+     * LayerNorm recomputed in backward writes (equal to the kept ones) */
+    bf16 *ln_tmp, *fch_tmp, *fchg_tmp;      /* (N,C) (N,4C) (N,4C) */
+    float *ln_tmp_mean, *ln_tmp_rstd;       /* (N) */
+    size_t recompute_saved;                 /* bytes the region is smaller by */
     float *ln_scratch, *att_scratch;
     void *enc_scratch;
     size_t enc_scratch_bytes;
@@ -239,8 +245,22 @@ static void *take(carver_t *c, size_t bytes) {
 
 #define TAKE(c, ptr, count) ((ptr) = (decltype(ptr))take((c), (size_t)(count) * sizeof *(ptr)))
 
-static void carve(sym_gpu_model_t *m, carver_t *c) {
+/* The region's layout. With recompute_ln every block's ln1 and ln2 are the
+ * one buffer ln_tmp (each is written by the forward and read at once by the
+ * next product; the backward recomputes it there before its products), with
+ * recompute_gelu every block's fch and fch_gelu are fch_tmp and fchg_tmp
+ * (the backward re-runs the c_fc product with its GELU epilogue). */
+static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recompute_ln) {
     size_t N = (size_t)m->Bmax * m->T, C = m->C, P = m->P;
+    if (recompute_ln) {
+        TAKE(c, m->ln_tmp, N * C);
+        TAKE(c, m->ln_tmp_mean, N);
+        TAKE(c, m->ln_tmp_rstd, N);
+    }
+    if (recompute_gelu) {
+        TAKE(c, m->fch_tmp, N * 4 * C);
+        TAKE(c, m->fchg_tmp, N * 4 * C);
+    }
     TAKE(c, m->w, P);
     TAKE(c, m->m, P);
     TAKE(c, m->v, P);
@@ -250,18 +270,27 @@ static void carve(sym_gpu_model_t *m, carver_t *c) {
     TAKE(c, m->encoded, N * C);
     for (int l = 0; l < m->L; l++) {
         gblock_t *b = &m->blk[l];
-        TAKE(c, b->ln1, N * C);
+        if (recompute_ln)
+            b->ln1 = b->ln2 = m->ln_tmp;
+        else {
+            TAKE(c, b->ln1, N * C);
+            TAKE(c, b->ln2, N * C);
+        }
+        if (recompute_gelu) {
+            b->fch = m->fch_tmp;
+            b->fch_gelu = m->fchg_tmp;
+        } else {
+            TAKE(c, b->fch, N * 4 * C);
+            TAKE(c, b->fch_gelu, N * 4 * C);
+        }
         TAKE(c, b->ln1_mean, N);
         TAKE(c, b->ln1_rstd, N);
         TAKE(c, b->qkv, N * 3 * C);
         TAKE(c, b->atty, N * C);
         TAKE(c, b->lse, N * m->NH);
         TAKE(c, b->res2, N * C);
-        TAKE(c, b->ln2, N * C);
         TAKE(c, b->ln2_mean, N);
         TAKE(c, b->ln2_rstd, N);
-        TAKE(c, b->fch, N * 4 * C);
-        TAKE(c, b->fch_gelu, N * 4 * C);
         TAKE(c, b->res3, N * C);
     }
     TAKE(c, m->lnf, N * C);
@@ -353,6 +382,14 @@ static int backward(sym_gpu_model_t *m, int B, int T) {
         gblock_t *b = &m->blk[l];
         const size_t *o = b->off;
         const bf16 *x = l == 0 ? m->encoded : m->blk[l - 1].res3;
+        /* recomputed as the forward made them (the same kernels on the same
+         * inputs: the same bits) */
+        if (m->opts.recompute_ln)
+            OP(symcu_residual_layernorm_forward(NULL, b->ln2, m->ln_tmp_mean, m->ln_tmp_rstd,
+                                                b->res2, NULL, W(o[LN2W]), W(o[LN2B]), N, C, s));
+        if (m->opts.recompute_gelu)
+            OP(symcu_matmul_forward(m->blas, b->fch_gelu, b->ln2, W(o[FCW]), W(o[FCB]), N, C,
+                                    4 * C, b->fch, s));
         /* dres holds d res3: through the MLP half into d res2 */
         OP(symcu_matmul_backward(m->blas, m->dfch, SYMCU_GRAD_SET, G(o[FCPW]), G(o[FCPB]), m->dres, b->fch_gelu,
                                  W(o[FCPW]), N, 4 * C, C, s));
@@ -366,6 +403,9 @@ static int backward(sym_gpu_model_t *m, int B, int T) {
                                  W(o[PROJW]), N, C, C, s));
         OP(symcu_attention_backward(m->dqkv, SYMCU_GRAD_SET, m->att_scratch, m->datty, b->atty, b->qkv, b->lse,
                                     B, T, C, m->NH, s));
+        if (m->opts.recompute_ln)
+            OP(symcu_residual_layernorm_forward(NULL, b->ln1, m->ln_tmp_mean, m->ln_tmp_rstd, x,
+                                                NULL, W(o[LN1W]), W(o[LN1B]), N, C, s));
         OP(symcu_matmul_backward(m->blas, m->dln, SYMCU_GRAD_SET, G(o[QKVW]), G(o[QKVB]), m->dqkv, b->ln1,
                                  W(o[QKVW]), N, C, 3 * C, s));
         OP(symcu_layernorm_backward(m->dres, G(o[LN1W]), G(o[LN1B]), m->ln_scratch, m->dln, x,
@@ -493,10 +533,6 @@ static int check_config(const sym_model_config_t *c, const sym_gpu_opts_t *o, in
     if (o->precision == SYM_PREC_FP16)
         return fail(SYM_EINVAL, "--precision fp16 (dynamic loss scaling) is not supported on "
                                 "the GPU yet; use --precision bf16");
-    if (o->recompute_gelu || o->recompute_ln)
-        return fail(SYM_EINVAL, "--recompute is not implemented on the GPU yet: every "
-                                "activation is kept (gpt:d12 at 16 x 1024 tokens fits in 8.4 "
-                                "GiB); leave --recompute out");
     int C = c->n_embd, H = c->n_head;
     if (C % 8 || C > 3072)
         return fail(SYM_EINVAL, "GPU GPT: width C=%d; the kernels need C a multiple of 8 and at "
@@ -563,8 +599,12 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     CK(cudaStreamCreateWithFlags(&m->s, cudaStreamNonBlocking));
     OP(symcu_blas_create(&m->blas, 4 * C));
     carver_t cv = {NULL, 0};
-    carve(m, &cv);
+    carve(m, &cv, 0, 0);
+    size_t keep_all = cv.used;
+    cv.used = 0;
+    carve(m, &cv, m->opts.recompute_gelu, m->opts.recompute_ln);
     m->region_bytes = cv.used;
+    m->recompute_saved = keep_all - cv.used;
     cudaError_t e = cudaMalloc((void **)&m->region, m->region_bytes);
     if (e != cudaSuccess) {
         cudaGetLastError();
@@ -578,7 +618,7 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     }
     cv.base = m->region;
     cv.used = 0;
-    carve(m, &cv);
+    carve(m, &cv, m->opts.recompute_gelu, m->opts.recompute_ln);
     size_t N = (size_t)m->Bmax * m->T;
     CK(cudaMallocHost((void **)&m->tok_h, N * sizeof(int32_t)));
     CK(cudaMallocHost((void **)&m->tgt_h, N * sizeof(int32_t)));
@@ -772,6 +812,7 @@ static int be_set_state(sym_gpu_model_t *m, const float *params, const float *ex
 }
 
 static size_t be_memory(sym_gpu_model_t *m) { return m->region_bytes; }
+static size_t be_memory_saved(sym_gpu_model_t *m) { return m->recompute_saved; }
 
 /* Dense peak of the compute dtype: the H100 / H200 SXM's 989 TFLOP/s bf16
  * (67 fp32); another Hopper in proportion to its SMs; else an A100's 312. */
@@ -793,7 +834,7 @@ static const char *be_pci_bus_id(sym_gpu_model_t *m) { return m->pci; }
 static const struct sym_cuda_backend table = {
     SYM_CUDA_BACKEND_ABI, be_error,     be_device_count, be_create,   be_destroy,
     be_train_step,        be_eval,      be_get_state,    be_set_state, be_memory,
-    be_peak_flops,        be_describe,  be_pci_bus_id};
+    be_peak_flops,        be_describe,  be_pci_bus_id,   be_memory_saved};
 
 extern "C" __attribute__((visibility("default"))) const struct sym_cuda_backend *
 sym_cuda_backend(void) {
