@@ -47,6 +47,9 @@ static const char usage_text[] =
     "  --device auto|cpu|gpu        where a GPT trains (auto: the GPU when there is one)\n"
     "  --precision bf16|fp16|fp32   GPU compute type; master weights and AdamW stay fp32;\n"
     "                               fp16 scales the loss dynamically (default bf16)\n"
+    "  --loss-scale-growth N        fp16: the loss scale (from 65536) halves at an overflow\n"
+    "                               (the step is skipped) and doubles after N good steps\n"
+    "                               (default 2000)\n"
     "  --recompute gelu|ln|gelu,ln|off  GPU: recompute the MLP's GELU (the c_fc product)\n"
     "                               and/or the LayerNorms in backward instead of keeping\n"
     "                               them (less memory, more compute; default off)\n"
@@ -182,7 +185,7 @@ static const char *const valued[] = {
     "--threads", "--balance", "--balance-every", "--balance-hysteresis", "--balance-weights",
     "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--metrics",
     "--metrics-port",
-    "--log-interval", "--device", "--precision", "--recompute", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
+    "--log-interval", "--device", "--precision", "--recompute", "--loss-scale-growth", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
     "--prompt", NULL};
 
 static const char *const flags[] = {"--generated", "--resume", "--quiet", "--help", NULL};
@@ -267,6 +270,8 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             else if (!strcmp(v, "bf16")) c->precision = 1;
             else if (!strcmp(v, "fp16")) c->precision = 2;
             else usage_error("--precision '%s': use bf16, fp16 or fp32", v);
+        } else if (!strcmp(opt, "--loss-scale-growth")) {
+            c->loss_scale_growth = (int)int_value(opt, v, 1, 1 << 30);
         } else if (!strcmp(opt, "--recompute")) {
             c->recompute_gelu = c->recompute_ln = 0;
             if (!strcmp(v, "gelu")) c->recompute_gelu = 1;

@@ -81,6 +81,7 @@ void sym_train_defaults(sym_train_config_t *c) {
     c->warmup_epochs = 0.25f;
     c->warmup_steps = -1;
     c->precision = SYM_PREC_BF16;
+    c->loss_scale_growth = 2000;
     c->clip = 1.0f;
     c->bucket_mb = 25;
     c->ckpt_keep = 3;
@@ -217,6 +218,8 @@ typedef struct {
     int64_t step, epoch, sample; /* position: steps done; the next sample */
     int64_t saved_step;          /* the newest checkpoint's step (-1 none) */
     double last_save;
+    int64_t skipped;             /* fp16 on the GPU: steps whose update an overflow skipped */
+    float loss_scale;            /* and the loss scale after the latest step */
 } run_t;
 
 static int gpu_sync_host(run_t *r);
@@ -677,6 +680,7 @@ static int gpu_create(run_t *r) {
     o.precision = c->precision;
     o.recompute_gelu = c->recompute_gelu;
     o.recompute_ln = c->recompute_ln;
+    o.loss_scale_growth = c->loss_scale_growth;
     o.optim = c->optim;
     o.dp_team = r->dp_team;
     o.use_graph = 1;
@@ -912,6 +916,16 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     double comm = sym__now_s() - t1;
     record(r, rec, *loss_out, lr, st.grad_norm, b->gsize, dt, comm,
            r->npes > 1 ? r->P * sym_dtype_size(SYM_DT_F32) : 0);
+    if (c->precision == SYM_PREC_FP16) {
+        rec->loss_scale = st.loss_scale;
+        rec->skipped = st.skipped;
+        r->loss_scale = st.loss_scale;
+        if (st.skipped) {
+            r->skipped++;
+            note(r, "step %lld: fp16 overflow (an inf or NaN gradient): the update was "
+                    "skipped; loss scale now %g", (long long)r->step, (double)st.loss_scale);
+        }
+    }
     return SYM_OK;
 }
 
@@ -1110,6 +1124,9 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         else if (test_acc >= 0)
             note(&r, "test accuracy at the last epoch's end %.2f%%; total time %.1f s",
                  100.0 * test_acc, secs);
+        if (r.gpu && cfg->precision == SYM_PREC_FP16)
+            note(&r, "fp16: %lld of %lld steps skipped (overflow); loss scale %g at the end",
+                 (long long)r.skipped, (long long)r.step, (double)r.loss_scale);
         if (r.task.text && cfg->sample_tokens > 0 && !stopped) rc = say_sample(&r);
     }
     res->steps = r.step;

@@ -38,6 +38,8 @@ typedef struct {
                                  * per layer: backward re-runs the c_fc product (GELU fused) */
     int recompute_ln;           /* keep no ln_1 / ln_2 output (N,C) per layer: backward
                                  * recomputes each LayerNorm from its kept input */
+    int loss_scale_growth;      /* fp16: the loss scale doubles after this many steps
+                                 * without an overflow (2000 in the trainer) */
     sym_optim_config_t optim;   /* AdamW's betas, eps, weight decay */
     shmem_team_t dp_team;       /* gradients are averaged over it on the GPU
                                  * (shmemx_gpu_allreduce_team; one PE: nothing to do) */
@@ -48,7 +50,9 @@ typedef struct {
 typedef struct {
     double loss_sum;    /* this PE's summed loss over its rows * seq predictions */
     double grad_norm;   /* the global norm before clipping (after the average) */
-    int skipped;        /* fp16: an overflow skipped the update (and lowered the scale) */
+    int skipped;        /* fp16: an inf or NaN in the gradients skipped the update (no
+                           weight, moment or optimizer step count changed) and halved the
+                           scale */
     float loss_scale;   /* fp16's dynamic loss scale after this step (1 otherwise) */
     double compute_s;   /* the GPU's time from the tokens to the gradients (CUDA events;
                            the gradient average excluded): the balancer's measurement */
