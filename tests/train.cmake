@@ -54,6 +54,8 @@ set_tests_properties(train_gpt_gpu PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL 
   ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
 sym_train_e2e(train_gpt_gpu_recompute) # --recompute gelu|ln on the GPU: the same bits, less memory
 set_tests_properties(train_gpt_gpu_recompute PROPERTIES LABELS gpu TIMEOUT 300 RUN_SERIAL TRUE)
+sym_train_e2e(train_gpt_gpu_precision) # --precision fp32 vs the CPU, fp16 vs fp32, a forced fp16 overflow
+set_tests_properties(train_gpt_gpu_precision PROPERTIES LABELS gpu TIMEOUT 300 RUN_SERIAL TRUE)
 sym_train_e2e(train_errors)  # an error on one PE ends the job; a second SIGTERM ends a PE
 
 # ---- fuzzing: the IDX and token-shard loaders under libFuzzer (tests/fuzz) ----

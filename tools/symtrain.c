@@ -45,8 +45,10 @@ static const char usage_text[] =
     "  --seed S                     weights, data order and dropout (default 1)\n"
     "device\n"
     "  --device auto|cpu|gpu        where a GPT trains (auto: the GPU when there is one)\n"
-    "  --precision bf16|fp16|fp32   GPU compute type; master weights and AdamW stay fp32;\n"
-    "                               fp16 scales the loss dynamically (default bf16)\n"
+    "  --precision bf16|fp16|fp32|tf32  GPU compute type; master weights and AdamW stay\n"
+    "                               fp32; fp16 scales the loss dynamically; fp32 multiplies\n"
+    "                               exactly, tf32 on TF32 tensor cores (default bf16; the\n"
+    "                               CPU always computes in fp32)\n"
     "  --loss-scale-growth N        fp16: the loss scale (from 65536) halves at an overflow\n"
     "                               (the step is skipped) and doubles after N good steps\n"
     "                               (default 2000)\n"
@@ -269,7 +271,8 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             if (!strcmp(v, "fp32")) c->precision = 0;
             else if (!strcmp(v, "bf16")) c->precision = 1;
             else if (!strcmp(v, "fp16")) c->precision = 2;
-            else usage_error("--precision '%s': use bf16, fp16 or fp32", v);
+            else if (!strcmp(v, "tf32")) c->precision = 3;
+            else usage_error("--precision '%s': use bf16, fp16, fp32 or tf32", v);
         } else if (!strcmp(opt, "--loss-scale-growth")) {
             c->loss_scale_growth = (int)int_value(opt, v, 1, 1 << 30);
         } else if (!strcmp(opt, "--recompute")) {

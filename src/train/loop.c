@@ -815,7 +815,8 @@ static int setup(run_t *r) {
             snprintf(len, sizeof len, "%d epoch%s = %lld steps", c->epochs,
                      c->epochs == 1 ? "" : "s", (long long)r->sched.total_steps);
         static const char *const prec[] = {"fp32", "bf16 (fp32 master weights)",
-                                           "fp16 (dynamic loss scaling)"};
+                                           "fp16 (dynamic loss scaling)",
+                                           "fp32 (products in TF32)"};
         char gmem[32], saved[96] = "";
         if (r->gpu && r->gpu->memory_saved(r->gm)) {
             char sz[32];
@@ -827,7 +828,7 @@ static int setup(run_t *r) {
         if (r->gpu)
             note(r, "%d PE%s on the GPU: %s; %s; %s of GPU memory per PE%s; global batch %d (%d "
                     "per PE); adamw, lr %g; %s",
-                 r->npes, r->npes == 1 ? "" : "s", r->gpu->describe(r->gm), prec[c->precision % 3],
+                 r->npes, r->npes == 1 ? "" : "s", r->gpu->describe(r->gm), prec[c->precision % 4],
                  sym__fmt_size(r->gpu->memory(r->gm), gmem, sizeof gmem), saved, c->global_batch,
                  r->max_local, (double)c->lr, len);
         else

@@ -29,7 +29,14 @@
 #define SYM_CUDA_BACKEND_SYMBOL "sym_cuda_backend"
 #define SYM_CUDA_BACKEND_FILE "libsymtrain_cuda.so"
 
-typedef enum { SYM_PREC_FP32 = 0, SYM_PREC_BF16 = 1, SYM_PREC_FP16 = 2 } sym_precision_t;
+/* fp32: fp32 weights and activations, exact fp32 products; tf32 the same with
+ * the products on TF32 tensor cores (10-bit mantissa inputs, fp32 sums). */
+typedef enum {
+    SYM_PREC_FP32 = 0,
+    SYM_PREC_BF16 = 1,
+    SYM_PREC_FP16 = 2,
+    SYM_PREC_TF32 = 3
+} sym_precision_t;
 
 /* What a GPU model is built with (besides the model config). */
 typedef struct {

@@ -562,9 +562,9 @@ static int find(const sym_param_t *t, int nt, const char *name, size_t numel, si
 
 static int check_config(const sym_model_config_t *c, const sym_gpu_opts_t *o, int max_rows) {
     if (c->kind != SYM_MODEL_GPT) return fail(SYM_EINVAL, "the GPU backend trains GPTs only");
-    if (o->precision != SYM_PREC_FP32 && o->precision != SYM_PREC_BF16 &&
-        o->precision != SYM_PREC_FP16)
-        return fail(SYM_EINVAL, "GPU GPT: precision %d; use bf16, fp16 or fp32", (int)o->precision);
+    if (o->precision < SYM_PREC_FP32 || o->precision > SYM_PREC_TF32)
+        return fail(SYM_EINVAL, "GPU GPT: precision %d; use bf16, fp16, fp32 or tf32",
+                    (int)o->precision);
     if (o->precision == SYM_PREC_FP16 && o->loss_scale_growth < 1)
         return fail(SYM_EINVAL, "GPU GPT: fp16's loss scale grows after %d good steps; give 1 "
                                 "or more (--loss-scale-growth)", o->loss_scale_growth);
@@ -633,6 +633,7 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     CK(cudaSetDevice(m->dev));
     CK(cudaStreamCreateWithFlags(&m->s, cudaStreamNonBlocking));
     OP(symcu_blas_create(&m->blas, 4 * C));
+    symcu_blas_use_tf32(m->blas, m->opts.precision == SYM_PREC_TF32);
     carver_t cv = {NULL, 0};
     carve(m, &cv, 0, 0);
     size_t keep_all = cv.used;
@@ -720,9 +721,9 @@ static int be_create(const sym_model_config_t *cfg, int max_rows, const sym_para
     m->Bmax = max_rows;
     m->P = P;
     m->npes = npes;
-    m->dt = opts->precision == SYM_PREC_FP32   ? SYMCU_F32
-            : opts->precision == SYM_PREC_FP16 ? SYMCU_F16
-                                               : SYMCU_BF16;
+    m->dt = opts->precision == SYM_PREC_FP32 || opts->precision == SYM_PREC_TF32 ? SYMCU_F32
+            : opts->precision == SYM_PREC_FP16                                 ? SYMCU_F16
+                                                                               : SYMCU_BF16;
     m->esz = m->dt == SYMCU_F32 ? 4 : 2;
     /* the test hook: +inf into a gradient at this process's Nth step (fp16) */
     const char *inj = getenv("SYMTRAIN_TEST_FP16_OVERFLOW");
@@ -890,7 +891,7 @@ static size_t be_memory(sym_gpu_model_t *m) { return m->region_bytes; }
 static size_t be_memory_saved(sym_gpu_model_t *m) { return m->recompute_saved; }
 
 /* Dense peak of the compute dtype: the H100 / H200 SXM's 989 TFLOP/s bf16
- * (67 fp32); another Hopper in proportion to its SMs; else an A100's 312. */
+ * (494 TF32, 67 fp32); another Hopper in proportion to its SMs; else an A100's 312. */
 static double be_peak_flops(sym_gpu_model_t *m) {
     cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, m->dev) != cudaSuccess) {
@@ -900,6 +901,7 @@ static double be_peak_flops(sym_gpu_model_t *m) {
     double bf = 312e12;
     if (p.major == 9) bf = 989e12 * p.multiProcessorCount / 132.0;
     if (m->opts.precision == SYM_PREC_FP32) return bf * 67.0 / 989.0;
+    if (m->opts.precision == SYM_PREC_TF32) return bf * 494.0 / 989.0;
     return bf;
 }
 

@@ -1,8 +1,9 @@
 /*
  * attention.cu — causal multi-head self-attention, forward and backward, as
  * flash-attention-2-style kernels on the tensor cores (mma.sync m16n8k16,
- * bf16 in, fp32 accumulate), never writing the T x T matrix. CPU reference:
- * ops/cpu/attention.c (same qkv layout, same scale 1 / sqrt(hs)).
+ * bf16 or fp16 in (the template's E), fp32 accumulate), never writing the
+ * T x T matrix; and for fp32, plain kernels of one warp per row (at the end).
+ * CPU reference: ops/cpu/attention.c (same qkv layout, same scale 1 / sqrt(hs)).
  *
  * A block of 4 warps owns one 64-row tile of one (b, h), each warp 16 of its
  * rows, and walks the 64-row tiles of the other side that the causal mask
@@ -28,7 +29,7 @@
  *             so two runs give the same bits.
  *
  * Precision. P and dS are fp32 in the registers; as the A operand of the next
- * product each is split into a bf16 head and a bf16 tail (x = hi + lo, about
+ * product each is split into an E head and an E tail (x = hi + lo, about
  * 16 significant bits), two products instead of one (SYMCU_ATTN_SPLIT=0 at
  * build time rounds them once, as other flash kernels do: bench/gpt measures
  * what the split costs). The other operands (q, k, v, dout) are bf16 inputs,
@@ -162,8 +163,13 @@ __device__ __forceinline__ void load_bt(uint32_t b[4], const E *s, int ld, int k
 /* (lo, hi) rounded to E, in one register; and back. */
 template <typename E>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-    E h[2] = {from_f<E>(lo), from_f<E>(hi)};
-    return *reinterpret_cast<uint32_t *>(h);
+    if constexpr (std::is_same<E, bf16>::value) {
+        __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<uint32_t *>(&h);
+    } else {
+        __half2 h = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<uint32_t *>(&h);
+    }
 }
 template <typename E>
 __device__ __forceinline__ float2 unpack2(uint32_t r) {
