@@ -3,8 +3,10 @@
  * src/train/ops/cuda) against its CPU reference in libsymtrain.
  *
  * For each kernel: fresh random inputs (the seed is printed; --seed S reruns
- * one), rounded to bf16 where the kernel takes bf16 and widened back to fp32
- * for the reference, so both see the same numbers; the outputs poisoned first
+ * one), rounded to the kernel's compute type (bf16, fp16 or fp32: the
+ * LayerNorm, attention, softmax and GELU run in all three, the products in
+ * bf16 and fp32) and widened back to fp32 for the reference, so both see the
+ * same numbers; the outputs poisoned first
  * (all bits set: NaN in bf16 and fp32), so an element the kernel does not
  * write fails; every element compared; and the kernel run a second time on the
  * same inputs, whose outputs must be the same bits (determinism).
@@ -14,8 +16,10 @@
  * the tensor's scale instead of its own (a near-zero sum of cancelling terms
  * has no meaningful relative error). A tensor passes when its largest error is
  * under the tolerance: 1e-5 for fp32 results (the fp32 matmul, statistics,
- * parameter gradients, losses, the optimizer), 1e-2 for bf16 ones (one bf16
- * rounding is up to 2^-9 = 0.2%). NaN fails.
+ * parameter gradients, losses, the optimizer), 1e-2 for bf16 and fp16 ones
+ * (one bf16 rounding is up to 2^-9 = 0.2%). NaN fails. fp16's loss scale
+ * (test_loss_scale) is checked for exact agreement with the unscaled update
+ * and for an overflow leaving weights and moments untouched.
  *
  * Shapes: GPT-2's layers at B=2, T=64, C=128, NH=4, V=300, Vp=384, plus
  * shapes that reach the kernels' other paths (several attention tiles, ragged

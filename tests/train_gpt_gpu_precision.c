@@ -12,9 +12,9 @@
  *       steps within train_gpt_gpu's bf16 tolerance (0.05 + 2%), and every
  *       step record carries its loss scale;
  *   (c) a forced overflow (SYMTRAIN_TEST_FP16_OVERFLOW=5: +inf into one
- *       gradient at step 5), --loss-scale-growth 3: step 5 and only the steps
- *       the unforced run skipped are skipped; the scale halves there and is
- *       back after 3 good steps; steps 1-5 have the unforced run's losses bit
+ *       gradient at step 5), --loss-scale-growth 3: up to step 5, step 5 and
+ *       only the steps the unforced run skipped are skipped; the scale halves
+ *       there and is back after 3 good steps; steps 1-5 have the unforced run's losses bit
  *       for bit (the skip comes after the loss); the run goes on to the end;
  *       the log names the skip; and the checkpoint after the skipped step 5
  *       holds the same model.bin and optim.bin (moments and AdamW's step
@@ -136,14 +136,17 @@ int main(int argc, char **argv) {
     e2e_expect_log(flog, "step 5: fp16 overflow");
     const char *ref = e2e_path("ref.jsonl"), *forced = e2e_path("forced.jsonl");
     double *lr_ = losses_of(ref, 12), *lf = losses_of(forced, 12);
+    /* after step 5 the two runs differ (another scale, other weights), and so
+     * may any real overflow of the growing scale: only the forced run's own
+     * records are checked there */
     for (int k = 1; k <= 12; k++) {
+        CHECK(isfinite(lf[k - 1]), "step %d: loss %g after the forced overflow", k, lf[k - 1]);
+        if (k > 5) continue;
         int sr = field(ref, k, "skipped") != 0, sf = field(forced, k, "skipped") != 0;
         CHECK(sf == (sr || k == 5), "step %d: skipped %d with the forced overflow at step 5, %d "
               "without", k, sf, sr);
-        CHECK(isfinite(lf[k - 1]), "step %d: loss %g after the forced overflow", k, lf[k - 1]);
-        if (k <= 5)
-            CHECK(lf[k - 1] == lr_[k - 1], "step %d: loss %.9g with the forced overflow, %.9g "
-                  "without (the steps before the skip are the same)", k, lf[k - 1], lr_[k - 1]);
+        CHECK(lf[k - 1] == lr_[k - 1], "step %d: loss %.9g with the forced overflow, %.9g "
+              "without (the steps up to the skip are the same)", k, lf[k - 1], lr_[k - 1]);
     }
     double s4 = field(forced, 4, "loss_scale"), s5 = field(forced, 5, "loss_scale");
     CHECK(s5 == s4 / 2 || (s4 == 1 && s5 == 1), "the loss scale went from %g (step 4) to %g at "
@@ -163,7 +166,7 @@ int main(int argc, char **argv) {
     printf("train_gpt_gpu_precision: forced overflow at step 5: skipped, scale %g -> %g%s, the "
            "run goes on to step 12 (loss %.4f)\n", s4, s5, clean ? ", back after 3 good steps" : "",
            lf[11]);
-    if (!field(ref, 5, "skipped")) { /* the unforced run updated at step 5: compare states */
+    { /* the state after the skipped step 5 is the state after step 4 */
         snprintf(args, sizeof args, ARGS "%s --max-steps 4 --ckpt-dir %s", G, e2e_path("ck4"));
         e2e_run(1, NULL, NULL, e2e_path("ck4.log"), 0, args);
         snprintf(args, sizeof args, ARGS "%s --max-steps 5 --ckpt-dir %s", G, e2e_path("ck5"));
