@@ -61,8 +61,7 @@ int main(int argc, char **argv) {
              e2e_path("fp32.jsonl"));
     e2e_proc_t p = e2e_start(1, NULL, NULL, log32, args);
     int rc = e2e_wait(&p);
-    if (rc != 0 && (e2e_log_has(log32, "cannot use a GPU") ||
-                    e2e_log_has(log32, "GPU part of symtrain is not available"))) {
+    if (rc != 0 && e2e_no_gpu(log32)) {
         printf("SKIP: train_gpt_gpu_precision: no GPU or no GPU part\n");
         e2e_cleanup();
         return 77;

@@ -59,8 +59,7 @@ int main(int argc, char **argv) {
              e2e_path("ck_keep"));
     e2e_proc_t p = e2e_start(1, NULL, NULL, log0, args);
     int rc = e2e_wait(&p);
-    if (rc != 0 && (e2e_log_has(log0, "cannot use a GPU") ||
-                    e2e_log_has(log0, "GPU part of symtrain is not available"))) {
+    if (rc != 0 && e2e_no_gpu(log0)) {
         printf("SKIP: train_gpt_gpu_recompute: no GPU or no GPU part\n");
         e2e_cleanup();
         return 77;

@@ -115,66 +115,54 @@ __device__ __forceinline__ void store2(float *p, float a, float b) {
 
 /* ---- vectors of 8: 16-byte bf16 / fp16, 32-byte fp32 ---- */
 
-/* f[0..8) = p[0..8), p 16-byte aligned. */
-__device__ __forceinline__ void load8(float f[8], const bf16 *p) {
-    int4 r = *reinterpret_cast<const int4 *>(p);
-    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&r);
+/* A 16-bit type's pair (__nv_bfloat162, __half2) to floats and back, nearest even. */
+__device__ __forceinline__ float2 pair_f(__nv_bfloat162 h) { return __bfloat1622float2(h); }
+__device__ __forceinline__ float2 pair_f(__half2 h) { return __half22float2(h); }
+__device__ __forceinline__ void pair_set(__nv_bfloat162 &h, float a, float b) {
+    h = __floats2bfloat162_rn(a, b);
+}
+__device__ __forceinline__ void pair_set(__half2 &h, float a, float b) { h = __floats2half2_rn(a, b); }
+
+/* f[0..8) from the 16 bytes r of four pairs P; and the 16 bytes of f rounded. */
+template <typename P>
+__device__ __forceinline__ void unpack8(float f[8], int4 r) {
+    const P *h = reinterpret_cast<const P *>(&r);
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-        float2 t = __bfloat1622float2(h[k]);
+        float2 t = pair_f(h[k]);
         f[2 * k] = t.x;
         f[2 * k + 1] = t.y;
     }
 }
-
-/* The same through the read-only, evict-first path (data read once). */
-__device__ __forceinline__ void load8_cs(float f[8], const bf16 *p) {
-    int4 r = __ldcs(reinterpret_cast<const int4 *>(p));
-    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&r);
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        float2 t = __bfloat1622float2(h[k]);
-        f[2 * k] = t.x;
-        f[2 * k + 1] = t.y;
-    }
-}
-
-/* p[0..8) = f[0..8) rounded to nearest even. */
-__device__ __forceinline__ void store8(bf16 *p, const float f[8]) {
+template <typename P>
+__device__ __forceinline__ int4 pack8(const float f[8]) {
     int4 r;
-    __nv_bfloat162 *h = reinterpret_cast<__nv_bfloat162 *>(&r);
+    P *h = reinterpret_cast<P *>(&r);
 #pragma unroll
-    for (int k = 0; k < 4; k++) h[k] = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
-    *reinterpret_cast<int4 *>(p) = r;
+    for (int k = 0; k < 4; k++) pair_set(h[k], f[2 * k], f[2 * k + 1]);
+    return r;
 }
 
-/* The same three for fp16. */
+/* f[0..8) = p[0..8), p 16-byte aligned; load8_cs through the read-only,
+ * evict-first path (data read once); store8: p[0..8) = f[0..8) rounded to
+ * nearest even. */
+__device__ __forceinline__ void load8(float f[8], const bf16 *p) {
+    unpack8<__nv_bfloat162>(f, *reinterpret_cast<const int4 *>(p));
+}
+__device__ __forceinline__ void load8_cs(float f[8], const bf16 *p) {
+    unpack8<__nv_bfloat162>(f, __ldcs(reinterpret_cast<const int4 *>(p)));
+}
+__device__ __forceinline__ void store8(bf16 *p, const float f[8]) {
+    *reinterpret_cast<int4 *>(p) = pack8<__nv_bfloat162>(f);
+}
 __device__ __forceinline__ void load8(float f[8], const f16 *p) {
-    int4 r = *reinterpret_cast<const int4 *>(p);
-    const __half2 *h = reinterpret_cast<const __half2 *>(&r);
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        float2 t = __half22float2(h[k]);
-        f[2 * k] = t.x;
-        f[2 * k + 1] = t.y;
-    }
+    unpack8<__half2>(f, *reinterpret_cast<const int4 *>(p));
 }
 __device__ __forceinline__ void load8_cs(float f[8], const f16 *p) {
-    int4 r = __ldcs(reinterpret_cast<const int4 *>(p));
-    const __half2 *h = reinterpret_cast<const __half2 *>(&r);
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        float2 t = __half22float2(h[k]);
-        f[2 * k] = t.x;
-        f[2 * k + 1] = t.y;
-    }
+    unpack8<__half2>(f, __ldcs(reinterpret_cast<const int4 *>(p)));
 }
 __device__ __forceinline__ void store8(f16 *p, const float f[8]) {
-    int4 r;
-    __half2 *h = reinterpret_cast<__half2 *>(&r);
-#pragma unroll
-    for (int k = 0; k < 4; k++) h[k] = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
-    *reinterpret_cast<int4 *>(p) = r;
+    *reinterpret_cast<int4 *>(p) = pack8<__half2>(f);
 }
 
 /* And for fp32: two 16-byte moves (p 16-byte aligned). */
