@@ -31,6 +31,9 @@ static const char usage_text[] =
     "usage: symtrain train [options]          train (several PEs: symrun -n N symtrain train)\n"
     "       symtrain tokenize FILES... -o DIR text to token shards (--help for more)\n"
     "       symtrain sample --ckpt DIR        text from a trained GPT (--help for more)\n"
+    "       symtrain plan --model gpt:SPEC --pes N [--device-mem SIZE] ...\n"
+    "                                         layouts, their memory and step time, the\n"
+    "                                         fastest that fits (--help for more)\n"
     "       symtrain plot METRICS -o OUT.svg [--title TEXT]\n"
     "                                         draw the curves of a --metrics file\n"
     "       symtrain --help\n"
@@ -435,7 +438,7 @@ static int plot_main(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) usage_error("say what to do: train, tokenize, sample or plot");
+    if (argc < 2) usage_error("say what to do: train, tokenize, sample, plan or plot");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         fputs(usage_text, stdout);
@@ -445,5 +448,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "plot")) return plot_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "tokenize")) return sym_cli_tokenize(argc - 2, argv + 2);
     if (!strcmp(cmd, "sample")) return sym_cli_sample(argc - 2, argv + 2);
-    usage_error("unknown command '%s'; use train, tokenize, sample or plot", cmd);
+    /* ---- plan (issue 17, the planner: tools/symtrain_plan.c) ---- */
+    if (!strcmp(cmd, "plan")) return sym_cli_plan(argc - 2, argv + 2);
+    usage_error("unknown command '%s'; use train, tokenize, sample, plan or plot", cmd);
 }

@@ -202,6 +202,9 @@ const sym_model_config_t *sym_model_config(const sym_model_t *m);
 
 /* The flat parameters (P floats) and gradients (P + SYM_GRAD_CTRL floats). */
 size_t sym_model_num_params(const sym_model_t *m);
+/* Bytes the model holds, from its pools' allocator: the parameters' and the
+ * gradients' blocks, and the activations' blocks in use (a power of two each). */
+void sym_model_memory(const sym_model_t *m, size_t *params, size_t *grads, size_t *acts);
 float *sym_model_params(sym_model_t *m);
 float *sym_model_grads(sym_model_t *m);
 /* Set the P gradients to 0 (backward adds into them). */

@@ -27,6 +27,7 @@
 #include "metrics.h"
 #include "nn.h"
 #include "optim.h"
+#include "plan.h"
 #include "rng.h"
 #include "tensor.h"
 #include "train.h"

@@ -684,6 +684,7 @@ static int gpu_create(run_t *r) {
     o.optim = c->optim;
     o.dp_team = r->dp_team;
     o.use_graph = 1;
+    o.bucket_bytes = (size_t)(c->bucket_mb * 1024 * 1024);
     int nt = sym_model_num_tensors(r->model);
     const sym_param_t *table = sym_model_param(r->model, 0);
     int rc = r->gpu->create(&c->model, r->rows, table, nt, sym_model_params(r->model), r->P, &o,
@@ -705,6 +706,30 @@ static int gpu_sync_host(run_t *r) {
     if (rc) return report(r, sym__error(rc, "GPU model: %s", r->gpu->error()), 0);
     sym_optim_set_steps(r->opt, t);
     return SYM_OK;
+}
+
+/* ---- memory by kind (the planner's check, tests/train_plan_memory.c) ----
+ * What the model and optimizer hold, from their allocators: the parameter
+ * and gradient blocks, the optimizer's arrays, the activation blocks in use.
+ * Each kind's largest over the PEs, and the largest PE's total (collective). */
+static int memory_report(run_t *r) {
+    size_t k[5];
+    sym_model_memory(r->model, &k[0], &k[1], &k[3]);
+    k[2] = sym_optim_bytes(r->opt);
+    k[4] = k[0] + k[1] + k[2] + k[3];
+    long *buf = shmem_malloc(10 * sizeof(long)); /* collective */
+    if (!buf) return report(r, sym__error(SYM_ENOMEM, "symmetric heap exhausted"), 1);
+    for (int i = 0; i < 5; i++) buf[i] = (long)k[i];
+    int rc = shmem_long_max_reduce(SHMEM_TEAM_WORLD, buf + 5, buf, 5);
+    if (!rc && r->speak) {
+        char s[5][32];
+        for (int i = 0; i < 5; i++) sym__fmt_size((size_t)buf[5 + i], s[i], sizeof s[i]);
+        note(r, "memory per PE (the largest PE's, from the allocators): parameters %s, gradients "
+                "%s, optimizer state %s, activations %s; %s in all (%ld bytes)",
+             s[0], s[1], s[2], s[3], s[4], buf[9]);
+    }
+    shmem_free(buf);
+    return rc ? report(r, sym__error(SYM_EIO, "the memory report's reduction failed"), 1) : SYM_OK;
 }
 
 static int setup(run_t *r) {
@@ -1013,6 +1038,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     sigaction(SIGINT, &sa, &old_int);
 
     int rc = agree(&r, setup(&r)), stopped = 0;
+    if (!rc && !r.gpu) rc = memory_report(&r); /* the planner's check */
     r.progress.seq = r.task.seq;
     if (!rc && r.gpu) {
         r.progress.peak_flops = r.gpu->peak_flops(r.gm);

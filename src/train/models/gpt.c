@@ -263,6 +263,7 @@ static int gpt_init(sym_model_t *m) {
     for (size_t i = 0; i < sizeof others / sizeof *others; i++)
         need += sym__pow2_at_least(others[i] * 4);
     if ((rc = sym_pool_create("activations", sym__pow2_at_least(need), 0, &g->acts))) return rc;
+    m->acts = g->acts;
     size_t k = 0;
 #define TAKE(ptr, floats)                                                \
     do {                                                                 \
@@ -308,6 +309,7 @@ static void gpt_destroy(sym_model_t *m) {
     gpt_t *g = m->impl;
     if (!g) return;
     sym_pool_destroy(g->acts);
+    m->acts = NULL;
     free(g->block);
     free(g);
     m->impl = NULL;

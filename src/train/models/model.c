@@ -125,6 +125,12 @@ void sym_model_destroy(sym_model_t *m) {
 
 const sym_model_config_t *sym_model_config(const sym_model_t *m) { return &m->cfg; }
 size_t sym_model_num_params(const sym_model_t *m) { return m->nparams; }
+
+void sym_model_memory(const sym_model_t *m, size_t *params, size_t *grads, size_t *acts) {
+    *params = sym_pool_block_bytes(m->state, m->params);
+    *grads = sym_pool_block_bytes(m->state, m->grads);
+    *acts = m->acts ? sym_pool_used_bytes(m->acts) : 0;
+}
 float *sym_model_params(sym_model_t *m) { return m->params; }
 float *sym_model_grads(sym_model_t *m) { return m->grads; }
 void sym_model_zero_grads(sym_model_t *m) { memset(m->grads, 0, m->nparams * sizeof(float)); }

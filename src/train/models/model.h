@@ -35,6 +35,7 @@ struct sym_model {
     sym_pool_t *state;  /* params + grads */
     float *params, *grads;
     void *impl;         /* the kind's activations and scratch */
+    sym_pool_t *acts;   /* the kind's activations pool (NULL: none), for sym_model_memory */
     shmem_team_t tp;    /* tensor parallelism: the team the GPT's blocks are split over */
     int tp_size, tp_rank; /* 1 and 0 without */
 };
