@@ -24,6 +24,7 @@ sym_pe_test(train_ddp NPES 1 2 3 4 LIBS symtrain) # bucketed all-reduce vs fp64 
 sym_pe_test(train_dtensor NPES 1 2 3 4 LIBS symtrain) # mesh + every redistribution vs a reference
 sym_pe_test(train_tp NPES 1 2 4 LIBS symtrain) # GPT split over a TP team (and dp x tp) == 1 PE
 sym_pe_test(train_plan_tp NPES 2 4 LIBS symtrain) # planner memory vs sym_model_create_tp's pools
+sym_pe_test(train_pp NPES 2 4 LIBS symtrain) # GPT in pipeline stages (1F1B, credits; dp x pp) == 1 PE
 
 # ---- end to end: symrun + the symtrain CLI, as a user runs them ----
 # sym_train_e2e(name): tests/name.c, run as `name SYMRUN SYMTRAIN`.
@@ -49,6 +50,7 @@ set_tests_properties(train_balance PROPERTIES LABELS no-sanitize)
 sym_train_e2e(train_cli)     # usage, errors, progress, metrics, plot
 sym_train_e2e(train_gpt)        # GPT: N-PE == 1-PE losses, validation, a sample
 sym_train_e2e(train_gpt_resume) # GPT: SIGKILL + restart + resume bit-identical
+sym_train_e2e(train_gpt_pp)     # GPT in pipeline stages (--parallel dp=N,pp=K) == 1-PE losses
 sym_train_e2e(train_gpt_data)   # GPT: tokenize, train on shards, sample; damaged / missing data
 sym_train_e2e(train_gpt_gpu)    # GPT on the GPU: vs the CPU, bitwise repeat, 2 PEs on one GPU, resume
 set_tests_properties(train_gpt_gpu PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE

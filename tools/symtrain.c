@@ -86,6 +86,13 @@ static const char usage_text[] =
     "  --eval-every N               also evaluate every N steps\n"
     "parallelism\n"
     "  --bucket-mb MB               gradient all-reduce bucket size (default 25)\n"
+    /* ---- pipe: a minimal --parallel (dp and pp) until the full parser lands ---- */
+    "  --parallel dp=N,tp=M,pp=K    K pipeline stages of a GPT's blocks (1F1B), each over M\n"
+    "                               PEs (tp, with pp), N data-parallel replicas; N x M x K =\n"
+    "                               PEs (default: dp = PEs)\n"
+    "  --micro-batches M            with pp: micro-batches a step (default K)\n"
+    "  --inbox-slots S              with pp: slots of each stage's inboxes (default K)\n"
+    /* ---- end pipe ---- */
     "  --threads N                  BLAS threads per PE (default: cores, or the container's\n"
     "                               CPU limit, / PEs on the host)\n"
     "load balancing (the global batch and the math stay; which PE computes which sample moves)\n"
@@ -190,8 +197,9 @@ static const char *const valued[] = {
     "--threads", "--balance", "--balance-every", "--balance-hysteresis", "--balance-weights",
     "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--metrics",
     "--metrics-port",
-    "--log-interval", "--device", "--precision", "--recompute", "--loss-scale-growth", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
-    "--prompt", NULL};
+    "--log-interval", "--device", "--precision", "--recompute", "--loss-scale-growth", "--steps",
+    "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample", "--prompt", "--parallel",
+    "--micro-batches", "--inbox-slots", NULL};
 
 static const char *const flags[] = {"--generated", "--resume", "--quiet", "--help", NULL};
 
@@ -326,6 +334,12 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->max_steps = int_value(opt, v, 1, INT64_MAX);
         } else if (!strcmp(opt, "--bucket-mb")) {
             c->bucket_mb = num_value(opt, v, 1e-6, 1 << 20);
+        } else if (!strcmp(opt, "--parallel")) { /* pipe: checked by the mesh */
+            c->parallel = v;
+        } else if (!strcmp(opt, "--micro-batches")) {
+            c->micro_batches = (int)int_value(opt, v, 1, 1 << 20);
+        } else if (!strcmp(opt, "--inbox-slots")) {
+            c->inbox_slots = (int)int_value(opt, v, 1, 1 << 16);
         } else if (!strcmp(opt, "--threads")) {
             c->threads = (int)int_value(opt, v, 1, 1024);
         } else if (!strcmp(opt, "--balance")) {

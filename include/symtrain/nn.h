@@ -167,6 +167,8 @@ typedef struct {
     int decay;         /* AdamW's weight decay applies: the matrices (ndim >= 2) */
     int tp_dim;        /* tensor parallelism: -1 whole on every PE of the TP team, else
                         * the dimension split over it (shape is this PE's part) */
+    int index;         /* its place in the whole model's table (a pipeline stage holds
+                        * part of it; the weights' random stream follows this index) */
 } sym_param_t;
 
 typedef struct sym_model sym_model_t; /* opaque */
