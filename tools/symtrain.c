@@ -48,8 +48,16 @@ static const char usage_text[] =
     "  --seed S                     weights, data order and dropout (default 1)\n"
     "device\n"
     "  --device auto|cpu|gpu        where a GPT trains (auto: the GPU when there is one)\n"
-    "  --precision bf16|fp16|fp32   GPU compute type; master weights and AdamW stay fp32;\n"
-    "                               fp16 scales the loss dynamically (default bf16)\n"
+    "  --precision bf16|fp16|fp32|tf32  GPU compute type; master weights and AdamW stay\n"
+    "                               fp32; fp16 scales the loss dynamically; fp32 multiplies\n"
+    "                               exactly, tf32 on TF32 tensor cores (default bf16; the\n"
+    "                               CPU always computes in fp32)\n"
+    "  --loss-scale-growth N        fp16: the loss scale (from 65536) halves at an overflow\n"
+    "                               (the step is skipped) and doubles after N good steps\n"
+    "                               (default 2000)\n"
+    "  --recompute gelu|ln|gelu,ln|off  GPU: recompute the MLP's GELU (the c_fc product)\n"
+    "                               and/or the LayerNorms in backward instead of keeping\n"
+    "                               them (less memory, more compute; default off)\n"
     "data\n"
     "  --data DIR|GLOB              MLP: Fashion-MNIST IDX files (default $SYMTRAIN_DATA_DIR,\n"
     "                               else " SYM_FASHION_MNIST_DIR ").\n"
@@ -221,8 +229,9 @@ static const char *const valued[] = {
     "--threads", "--balance", "--balance-every", "--balance-hysteresis", "--balance-weights",
     "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--metrics",
     "--metrics-port",
-    "--log-interval", "--device", "--precision", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
-    "--prompt", "--parallel", "--micro-batches", "--inbox-slots", NULL};
+    "--log-interval", "--device", "--precision", "--recompute", "--loss-scale-growth", "--steps",
+    "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample", "--prompt", "--parallel",
+    "--micro-batches", "--inbox-slots", NULL};
 
 static const char *const flags[] = {"--generated", "--resume", "--quiet", "--help", NULL};
 
@@ -307,7 +316,16 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             if (!strcmp(v, "fp32")) c->precision = 0;
             else if (!strcmp(v, "bf16")) c->precision = 1;
             else if (!strcmp(v, "fp16")) c->precision = 2;
-            else usage_error("--precision '%s': use bf16, fp16 or fp32", v);
+            else if (!strcmp(v, "tf32")) c->precision = 3;
+            else usage_error("--precision '%s': use bf16, fp16, fp32 or tf32", v);
+        } else if (!strcmp(opt, "--loss-scale-growth")) {
+            c->loss_scale_growth = (int)int_value(opt, v, 1, 1 << 30);
+        } else if (!strcmp(opt, "--recompute")) {
+            c->recompute_gelu = c->recompute_ln = 0;
+            if (!strcmp(v, "gelu")) c->recompute_gelu = 1;
+            else if (!strcmp(v, "ln")) c->recompute_ln = 1;
+            else if (!strcmp(v, "gelu,ln") || !strcmp(v, "ln,gelu")) c->recompute_gelu = c->recompute_ln = 1;
+            else if (strcmp(v, "off")) usage_error("--recompute '%s': use gelu, ln, gelu,ln or off", v);
         } else if (!strcmp(opt, "--steps")) {
             c->steps = int_value(opt, v, 1, INT64_MAX);
         } else if (!strcmp(opt, "--val-data")) {

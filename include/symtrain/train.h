@@ -72,9 +72,12 @@ typedef struct {
     sym_model_config_t model;
     sym_parallel_t parallel;
     sym_train_device_t device; /* auto: a GPT on the GPU where there is one */
-    int precision;          /* on the GPU: 0 fp32, 1 bf16 (default), 2 fp16 (sym_precision_t) */
+    int precision;          /* on the GPU: 0 fp32, 1 bf16 (default), 2 fp16, 3 tf32
+                               (sym_precision_t); the CPU computes in fp32 */
     int recompute_gelu;     /* on the GPU: recompute activations in backward */
     int recompute_ln;
+    int loss_scale_growth;  /* fp16 on the GPU: the loss scale doubles after this many steps
+                               without an overflow (default 2000) */
     /* data */
     const char *data_dir;   /* MLP: the IDX directory (NULL: $SYMTRAIN_DATA_DIR or
                                SYM_FASHION_MNIST_DIR). GPT: a glob of training

@@ -89,6 +89,7 @@ void sym_train_defaults(sym_train_config_t *c) {
     c->warmup_epochs = 0.25f;
     c->warmup_steps = -1;
     c->precision = SYM_PREC_BF16;
+    c->loss_scale_growth = 2000;
     c->clip = 1.0f;
     c->bucket_mb = 25;
     c->ckpt_keep = 3;
@@ -288,6 +289,8 @@ typedef struct {
     int64_t step, epoch, sample; /* position: steps done; the next sample */
     int64_t saved_step;          /* the newest checkpoint's step (-1 none) */
     double last_save;
+    int64_t skipped;             /* fp16 on the GPU: steps whose update an overflow skipped */
+    float loss_scale;            /* and the loss scale after the latest step */
     /* ---- pipe: pipeline parallelism (--parallel ...,pp=K with K > 1) ---- */
     sym_mesh_t *pipe_mesh;
     sym_pipe_t *pipe;            /* NULL: no pipeline; r->model is then its stage */
@@ -864,6 +867,7 @@ static int gpu_create(run_t *r) {
     o.precision = c->precision;
     o.recompute_gelu = c->recompute_gelu;
     o.recompute_ln = c->recompute_ln;
+    o.loss_scale_growth = c->loss_scale_growth;
     o.optim = c->optim;
     o.dp_team = r->dp_team;
     o.use_graph = 1;
@@ -1111,7 +1115,8 @@ static int setup(run_t *r) {
             snprintf(len, sizeof len, "%d epoch%s = %lld steps", c->epochs,
                      c->epochs == 1 ? "" : "s", (long long)r->sched.total_steps);
         static const char *const prec[] = {"fp32", "bf16 (fp32 master weights)",
-                                           "fp16 (dynamic loss scaling)"};
+                                           "fp16 (dynamic loss scaling)",
+                                           "fp32 (products in TF32)"};
         if (r->lay.tp > 1)
             note(r, "layout dp=%d tp=%d pp=%d: %d data-parallel group%s of %d PEs, each "
                     "holding %zu of the %zu parameters (heads and vocabulary split over tp)",
@@ -1119,12 +1124,19 @@ static int setup(run_t *r) {
                  r->lay.tp, r->P, sym_model_full_num_params(r->model));
         else
             note(r, "layout dp=%d tp=%d pp=%d", r->lay.dp, r->lay.tp, r->lay.pp);
-        char gmem[32];
+        char gmem[32], saved[96] = "";
+        if (r->gpu && r->gpu->memory_saved(r->gm)) {
+            char sz[32];
+            snprintf(saved, sizeof saved, " (--recompute %s%s%s spares %s)",
+                     c->recompute_gelu ? "gelu" : "", c->recompute_gelu && c->recompute_ln ? "," : "",
+                     c->recompute_ln ? "ln" : "",
+                     sym__fmt_size(r->gpu->memory_saved(r->gm), sz, sizeof sz));
+        }
         if (r->gpu)
-            note(r, "%d PE%s on the GPU: %s; %s; %s of GPU memory per PE; global batch %d (%d "
+            note(r, "%d PE%s on the GPU: %s; %s; %s of GPU memory per PE%s; global batch %d (%d "
                     "per PE); adamw, lr %g; %s",
-                 r->npes, r->npes == 1 ? "" : "s", r->gpu->describe(r->gm), prec[c->precision % 3],
-                 sym__fmt_size(r->gpu->memory(r->gm), gmem, sizeof gmem), c->global_batch,
+                 r->npes, r->npes == 1 ? "" : "s", r->gpu->describe(r->gm), prec[c->precision % 4],
+                 sym__fmt_size(r->gpu->memory(r->gm), gmem, sizeof gmem), saved, c->global_batch,
                  r->max_local, (double)c->lr, len);
         else
             note(r, "%d PE%s x %d BLAS thread%s (%s); global batch %d (%d per %s); %s, lr %g; "
@@ -1219,6 +1231,16 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     double comm = sym__now_s() - t1;
     record(r, rec, *loss_out, lr, st.grad_norm, b->gsize, dt, comm,
            r->npes > 1 ? r->P * sym_dtype_size(SYM_DT_F32) : 0);
+    if (c->precision == SYM_PREC_FP16) {
+        rec->loss_scale = st.loss_scale;
+        rec->skipped = st.skipped;
+        r->loss_scale = st.loss_scale;
+        if (st.skipped) {
+            r->skipped++;
+            note(r, "step %lld: fp16 overflow (an inf or NaN gradient): the update was "
+                    "skipped; loss scale now %g", (long long)r->step, (double)st.loss_scale);
+        }
+    }
     return SYM_OK;
 }
 
@@ -1479,6 +1501,9 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         else if (test_acc >= 0)
             note(&r, "test accuracy at the last epoch's end %.2f%%; total time %.1f s",
                  100.0 * test_acc, secs);
+        if (r.gpu && cfg->precision == SYM_PREC_FP16)
+            note(&r, "fp16: %lld of %lld steps skipped (overflow); loss scale %g at the end",
+                 (long long)r.skipped, (long long)r.step, (double)r.loss_scale);
         if (sample) rc = say_sample(&r, whole);
     }
     free(whole);
