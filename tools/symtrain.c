@@ -5,6 +5,7 @@
  *   symtrain tokenize FILES -o DIR           text to token shards (symtrain_tokenize.c)
  *   symtrain sample --ckpt DIR               text from a trained GPT (symtrain_sample.c)
  *   symtrain plot metrics.jsonl -o curve.svg draw the loss / accuracy curves
+ *   symtrain ckpt show|verify DIR            inspect / check a checkpoint (symtrain_ckpt.c)
  *
  * `train` starts the runtime, then parses its options on every PE (they all
  * see the same command line, so they all reach the same verdict); PE 0 alone
@@ -31,6 +32,7 @@ static const char usage_text[] =
     "usage: symtrain train [options]          train (several PEs: symrun -n N symtrain train)\n"
     "       symtrain tokenize FILES... -o DIR text to token shards (--help for more)\n"
     "       symtrain sample --ckpt DIR        text from a trained GPT (--help for more)\n"
+    "       symtrain ckpt show|verify DIR     what a checkpoint holds; check every byte of it\n"
     "       symtrain plot METRICS -o OUT.svg [--title TEXT]\n"
     "                                         draw the curves of a --metrics file\n"
     "       symtrain --help\n"
@@ -92,6 +94,9 @@ static const char usage_text[] =
     "  --ckpt-every T               also every T: 30s, 5m, 1h (seconds without a unit)\n"
     "  --ckpt-steps N               also every N steps\n"
     "  --ckpt-keep K                keep the newest K (default 3)\n"
+    "  --ckpt-format single|sharded single: PE 0 writes model.bin and optim.bin (the\n"
+    "                               default); sharded: every PE writes its slice of every\n"
+    "                               tensor, and a resume reads them at any PE count\n"
     "  --resume                     continue from the newest good checkpoint in --ckpt-dir;\n"
     "                               an error when there is none\n"
     "  --resume=auto                the same, but start from the beginning when there is\n"
@@ -177,7 +182,7 @@ static const char *const valued[] = {
     "--test-samples", "--epochs", "--batch", "--optimizer", "--lr", "--warmup",
     "--final-lr-ratio", "--momentum", "--weight-decay", "--clip", "--max-steps", "--bucket-mb",
     "--threads", "--balance", "--balance-every", "--balance-hysteresis", "--balance-weights",
-    "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--metrics",
+    "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--ckpt-format", "--metrics",
     "--metrics-port",
     "--log-interval", "--device", "--precision", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
     "--prompt", NULL};
@@ -341,6 +346,10 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->ckpt_steps = int_value(opt, v, 1, INT64_MAX);
         } else if (!strcmp(opt, "--ckpt-keep")) {
             c->ckpt_keep = (int)int_value(opt, v, 1, 1000000);
+        } else if (!strcmp(opt, "--ckpt-format")) {
+            if (strcmp(v, "single") && strcmp(v, "sharded"))
+                usage_error("--ckpt-format '%s': write single or sharded", v);
+            c->ckpt_sharded = !strcmp(v, "sharded");
         } else if (!strcmp(opt, "--resume")) {
             if (eq && strcmp(eq + 1, "auto"))
                 usage_error("--resume=%s: write --resume (continue from a checkpoint, an error "
@@ -418,7 +427,7 @@ static int plot_main(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) usage_error("say what to do: train, tokenize, sample or plot");
+    if (argc < 2) usage_error("say what to do: train, tokenize, sample, ckpt or plot");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         fputs(usage_text, stdout);
@@ -428,5 +437,6 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "plot")) return plot_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "tokenize")) return sym_cli_tokenize(argc - 2, argv + 2);
     if (!strcmp(cmd, "sample")) return sym_cli_sample(argc - 2, argv + 2);
-    usage_error("unknown command '%s'; use train, tokenize, sample or plot", cmd);
+    if (!strcmp(cmd, "ckpt")) return sym_cli_ckpt(argc - 2, argv + 2);
+    usage_error("unknown command '%s'; use train, tokenize, sample, ckpt or plot", cmd);
 }

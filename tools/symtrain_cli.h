@@ -14,5 +14,7 @@
 int sym_cli_tokenize(int argc, char **argv);
 /* symtrain sample --ckpt DIR [--prompt TEXT] [--max-new-tokens N] ... */
 int sym_cli_sample(int argc, char **argv);
+/* symtrain ckpt show|verify DIR */
+int sym_cli_ckpt(int argc, char **argv);
 
 #endif
