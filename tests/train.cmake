@@ -39,6 +39,10 @@ sym_train_e2e(train_sigterm) # SIGTERM / SIGINT: checkpoint, exit 0, exact resum
 sym_train_e2e(train_corrupt) # damaged checkpoints: named, previous one used
 sym_train_e2e(train_ckpt_safety) # unreadable, linked, edited checkpoints: nothing lost or trusted
 sym_train_e2e(train_resize)  # resume on another PE count
+sym_train_e2e(train_dckpt)   # sharded checkpoints: 4 -> 4 exact; 4 -> 2, 1 and 2 -> 4 same state
+target_link_libraries(train_dckpt PRIVATE symtrain)
+sym_train_e2e(train_dckpt_fault) # sharded: a PE killed before the commit, damaged shards, show / verify
+target_link_libraries(train_dckpt_fault PRIVATE symtrain)
 sym_train_e2e(train_balance) # load balancing: 1 of 4 PEs slowed; same losses, ideal step, resume
 # Not under the sanitizers: its checks are of measured speeds and CPU use, and
 # under ASan on 2 loaded cores its score case saw no PE stand apart (no work

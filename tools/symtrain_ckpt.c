@@ -32,9 +32,9 @@ static const char usage[] =
 
 static void show(sym_dckpt_t *ck) {
     const sym_ckpt_meta_t *m = sym_dckpt_meta(ck);
-    printf("%s: format %d, step %lld (epoch %lld, sample %lld), %s\n", sym_dckpt_path(ck),
-           sym_dckpt_version(ck), (long long)m->step, (long long)m->epoch + 1,
-           (long long)m->sample, sym_dckpt_layout(ck));
+    printf("%s: format %d, step %lld (%lld epoch%s + %lld samples), %s\n", sym_dckpt_path(ck),
+           sym_dckpt_version(ck), (long long)m->step, (long long)m->epoch,
+           m->epoch == 1 ? "" : "s", (long long)m->sample, sym_dckpt_layout(ck));
     printf("  model %s (%s), %llu parameters; %s, %llu steps; %s, global batch %d\n", m->model,
            m->activation, (unsigned long long)m->params, m->optimizer,
            (unsigned long long)m->optim_steps, m->dataset, m->global_batch);

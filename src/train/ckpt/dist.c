@@ -246,7 +246,9 @@ int sym_dckpt_open_latest(const char *dir, sym_dckpt_t **out,
         if (c == SYM_ECORRUPT && me == teller && report) {
             int len = snprintf(msg, sizeof msg, "checkpoint %s is damaged: %s; %s (symtrain ckpt "
                                "verify %s names every damaged file)", path, err,
-                               i + 1 < n ? "using the one before it" : "no older checkpoint is left",
+                               i + 1 < n ? "using the one before it"
+                                         : "no older checkpoint is left: restore the file from a "
+                                           "copy",
                                path);
             if (len > 0) report(user, msg);
         }
