@@ -8,7 +8,7 @@
  *       first save, in its own layout, holds the same tensors), and training
  *       on continues to the 4-PE run's end within fp32 rounding (the gradient
  *       average sums in another order: not bit for bit);
- *   (c) a GPT saved at 4 loads at 2, bit for bit;
+ *   (c) a GPT saved at 4 loads at 2, bit for bit (relayout);
  *   (d) a single-writer checkpoint (format 2) loads as well.
  */
 #include "train_dckpt.h"
@@ -31,6 +31,29 @@ static void copy_dir(const char *from, const char *to) {
     CHECK(e2e_sh(e2e_path("cp.log"), "cp -a '%s' '%s'", from, to) == 0, "cp -a %s %s", from, to);
 }
 
+/* Train `steps` steps at `from` PEs into NAME<from>, copy it to NAME<to>, load
+ * it there at `to` PEs (which saves that step in its own layout): the global
+ * tensors are the same bit for bit. Returns how many. */
+static int relayout(const char *args, int from, int to, const char *name, int steps) {
+    char extra[256], want[128];
+    const char *a = e2e_path("%s%d", name, from), *b = e2e_path("%s%d", name, to);
+    const char *log = e2e_path("%s%d.log", name, to);
+    snprintf(extra, sizeof extra, "--max-steps %d", steps);
+    train(from, args, a, extra, e2e_path("%s%d.log", name, from));
+    copy_dir(a, b);
+    snprintf(extra, sizeof extra, "--resume --max-steps %d", steps);
+    train(to, args, b, extra, log);
+    snprintf(want, sizeof want, "written by %d PEs and this run has %d", from, to);
+    e2e_expect_log(log, want);
+    snprintf(want, sizeof want, "\"desc\": \"dp=%d\"", to);
+    e2e_expect_log(e2e_path("%s%d/step-%08d/manifest.json", name, to, steps), want);
+    int nt = dckpt_compare(e2e_path("%s%d/step-%08d", name, from, steps),
+                           e2e_path("%s%d/step-%08d", name, to, steps), NULL);
+    printf("train_dckpt: %s, %d PEs -> %d: %d tensors loaded bit-identical\n",
+           strstr(args, "gpt:") ? "GPT" : "MLP", from, to, nt);
+    return nt;
+}
+
 int main(int argc, char **argv) {
     e2e_init(argc, argv, "train_dckpt");
     char extra[1024];
@@ -40,7 +63,6 @@ int main(int argc, char **argv) {
     train(4, MLP, e2e_path("ref"), extra, e2e_path("ref.log"));
     snprintf(extra, sizeof extra, "--max-steps 10 --metrics %s", e2e_path("a10.jsonl"));
     train(4, MLP, e2e_path("a"), extra, e2e_path("a1.log"));
-    copy_dir(e2e_path("a"), e2e_path("s4")); /* step 10 at 4 PEs, for (b) */
     copy_dir(e2e_path("a10.jsonl"), e2e_path("a.jsonl"));
     snprintf(extra, sizeof extra, "--resume --metrics %s", e2e_path("a.jsonl"));
     train(4, MLP, e2e_path("a"), extra, e2e_path("a2.log"));
@@ -55,24 +77,14 @@ int main(int argc, char **argv) {
     /* (b) step 10 of 4 PEs loaded at 2 and at 1 */
     const int to[2] = {2, 1};
     for (int k = 0; k < 2; k++) {
-        const char *d = e2e_path("r%d", to[k]), *log = e2e_path("r%d.log", to[k]);
-        copy_dir(e2e_path("s4"), d);
-        /* no steps left to --max-steps 10: the run saves step 10 in its own layout */
-        train(to[k], MLP, d, "--resume --max-steps 10", log);
-        char want[64];
-        snprintf(want, sizeof want, "written by 4 PEs and this run has %d", to[k]);
-        e2e_expect_log(log, want);
-        const char *show = e2e_path("show%d.log", to[k]);
-        CHECK(e2e_sh(show, "'%s' ckpt show '%s/step-00000010'", e2e_symtrain, d) == 0, "ckpt show");
-        snprintf(want, sizeof want, "dp=%d", to[k]);
-        e2e_expect_log(show, want);
-        nt = dckpt_compare(e2e_path("s4/step-00000010"), e2e_path("r%d/step-00000010", to[k]), NULL);
+        const char *name = k ? "q" : "r", *d = e2e_path("%s%d", name, to[k]);
+        nt = relayout(MLP, 4, to[k], name, 10);
         /* and on to step 20 at that PE count (steps 1..10 were the 4-PE run's) */
         copy_dir(e2e_path("a10.jsonl"), e2e_path("r%d.jsonl", to[k]));
         snprintf(extra, sizeof extra, "--resume --metrics %s", e2e_path("r%d.jsonl", to[k]));
         train(to[k], MLP, d, extra, e2e_path("r%d-on.log", to[k]));
         double diff;
-        dckpt_compare(e2e_path("ref/step-00000020"), e2e_path("r%d/step-00000020", to[k]), &diff);
+        dckpt_compare(e2e_path("ref/step-00000020"), e2e_path("%s%d/step-00000020", name, to[k]), &diff);
         CHECK(diff <= TOL, "4 PEs then %d: step 20 differs from the 4-PE run by %.3g", to[k], diff);
         long long n, m;
         double *l = e2e_losses(e2e_path("r%d.jsonl", to[k]), &n), *lr = e2e_losses(e2e_path("ref.jsonl"), &m);
@@ -82,26 +94,12 @@ int main(int argc, char **argv) {
                   to[k], l[i], lr[i]);
         free(l);
         free(lr);
-        printf("train_dckpt: 4 PEs -> %d: %d tensors loaded bit-identical; step 20 within %.2g of "
-               "the 4-PE run\n", to[k], nt, diff);
+        printf("train_dckpt: 4 PEs -> %d, on to step 20: %d tensors within %.2g of the 4-PE run\n",
+               to[k], nt, diff);
     }
-    /* saved at 2, loaded at 4 */
-    train(2, MLP, e2e_path("t2"), "--max-steps 10", e2e_path("t2.log"));
-    copy_dir(e2e_path("t2"), e2e_path("t4"));
-    train(4, MLP, e2e_path("t4"), "--resume --max-steps 10", e2e_path("t4.log"));
-    e2e_expect_log(e2e_path("t4.log"), "written by 2 PEs and this run has 4");
-    e2e_expect_log(e2e_path("t4/step-00000010/manifest.json"), "\"desc\": \"dp=4\"");
-    nt = dckpt_compare(e2e_path("t2/step-00000010"), e2e_path("t4/step-00000010"), NULL);
-    printf("train_dckpt: 2 PEs -> 4: %d tensors loaded bit-identical\n", nt);
-
-    /* (c) GPT: 4 -> 2 */
-    train(4, GPT, e2e_path("g4"), "--max-steps 6", e2e_path("g4.log"));
-    copy_dir(e2e_path("g4"), e2e_path("g2"));
-    train(2, GPT, e2e_path("g2"), "--resume --max-steps 6", e2e_path("g2.log"));
-    e2e_expect_log(e2e_path("g2.log"), "written by 4 PEs and this run has 2");
-    e2e_expect_log(e2e_path("g2/step-00000006/manifest.json"), "\"desc\": \"dp=2\"");
-    nt = dckpt_compare(e2e_path("g4/step-00000006"), e2e_path("g2/step-00000006"), NULL);
-    printf("train_dckpt: GPT 4 PEs -> 2: %d tensors loaded bit-identical\n", nt);
+    /* saved at 2, loaded at 4; (c) a GPT saved at 4, loaded at 2 */
+    relayout(MLP, 2, 4, "t", 10);
+    relayout(GPT, 4, 2, "g", 6);
 
     /* (d) format 2 (PE 0 writes model.bin, optim.bin) read by a sharded resume */
     snprintf(extra, sizeof extra, "%s --ckpt-dir %s --max-steps 10", MLP, e2e_path("old"));

@@ -1092,6 +1092,13 @@ static int agree(run_t *r, int rc) {
     return r->evalbuf[0] > 0.0f ? (rc ? rc : SYM_EIO) : SYM_OK;
 }
 
+/* The checkpoint writer's figures to the Prometheus endpoint. */
+static void prom_ckpt(run_t *r) {
+    if (!r->writer && !r->dist) return;
+    sym_ckpt_stats_t cs = r->dist ? sym_ckpt_dist_stats(r->dist) : sym_ckpt_writer_stats(r->writer);
+    sym__prom_ckpt(r->prom, &cs);
+}
+
 /* A checkpoint is due after this step: every --ckpt-steps, or --ckpt-every
  * seconds since the last by PE 0's clock (a sharded save needs every PE, so
  * PE 0's verdict is shared: one small all-reduce per step). */
@@ -1169,10 +1176,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
                 sym__warn("symtrain train", "%s", sym_last_error());
             sym__prom_step(r.prom, &rec, sym__progress_mfu(&r.progress, rec.samples_per_s));
             prom_balance(&r, &rec);
-            if (r.prom && (r.writer || r.dist)) {
-                sym_ckpt_stats_t cs = r.dist ? sym_ckpt_dist_stats(r.dist) : sym_ckpt_writer_stats(r.writer);
-                sym__prom_ckpt(r.prom, &cs);
-            }
+            if (r.prom) prom_ckpt(&r);
             sym__progress_update(&r.progress, r.sample, epoch_loss / (double)epoch_rows);
             if (r.me == kill_pe && r.step == kill_step) raise(SIGKILL);
             if (r.dist && sym_ckpt_dist_poll(r.dist, 0)) /* commit once every shard is in */
@@ -1212,25 +1216,15 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         rc = evaluate(&r, &test_loss, &test_acc);
         if (!rc) record_eval(&r, test_loss, test_acc);
     }
-    if (!rc && r.dist) {
+    if (!rc && (r.writer || r.dist)) {
         save(&r); /* the final (or preemption) checkpoint, committed before the end */
-        if ((rc = sym_ckpt_dist_poll(r.dist, 1)))
+        if ((rc = r.dist ? sym_ckpt_dist_poll(r.dist, 1) : sym_ckpt_wait(r.writer)))
             sym__warn("symtrain train", "the last checkpoint could not be written: %s",
                       sym_last_error());
         else
-            snprintf(res->checkpoint, sizeof res->checkpoint, "%s", sym_ckpt_dist_last_path(r.dist));
-        sym_ckpt_stats_t cs = sym_ckpt_dist_stats(r.dist);
-        sym__prom_ckpt(r.prom, &cs);
-    }
-    if (!rc && r.writer) {
-        save(&r); /* the final (or preemption) checkpoint */
-        if ((rc = sym_ckpt_wait(r.writer)))
-            sym__warn("symtrain train", "the last checkpoint could not be written: %s",
-                      sym_last_error());
-        else
-            snprintf(res->checkpoint, sizeof res->checkpoint, "%s", sym_ckpt_last_path(r.writer));
-        sym_ckpt_stats_t cs = sym_ckpt_writer_stats(r.writer);
-        sym__prom_ckpt(r.prom, &cs);
+            snprintf(res->checkpoint, sizeof res->checkpoint, "%s",
+                     r.dist ? sym_ckpt_dist_last_path(r.dist) : sym_ckpt_last_path(r.writer));
+        prom_ckpt(&r);
     }
     double secs = sym__now_s() - t_start;
     if (!rc && r.me == 0) { /* the outcome is said even with --quiet */

@@ -873,6 +873,17 @@ static int snapshot_files(sym_ckpt_writer_t *w, const sym_ckpt_file_t *files, in
     return SYM_OK;
 }
 
+/* Lock, wait for the save in progress (*prev: its failure, once), copy the
+ * files; on failure unlocked again. */
+static int begin_locked(sym_ckpt_writer_t *w, const sym_ckpt_file_t *files, int nfiles,
+                        int *prev) {
+    pthread_mutex_lock(&w->mu);
+    *prev = wait_locked(w);
+    int rc = snapshot_files(w, files, nfiles);
+    if (rc) pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
 static void start_locked(sym_ckpt_writer_t *w) {
     w->status = 0;
     w->pending = 1;
@@ -884,13 +895,8 @@ int sym_ckpt_save(sym_ckpt_writer_t *w, const sym_ckpt_meta_t *meta,
                   const sym_ckpt_file_t *files, int nfiles) {
     if (nfiles < 0 || nfiles > SYM_CKPT_MAX_FILES)
         return sym__error(SYM_EINVAL, "a checkpoint holds at most %d files", SYM_CKPT_MAX_FILES);
-    pthread_mutex_lock(&w->mu);
-    int prev = wait_locked(w);
-    int rc = snapshot_files(w, files, nfiles);
-    if (rc) {
-        pthread_mutex_unlock(&w->mu);
-        return rc;
-    }
+    int prev, rc = begin_locked(w, files, nfiles, &prev);
+    if (rc) return rc;
     w->stage[0] = '\0';
     w->meta = *meta;
     if (meta->ntensors > w->tensors_cap) {
@@ -931,13 +937,8 @@ int sym__ckpt_save_files(sym_ckpt_writer_t *w, const char *stage, const sym_ckpt
         !sym__ckpt_valid_name(stage))
         return sym__error(SYM_EINVAL, "a shard is at most %d files in a plain directory name",
                           SYM_CKPT_MAX_FILES);
-    pthread_mutex_lock(&w->mu);
-    int prev = wait_locked(w);
-    int rc = snapshot_files(w, files, nfiles);
-    if (rc) {
-        pthread_mutex_unlock(&w->mu);
-        return rc;
-    }
+    int prev, rc = begin_locked(w, files, nfiles, &prev);
+    if (rc) return rc;
     snprintf(w->stage, sizeof w->stage, "%s", stage);
     start_locked(w);
     return prev;
