@@ -356,9 +356,10 @@ int sym__ckpt_commit(const char *dir, const char *stage, int keep, const sym_ckp
     }
     /* A layout that leaves a gap or writes a byte twice is refused here, not
      * found at the next resume. */
-    snprintf(path, sizeof path, "the save of step %lld", (long long)meta->step);
-    if ((rc = check_tiling(path, tensors, nt, slices))) {
-        rc = sym__error(SYM_EINVAL, "%s", sym_last_error());
+    snprintf(path, sizeof path, "the save of step %lld (a layout whose slices do not tile "
+             "its tensors)", (long long)meta->step);
+    if (check_tiling(path, tensors, nt, slices)) {
+        rc = SYM_EINVAL; /* a bug of the layout's description, not damage */
         goto out;
     }
 
