@@ -217,21 +217,27 @@ static int check_tiling(const char *where, const tensor_t *tensors, int nt, cons
     return SYM_OK;
 }
 
-static int cmp_slice_name(const void *a, const void *b) {
-    const sym_ckpt_slice_t *x = *(sym_ckpt_slice_t *const *)a, *y = *(sym_ckpt_slice_t *const *)b;
-    int c = strcmp(x->name, y->name);
-    return c ? c : (x->data < y->data ? -1 : x->data > y->data); /* data: (file, order) */
-}
-
 /* ---- the commit (PE 0) ---- */
 
-/* Parse PE pe's index in the stage directory: its slices appended to *out
- * (data = the slice's file and order, for sorting), its file's size and CRC. */
+/* One slice of a PE's index, as the commit gathers them. */
 typedef struct {
-    sym_ckpt_slice_t s;
+    sym_ckpt_slice_t s; /* data unused */
+    int pe, order;      /* its file, and its place in the index */
     uint64_t offset;
     uint32_t crc32c;
 } staged_t;
+
+/* By tensor name, then PE, then place: each tensor's slices together. */
+static int cmp_staged(const void *a, const void *b) {
+    const staged_t *x = *(staged_t *const *)a, *y = *(staged_t *const *)b;
+    int c = strcmp(x->s.name, y->s.name);
+    if (c) return c;
+    if (x->pe != y->pe) return x->pe < y->pe ? -1 : 1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+/* Parse PE pe's index in the stage directory: its slices appended to *out,
+ * its file's size and CRC. */
 
 static int read_index(int sfd, const char *sdir, int pe, staged_t **out, int *n, int *cap,
                       size_t *size, uint32_t *crc) {
@@ -281,7 +287,8 @@ static int read_index(int sfd, const char *sdir, int pe, staged_t **out, int *n,
         }
         st->offset = off;
         st->crc32c = (uint32_t)strtoul(crc_s, NULL, 16);
-        st->s.data = (void *)(uintptr_t)(((uint64_t)pe << 32) | (uint64_t)*n);
+        st->pe = pe;
+        st->order = *n;
         (*n)++;
     }
     sym__json_free(j);
@@ -295,8 +302,7 @@ int sym__ckpt_commit(const char *dir, const char *stage, int keep, const sym_ckp
     if (rc) return rc;
     int sfd = open(sdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sfd < 0) return sym__error(SYM_EIO, "cannot open %s: %s", sdir, strerror(errno));
-    staged_t *st = NULL;
-    sym_ckpt_slice_t **order = NULL;
+    staged_t *st = NULL, **order = NULL;
     tensor_t *tensors = NULL;
     slice_t *slices = NULL;
     size_t *sizes = calloc((size_t)npes, sizeof *sizes);
@@ -326,10 +332,10 @@ int sym__ckpt_commit(const char *dir, const char *stage, int keep, const sym_ckp
         rc = sym__error(SYM_ENOMEM, "out of memory for the checkpoint's commit");
         goto out;
     }
-    for (int i = 0; i < n; i++) order[i] = &st[i].s;
-    qsort(order, (size_t)n, sizeof *order, cmp_slice_name);
+    for (int i = 0; i < n; i++) order[i] = &st[i];
+    qsort(order, (size_t)n, sizeof *order, cmp_staged);
     for (int i = 0; i < n; i++) {
-        const staged_t *e = (const staged_t *)order[i];
+        const staged_t *e = order[i];
         tensor_t *t = nt ? &tensors[nt - 1] : NULL;
         if (!t || strcmp(t->name, e->s.name)) {
             t = &tensors[nt++];
@@ -347,7 +353,7 @@ int sym__ckpt_commit(const char *dir, const char *stage, int keep, const sym_ckp
         t->n++;
         slice_t *s = &slices[i];
         s->tensor = nt - 1;
-        s->file = (int)((uint64_t)(uintptr_t)e->s.data >> 32);
+        s->file = e->pe;
         s->offset = e->offset;
         s->crc32c = e->crc32c;
         s->has_crc = 1;
