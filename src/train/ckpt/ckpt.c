@@ -856,16 +856,22 @@ static int wait_locked(sym_ckpt_writer_t *w) {
     return rc;
 }
 
-/* Copy files into the writer's buffers (w->mu held, nothing pending). */
-static int snapshot_files(sym_ckpt_writer_t *w, const sym_ckpt_file_t *files, int nfiles) {
+/* Copy files into the writer's buffers (w->mu held, nothing pending); with
+ * `adopt`, files[0].data is malloc'd and becomes the writer's instead. */
+static int snapshot_files(sym_ckpt_writer_t *w, const sym_ckpt_file_t *files, int nfiles,
+                          int adopt) {
     for (int i = 0; i < nfiles; i++) {
-        if (w->cap[i] < files[i].size) {
+        if (adopt && i == 0) {
+            free(w->buf[0]);
+            w->buf[0] = (void *)files[0].data;
+            w->cap[0] = files[0].size;
+        } else if (w->cap[i] < files[i].size) {
             void *nb = realloc(w->buf[i], files[i].size);
             if (!nb) return sym__error(SYM_ENOMEM, "out of memory for a checkpoint snapshot");
             w->buf[i] = nb;
             w->cap[i] = files[i].size;
         }
-        if (files[i].size) memcpy(w->buf[i], files[i].data, files[i].size);
+        if (files[i].size && !(adopt && i == 0)) memcpy(w->buf[i], files[i].data, files[i].size);
         w->files[i] = files[i];
         w->files[i].data = w->buf[i];
     }
@@ -876,10 +882,10 @@ static int snapshot_files(sym_ckpt_writer_t *w, const sym_ckpt_file_t *files, in
 /* Lock, wait for the save in progress (*prev: its failure, once), copy the
  * files; on failure unlocked again. */
 static int begin_locked(sym_ckpt_writer_t *w, const sym_ckpt_file_t *files, int nfiles,
-                        int *prev) {
+                        int adopt, int *prev) {
     pthread_mutex_lock(&w->mu);
     *prev = wait_locked(w);
-    int rc = snapshot_files(w, files, nfiles);
+    int rc = snapshot_files(w, files, nfiles, adopt);
     if (rc) pthread_mutex_unlock(&w->mu);
     return rc;
 }
@@ -895,7 +901,7 @@ int sym_ckpt_save(sym_ckpt_writer_t *w, const sym_ckpt_meta_t *meta,
                   const sym_ckpt_file_t *files, int nfiles) {
     if (nfiles < 0 || nfiles > SYM_CKPT_MAX_FILES)
         return sym__error(SYM_EINVAL, "a checkpoint holds at most %d files", SYM_CKPT_MAX_FILES);
-    int prev, rc = begin_locked(w, files, nfiles, &prev);
+    int prev, rc = begin_locked(w, files, nfiles, 0, &prev);
     if (rc) return rc;
     w->stage[0] = '\0';
     w->meta = *meta;
@@ -933,11 +939,13 @@ int sym_ckpt_save(sym_ckpt_writer_t *w, const sym_ckpt_meta_t *meta,
 
 int sym__ckpt_save_files(sym_ckpt_writer_t *w, const char *stage, const sym_ckpt_file_t *files,
                          int nfiles) {
-    if (nfiles < 0 || nfiles > SYM_CKPT_MAX_FILES || strlen(stage) >= sizeof w->stage ||
-        !sym__ckpt_valid_name(stage))
-        return sym__error(SYM_EINVAL, "a shard is at most %d files in a plain directory name",
+    if (nfiles < 1 || nfiles > SYM_CKPT_MAX_FILES || strlen(stage) >= sizeof w->stage ||
+        !sym__ckpt_valid_name(stage)) {
+        free((void *)files[0].data);
+        return sym__error(SYM_EINVAL, "a shard is 1 to %d files in a plain directory name",
                           SYM_CKPT_MAX_FILES);
-    int prev, rc = begin_locked(w, files, nfiles, &prev);
+    }
+    int prev, rc = begin_locked(w, files, nfiles, 1, &prev);
     if (rc) return rc;
     snprintf(w->stage, sizeof w->stage, "%s", stage);
     start_locked(w);

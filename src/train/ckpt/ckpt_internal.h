@@ -48,8 +48,9 @@ int sym__ckpt_publish(const char *dir, const char *tmp_name, int64_t step, int k
                       const sym_ckpt_file_t *known, int nknown, char *out_path, size_t out_len);
 
 /* The writer thread writing one PE's shard files into dir/stage (no manifest,
- * no rename: the commit is PE 0's, after every PE's are written). Returns a
- * failed earlier save once, like sym_ckpt_save. */
+ * no rename: the commit is PE 0's, after every PE's are written). files[0]'s
+ * data is malloc'd and the writer takes it (no second copy of the shard); the
+ * others are copied. Returns a failed earlier save once, like sym_ckpt_save. */
 int sym__ckpt_save_files(sym_ckpt_writer_t *w, const char *stage, const sym_ckpt_file_t *files,
                          int nfiles);
 /* 1 while a save is being written (never waits for it). */

@@ -121,6 +121,7 @@ int sym_ckpt_dist_save(sym_ckpt_dist_t *d, const sym_ckpt_meta_t *meta,
         snprintf(files[0].name, sizeof files[0].name, "shard-%05d.bin", d->me);
         snprintf(files[1].name, sizeof files[1].name, "shard-%05d.json", d->me);
         rc = sym__ckpt_save_files(d->w, d->stage, files, 2); /* nothing pending: 0 */
+        bin = NULL; /* the writer's now */
     }
     free(bin);
     sym__jbuf_free(&index);
