@@ -100,6 +100,13 @@ int main(int argc, char **argv) {
     /* saved at 2, loaded at 4; (c) a GPT saved at 4, loaded at 2 */
     relayout(MLP, 2, 4, "t", 10);
     relayout(GPT, 4, 2, "g", 6);
+    /* symtrain sample reads sharded checkpoints: the same weights, the same text */
+    const char *sample = "'%s' sample --ckpt '%s' --prompt 'To be' --max-new-tokens 40";
+    CHECK(e2e_sh(e2e_path("s4.txt"), sample, e2e_symtrain, e2e_path("g4")) == 0, "sample of g4");
+    CHECK(e2e_sh(e2e_path("s2.txt"), sample, e2e_symtrain, e2e_path("g2")) == 0, "sample of g2");
+    e2e_same_file(e2e_path("s4.txt"), e2e_path("s2.txt"));
+    CHECK(e2e_lines(e2e_path("s4.txt")) >= 1, "no sample");
+    e2e_expect_log(e2e_path("s4.txt"), "To be");
 
     /* (d) format 2 (PE 0 writes model.bin, optim.bin) read by a sharded resume */
     snprintf(extra, sizeof extra, "%s --ckpt-dir %s --max-steps 10", MLP, e2e_path("old"));

@@ -227,6 +227,9 @@ int sym_dckpt_open(const char *path, sym_dckpt_t **out);
  * it tried. Errors as sym_ckpt_load_latest, the same on every PE. */
 int sym_dckpt_open_latest(const char *dir, sym_dckpt_t **out,
                           void (*report)(void *user, const char *msg), void *user);
+/* One process alone: the newest checkpoint in `dir` whose files all verify
+ * (each read whole); damaged ones are passed over. Errors as above. */
+int sym_dckpt_open_newest(const char *dir, sym_dckpt_t **out);
 /* Fill want->data (row-major over want->count) from the stored slices that
  * overlap want's box, each checked against its CRC32C as it is read.
  * SYM_EMISMATCH when the checkpoint has no such tensor or another dtype or

@@ -65,7 +65,8 @@ int sym__ckpt_shard_files(int pe, const sym_ckpt_slice_t *slices, int n, void **
  * slices (checked to tile every tensor), committed by rename. */
 int sym__ckpt_commit(const char *dir, const char *stage, int keep, const sym_ckpt_meta_t *meta,
                      int npes, const char *layout, char *out_path, size_t out_len);
-/* sym_dckpt_open of an entry found by scanning a directory (a link is damage). */
-int sym__dckpt_open_scanned(const char *path, sym_dckpt_t **out);
+/* Open checkpoint directory `path` (found by scanning: a link is damage),
+ * check it holds `step`, and verify files part, part + nparts, ... */
+int sym__dckpt_check(const char *path, int64_t step, int part, int nparts, sym_dckpt_t **out);
 
 #endif

@@ -213,13 +213,9 @@ int sym_dckpt_open_latest(const char *dir, sym_dckpt_t **out,
         sum_all(sym, v, r, 1);
         char path[PATH_MAX], msg[PATH_MAX + 1536];
         snprintf(path, sizeof path, "%s/step-%08lld", dir, r[0]);
-        sym_dckpt_t *ck = NULL;
-        int c = sym__dckpt_open_scanned(path, &ck);
-        if (!c && sym_dckpt_meta(ck)->step != r[0])
-            c = sym__error(SYM_ECORRUPT, "%s holds step %lld", path,
-                           (long long)sym_dckpt_meta(ck)->step);
         /* This PE's share of the files: each is read whole, its CRC32C checked. */
-        for (int f = me; !c && f < sym_dckpt_num_files(ck); f += npes) c = sym_dckpt_verify_file(ck, f);
+        sym_dckpt_t *ck = NULL;
+        int c = sym__dckpt_check(path, r[0], me, npes, &ck);
         char err[1024];
         snprintf(err, sizeof err, "%s", c ? sym_last_error() : "");
         long long w[4] = {c == SYM_ECORRUPT, c && c != SYM_ECORRUPT && c != SYM_ENOENT,

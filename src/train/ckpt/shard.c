@@ -813,3 +813,39 @@ void sym_dckpt_file(const sym_dckpt_t *ck, int i, const char **name, size_t *siz
 
 /* A step-* entry found by scanning: a symbolic link there is damage. */
 int sym__dckpt_open_scanned(const char *path, sym_dckpt_t **out) { return open_ckpt(path, 0, out); }
+
+int sym__dckpt_check(const char *path, int64_t step, int part, int nparts, sym_dckpt_t **out) {
+    int rc = open_ckpt(path, 0, out);
+    if (!rc && (*out)->meta.step != step)
+        rc = sym__error(SYM_ECORRUPT, "%s holds step %lld", path, (long long)(*out)->meta.step);
+    for (int f = part; !rc && f < (*out)->nfiles; f += nparts) rc = sym_dckpt_verify_file(*out, f);
+    if (rc) {
+        sym_dckpt_close(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int sym_dckpt_open_newest(const char *dir, sym_dckpt_t **out) {
+    *out = NULL;
+    int64_t *steps;
+    int n, bad = 0;
+    int rc = sym__ckpt_list_steps(dir, &steps, &n);
+    if (rc == SYM_ENOENT) return sym__error(SYM_ENOENT, "%s does not exist", dir);
+    if (rc) return rc;
+    char first[1536] = "";
+    rc = SYM_ENOENT;
+    for (int i = 0; i < n; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/step-%08lld", dir, (long long)steps[i]);
+        rc = sym__dckpt_check(path, steps[i], 0, 1, out);
+        if (rc != SYM_ECORRUPT && rc != SYM_ENOENT) break; /* good, or unreadable: stop */
+        if (rc == SYM_ECORRUPT && !bad++) snprintf(first, sizeof first, "%s", sym_last_error());
+    }
+    free(steps);
+    if (rc == SYM_OK || (rc != SYM_ECORRUPT && rc != SYM_ENOENT)) return rc;
+    if (bad)
+        return sym__error(SYM_ECORRUPT, "%s holds no usable checkpoint (%d damaged; the newest: %s)",
+                          dir, bad, first);
+    return sym__error(SYM_ENOENT, "%s holds no checkpoint", dir);
+}
