@@ -9,7 +9,8 @@
  *       on continues to the 4-PE run's end within fp32 rounding (the gradient
  *       average sums in another order: not bit for bit);
  *   (c) a GPT saved at 4 loads at 2, bit for bit (relayout);
- *   (d) a single-writer checkpoint (format 2) loads as well.
+ *   (d) a single-writer checkpoint (format 2) loads as well, and a sharded one
+ *       by a run that saves single-writer ones (--resume finds the format).
  */
 #include "train_dckpt.h"
 
@@ -120,6 +121,13 @@ int main(int argc, char **argv) {
     e2e_expect_log(e2e_path("old4/step-00000010/manifest.json"), "\"desc\": \"dp=4\"");
     nt = dckpt_compare(e2e_path("old/step-00000010"), e2e_path("old4/step-00000010"), NULL);
     printf("train_dckpt: a format-2 checkpoint loads at 4 PEs: %d tensors bit-identical\n", nt);
+    /* and back: the sharded one resumed without --ckpt-format, which saves format 2 */
+    copy_dir(e2e_path("old4"), e2e_path("back"));
+    snprintf(extra, sizeof extra, "%s --ckpt-dir %s --resume --max-steps 12", MLP, e2e_path("back"));
+    e2e_run(2, NULL, NULL, e2e_path("back.log"), 0, extra);
+    e2e_expect_log(e2e_path("back.log"), "back/step-00000010: step 10");
+    e2e_expect_log(e2e_path("back/step-00000012/manifest.json"), "\"version\": 2,");
+    printf("train_dckpt: a sharded checkpoint resumed by a single-writer run\n");
 
     e2e_cleanup();
     printf("train_dckpt: ok\n");

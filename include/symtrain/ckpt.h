@@ -227,6 +227,9 @@ int sym_dckpt_open(const char *path, sym_dckpt_t **out);
  * it tried. Errors as sym_ckpt_load_latest, the same on every PE. */
 int sym_dckpt_open_latest(const char *dir, sym_dckpt_t **out,
                           void (*report)(void *user, const char *msg), void *user);
+/* The format (2 or 3) of the newest checkpoint in `dir` whose manifest
+ * parses; 0 when there is none. Reads manifests only. */
+int sym_ckpt_format(const char *dir);
 /* One process alone: the newest checkpoint in `dir` whose files all verify
  * (each read whole); damaged ones are passed over. Errors as above. */
 int sym_dckpt_open_newest(const char *dir, sym_dckpt_t **out);

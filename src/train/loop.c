@@ -460,6 +460,16 @@ static void say_damaged_here(void *user, const char *msg) {
 
 static int agree(run_t *r, int rc);
 
+/* Which reader --resume takes: the sharded one (which reads both formats)
+ * with --ckpt-format sharded, or when the newest checkpoint PE 0 finds in
+ * --ckpt-dir is sharded; PE 0's verdict is every PE's (the reader is collective). */
+static int sharded_on_disk(run_t *r) {
+    if (r->cfg->ckpt_sharded) return 1;
+    r->evalbuf[0] = r->me == 0 && sym_ckpt_format(r->cfg->ckpt_dir) == SYM_CKPT_SHARDED_VERSION;
+    if (sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 1)) return 0;
+    return r->evalbuf[0] > 0.0f;
+}
+
 static int resume_sharded(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     sym_dckpt_t *ck;
@@ -891,7 +901,7 @@ static int setup(run_t *r) {
         return report(r, sym__error(SYM_ENOMEM, "out of memory for the batch buffers"), 0);
 
     r->saved_step = -1;
-    if (c->resume && (rc = c->ckpt_sharded ? resume_sharded(r) : resume(r))) return rc;
+    if (c->resume && (rc = sharded_on_disk(r) ? resume_sharded(r) : resume(r))) return rc;
     if (r->gpu && (rc = gpu_create(r))) return rc;
     /* Starting over in a directory of checkpoints would remove them as it
      * saves, or leave newer ones to shadow its own on the next --resume. */

@@ -849,3 +849,23 @@ int sym_dckpt_open_newest(const char *dir, sym_dckpt_t **out) {
                           dir, bad, first);
     return sym__error(SYM_ENOENT, "%s holds no checkpoint", dir);
 }
+
+int sym_ckpt_format(const char *dir) {
+    int64_t *steps;
+    int n, version = 0;
+    if (sym__ckpt_list_steps(dir, &steps, &n)) return 0;
+    char said[1024]; /* looking says nothing: the caller's last error stays */
+    snprintf(said, sizeof said, "%s", sym_last_error());
+    for (int i = 0; i < n && !version; i++) {
+        char path[PATH_MAX];
+        sym_dckpt_t *ck;
+        snprintf(path, sizeof path, "%s/step-%08lld", dir, (long long)steps[i]);
+        if (open_ckpt(path, 0, &ck) == SYM_OK) {
+            version = ck->version;
+            sym_dckpt_close(ck);
+        }
+    }
+    free(steps);
+    sym__error(SYM_OK, "%s", said);
+    return version;
+}
