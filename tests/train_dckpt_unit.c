@@ -222,9 +222,10 @@ static void check_damage(void) {
     sym_dckpt_t *ck;
     CHECK(sym_dckpt_open(path, &ck) == 0, "%s", sym_last_error());
     int nf = sym_dckpt_num_files(ck);
-    const char *name;
-    size_t size;
-    sym_dckpt_file(ck, nf - 1, &name, &size, NULL, NULL);
+    const char *n;
+    char name[64];
+    sym_dckpt_file(ck, nf - 1, &n, NULL, NULL, NULL);
+    snprintf(name, sizeof name, "%s", n); /* n is the checkpoint's */
     snprintf(file, sizeof file, "%s/%s", path, name);
     sym_dckpt_close(ck);
     FILE *f = fopen(file, "r+b");
