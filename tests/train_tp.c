@@ -26,23 +26,13 @@
 #include <symtrain/symtrain.h>
 
 #include "test.h"
+#include "train_test.h"
 
 enum { GB = 4, T = 16, STEPS = 5 };
 static const char spec[] = "gpt:L=2,C=32,H=4,V=64,T=16";
 static float loss_sym; /* symmetric: the dp average of the loss */
 
 static int32_t tokens[STEPS][GB][T + 1];
-
-static sym_optim_t *make_optim(sym_model_t *m) {
-    sym_optim_config_t oc = {SYM_OPT_ADAMW, 0, 0.9f, 0.95f, 1e-8f, 0.1f};
-    sym_optim_t *o;
-    CHECK(sym_optim_create(&oc, sym_model_num_params(m), &o) == 0, "%s", sym_last_error());
-    for (int i = 0; i < sym_model_num_tensors(m); i++) {
-        const sym_param_t *p = sym_model_param(m, i);
-        if (!p->decay) CHECK(sym_optim_no_decay(o, p->offset, p->numel) == 0, "no_decay");
-    }
-    return o;
-}
 
 /* One step on sequences [row0, row0 + rows) of step s's batch; the mean loss.
  * grads (may be NULL) receives the gradients before the update. */
@@ -70,36 +60,17 @@ static double train_step(sym_model_t *m, sym_optim_t *o, sym_ddp_t *ddp, int s, 
     return loss / (rows * T);
 }
 
-/* Element i of this PE's part of parameter p, read from the whole tensor w
- * (the reference's), by the test's own rule. */
-static float slice_of(const sym_param_t *p, const float *w, int tp, int r, size_t i) {
-    int64_t cols = p->ndim > 1 ? p->shape[1] : 1, row = (int64_t)i / cols, col = (int64_t)i % cols;
-    if (p->tp_dim == 1) return w[row * cols * tp + r * cols + col];
-    if (p->tp_dim < 0) return w[i];
-    int64_t sec = strstr(p->name, "c_attn") ? 3 : 1, per = p->shape[0] / sec;
-    int64_t full_row = (row / per) * per * tp + r * per + row % per;
-    return w[full_row * cols + col];
-}
-
 int main(void) {
     shmem_init();
     int me = shmem_my_pe(), n = shmem_n_pes();
     uint64_t seed = test_pe_start("train_tp");
-    sym_model_config_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    CHECK(sym_model_parse(spec, &cfg) == 0, "%s", sym_last_error());
-    cfg.seed = seed;
-    test_rng_t rng = test_rng(seed, 1);
-    for (int s = 0; s < STEPS; s++) /* one batch (the model learns it), a fresh last row */
-        for (int r = 0; r < GB; r++)
-            for (int t = 0; t <= T; t++)
-                tokens[s][r][t] = s && r < GB - 1 ? tokens[0][r][t]
-                                                  : (int32_t)(test_next(&rng) % 64);
+    sym_model_config_t cfg = test_gpt_config(spec, seed);
+    test_gpt_tokens(&tokens[0][0][0], STEPS, GB, T, 64, seed);
 
     /* the reference: the whole model, the whole batch, on every PE alone */
     sym_model_t *ref;
     CHECK(sym_model_create(&cfg, GB, 0, &ref) == 0, "%s", sym_last_error());
-    sym_optim_t *ro = make_optim(ref);
+    sym_optim_t *ro = test_adamw(ref);
     size_t np = sym_model_num_params(ref);
     float *w0 = malloc(np * sizeof *w0), *g0 = malloc(np * sizeof *g0), *mg = malloc(np * 4);
     CHECK(w0 && g0 && mg, "out of memory");
@@ -160,7 +131,7 @@ int main(void) {
                       "not the 1-PE model's %.8g", meshes[mi], p->name, k, w[k],
                       slice_of(p, w0 + q->offset, tp, tr, k));
         }
-        sym_optim_t *o = make_optim(m);
+        sym_optim_t *o = test_adamw(m);
         for (int s = 0; s < STEPS; s++) {
             loss_sym = (float)train_step(m, o, ddp, s, dr * (GB / dp), GB / dp, s ? NULL : mg);
             CHECK(sym_allreduce_sum_f32(dteam, &loss_sym, 1) == 0, "%s", sym_last_error());

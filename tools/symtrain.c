@@ -32,6 +32,9 @@ static const char usage_text[] =
     "usage: symtrain train [options]          train (several PEs: symrun -n N symtrain train)\n"
     "       symtrain tokenize FILES... -o DIR text to token shards (--help for more)\n"
     "       symtrain sample --ckpt DIR        text from a trained GPT (--help for more)\n"
+    "       symtrain plan --model gpt:SPEC --pes N [--device-mem SIZE] ...\n"
+    "                                         layouts, their memory and step time, the\n"
+    "                                         fastest that fits (--help for more)\n"
     "       symtrain ckpt show|verify DIR     what a checkpoint holds; check every byte of it\n"
     "       symtrain plot METRICS -o OUT.svg [--title TEXT]\n"
     "                                         draw the curves of a --metrics file\n"
@@ -77,6 +80,13 @@ static const char usage_text[] =
     "  --eval-every N               also evaluate every N steps\n"
     "parallelism\n"
     "  --bucket-mb MB               gradient all-reduce bucket size (default 25)\n"
+    /* ---- pipe: a minimal --parallel (dp and pp) until the full parser lands ---- */
+    "  --parallel dp=N,tp=M,pp=K    K pipeline stages of a GPT's blocks (1F1B), each over M\n"
+    "                               PEs (tp, with pp), N data-parallel replicas; N x M x K =\n"
+    "                               PEs (default: dp = PEs)\n"
+    "  --micro-batches M            with pp: micro-batches a step (default K)\n"
+    "  --inbox-slots S              with pp: slots of each stage's inboxes (default K)\n"
+    /* ---- end pipe ---- */
     "  --threads N                  BLAS threads per PE (default: cores, or the container's\n"
     "                               CPU limit, / PEs on the host)\n"
     "load balancing (the global batch and the math stay; which PE computes which sample moves)\n"
@@ -185,7 +195,7 @@ static const char *const valued[] = {
     "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--ckpt-format", "--metrics",
     "--metrics-port",
     "--log-interval", "--device", "--precision", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
-    "--prompt", NULL};
+    "--prompt", "--parallel", "--micro-batches", "--inbox-slots", NULL};
 
 static const char *const flags[] = {"--generated", "--resume", "--quiet", "--help", NULL};
 
@@ -311,6 +321,12 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->max_steps = int_value(opt, v, 1, INT64_MAX);
         } else if (!strcmp(opt, "--bucket-mb")) {
             c->bucket_mb = num_value(opt, v, 1e-6, 1 << 20);
+        } else if (!strcmp(opt, "--parallel")) { /* pipe: checked by the mesh */
+            c->parallel = v;
+        } else if (!strcmp(opt, "--micro-batches")) {
+            c->micro_batches = (int)int_value(opt, v, 1, 1 << 20);
+        } else if (!strcmp(opt, "--inbox-slots")) {
+            c->inbox_slots = (int)int_value(opt, v, 1, 1 << 16);
         } else if (!strcmp(opt, "--threads")) {
             c->threads = (int)int_value(opt, v, 1, 1024);
         } else if (!strcmp(opt, "--balance")) {
@@ -427,7 +443,7 @@ static int plot_main(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) usage_error("say what to do: train, tokenize, sample, ckpt or plot");
+    if (argc < 2) usage_error("say what to do: train, tokenize, sample, plan, ckpt or plot");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         fputs(usage_text, stdout);
@@ -437,6 +453,9 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "plot")) return plot_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "tokenize")) return sym_cli_tokenize(argc - 2, argv + 2);
     if (!strcmp(cmd, "sample")) return sym_cli_sample(argc - 2, argv + 2);
+    /* ---- plan (issue 17, the planner: tools/symtrain_plan.c) ---- */
+    if (!strcmp(cmd, "plan")) return sym_cli_plan(argc - 2, argv + 2);
+    /* ---- ckpt (issue 18, inspect / verify checkpoints: tools/symtrain_ckpt.c) ---- */
     if (!strcmp(cmd, "ckpt")) return sym_cli_ckpt(argc - 2, argv + 2);
-    usage_error("unknown command '%s'; use train, tokenize, sample, ckpt or plot", cmd);
+    usage_error("unknown command '%s'; use train, tokenize, sample, plan, ckpt or plot", cmd);
 }

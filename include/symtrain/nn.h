@@ -167,6 +167,8 @@ typedef struct {
     int decay;         /* AdamW's weight decay applies: the matrices (ndim >= 2) */
     int tp_dim;        /* tensor parallelism: -1 whole on every PE of the TP team, else
                         * the dimension split over it (shape is this PE's part) */
+    int index;         /* its place in the whole model's table (a pipeline stage holds
+                        * part of it; the weights' random stream follows this index) */
 } sym_param_t;
 
 typedef struct sym_model sym_model_t; /* opaque */
@@ -202,6 +204,9 @@ const sym_model_config_t *sym_model_config(const sym_model_t *m);
 
 /* The flat parameters (P floats) and gradients (P + SYM_GRAD_CTRL floats). */
 size_t sym_model_num_params(const sym_model_t *m);
+/* Bytes the model holds, from its pools' allocator: the parameters' and the
+ * gradients' blocks, and the activations' blocks in use (a power of two each). */
+void sym_model_memory(const sym_model_t *m, size_t *params, size_t *grads, size_t *acts);
 float *sym_model_params(sym_model_t *m);
 float *sym_model_grads(sym_model_t *m);
 /* Set the P gradients to 0 (backward adds into them). */

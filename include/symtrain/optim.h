@@ -56,6 +56,8 @@ void sym_optim_set_steps(sym_optim_t *o, uint64_t t);
 
 /* The state as bytes: a small header (kind, n, t) then the arrays. */
 size_t sym_optim_state_size(const sym_optim_t *o);
+/* Bytes of its state arrays in memory (SGD: momentum; AdamW: m and v). */
+size_t sym_optim_bytes(const sym_optim_t *o);
 void sym_optim_state_save(const sym_optim_t *o, void *buf);
 /* Returns SYM_EMISMATCH when buf holds another kind or size of optimizer,
  * SYM_ECORRUPT when it is not optimizer state at all. */

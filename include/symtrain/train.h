@@ -91,6 +91,11 @@ typedef struct {
     float clip;             /* max global gradient norm (0 = off) */
     double bucket_mb;       /* gradient bucket size */
     int threads;            /* BLAS threads per PE (0 = cores / PEs on this host) */
+    /* ---- pipe: pipeline parallelism (symtrain/pipeline.h) ---- */
+    const char *parallel;   /* "dp=N,pp=K" (NULL: every PE a data-parallel replica) */
+    int micro_batches;      /* a step's micro-batches with pp > 1 (0: the stages' count) */
+    int inbox_slots;        /* each pipeline inbox's slots (0: the stages' count) */
+    /* ---- end pipe ---- */
     sym_balance_config_t balance;
     /* checkpoints */
     const char *ckpt_dir;   /* NULL: no checkpoints */

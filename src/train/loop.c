@@ -21,6 +21,12 @@
  * step the PEs exchange their load records (one small all-gather) and agree
  * on the next step's shares.
  *
+ * With --parallel ...,pp=K (the "pipe" blocks) each PE holds one pipeline
+ * stage (parallel/pipeline.c): the step runs the stages' micro-batches in the
+ * 1F1B order, each dp replica on its block of the batch, and the last
+ * stages' loss and the stop flag are summed over the job in one small
+ * all-reduce after it.
+ *
  * Checkpoints: PE 0 snapshots weights, optimizer state and position after a
  * step and hands them to the background writer; every PE reads one on --resume.
  * The position (epoch, sample) plus the seed fix everything else: the
@@ -44,7 +50,9 @@
 #include <symtrain/ckpt.h>
 #include <symtrain/data.h>
 #include <symtrain/dist.h>
+#include <symtrain/dtensor.h>
 #include <symtrain/metrics.h>
+#include <symtrain/pipeline.h>
 #include <symtrain/rng.h>
 #include <symtrain/train.h>
 
@@ -218,6 +226,11 @@ typedef struct {
     int64_t step, epoch, sample; /* position: steps done; the next sample */
     int64_t saved_step;          /* the newest checkpoint's step (-1 none) */
     double last_save;
+    /* ---- pipe: pipeline parallelism (--parallel ...,pp=K with K > 1) ---- */
+    sym_mesh_t *pipe_mesh;
+    sym_pipe_t *pipe;            /* NULL: no pipeline; r->model is then its stage */
+    int dp_n, dp_me;             /* data-parallel replicas and this PE's (npes, me without pp) */
+    /* ---- end pipe ---- */
 } run_t;
 
 static int gpu_sync_host(run_t *r);
@@ -611,7 +624,7 @@ static int save(run_t *r) {
 static int evaluate(run_t *r, double *loss, double *acc) {
     const sym__task_t *t = &r->task;
     int64_t off, len;
-    sym_shard_range(t->n_eval, r->npes, r->me, &off, &len);
+    sym_shard_range(t->n_eval, r->dp_n, r->dp_me, &off, &len);
     double lsum = 0;
     int64_t right = 0;
     sym_forward_t f = {0, 0, 0};
@@ -626,6 +639,9 @@ static int evaluate(run_t *r, double *loss, double *acc) {
         if (r->gpu) {
             int rc = r->gpu->eval(r->gm, r->tok, r->y, rows, t->seq, &l, &c);
             if (rc) return report(r, sym__error(rc, "GPU evaluation: %s", r->gpu->error()), 0);
+        } else if (r->pipe) { /* pipe: the last stages' sums; 0 on the others */
+            int rc = sym_pipe_eval(r->pipe, r->tok, r->y, rows, &l, &c);
+            if (rc) return report(r, rc, 0);
         } else {
             sym_tensor_t logits;
             int rc = sym_model_forward(r->model, &in, &f, &logits);
@@ -806,6 +822,7 @@ static int gpu_create(run_t *r) {
     o.optim = c->optim;
     o.dp_team = r->dp_team;
     o.use_graph = 1;
+    o.bucket_bytes = (size_t)(c->bucket_mb * 1024 * 1024);
     int nt = sym_model_num_tensors(r->model);
     const sym_param_t *table = sym_model_param(r->model, 0);
     int rc = r->gpu->create(&c->model, r->rows, table, nt, sym_model_params(r->model), r->P, &o,
@@ -829,6 +846,109 @@ static int gpu_sync_host(run_t *r) {
     return SYM_OK;
 }
 
+/* ---- memory by kind (the planner's check, tests/train_plan_memory.c) ----
+ * What the model and optimizer hold, from their allocators: the parameter
+ * and gradient blocks, the optimizer's arrays, the activation blocks in use.
+ * Each kind's largest over the PEs, and the largest PE's total (collective). */
+static int memory_report(run_t *r) {
+    size_t k[5];
+    sym_model_memory(r->model, &k[0], &k[1], &k[3]);
+    k[2] = sym_optim_bytes(r->opt);
+    k[4] = k[0] + k[1] + k[2] + k[3];
+    long *buf = shmem_malloc(10 * sizeof(long)); /* collective */
+    if (!buf) return report(r, sym__error(SYM_ENOMEM, "symmetric heap exhausted"), 1);
+    for (int i = 0; i < 5; i++) buf[i] = (long)k[i];
+    int rc = shmem_long_max_reduce(SHMEM_TEAM_WORLD, buf + 5, buf, 5);
+    if (!rc && r->speak) {
+        char s[5][32];
+        for (int i = 0; i < 5; i++) sym__fmt_size((size_t)buf[5 + i], s[i], sizeof s[i]);
+        note(r, "memory per PE (the largest PE's, from the allocators): parameters %s, gradients "
+                "%s, optimizer state %s, activations %s; %s in all (%ld bytes)",
+             s[0], s[1], s[2], s[3], s[4], buf[9]);
+    }
+    shmem_free(buf);
+    return rc ? report(r, sym__error(SYM_EIO, "the memory report's reduction failed"), 1) : SYM_OK;
+}
+
+/* ---- pipe: pipeline parallelism (--parallel dp=N,pp=K; symtrain/pipeline.h) ---- */
+
+/* The mesh of --parallel (dp, pp, and tp inside each stage), and what a
+ * pipeline cannot do yet. With pp = 1 (dp
+ * only) the mesh goes again and the plain loop runs. Every PE reaches the
+ * same verdict (the same options). */
+static int pipe_plan(run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    if (!c->parallel)
+        return report(r, sym__error(SYM_EINVAL, "--micro-batches and --inbox-slots are for a "
+                                    "pipeline: add --parallel pp=K (K > 1 stages)"), 1);
+    int rc = sym_mesh_create(SHMEM_TEAM_WORLD, c->parallel, &r->pipe_mesh);
+    if (rc) return report(r, rc, 1);
+    sym_mesh_t *m = r->pipe_mesh;
+    int ppd = sym_mesh_dim(m, "pp"), dpd = sym_mesh_dim(m, "dp"), tpd = sym_mesh_dim(m, "tp");
+    int pp = ppd >= 0 ? sym_mesh_size(m, ppd) : 1;
+    const char *why = NULL;
+    if (tpd >= 0 && sym_mesh_size(m, tpd) > 1 && pp == 1)
+        why = "tp without pp: this loop splits the model into pipeline stages (pp, each "
+              "optionally over tp) and replicas (dp)";
+    else if (pp == 1 && (c->micro_batches || c->inbox_slots))
+        why = "--micro-batches and --inbox-slots are for a pipeline; add pp=K (K > 1)";
+    else if (pp > 1 && c->model.kind != SYM_MODEL_GPT)
+        why = "pp: pipeline stages split a GPT's blocks; pass --model gpt:...";
+    else if (pp > 1 && c->device == SYM_TRAIN_GPU)
+        why = "pp: the pipeline trains on the CPU for now; pass --device cpu";
+    else if (pp > 1 && c->ckpt_dir)
+        why = "pp: a pipeline's checkpoints are sharded (each stage writes its own tensors), "
+              "which this build does not write yet; train without --ckpt-dir";
+    else if (pp > 1 && c->balance.policy != SYM_BALANCE_OFF)
+        why = "pp: load balancing moves samples between replicas; a pipeline's stages pass "
+              "fixed micro-batches; pass --balance off";
+    else if (pp > 1 && c->sample_tokens)
+        why = "pp: sampling needs the whole model on one PE; train without --sample";
+    if (why) return report(r, sym__error(SYM_EINVAL, "--parallel %s: %s", c->parallel, why), 1);
+    if (pp == 1) {
+        sym_mesh_destroy(r->pipe_mesh);
+        r->pipe_mesh = NULL;
+        return SYM_OK;
+    }
+    r->dp_n = dpd >= 0 ? sym_mesh_size(m, dpd) : 1;
+    r->dp_me = dpd >= 0 ? sym_mesh_coord(m, dpd) : 0;
+    int M = c->micro_batches ? c->micro_batches : pp;
+    if (c->global_batch < r->dp_n * M)
+        return report(r, sym__error(SYM_EINVAL, "--batch %d over dp=%d replicas is less than "
+                                    "%d micro-batches of one sequence each; raise --batch to %d "
+                                    "or lower --micro-batches", c->global_batch, r->dp_n, M,
+                                    r->dp_n * M), 1);
+    return SYM_OK;
+}
+
+/* This PE's stage (r->model) and the pipeline's inboxes. */
+static int pipe_create(run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    int M = c->micro_batches ? c->micro_batches : sym_mesh_size(r->pipe_mesh,
+                                                                sym_mesh_dim(r->pipe_mesh, "pp"));
+    sym_pipe_config_t pc = {M, (r->max_local + M - 1) / M, r->task.seq, c->inbox_slots,
+                            c->bucket_mb};
+    int rc = sym_pipe_create(&c->model, r->pipe_mesh, &pc, &r->pipe);
+    if (rc) return report(r, rc, 1);
+    r->model = sym_pipe_model(r->pipe);
+    char plan[512] = "";
+    size_t at = 0;
+    for (int s = 0; s < sym_pipe_stages(r->pipe) && at < sizeof plan; s++) {
+        int first, n;
+        sym_pipe_layers(r->pipe, s, &first, &n);
+        at += (size_t)snprintf(plan + at, sizeof plan - at, "%s%d-%d", s ? ", " : "", first,
+                               first + n - 1);
+    }
+    note(r, "pipeline: %d stages (blocks %s), %d micro-batches of up to %d sequences, 1F1B, "
+            "inboxes of %d slots; %d data-parallel replica%s",
+         sym_pipe_stages(r->pipe), plan, M, pc.micro_rows,
+         c->inbox_slots ? c->inbox_slots : sym_pipe_stages(r->pipe), r->dp_n,
+         r->dp_n == 1 ? "" : "s");
+    return SYM_OK;
+}
+
+/* ---- end pipe ---- */
+
 static int setup(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     int rc = sym_train_validate(c, r->npes);
@@ -840,11 +960,14 @@ static int setup(run_t *r) {
     const sym__task_t *t = &r->task;
     r->evalbuf = shmem_calloc(4, sizeof(float)); /* collective */
     if (!r->evalbuf) return report(r, sym__error(SYM_ENOMEM, "symmetric heap exhausted"), 1);
+    r->dp_n = r->npes; /* pipe: fewer replicas with pipeline stages */
+    r->dp_me = r->me;
+    if ((c->parallel || c->micro_batches || c->inbox_slots) && (rc = pipe_plan(r))) return rc;
 
     /* The batch's rows; an MLP evaluates in larger blocks, a GPT in batches.
      * A balanced PE may take up to twice the even block (never more than the
      * batch less one sample for each other PE). */
-    r->max_local = (c->global_batch + r->npes - 1) / r->npes;
+    r->max_local = (c->global_batch + r->dp_n - 1) / r->dp_n;
     int cap = r->max_local;
     if (c->balance.policy != SYM_BALANCE_OFF) {
         cap = 2 * r->max_local;
@@ -856,10 +979,13 @@ static int setup(run_t *r) {
     if ((rc = sym__balance_create(&c->balance, c->global_batch, cap, threads, say_balance, r,
                                   &r->bal)))
         return report(r, rc, 1);
-    if ((rc = choose_device(r))) return rc;
+    if (!r->pipe_mesh && (rc = choose_device(r))) return rc;
     /* On the GPU the host keeps a parameters-only copy (init, checkpoints, samples). */
-    if ((rc = sym_model_create(&c->model, r->gpu ? 0 : rows, !r->gpu, &r->model)))
+    if (r->pipe_mesh) {
+        if ((rc = pipe_create(r))) return rc;
+    } else if ((rc = sym_model_create(&c->model, r->gpu ? 0 : rows, !r->gpu, &r->model))) {
         return report(r, rc, 1);
+    }
     r->P = sym_model_num_params(r->model);
     if ((rc = sym_optim_create(&c->optim, r->P, &r->opt))) return report(r, rc, 1);
     int nt = sym_model_num_tensors(r->model);
@@ -871,12 +997,12 @@ static int setup(run_t *r) {
         if (!p->decay) rc = sym_optim_no_decay(r->opt, p->offset, p->numel);
     }
     size_t bucket = (size_t)(c->bucket_mb * 1024 * 1024);
-    if (!rc && !r->gpu)
+    if (!rc && !r->gpu && !r->pipe) /* a pipeline averages each stage over its dp team */
         rc = sym_ddp_create(r->dp_team, sym_model_grads(r->model), r->P + SYM_GRAD_CTRL,
                             cuts, nt, bucket, &r->ddp);
     free(cuts);
     if (rc) return report(r, rc, 1);
-    if ((rc = sym_loader_init(&r->loader, t->n_train, c->global_batch, r->npes, r->me,
+    if ((rc = sym_loader_init(&r->loader, t->n_train, c->global_batch, r->dp_n, r->dp_me,
                               c->model.seed)))
         return report(r, rc, 1);
     r->steps_per_epoch = sym_loader_steps_per_epoch(&r->loader);
@@ -992,6 +1118,11 @@ static void teardown(run_t *r) {
     sym_ddp_destroy(r->ddp);
     if (r->gm) r->gpu->destroy(r->gm);
     sym_optim_destroy(r->opt);
+    if (r->pipe) { /* pipe: the model is the pipeline's stage */
+        r->model = NULL;
+        sym_pipe_destroy(r->pipe);
+    }
+    sym_mesh_destroy(r->pipe_mesh);
     sym_model_destroy(r->model);
     sym__task_free(&r->task);
 }
@@ -1044,6 +1175,36 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     return SYM_OK;
 }
 
+/* pipe: the step through the pipeline; the last stages' loss and the stop
+ * flag summed over the job (so PE 0 has them), the norm over the pipeline. */
+static int pipe_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
+                     double *norm_out, sym_step_record_t *rec, int *stop) {
+    const sym_train_config_t *c = r->cfg;
+    double predictions = (double)b->gsize * r->task.seq, lsum;
+    int rc = sym_pipe_step(r->pipe, r->tok, r->y, b->count, (float)(r->dp_n / predictions),
+                           &lsum);
+    if (rc) return report(r, rc, 0);
+    sym__balance_computed(r->bal, t0, b->count, -1);
+    double t1 = sym__now_s();
+    r->evalbuf[0] = (float)(lsum / predictions);
+    r->evalbuf[1] = stop_signal ? 1.0f : 0.0f;
+    if ((rc = sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 2)) ||
+        (rc = sym__balance_exchange(r->bal, r->step + 1)) ||
+        (rc = sym_pipe_clip(r->pipe, c->clip, norm_out)))
+        return report(r, rc, 0);
+    float *g = sym_model_grads(r->model);
+    *loss_out = r->evalbuf[0];
+    *stop = r->evalbuf[1] > 0.0f;
+    g[r->P + CTRL_STOP] = r->evalbuf[1]; /* read again at the epoch's end */
+    float lr = sym_lr_at(&r->sched, r->step);
+    sym_optim_step(r->opt, sym_model_params(r->model), g, lr);
+    r->step++;
+    r->sample += b->gsize;
+    double now = sym__now_s();
+    record(r, rec, *loss_out, lr, *norm_out, b->gsize, now - t0, now - t1, 0);
+    return SYM_OK;
+}
+
 /* Returns 0 or an error; *stop gets the agreed stop flag. */
 static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *rec, int *stop) {
     const sym_train_config_t *c = r->cfg;
@@ -1052,6 +1213,7 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
     sym_input_t in;
     sym__task_gather(&r->task, 1, b.idx, b.count, r->x, r->tok, r->y, &in);
     if (r->gpu) return gpu_step(r, &b, t0, loss_out, norm_out, rec, stop);
+    if (r->pipe) return pipe_step(r, &b, t0, loss_out, norm_out, rec, stop);
     sym_forward_t f = {1, (uint64_t)r->step, b.row0};
     sym_tensor_t logits;
     int rc = sym_model_forward(r->model, &in, &f, &logits);
@@ -1148,6 +1310,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     sigaction(SIGINT, &sa, &old_int);
 
     int rc = agree(&r, setup(&r)), stopped = 0;
+    if (!rc && !r.gpu) rc = memory_report(&r); /* the planner's check */
     r.progress.seq = r.task.seq;
     if (!rc && r.gpu) {
         r.progress.peak_flops = r.gpu->peak_flops(r.gm);

@@ -25,7 +25,7 @@
 #include <symtrain/nn.h>
 #include <symtrain/optim.h>
 
-#define SYM_CUDA_BACKEND_ABI 2
+#define SYM_CUDA_BACKEND_ABI 3
 #define SYM_CUDA_BACKEND_SYMBOL "sym_cuda_backend"
 #define SYM_CUDA_BACKEND_FILE "libsymtrain_cuda.so"
 
@@ -40,6 +40,8 @@ typedef struct {
     shmem_team_t dp_team;       /* gradients are averaged over it on the GPU
                                  * (shmemx_gpu_allreduce_team; one PE: nothing to do) */
     int use_graph;              /* capture the step as a CUDA graph */
+    size_t bucket_bytes;        /* gradients averaged in buckets of about this size during
+                                 * backward (0: one average after it) */
 } sym_gpu_opts_t;
 
 /* What one training step reports. */

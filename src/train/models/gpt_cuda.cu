@@ -23,16 +23,26 @@
  * Memory: everything the model holds comes from one cudaMalloc, carved at
  * create (carve() runs twice: once to size, once to hand out); a step
  * allocates nothing. A step is: tokens in (pinned staging), forward, loss,
- * backward, [the gradient average over the data-parallel team], the norm and
- * clipping factor, AdamW, the loss and norm out: one host synchronisation at
- * its end. The part up to the loss (tokens to gradients) is captured as a
- * CUDA graph from the second step on and replayed; the average, norm and
+ * backward with the gradient average over the data-parallel team in buckets
+ * (below), the norm and clipping factor, AdamW, the loss and norm out: one
+ * host synchronisation at its end. The part up to the averaged gradients is
+ * captured as a CUDA graph from the second step on and replayed; the norm and
  * AdamW (whose lr and step count change every step) are launched plainly
- * after it, so the graph needs no device-side hyperparameters and never holds
- * an NVSHMEM collective. A graph is for one (rows, seq, scale); a balanced PE's
- * rows change when the balancer moves work, so the last GRAPHS shapes are
- * kept (replaced least recently used), and a share that comes back replays.
- * Two CUDA events around the graph time the PE's compute for the balancer.
+ * after it, so the graph needs no device-side hyperparameters. A graph is for
+ * one (rows, seq, scale); a balanced PE's rows change when the balancer moves
+ * work, so the last GRAPHS shapes are kept (replaced least recently used), and
+ * a share that comes back replays. Two GPU clock stamps time the PE's compute
+ * for the balancer: from the tokens to the last gradient, the waits for the
+ * average excluded.
+ *
+ * Data parallelism: the gradients of a block are final once backward has
+ * passed it (blocks are contiguous in the flat layout, ln_f after the last,
+ * wte and wpe before the first), so as soon as the blocks not yet sent reach
+ * the bucket size (--bucket-mb) their range is averaged on a side stream
+ * (shmemx_gpu_allreduce_team, fork and join by events) while backward goes on
+ * with the blocks below; the rest (wte, wpe and what is left) goes after the
+ * embedding's backward, and the step's stream joins the side stream before
+ * the norm. Every PE cuts the same buckets, so the collectives match.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -131,7 +141,7 @@ struct sym_gpu_model {
     int32_t *tok, *tgt;                   /* (N) */
     /* pinned host staging */
     int32_t *tok_h, *tgt_h;
-    struct { double sums[2]; float norm; } *out_h;
+    struct { double sums[2]; uint64_t stamp[2]; float norm; } *out_h;
     uint64_t steps;
     /* the captured steps, each valid for its (rows, seq, scale) */
     struct {
@@ -141,7 +151,12 @@ struct sym_gpu_model {
         uint64_t used; /* the step it last ran (LRU) */
     } graph[GRAPHS];
     int graph_failed, warm;
-    cudaEvent_t ev0, ev1;                 /* around the compute of a step */
+    uint64_t *stamp;                      /* (2) GPU clock at the compute's start and end */
+    /* data parallelism (see the top): the side stream, its fork and join events */
+    cudaStream_t s_dp;
+    cudaEvent_t ev_fork, ev_join;
+    size_t bucket;                        /* floats per bucket (0: one average at the end) */
+    size_t dp_hi;                         /* during backward: the gradients [dp_hi, P) are sent */
     char desc[256];
     char pci[32];
 };
@@ -209,6 +224,15 @@ __global__ void argmax_hits_kernel(float *hits, const bf16 *logits, const int32_
         }
         if (lane == 0) hits[blockIdx.x] = bi == tgt[blockIdx.x] ? 1.0f : 0.0f;
     }
+}
+
+/* *at = the GPU's nanosecond clock: the step's compute time is measured by
+ * two of these inside its graph (CUDA events recorded in a graph cannot be
+ * timed). */
+__global__ void stamp_kernel(uint64_t *at) {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    *at = t;
 }
 
 /* out (n) = bf16(in (n)), round to nearest even (as AdamW writes its copy). */
@@ -283,6 +307,7 @@ static void carve(sym_gpu_model_t *m, carver_t *c) {
     TAKE(c, m->norm_scratch, symcu_grad_norm_scratch());
     TAKE(c, m->norm, 1);
     TAKE(c, m->clip_scale, 1);
+    TAKE(c, m->stamp, 2);
     TAKE(c, m->sums, 2);
     TAKE(c, m->tok, N);
     TAKE(c, m->tgt, N);
@@ -337,11 +362,29 @@ static int forward(sym_gpu_model_t *m, int B, int T) {
     return SYM_OK;
 }
 
-/* From dlogits (in m->logits) to the parameter gradients m->g (zeroed here). */
+/* Average the gradients [lo, dp_hi) over the data-parallel team on the side
+ * stream, after what the step's stream has done so far; dp_hi = lo. */
+static int dp_send(sym_gpu_model_t *m, size_t lo) {
+    if (m->npes < 2 || lo >= m->dp_hi) return SYM_OK;
+    CK(cudaEventRecord(m->ev_fork, m->s));
+    CK(cudaStreamWaitEvent(m->s_dp, m->ev_fork, 0));
+    int e = shmemx_gpu_allreduce_team(m->opts.dp_team, m->g + lo, m->g + lo, m->dp_hi - lo,
+                                      SHMEMX_FLOAT32, SHMEMX_AVG, m->s_dp);
+    if (e)
+        return fail(SYM_EIO, "PE %d: the gradient average (shmemx_gpu_allreduce_team of %zu "
+                             "floats) failed: %s",
+                    shmem_my_pe(), m->dp_hi - lo, shmemx_gpu_strerror(e));
+    m->dp_hi = lo;
+    return SYM_OK;
+}
+
+/* From dlogits (in m->logits) to the parameter gradients m->g (zeroed here),
+ * averaged over the data-parallel team. */
 static int backward(sym_gpu_model_t *m, int B, int T) {
-    int N = B * T, C = m->C, L = m->L;
+    int N = B * T, C = m->C, L = m->L, rc;
     size_t NC = (size_t)N * C;
     cudaStream_t s = m->s;
+    m->dp_hi = m->P;
     CK(cudaMemsetAsync(m->g, 0, m->P * sizeof(float), s));
     OP(symcu_matmul_backward(m->blas, m->dln, SYMCU_GRAD_SET, G(m->off_wte), NULL, m->logits, m->lnf,
                              W(m->off_wte), N, C, m->Vp, s));
@@ -370,9 +413,18 @@ static int backward(sym_gpu_model_t *m, int B, int T) {
                                  W(o[QKVW]), N, C, 3 * C, s));
         OP(symcu_layernorm_backward(m->dres, G(o[LN1W]), G(o[LN1B]), m->ln_scratch, m->dln, x,
                                     W(o[LN1W]), b->ln1_mean, b->ln1_rstd, N, C, s));
+        if (m->bucket && m->dp_hi - o[LN1W] >= m->bucket && (rc = dp_send(m, o[LN1W])))
+            return rc;
     }
     OP(symcu_encoder_backward(G(m->off_wte), G(m->off_wpe), m->enc_scratch, m->enc_scratch_bytes,
                               m->dres, m->tok, B, T, C, m->V, s));
+    stamp_kernel<<<1, 1, 0, s>>>(m->stamp + 1); /* the compute's end, before the join */
+    CK(cudaGetLastError());
+    if (m->npes > 1) {
+        if ((rc = dp_send(m, 0))) return rc;
+        CK(cudaEventRecord(m->ev_join, m->s_dp));
+        CK(cudaStreamWaitEvent(s, m->ev_join, 0));
+    }
     return SYM_OK;
 }
 
@@ -380,6 +432,8 @@ static int backward(sym_gpu_model_t *m, int B, int T) {
  * loss sum. */
 static int step_body(sym_gpu_model_t *m, int B, int T, float scale) {
     size_t N = (size_t)B * T;
+    stamp_kernel<<<1, 1, 0, m->s>>>(m->stamp); /* the compute's start */
+    CK(cudaGetLastError());
     CK(cudaMemcpyAsync(m->tok, m->tok_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
     CK(cudaMemcpyAsync(m->tgt, m->tgt_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
     int rc = forward(m, B, T);
@@ -457,8 +511,9 @@ static void be_destroy(sym_gpu_model_t *m) {
     if (m->s) cudaStreamSynchronize(m->s);
     for (int i = 0; i < GRAPHS; i++)
         if (m->graph[i].exec) cudaGraphExecDestroy(m->graph[i].exec);
-    if (m->ev0) cudaEventDestroy(m->ev0);
-    if (m->ev1) cudaEventDestroy(m->ev1);
+    if (m->ev_fork) cudaEventDestroy(m->ev_fork);
+    if (m->ev_join) cudaEventDestroy(m->ev_join);
+    if (m->s_dp) cudaStreamDestroy(m->s_dp);
     if (m->blas) symcu_blas_destroy(m->blas);
     if (m->region) cudaFree(m->region);
     if (m->tok_h) cudaFreeHost(m->tok_h);
@@ -561,6 +616,18 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
 
     CK(cudaSetDevice(m->dev));
     CK(cudaStreamCreateWithFlags(&m->s, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&m->s_dp, cudaStreamNonBlocking));
+    CK(cudaEventCreateWithFlags(&m->ev_fork, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&m->ev_join, cudaEventDisableTiming));
+    /* buckets need the blocks contiguous, in order, between wpe and ln_f (gpt.c's layout) */
+    m->bucket = m->opts.bucket_bytes / sizeof(float);
+    size_t at = m->off_wpe + (size_t)m->T * uC;
+    for (int l = 0; l < m->L; l++)
+        for (int k = 0; k < NBLOCK; k++) {
+            if (m->blk[l].off[k] != at) m->bucket = 0; /* then one average after backward */
+            at += numel[k];
+        }
+    if (at != m->off_lnfw || m->off_wte >= m->off_wpe) m->bucket = 0;
     OP(symcu_blas_create(&m->blas, 4 * C));
     carver_t cv = {NULL, 0};
     carve(m, &cv);
@@ -645,11 +712,6 @@ static int be_create(const sym_model_config_t *cfg, int max_rows, const sym_para
         be_destroy(m);
         return rc;
     }
-    if (cudaEventCreate(&m->ev0) != cudaSuccess || cudaEventCreate(&m->ev1) != cudaSuccess) {
-        be_destroy(m);
-        return fail(SYM_EIO, "GPU GPT: cudaEventCreate failed: %s",
-                    cudaGetErrorString(cudaGetLastError()));
-    }
     if (cudaDeviceGetPCIBusId(m->pci, (int)sizeof m->pci, m->dev) != cudaSuccess) {
         cudaGetLastError();
         m->pci[0] = '\0'; /* the balancer then reads no NVML figures */
@@ -684,21 +746,11 @@ static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *
     if (m->opts.use_graph && m->warm && !m->graph_failed &&
         !(exec = graph_for(m, rows, seq, grad_scale)))
         m->graph_failed = 1;
-    CK(cudaEventRecord(m->ev0, m->s));
     if (exec)
         CK(cudaGraphLaunch(exec, m->s));
     else if ((rc = step_body(m, rows, seq, grad_scale)))
         return rc;
-    CK(cudaEventRecord(m->ev1, m->s));
     m->warm = 1;
-    if (m->npes > 1) {
-        int e = shmemx_gpu_allreduce_team(m->opts.dp_team, m->g, m->g, m->P, SHMEMX_FLOAT32,
-                                          SHMEMX_AVG, m->s);
-        if (e)
-            return fail(SYM_EIO, "PE %d: the gradient average (shmemx_gpu_allreduce_team of %zu "
-                                 "floats) failed: %s",
-                        shmem_my_pe(), m->P, shmemx_gpu_strerror(e));
-    }
     OP(symcu_grad_norm(m->norm, m->clip_scale, m->norm_scratch, m->g, m->P, clip, m->s));
     symcu_adamw_t hp;
     hp.lr = lr;
@@ -711,11 +763,11 @@ static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *
                    m->s));
     CK(cudaMemcpyAsync(m->out_h->sums, m->sums, sizeof(double), cudaMemcpyDeviceToHost, m->s));
     CK(cudaMemcpyAsync(&m->out_h->norm, m->norm, sizeof(float), cudaMemcpyDeviceToHost, m->s));
+    CK(cudaMemcpyAsync(m->out_h->stamp, m->stamp, 2 * sizeof(uint64_t), cudaMemcpyDeviceToHost,
+                       m->s));
     CK(cudaStreamSynchronize(m->s));
     m->steps++;
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, m->ev0, m->ev1));
-    out->compute_s = ms * 1e-3;
+    out->compute_s = (double)(m->out_h->stamp[1] - m->out_h->stamp[0]) * 1e-9;
     out->loss_sum = m->out_h->sums[0];
     out->grad_norm = m->out_h->norm;
     out->loss_scale = 1.0f;

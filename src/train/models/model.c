@@ -61,6 +61,7 @@ size_t sym__model_param(sym_model_t *m, const char *name, int ndim, const int64_
     p->offset = m->nparams;
     p->decay = ndim >= 2;
     p->tp_dim = -1;
+    p->index = m->nparam - 1;
     m->nparams += p->numel;
     return p->offset;
 }
@@ -72,8 +73,9 @@ int sym_model_create(const sym_model_config_t *cfg, int max_rows, int symmetric,
     return sym_model_create_tp(cfg, max_rows, symmetric, SHMEM_TEAM_INVALID, out);
 }
 
-int sym_model_create_tp(const sym_model_config_t *cfg, int max_rows, int symmetric,
-                        shmem_team_t tp, sym_model_t **out) {
+/* The whole model, its TP part, or a pipeline stage (st, GPT only). */
+static int create(const sym_model_config_t *cfg, int max_rows, int symmetric, shmem_team_t tp,
+                  const sym_gpt_stage_t *st, sym_model_t **out) {
     *out = NULL;
     if (max_rows < 0) return sym__error(SYM_EINVAL, "max_rows cannot be negative");
     int tp_size = tp == SHMEM_TEAM_INVALID ? 1 : shmem_team_n_pes(tp);
@@ -86,6 +88,14 @@ int sym_model_create_tp(const sym_model_config_t *cfg, int max_rows, int symmetr
         return sym__error(SYM_EINVAL, "tensor parallelism over %d PEs needs the heads (%d) and "
                           "the width (%d) divisible by %d", tp_size, cfg->n_head, cfg->n_embd,
                           tp_size);
+    if (st && cfg->kind != SYM_MODEL_GPT)
+        return sym__error(SYM_EINVAL, "pipeline parallelism splits a GPT; '%s' is not one",
+                          cfg->spec);
+    if (st && (st->first_layer < 0 || st->layers < 0 ||
+               st->first_layer + st->layers > cfg->n_layer || st->slots < 1))
+        return sym__error(SYM_EINVAL, "pipeline stage: blocks [%d, %d) of a %d-block GPT with "
+                          "%d activation slots is not a stage", st->first_layer,
+                          st->first_layer + st->layers, cfg->n_layer, st->slots);
     sym_model_t *m = calloc(1, sizeof *m);
     if (!m) return sym__error(SYM_ENOMEM, "out of memory for the model");
     m->cfg = *cfg;
@@ -93,14 +103,22 @@ int sym_model_create_tp(const sym_model_config_t *cfg, int max_rows, int symmetr
     m->tp = tp_size > 1 ? tp : SHMEM_TEAM_INVALID;
     m->tp_size = tp_size;
     m->tp_rank = tp_size > 1 ? shmem_team_my_pe(tp) : 0;
+    m->nl = st ? st->layers : cfg->n_layer;
+    m->l0 = st ? st->first_layer : 0;
+    m->embed = st ? st->embed : 1;
+    m->head = st ? st->head : 1;
+    m->slots = st ? st->slots : 1;
     m->ops = cfg->kind == SYM_MODEL_GPT ? &sym__gpt_ops : &sym__mlp_ops;
     int rc = m->ops->declare(m);
     if (rc) goto fail;
-    /* Parameters and gradients: two power-of-two blocks of one pool. */
-    size_t block = sym__pow2_at_least((m->nparams + SYM_GRAD_CTRL) * sizeof(float));
+    /* Parameters and gradients: two power-of-two blocks of one pool, sized for
+     * the largest stage when the stages share one symmetric layout (then the
+     * gradients start at the same offset on every stage). */
+    size_t room = st && st->reserve > m->nparams ? st->reserve : m->nparams;
+    size_t block = sym__pow2_at_least((room + SYM_GRAD_CTRL) * sizeof(float));
     if ((rc = sym_pool_create("parameters", 2 * block, symmetric, &m->state))) goto fail;
-    m->params = sym_pool_alloc(m->state, m->nparams * sizeof(float));
-    m->grads = sym_pool_alloc(m->state, (m->nparams + SYM_GRAD_CTRL) * sizeof(float));
+    m->params = sym_pool_alloc(m->state, room * sizeof(float));
+    m->grads = sym_pool_alloc(m->state, (room + SYM_GRAD_CTRL) * sizeof(float));
     if (!m->params || !m->grads) {
         rc = SYM_ENOMEM;
         goto fail;
@@ -111,6 +129,42 @@ int sym_model_create_tp(const sym_model_config_t *cfg, int max_rows, int symmetr
 fail:
     sym_model_destroy(m);
     return rc;
+}
+
+int sym_model_create_tp(const sym_model_config_t *cfg, int max_rows, int symmetric,
+                        shmem_team_t tp, sym_model_t **out) {
+    return create(cfg, max_rows, symmetric, tp, NULL, out);
+}
+
+int sym_model_create_stage(const sym_model_config_t *cfg, int max_rows, int symmetric,
+                           shmem_team_t tp, const sym_gpt_stage_t *st, sym_model_t **out) {
+    return create(cfg, max_rows, symmetric, tp, st, out);
+}
+
+size_t sym__model_stage_params(const sym_model_config_t *cfg, int tp_size,
+                               const sym_gpt_stage_t *st) {
+    sym_model_t m;
+    memset(&m, 0, sizeof m);
+    m.cfg = *cfg;
+    m.tp_size = tp_size;
+    m.l0 = st->first_layer;
+    m.nl = st->layers;
+    m.embed = st->embed;
+    m.head = st->head;
+    m.slots = st->slots;
+    m.ops = &sym__gpt_ops;
+    size_t n = m.ops->declare(&m) ? 0 : m.nparams;
+    m.ops->destroy(&m);
+    free(m.param);
+    return n;
+}
+
+void sym_model_use_slot(sym_model_t *m, int slot) {
+    if (m->ops->use_slot && slot >= 0 && slot < m->slots) m->ops->use_slot(m, slot);
+}
+
+const float *sym_model_input_grad(const sym_model_t *m) {
+    return m->ops->input_grad && !m->embed ? m->ops->input_grad(m) : NULL;
 }
 
 void sym_model_destroy(sym_model_t *m) {
@@ -125,6 +179,12 @@ void sym_model_destroy(sym_model_t *m) {
 
 const sym_model_config_t *sym_model_config(const sym_model_t *m) { return &m->cfg; }
 size_t sym_model_num_params(const sym_model_t *m) { return m->nparams; }
+
+void sym_model_memory(const sym_model_t *m, size_t *params, size_t *grads, size_t *acts) {
+    *params = sym_pool_block_bytes(m->state, m->params);
+    *grads = sym_pool_block_bytes(m->state, m->grads);
+    *acts = m->acts ? sym_pool_used_bytes(m->acts) : 0;
+}
 float *sym_model_params(sym_model_t *m) { return m->params; }
 float *sym_model_grads(sym_model_t *m) { return m->grads; }
 void sym_model_zero_grads(sym_model_t *m) { memset(m->grads, 0, m->nparams * sizeof(float)); }

@@ -31,12 +31,20 @@ int sym__comm_wait(sym__req_t req) {
     return SYM_OK;
 }
 
-int sym__comm_sum(shmem_team_t team, float *x, size_t n) {
-    int rc = shmemx_allreduce(team, x, x, n, SHMEMX_FLOAT32, SHMEMX_SUM);
+static int sum(shmem_team_t team, void *x, size_t n, shmemx_dtype_t type, const char *what) {
+    int rc = shmemx_allreduce(team, x, x, n, type, SHMEMX_SUM);
     if (rc)
-        return sym__error(SYM_ECOMM, "shmemx_allreduce of %zu floats failed: %s", n,
+        return sym__error(SYM_ECOMM, "shmemx_allreduce of %zu %s failed: %s", n, what,
                           shmemx_strerror(rc));
     return SYM_OK;
+}
+
+int sym__comm_sum(shmem_team_t team, float *x, size_t n) {
+    return sum(team, x, n, SHMEMX_FLOAT32, "floats");
+}
+
+int sym__comm_sum_f64(shmem_team_t team, double *x, size_t n) {
+    return sum(team, x, n, SHMEMX_FLOAT64, "doubles");
 }
 
 /* ---- uneven collectives over symmetric buffers (the distributed tensors) ---- */
