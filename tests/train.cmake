@@ -14,6 +14,11 @@ sym_unit_test(train_optim LIBS symtrain)      # SGD, AdamW, schedule, clipping v
 sym_unit_test(train_shard LIBS symtrain)      # every sample once per epoch across PEs
 sym_unit_test(train_data LIBS symtrain ZLIB::ZLIB) # IDX files, damaged ones, generated set
 sym_unit_test(train_ckpt LIBS symtrain)       # checkpoint write / verify / fall back / writer
+# sharded checkpoints: grid layouts of 1-4 dims, commit, read any box (internal
+# functions: libsymtrain's objects, as train_matmul)
+sym_unit_test(train_dckpt_unit SOURCES $<TARGET_OBJECTS:symtrain>
+  LIBS $<TARGET_PROPERTY:symtrain,LINK_LIBRARIES>)
+target_include_directories(train_dckpt_unit PRIVATE ${PROJECT_SOURCE_DIR}/src/train)
 sym_unit_test(train_tokens SOURCES ${PROJECT_SOURCE_DIR}/tools/symtrain_tokenize.c LIBS symtrain) # shards, tokenize, corpus, CLI
 sym_unit_test(train_gpt_torch LIBS symtrain)   # the whole GPT's loss and gradients vs PyTorch (SKIP without torch)
 target_compile_definitions(train_gpt_torch PRIVATE SYM_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
@@ -41,6 +46,10 @@ sym_train_e2e(train_sigterm) # SIGTERM / SIGINT: checkpoint, exit 0, exact resum
 sym_train_e2e(train_corrupt) # damaged checkpoints: named, previous one used
 sym_train_e2e(train_ckpt_safety) # unreadable, linked, edited checkpoints: nothing lost or trusted
 sym_train_e2e(train_resize)  # resume on another PE count
+sym_train_e2e(train_dckpt)   # sharded checkpoints: 4 -> 4 exact; 4 -> 2, 1 and 2 -> 4 same state
+target_link_libraries(train_dckpt PRIVATE symtrain)
+sym_train_e2e(train_dckpt_fault) # sharded: a PE killed before the commit, damaged shards, show / verify
+target_link_libraries(train_dckpt_fault PRIVATE symtrain)
 sym_train_e2e(train_balance) # load balancing: 1 of 4 PEs slowed; same losses, ideal step, resume
 # Not under the sanitizers: its checks are of measured speeds and CPU use, and
 # under ASan on 2 loaded cores its score case saw no PE stand apart (no work

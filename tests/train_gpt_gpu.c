@@ -22,7 +22,10 @@
  *       (SYMTRAIN_TEST_SLOW_PE) and --balance throughput track (c)'s losses
  *       within the same tolerance while PE 1 ends with the smaller share (the
  *       step's rows change, so the backend replays or captures another graph),
- *       and PE 1 is named a straggler.
+ *       and PE 1 is named a straggler;
+ *   (f) sharded checkpoints from the GPU (--ckpt-format sharded): 2 PEs
+ *       sharing the GPU save step 15, it verifies, and 1 PE loads it (saving
+ *       it again in its own layout): both give the same sample text.
  *
  * SKIP (77) where the GPU part is not built or no GPU is visible.
  */
@@ -178,6 +181,24 @@ int main(int argc, char **argv) {
     printf("train_gpt_gpu: balanced on the GPU: the slowed PE 1 ends with %d of 8 samples\n", share1);
     free(m);
     free(gb);
+
+    /* (f) sharded, from the GPU: 2 PEs -> 1 */
+    snprintf(args, sizeof args, ARGS " --device gpu --max-steps 15 --ckpt-format sharded "
+             "--ckpt-dir %s", e2e_path("ck5"));
+    e2e_run(2, NULL, NULL, e2e_path("sh2.log"), 0, args);
+    CHECK(e2e_sh(e2e_path("sh_verify.log"), "'%s' ckpt verify '%s'", e2e_symtrain,
+                 e2e_path("ck5")) == 0, "ckpt verify of the GPU's sharded checkpoint");
+    CHECK(e2e_sh(e2e_path("cp.log"), "cp -a '%s' '%s'", e2e_path("ck5"), e2e_path("ck6")) == 0, "cp");
+    snprintf(args, sizeof args, ARGS " --device gpu --max-steps 15 --ckpt-format sharded --resume "
+             "--ckpt-dir %s", e2e_path("ck6"));
+    e2e_run(1, NULL, NULL, e2e_path("sh1.log"), 0, args);
+    e2e_expect_log(e2e_path("sh1.log"), "written by 2 PEs and this run has 1");
+    e2e_expect_log(e2e_path("ck6/step-00000015/manifest.json"), "\"desc\": \"dp=1\"");
+    const char *sample = "'%s' sample --ckpt '%s' --prompt 'To be' --max-new-tokens 40";
+    CHECK(e2e_sh(e2e_path("sh2.txt"), sample, e2e_symtrain, e2e_path("ck5")) == 0, "sample");
+    CHECK(e2e_sh(e2e_path("sh1.txt"), sample, e2e_symtrain, e2e_path("ck6")) == 0, "sample");
+    e2e_same_file(e2e_path("sh2.txt"), e2e_path("sh1.txt"));
+    printf("train_gpt_gpu: a sharded checkpoint of 2 PEs on the GPU loads at 1 PE: the same text\n");
 
     free(g1);
     free(g2);

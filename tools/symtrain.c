@@ -5,6 +5,7 @@
  *   symtrain tokenize FILES -o DIR           text to token shards (symtrain_tokenize.c)
  *   symtrain sample --ckpt DIR               text from a trained GPT (symtrain_sample.c)
  *   symtrain plot metrics.jsonl -o curve.svg draw the loss / accuracy curves
+ *   symtrain ckpt show|verify DIR            inspect / check a checkpoint (symtrain_ckpt.c)
  *
  * `train` starts the runtime, then parses its options on every PE (they all
  * see the same command line, so they all reach the same verdict); PE 0 alone
@@ -34,6 +35,7 @@ static const char usage_text[] =
     "       symtrain plan --model gpt:SPEC --pes N [--device-mem SIZE] ...\n"
     "                                         layouts, their memory and step time, the\n"
     "                                         fastest that fits (--help for more)\n"
+    "       symtrain ckpt show|verify DIR     what a checkpoint holds; check every byte of it\n"
     "       symtrain plot METRICS -o OUT.svg [--title TEXT]\n"
     "                                         draw the curves of a --metrics file\n"
     "       symtrain --help\n"
@@ -110,6 +112,9 @@ static const char usage_text[] =
     "  --ckpt-every T               also every T: 30s, 5m, 1h (seconds without a unit)\n"
     "  --ckpt-steps N               also every N steps\n"
     "  --ckpt-keep K                keep the newest K (default 3)\n"
+    "  --ckpt-format single|sharded single: PE 0 writes model.bin and optim.bin (the\n"
+    "                               default); sharded: every PE writes its slice of every\n"
+    "                               tensor, and a resume reads them at any PE count\n"
     "  --resume                     continue from the newest good checkpoint in --ckpt-dir;\n"
     "                               an error when there is none\n"
     "  --resume=auto                the same, but start from the beginning when there is\n"
@@ -227,7 +232,7 @@ static const char *const valued[] = {
     "--test-samples", "--epochs", "--batch", "--optimizer", "--lr", "--warmup",
     "--final-lr-ratio", "--momentum", "--weight-decay", "--clip", "--max-steps", "--bucket-mb",
     "--threads", "--balance", "--balance-every", "--balance-hysteresis", "--balance-weights",
-    "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--metrics",
+    "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--ckpt-format", "--metrics",
     "--metrics-port",
     "--log-interval", "--device", "--precision", "--recompute", "--loss-scale-growth", "--steps",
     "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample", "--prompt", "--parallel",
@@ -407,6 +412,10 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->ckpt_steps = int_value(opt, v, 1, INT64_MAX);
         } else if (!strcmp(opt, "--ckpt-keep")) {
             c->ckpt_keep = (int)int_value(opt, v, 1, 1000000);
+        } else if (!strcmp(opt, "--ckpt-format")) {
+            if (strcmp(v, "single") && strcmp(v, "sharded"))
+                usage_error("--ckpt-format '%s': write single or sharded", v);
+            c->ckpt_sharded = !strcmp(v, "sharded");
         } else if (!strcmp(opt, "--resume")) {
             if (eq && strcmp(eq + 1, "auto"))
                 usage_error("--resume=%s: write --resume (continue from a checkpoint, an error "
@@ -484,7 +493,7 @@ static int plot_main(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) usage_error("say what to do: train, tokenize, sample, plan or plot");
+    if (argc < 2) usage_error("say what to do: train, tokenize, sample, plan, ckpt or plot");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         fputs(usage_text, stdout);
@@ -496,5 +505,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "sample")) return sym_cli_sample(argc - 2, argv + 2);
     /* ---- plan (issue 17, the planner: tools/symtrain_plan.c) ---- */
     if (!strcmp(cmd, "plan")) return sym_cli_plan(argc - 2, argv + 2);
-    usage_error("unknown command '%s'; use train, tokenize, sample, plan or plot", cmd);
+    /* ---- ckpt (issue 18, inspect / verify checkpoints: tools/symtrain_ckpt.c) ---- */
+    if (!strcmp(cmd, "ckpt")) return sym_cli_ckpt(argc - 2, argv + 2);
+    usage_error("unknown command '%s'; use train, tokenize, sample, plan, ckpt or plot", cmd);
 }

@@ -16,5 +16,7 @@ int sym_cli_tokenize(int argc, char **argv);
 int sym_cli_sample(int argc, char **argv);
 /* symtrain plan --model gpt:SPEC --pes N [--device-mem SIZE] ... (symtrain_plan.c) */
 int sym_cli_plan(int argc, char **argv);
+/* symtrain ckpt show|verify DIR */
+int sym_cli_ckpt(int argc, char **argv);
 
 #endif

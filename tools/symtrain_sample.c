@@ -5,8 +5,9 @@
  *                   [--temperature T] [--top-k K] [--seed S]
  *
  * DIR is a --ckpt-dir (its newest good checkpoint is used) or one step-*
- * directory. The model is rebuilt from the manifest's spec, its weights read
- * from model.bin, and sym_model_generate extends the prompt's byte-level
+ * directory, of either format. The model is rebuilt from the manifest's spec,
+ * each weight read from the checkpoint's tensors (files verified against their
+ * CRC32C first), and sym_model_generate extends the prompt's byte-level
  * tokens; the prompt and the new text go to stdout as they are drawn. The
  * same checkpoint, prompt and seed give the same text.
  */
@@ -94,37 +95,50 @@ int sym_cli_sample(int argc, char **argv) {
     if (!ckpt) return usage("name the checkpoint with --ckpt DIR%s%s", "", "");
     if (!*prompt) return usage("--prompt is empty: give at least one character%s%s", "", "");
 
-    /* One step directory, or the newest good one in a --ckpt-dir. */
+    /* One step directory, or the newest good one in a --ckpt-dir; either
+     * format (single writer or sharded): each parameter read whole. */
     char manifest[4200];
     snprintf(manifest, sizeof manifest, "%s/manifest.json", ckpt);
     struct stat st;
-    sym_ckpt_t ck;
-    int rc = stat(manifest, &st) == 0 ? sym_ckpt_load(ckpt, &ck)
-                                      : sym_ckpt_load_latest(ckpt, &ck, NULL, NULL);
+    sym_dckpt_t *ck = NULL;
+    int rc = stat(manifest, &st) == 0 ? sym_dckpt_open(ckpt, &ck) : sym_dckpt_open_newest(ckpt, &ck);
+    for (int i = 0; !rc && ck && i < sym_dckpt_num_files(ck); i++) rc = sym_dckpt_verify_file(ck, i);
     if (rc) {
         fprintf(stderr, "symtrain: sample: %s\n", sym_last_error());
+        sym_dckpt_close(ck);
         return 1;
     }
+    const sym_ckpt_meta_t *meta = sym_dckpt_meta(ck);
     sym_model_config_t cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.seed = ck.meta.seed;
+    cfg.seed = meta->seed;
     sym_model_t *m = NULL;
-    const sym_ckpt_file_t *mf = sym_ckpt_file(&ck, "model.bin");
-    if ((rc = sym_model_parse(ck.meta.model, &cfg))) goto fail;
+    if ((rc = sym_model_parse(meta->model, &cfg))) goto fail;
     if (cfg.kind != SYM_MODEL_GPT) {
         rc = SYM_EINVAL;
-        fprintf(stderr, "symtrain: sample: %s holds a %s model; sampling needs a GPT\n", ck.path,
-                ck.meta.model);
+        fprintf(stderr, "symtrain: sample: %s holds a %s model; sampling needs a GPT\n",
+                sym_dckpt_path(ck), meta->model);
         goto done;
     }
     if ((rc = sym_model_create(&cfg, 1, 0, &m))) goto fail;
-    if (!mf || mf->size != sym_model_num_params(m) * sizeof(float)) {
+    if (meta->params != sym_model_num_params(m)) {
         rc = SYM_ECORRUPT;
-        fprintf(stderr, "symtrain: sample: %s: model.bin does not hold the %zu parameters of %s\n",
-                ck.path, sym_model_num_params(m), cfg.spec);
+        fprintf(stderr, "symtrain: sample: %s holds %llu parameters, %s has %zu\n",
+                sym_dckpt_path(ck), (unsigned long long)meta->params, cfg.spec,
+                sym_model_num_params(m));
         goto done;
     }
-    memcpy(sym_model_params(m), mf->data, mf->size);
+    for (int i = 0; i < sym_model_num_tensors(m); i++) {
+        const sym_param_t *p = sym_model_param(m, i);
+        sym_ckpt_slice_t want = {0};
+        snprintf(want.name, sizeof want.name, "%s", p->name);
+        want.dtype = SYM_DT_F32;
+        want.ndim = p->ndim;
+        memcpy(want.shape, p->shape, sizeof want.shape);
+        sym_ckpt_slice_whole(&want);
+        want.data = sym_model_params(m) + p->offset;
+        if ((rc = sym_dckpt_read(ck, &want))) goto fail;
+    }
     size_t n = strlen(prompt);
     int32_t *tok = malloc((n + (size_t)max_new) * sizeof *tok);
     if (!tok) {
@@ -144,6 +158,6 @@ fail:
     fprintf(stderr, "symtrain: sample: %s\n", sym_last_error());
 done:
     sym_model_destroy(m);
-    sym_ckpt_release(&ck);
+    sym_dckpt_close(ck);
     return rc ? 1 : 0;
 }

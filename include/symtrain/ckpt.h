@@ -147,6 +147,116 @@ const sym_ckpt_file_t *sym_ckpt_file(const sym_ckpt_t *ck, const char *name);
 const sym_ckpt_tensor_t *sym_ckpt_tensor(const sym_ckpt_t *ck, const char *name);
 void sym_ckpt_release(sym_ckpt_t *ck);
 
+/* ---- sharded checkpoints (format 3): every PE writes its own slices ----
+ *
+ * A sharded checkpoint DIR/step-NNNNNNNN/ holds shard-PPPPP.bin, one per PE
+ * of the run that wrote it (that PE's slices of every tensor, one after
+ * another), and manifest.json: the same run fields as above, the layout
+ * ("dp=4"), every global tensor (name, dtype, global shape) with the slices
+ * that tile it (file, byte offset, start and count per dimension, CRC32C of
+ * the slice), and every file with its size and CRC32C. Every PE's files are
+ * written and fsync'd, the PEs agree that all are (a collective), and only
+ * then PE 0 writes the manifest and renames the directory into place: a crash
+ * anywhere leaves the previous checkpoint whole and the new one invisible.
+ *
+ * A tensor is described by its global shape and the box of it a PE holds
+ * (sym_ckpt_slice_t, the same description sym_dtensor_t's placements give):
+ * saving, each PE names the slices it writes; loading, each PE names the
+ * slices it wants, in any layout, and reads only the stored slices that
+ * overlap them (resharding on load). Replicated tensors (plain DP) are
+ * written 1/N by each PE (sym_ckpt_slice_split) and read whole. */
+
+#define SYM_CKPT_SHARDED_VERSION 3
+
+typedef struct {
+    char name[80];                /* the global tensor's name */
+    sym_dtype_t dtype;
+    int ndim;                     /* 1..SYM_MAX_DIMS */
+    int64_t shape[SYM_MAX_DIMS];  /* the global shape */
+    int64_t start[SYM_MAX_DIMS];  /* this slice's first index per dimension */
+    int64_t count[SYM_MAX_DIMS];  /* its length per dimension (a 0 anywhere: empty) */
+    void *data;                   /* the slice, row-major over count: read when saving,
+                                     written when loading */
+} sym_ckpt_slice_t;
+
+/* Elements of the slice (the product of count). */
+int64_t sym_ckpt_slice_elems(const sym_ckpt_slice_t *s);
+/* The whole tensor: start 0, count = shape. */
+void sym_ckpt_slice_whole(sym_ckpt_slice_t *s);
+/* Part `part` of `nparts` of the tensor along dimension 0, in even blocks (the
+ * first shape[0] % nparts one row longer): contiguous in memory, so a PE's
+ * part of a replicated tensor is a pointer into it. May be empty. */
+void sym_ckpt_slice_split(sym_ckpt_slice_t *s, int part, int nparts);
+
+/* ---- sharded: saving (collective over SHMEM_TEAM_WORLD) ---- */
+
+typedef struct sym_ckpt_dist sym_ckpt_dist_t; /* opaque */
+
+/* Every PE: checkpoints into `dir`, keeping the newest `keep`; `layout` names
+ * the run's layout in the manifest ("dp=4", "dp=2,tp=2"). */
+int sym_ckpt_dist_create(const char *dir, int keep, const char *layout, sym_ckpt_dist_t **out);
+/* Every PE, at the same step: hand this PE's slices (copied) to its writer
+ * thread; meta is PE 0's (the run's fields; its tensor table is not used). A
+ * save not yet committed is committed first (waiting for it). Returns a
+ * failure of an earlier save once (sym_last_error says it), else 0. */
+int sym_ckpt_dist_save(sym_ckpt_dist_t *d, const sym_ckpt_meta_t *meta,
+                       const sym_ckpt_slice_t *slices, int n);
+/* Every PE, e.g. after each step: when every PE's shard of the pending save
+ * is written, PE 0 commits it (one small all-reduce while a save is pending,
+ * nothing otherwise); `wait`: wait for the writers first. 0, or the failure
+ * of the save (on the PE that saw it; the others return 0). */
+int sym_ckpt_dist_poll(sym_ckpt_dist_t *d, int wait);
+/* The last checkpoint committed ("" if none; PE 0 only). */
+const char *sym_ckpt_dist_last_path(const sym_ckpt_dist_t *d);
+sym_ckpt_stats_t sym_ckpt_dist_stats(sym_ckpt_dist_t *d);
+/* Stop and free (collective). A save not committed stays invisible; the next
+ * commit's pruning removes its staging directory. */
+void sym_ckpt_dist_destroy(sym_ckpt_dist_t *d);
+
+/* ---- sharded: reading (also reads format 2: each tensor one whole slice) ---- */
+
+typedef struct sym_dckpt sym_dckpt_t; /* opaque */
+
+/* Parse and check the manifest of checkpoint directory `path` (no data is
+ * read): SYM_ECORRUPT when proven damaged, SYM_ENOENT, SYM_EIO as
+ * sym_ckpt_load. */
+int sym_dckpt_open(const char *path, sym_dckpt_t **out);
+/* Every PE (collective): the newest checkpoint in `dir` whose files all
+ * verify; each PE reads and checks the CRC32C of 1/N of the files, and a
+ * damaged one is named (report, on the PE that found it) and the one before
+ * it tried. Errors as sym_ckpt_load_latest, the same on every PE. */
+int sym_dckpt_open_latest(const char *dir, sym_dckpt_t **out,
+                          void (*report)(void *user, const char *msg), void *user);
+/* The format (2 or 3) of the newest checkpoint in `dir` whose manifest
+ * parses; 0 when there is none. Reads manifests only. */
+int sym_ckpt_format(const char *dir);
+/* One process alone: the newest checkpoint in `dir` whose files all verify
+ * (each read whole); damaged ones are passed over. Errors as above. */
+int sym_dckpt_open_newest(const char *dir, sym_dckpt_t **out);
+/* Fill want->data (row-major over want->count) from the stored slices that
+ * overlap want's box, each checked against its CRC32C as it is read.
+ * SYM_EMISMATCH when the checkpoint has no such tensor or another dtype or
+ * global shape; SYM_ECORRUPT when a slice is damaged or missing. */
+int sym_dckpt_read(sym_dckpt_t *ck, sym_ckpt_slice_t *want);
+/* Re-read file i whole and check its size and CRC32C (SYM_ECORRUPT naming it). */
+int sym_dckpt_verify_file(sym_dckpt_t *ck, int i);
+/* Check that the slices tile every tensor exactly (no gap, no overlap) and
+ * each slice's CRC32C (format 3). */
+int sym_dckpt_verify_slices(sym_dckpt_t *ck);
+const char *sym_dckpt_path(const sym_dckpt_t *ck);
+const sym_ckpt_meta_t *sym_dckpt_meta(const sym_dckpt_t *ck);
+int sym_dckpt_version(const sym_dckpt_t *ck);       /* 2 or 3 */
+const char *sym_dckpt_layout(const sym_dckpt_t *ck); /* "dp=4"; "single writer" (format 2) */
+int sym_dckpt_num_tensors(const sym_dckpt_t *ck);
+/* Tensor i: its name, dtype, global shape (start 0, count = shape, data NULL),
+ * and how many stored slices tile it. */
+int sym_dckpt_tensor(const sym_dckpt_t *ck, int i, sym_ckpt_slice_t *t, int *nslices);
+int sym_dckpt_num_files(const sym_dckpt_t *ck);
+/* File i: name, size, CRC32C, and the PE that wrote it (-1: format 2). */
+void sym_dckpt_file(const sym_dckpt_t *ck, int i, const char **name, size_t *size,
+                    uint32_t *crc32c, int *pe);
+void sym_dckpt_close(sym_dckpt_t *ck);
+
 #ifdef __cplusplus
 }
 #endif

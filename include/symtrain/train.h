@@ -116,6 +116,7 @@ typedef struct {
     double ckpt_every_s;    /* 0 = not by time */
     int64_t ckpt_steps;     /* 0 = not by step count */
     int ckpt_keep;
+    int ckpt_sharded;       /* every PE writes its shards (format 3); 0: PE 0 writes all */
     int resume;             /* SYM_RESUME_* */
     /* what a person sees */
     const char *metrics_path;

@@ -146,6 +146,10 @@ static int validate_layout(const sym_train_config_t *c, int npes) {
         return sym__error(SYM_EINVAL, "--parallel tp=%d trains on the CPU in this build; pass "
                                       "--device cpu (or auto), or tp=1 for the GPU",
                           l.tp);
+    if (c->ckpt_sharded)
+        return sym__error(SYM_EINVAL, "--ckpt-format sharded with --parallel tp=%d: not in this "
+                                      "build; the default format holds whole tensors, which any "
+                                      "layout resumes", l.tp);
     if (c->balance.policy != SYM_BALANCE_OFF)
         return sym__error(SYM_EINVAL, "--balance moves samples between PEs; with --parallel "
                                       "tp=%d the PEs of a tp group share theirs: use --balance "
@@ -281,7 +285,8 @@ typedef struct {
     int threads;       /* BLAS threads per PE */
     sym__balance_t *bal;
     sym_pe_record_t *pes; /* (npes) the metrics' per-PE part */
-    sym_ckpt_writer_t *writer;
+    sym_ckpt_writer_t *writer;   /* PE 0's, format 2; or */
+    sym_ckpt_dist_t *dist;       /* every PE's, --ckpt-format sharded */
     sym_metrics_t *metrics;
     sym_prom_t *prom;            /* this PE's Prometheus endpoint (NULL: none) */
     int prom_share, prom_speed, prom_straggler; /* the balancer's gauge families */
@@ -462,13 +467,12 @@ static int ckpt_due(const run_t *r) {
     return c->ckpt_every_s > 0 && sym__now_s() - r->last_save >= c->ckpt_every_s;
 }
 
-static int resume(run_t *r) {
+/* The load failed with rc: with nothing to resume from (SYM_ENOENT) or only
+ * damaged checkpoints (SYM_ECORRUPT, left in place) --resume=auto starts over
+ * (0), --resume stops. A checkpoint that cannot be read (SYM_EIO) always
+ * stops the run. */
+static int resume_failed(run_t *r, int rc) {
     const sym_train_config_t *c = r->cfg;
-    sym_ckpt_t ck;
-    int rc = sym_ckpt_load_latest(c->ckpt_dir, &ck, say_damaged, r);
-    /* Nothing to resume from (SYM_ENOENT), or only damaged checkpoints
-     * (SYM_ECORRUPT, left in place): --resume=auto starts over, --resume stops.
-     * A checkpoint that cannot be read (SYM_EIO) always stops the run. */
     if ((rc == SYM_ENOENT || rc == SYM_ECORRUPT) && c->resume == SYM_RESUME_AUTO) {
         note(r, "--resume=auto: %s; starting from the beginning", sym_last_error());
         return SYM_OK;
@@ -479,53 +483,50 @@ static int resume(run_t *r) {
         rc = sym__error(rc, "--resume: %s, so there is nothing to resume from; pass "
                         "--resume=auto to start from the beginning when there is none", why);
     }
-    if (rc) return report(r, rc, 1);
-    const sym_ckpt_meta_t *m = &ck.meta;
-    const sym_ckpt_file_t *mf = sym_ckpt_file(&ck, "model.bin");
-    const sym_ckpt_file_t *of = sym_ckpt_file(&ck, "optim.bin");
-    size_t W = sym_model_full_num_params(r->model); /* the whole model's */
+    return report(r, rc, 1);
+}
+
+/* The checkpoint at `path` is of this run: model, seed, batch, optimizer,
+ * data, position and RNG state (not the weights' sizes: the format's). */
+static int check_meta(run_t *r, const sym_ckpt_meta_t *m, const char *path) {
+    const sym_train_config_t *c = r->cfg;
     if (strcmp(m->model, c->model.spec) || strcmp(m->activation, act_label(&c->model)))
-        rc = sym__error(SYM_EMISMATCH,
-                        "%s holds a %s model (%s) and this run asks for %s (%s); pass the same "
-                        "--model and --activation, or another --ckpt-dir",
-                        ck.path, m->model, m->activation, c->model.spec, act_label(&c->model));
-    else if (m->seed != c->model.seed)
-        rc = sym__error(SYM_EMISMATCH, "%s was trained with --seed %llu, this run has --seed %llu",
-                        ck.path, (unsigned long long)m->seed, (unsigned long long)c->model.seed);
-    else if (m->global_batch != c->global_batch)
-        rc = sym__error(SYM_EMISMATCH,
-                        "%s was trained with --batch %d (the global batch), this run asks for "
-                        "%d; resume with --batch %d",
-                        ck.path, m->global_batch, c->global_batch, m->global_batch);
-    else if (strcmp(m->optimizer, sym_optim_name(c->optim.kind)))
-        rc = sym__error(SYM_EMISMATCH, "%s used the %s optimizer, this run asks for %s", ck.path,
-                        m->optimizer, sym_optim_name(c->optim.kind));
-    else if (strcmp(m->dataset, r->task.name) || m->train_samples != r->task.n_train)
-        rc = sym__error(SYM_EMISMATCH,
-                        "%s was trained on %lld samples of %s, this run has %lld of %s", ck.path,
-                        (long long)m->train_samples, m->dataset, (long long)r->task.n_train,
-                        r->task.name);
-    else if (m->epoch < 0 || m->sample < 0 || m->sample >= r->task.n_train || m->step < 0)
-        rc = sym__error(SYM_ECORRUPT, "%s holds an impossible position (epoch %lld, sample %lld)",
-                        ck.path, (long long)m->epoch, (long long)m->sample);
-    else if (!rng_matches(r, m))
-        rc = sym__error(SYM_ECORRUPT,
-                        "%s is damaged: its RNG state is not the one --seed %llu gives at epoch "
-                        "%lld (data stream %llu:%llu, dropout stream %llu)",
-                        ck.path, (unsigned long long)m->seed, (long long)m->epoch,
-                        (unsigned long long)m->data_key, (unsigned long long)m->data_counter,
-                        (unsigned long long)m->dropout_key);
-    else if (!mf || mf->size != W * sizeof(float) || m->params != W)
-        rc = sym__error(SYM_EMISMATCH, "%s: model.bin does not hold the %zu parameters of %s",
-                        ck.path, W, c->model.spec);
-    else if (!of)
-        rc = sym__error(SYM_ECORRUPT, "%s has no optim.bin", ck.path);
-    else
-        rc = ckpt_state_put(r, mf->data, of->data, of->size);
-    if (rc) {
-        sym_ckpt_release(&ck);
-        return report(r, rc, 1);
-    }
+        return sym__error(SYM_EMISMATCH,
+                          "%s holds a %s model (%s) and this run asks for %s (%s); pass the same "
+                          "--model and --activation, or another --ckpt-dir",
+                          path, m->model, m->activation, c->model.spec, act_label(&c->model));
+    if (m->seed != c->model.seed)
+        return sym__error(SYM_EMISMATCH, "%s was trained with --seed %llu, this run has --seed %llu",
+                          path, (unsigned long long)m->seed, (unsigned long long)c->model.seed);
+    if (m->global_batch != c->global_batch)
+        return sym__error(SYM_EMISMATCH,
+                          "%s was trained with --batch %d (the global batch), this run asks for "
+                          "%d; resume with --batch %d",
+                          path, m->global_batch, c->global_batch, m->global_batch);
+    if (strcmp(m->optimizer, sym_optim_name(c->optim.kind)))
+        return sym__error(SYM_EMISMATCH, "%s used the %s optimizer, this run asks for %s", path,
+                          m->optimizer, sym_optim_name(c->optim.kind));
+    if (strcmp(m->dataset, r->task.name) || m->train_samples != r->task.n_train)
+        return sym__error(SYM_EMISMATCH,
+                          "%s was trained on %lld samples of %s, this run has %lld of %s", path,
+                          (long long)m->train_samples, m->dataset, (long long)r->task.n_train,
+                          r->task.name);
+    if (m->epoch < 0 || m->sample < 0 || m->sample >= r->task.n_train || m->step < 0)
+        return sym__error(SYM_ECORRUPT, "%s holds an impossible position (epoch %lld, sample %lld)",
+                          path, (long long)m->epoch, (long long)m->sample);
+    if (!rng_matches(r, m))
+        return sym__error(SYM_ECORRUPT,
+                          "%s is damaged: its RNG state is not the one --seed %llu gives at epoch "
+                          "%lld (data stream %llu:%llu, dropout stream %llu)",
+                          path, (unsigned long long)m->seed, (long long)m->epoch,
+                          (unsigned long long)m->data_key, (unsigned long long)m->data_counter,
+                          (unsigned long long)m->dropout_key);
+    return SYM_OK;
+}
+
+/* The weights and optimizer state are in: take the position and say what changed. */
+static void resumed(run_t *r, const sym_ckpt_meta_t *m, const char *path) {
+    const sym_train_config_t *c = r->cfg;
     if (m->nshares == r->npes && c->balance.policy != SYM_BALANCE_OFF)
         sym__balance_restore(r->bal, m->shares, m->speeds);
     else if (m->nshares && c->balance.policy != SYM_BALANCE_OFF)
@@ -536,7 +537,7 @@ static int resume(run_t *r) {
     r->epoch = m->epoch;
     r->sample = m->sample;
     r->saved_step = m->step;
-    note(r, "resumed from %s: step %lld, epoch %lld, sample %lld of %lld", ck.path,
+    note(r, "resumed from %s: step %lld, epoch %lld, sample %lld of %lld", path,
          (long long)m->step, (long long)m->epoch + 1, (long long)m->sample, (long long)r->task.n_train);
     /* Settings the run may change: said, so a changed one is never a surprise. */
     if (m->lr > 0 && (float)m->lr != c->lr)
@@ -562,24 +563,148 @@ static int resume(run_t *r) {
                 "gradient average (bit for bit only with %d PE%s)",
              m->world_size, m->world_size == 1 ? "" : "s", r->npes, c->global_batch,
              m->world_size, m->world_size == 1 ? "" : "s");
+}
+
+static int resume(run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    sym_ckpt_t ck;
+    int rc = sym_ckpt_load_latest(c->ckpt_dir, &ck, say_damaged, r);
+    if (rc) return resume_failed(r, rc);
+    const sym_ckpt_meta_t *m = &ck.meta;
+    const sym_ckpt_file_t *mf = sym_ckpt_file(&ck, "model.bin");
+    const sym_ckpt_file_t *of = sym_ckpt_file(&ck, "optim.bin");
+    size_t W = sym_model_full_num_params(r->model); /* the whole model's */
+    if ((rc = check_meta(r, m, ck.path)))
+        ;
+    else if (!mf || mf->size != W * sizeof(float) || m->params != W)
+        rc = sym__error(SYM_EMISMATCH, "%s: model.bin does not hold the %zu parameters of %s",
+                        ck.path, W, c->model.spec);
+    else if (!of)
+        rc = sym__error(SYM_ECORRUPT, "%s has no optim.bin", ck.path);
+    else
+        rc = ckpt_state_put(r, mf->data, of->data, of->size);
+    if (rc) {
+        sym_ckpt_release(&ck);
+        return report(r, rc, 1);
+    }
+    resumed(r, m, ck.path);
     sym_ckpt_release(&ck);
     return SYM_OK;
 }
 
-/* PE 0: hand a snapshot of the current state to the writer (with tp > 1
- * its tp group gathers the snapshot with it). */
+/* ---- sharded checkpoints (--ckpt-format sharded, ckpt/shard.c) ----
+ * Every parameter and each kind of optimizer state is one global tensor
+ * ("h.0.ln_1.weight", "exp_avg.h.0.ln_1.weight"). Saving, each PE writes
+ * its 1/N of every one (split along dim 0: a pointer into the array);
+ * resuming, each PE reads every tensor whole (DP replicates them), from
+ * whatever slices the checkpoint's layout stored. */
+
+static const char *const state_name[2][2] = {{"momentum", ""}, {"exp_avg", "exp_avg_sq"}};
+
+/* The table of (1 + kinds of state) x tensors as slices of this run's
+ * arrays: whole (part < 0) or this PE's part of npes. */
+static sym_ckpt_slice_t *model_slices(run_t *r, int part, int *n) {
+    int nt = sym_model_num_tensors(r->model), adam = r->cfg->optim.kind == SYM_OPT_ADAMW;
+    int nstate = adam ? 2 : 1;
+    sym_ckpt_slice_t *s = calloc((size_t)nt * (size_t)(1 + nstate), sizeof *s);
+    if (!s) return NULL;
+    for (int k = 0; k <= nstate; k++) {
+        float *base = k ? sym_optim_buffer(r->opt, k - 1) : sym_model_params(r->model);
+        for (int i = 0; i < nt; i++) {
+            const sym_param_t *p = sym_model_param(r->model, i);
+            sym_ckpt_slice_t *e = &s[k * nt + i];
+            if (k == 0)
+                snprintf(e->name, sizeof e->name, "%s", p->name);
+            else
+                snprintf(e->name, sizeof e->name, "%s.%s", state_name[adam][k - 1], p->name);
+            e->dtype = SYM_DT_F32;
+            e->ndim = p->ndim;
+            memcpy(e->shape, p->shape, sizeof e->shape);
+            int64_t row = 1;
+            for (int d = 1; d < p->ndim; d++) row *= p->shape[d];
+            if (part < 0)
+                sym_ckpt_slice_whole(e);
+            else
+                sym_ckpt_slice_split(e, part, r->npes);
+            e->data = base + p->offset + e->start[0] * row;
+        }
+    }
+    *n = nt * (1 + nstate);
+    return s;
+}
+
+static void say_damaged_here(void *user, const char *msg) {
+    (void)user;
+    sym__warn("symtrain train", "%s", msg);
+}
+
+static int agree(run_t *r, int rc);
+
+/* Which reader --resume takes: the sharded one (which reads both formats)
+ * with --ckpt-format sharded, or when the newest checkpoint PE 0 finds in
+ * --ckpt-dir is sharded; PE 0's verdict is every PE's (the reader is collective). */
+static int sharded_on_disk(run_t *r) {
+    if (r->cfg->ckpt_sharded) return 1;
+    r->evalbuf[0] = r->me == 0 && sym_ckpt_format(r->cfg->ckpt_dir) == SYM_CKPT_SHARDED_VERSION;
+    if (sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 1)) return 0;
+    return r->evalbuf[0] > 0.0f;
+}
+
+static int resume_sharded(run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    if (r->lay.tp > 1)
+        return report(r, sym__error(SYM_EINVAL, "%s holds a sharded checkpoint, which this build "
+                                    "resumes at tp=1 only; resume it with dp alone, and that run "
+                                    "saves whole tensors that any layout resumes",
+                                    c->ckpt_dir), 1);
+    sym_dckpt_t *ck;
+    int rc = sym_dckpt_open_latest(c->ckpt_dir, &ck, say_damaged_here, r);
+    if (rc) return resume_failed(r, rc);
+    const sym_ckpt_meta_t *m = sym_dckpt_meta(ck);
+    const char *path = sym_dckpt_path(ck);
+    if ((rc = check_meta(r, m, path))) {
+        sym_dckpt_close(ck);
+        return report(r, rc, 1);
+    }
+    int n = 0;
+    sym_ckpt_slice_t *want = m->params == r->P ? model_slices(r, -1, &n) : NULL;
+    if (m->params != r->P)
+        rc = sym__error(SYM_EMISMATCH, "%s holds %llu parameters, %s has %zu", path,
+                        (unsigned long long)m->params, c->model.spec, r->P);
+    else if (!want)
+        rc = sym__error(SYM_ENOMEM, "out of memory for the checkpoint's table");
+    for (int i = 0; !rc && i < n; i++) rc = sym_dckpt_read(ck, &want[i]);
+    free(want);
+    /* Each PE read its own slices: one that failed says why, all stop. */
+    if (rc) report(r, rc, 0);
+    if ((rc = agree(r, rc))) {
+        sym_dckpt_close(ck);
+        return rc;
+    }
+    sym_optim_set_steps(r->opt, m->optim_steps);
+    resumed(r, m, path);
+    /* Another layout: the run's first save writes this step in its own. */
+    if (m->world_size != r->npes || sym_dckpt_version(ck) != SYM_CKPT_SHARDED_VERSION)
+        r->saved_step = -1;
+    sym_dckpt_close(ck);
+    return SYM_OK;
+}
+
+/* Hand a snapshot of the current state to the writer: PE 0 (with tp > 1 its
+ * tp group gathers the snapshot with it), or every PE with sharded checkpoints. */
 static int save(run_t *r) {
     const sym_train_config_t *c = r->cfg;
-    if (!ckpt_member(r) || !c->ckpt_dir || r->saved_step == r->step) return SYM_OK;
+    if (r->saved_step == r->step || (!r->dist && (!ckpt_member(r) || !c->ckpt_dir)))
+        return SYM_OK;
     if (r->gpu) {
         int rc = gpu_sync_host(r);
         if (rc) return rc;
     }
-    float *params;
-    void *ostate;
-    size_t osize, W = sym_model_full_num_params(r->model);
-    int owned, rc = ckpt_state_get(r, &params, &owned, &ostate, &osize);
-    if (rc || r->me != 0) {
+    float *params = NULL;
+    void *ostate = NULL;
+    size_t osize = 0, W = sym_model_full_num_params(r->model);
+    int owned = 0, rc = r->dist ? SYM_OK : ckpt_state_get(r, &params, &owned, &ostate, &osize);
+    if (rc || (!r->dist && r->me != 0)) {
         if (owned) free(params);
         free(ostate);
         r->saved_step = r->step;
@@ -617,6 +742,17 @@ static int save(run_t *r) {
         m.shares = (int *)shares;
         m.speeds = (double *)speeds;
     }
+    if (r->dist) { /* every PE: its part of every tensor */
+        int n;
+        sym_ckpt_slice_t *mine = model_slices(r, r->me, &n);
+        if (!mine) return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);
+        rc = sym_ckpt_dist_save(r->dist, &m, mine, n);
+        free(mine);
+        if (rc) sym__warn("symtrain train", "a checkpoint could not be written: %s", sym_last_error());
+        r->saved_step = r->step;
+        r->last_save = sym__now_s();
+        return SYM_OK;
+    }
     sym_ckpt_file_t files[2] = {
         {"model.bin", params, W * sizeof(float), 0},
         {"optim.bin", ostate, osize, 0},
@@ -625,7 +761,6 @@ static int save(run_t *r) {
      * (after the state's header, one fp32 array of P per kind of state). */
     int nt = sym_model_num_tensors(r->model), adam = c->optim.kind == SYM_OPT_ADAMW;
     int nstate = adam ? 2 : 1;
-    static const char *const state_name[2][2] = {{"momentum", ""}, {"exp_avg", "exp_avg_sq"}};
     size_t hdr = osize - (size_t)nstate * W * sizeof(float);
     sym_ckpt_tensor_t *tab = calloc((size_t)nt * (size_t)(1 + nstate), sizeof *tab);
     if (!tab) {
@@ -1078,17 +1213,26 @@ static int setup(run_t *r) {
         return report(r, sym__error(SYM_ENOMEM, "out of memory for the batch buffers"), 0);
 
     r->saved_step = -1;
-    if (c->resume && (rc = resume(r))) return rc;
+    if (c->resume && (rc = sharded_on_disk(r) ? resume_sharded(r) : resume(r))) return rc;
     if (r->gpu && (rc = gpu_create(r))) return rc;
     /* Starting over in a directory of checkpoints would remove them as it
      * saves, or leave newer ones to shadow its own on the next --resume. */
     int64_t earlier = r->me == 0 && !c->resume && c->ckpt_dir ? sym_ckpt_newest_step(c->ckpt_dir) : -1;
     if (earlier >= 0)
-        return report(r, sym__error(SYM_EINVAL, "%s holds checkpoints of an earlier run (up to "
-                                    "step %lld): pass --resume to continue from them, or "
-                                    "another --ckpt-dir to start over",
-                                    c->ckpt_dir, (long long)earlier), 0);
-    if (r->me == 0 && c->ckpt_dir && (rc = sym_ckpt_writer_create(c->ckpt_dir, c->ckpt_keep, &r->writer)))
+        rc = report(r, sym__error(SYM_EINVAL, "%s holds checkpoints of an earlier run (up to "
+                                  "step %lld): pass --resume to continue from them, or "
+                                  "another --ckpt-dir to start over",
+                                  c->ckpt_dir, (long long)earlier), 0);
+    if (c->ckpt_dir && c->ckpt_sharded) { /* collective: every PE writes its shards */
+        char layout[32];
+        snprintf(layout, sizeof layout, "dp=%d", r->npes);
+        if ((rc = agree(r, rc))) return rc; /* PE 0 said why */
+        if ((rc = sym_ckpt_dist_create(c->ckpt_dir, c->ckpt_keep, layout, &r->dist)))
+            return report(r, rc, 1);
+    }
+    if (rc) return rc;
+    if (r->me == 0 && c->ckpt_dir && !c->ckpt_sharded &&
+        (rc = sym_ckpt_writer_create(c->ckpt_dir, c->ckpt_keep, &r->writer)))
         return report(r, rc, 0);
     if (r->me == 0 && c->metrics_path && (rc = sym_metrics_open(c->metrics_path, &r->metrics)))
         return report(r, rc, 0);
@@ -1163,6 +1307,7 @@ static int setup(run_t *r) {
 static void teardown(run_t *r) {
     sym__prom_stop(r->prom);
     if (r->writer) sym_ckpt_writer_destroy(r->writer);
+    sym_ckpt_dist_destroy(r->dist);
     sym__balance_destroy(r->bal);
     free(r->pes);
     if (r->metrics && sym_metrics_close(r->metrics))
@@ -1359,6 +1504,28 @@ static int agree(run_t *r, int rc) {
     return r->evalbuf[0] > 0.0f ? (rc ? rc : SYM_EIO) : SYM_OK;
 }
 
+/* The checkpoint writer's figures to the Prometheus endpoint. */
+static void prom_ckpt(run_t *r) {
+    if (!r->writer && !r->dist) return;
+    sym_ckpt_stats_t cs = r->dist ? sym_ckpt_dist_stats(r->dist) : sym_ckpt_writer_stats(r->writer);
+    sym__prom_ckpt(r->prom, &cs);
+}
+
+/* A checkpoint is due after this step: ckpt_due's verdict for the
+ * whole-tensor format; with sharded checkpoints every --ckpt-steps, or
+ * --ckpt-every seconds since the last by PE 0's clock (a sharded save needs
+ * every PE, so PE 0's verdict is shared: one small all-reduce per step). */
+static int save_due(run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    if (!r->dist) return ckpt_due(r);
+    int due = (c->ckpt_steps && r->step % c->ckpt_steps == 0) ||
+              (c->ckpt_every_s > 0 && sym__now_s() - r->last_save >= c->ckpt_every_s);
+    if (!r->dist || c->ckpt_every_s <= 0) return due;
+    r->evalbuf[0] = r->me == 0 && due ? 1.0f : 0.0f;
+    if (sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 1)) return 0;
+    return r->evalbuf[0] > 0.0f;
+}
+
 /* ---- the loop ---- */
 
 int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
@@ -1423,12 +1590,11 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
                 sym__warn("symtrain train", "%s", sym_last_error());
             sym__prom_step(r.prom, &rec, sym__progress_mfu(&r.progress, rec.samples_per_s));
             prom_balance(&r, &rec);
-            if (r.prom && r.writer) {
-                sym_ckpt_stats_t cs = sym_ckpt_writer_stats(r.writer);
-                sym__prom_ckpt(r.prom, &cs);
-            }
+            if (r.prom) prom_ckpt(&r);
             sym__progress_update(&r.progress, r.sample, epoch_loss / (double)epoch_rows);
             if (r.me == kill_pe && r.step == kill_step) raise(SIGKILL);
+            if (r.dist && sym_ckpt_dist_poll(r.dist, 0)) /* commit once every shard is in */
+                sym__warn("symtrain train", "a checkpoint could not be written: %s", sym_last_error());
             /* Where a checkpoint taken now would resume. */
             if (r.sample >= r.task.n_train) break; /* the epoch's end: evaluate first */
             if (cfg->eval_every && r.step % cfg->eval_every == 0) {
@@ -1441,7 +1607,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
                 stopped = 1;
                 break;
             }
-            if (ckpt_due(&r)) save(&r);
+            if (save_due(&r)) save(&r);
         }
         if (rc) break;
         if (r.sample >= r.task.n_train) { /* the epoch is complete */
@@ -1455,7 +1621,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             /* The stop flag of the epoch's last step, or a step-count checkpoint due there. */
             const float *g = sym_model_grads(r.model);
             if (g[r.P + CTRL_STOP] > 0.0f) stopped = 1;
-            if (!stopped && r.epoch < r.epochs && ckpt_due(&r)) save(&r);
+            if (!stopped && r.epoch < r.epochs && save_due(&r)) save(&r);
         }
     }
     if (!rc && !evaluated && !stopped && eval_step != r.step) {
@@ -1465,14 +1631,14 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         if (!rc) record_eval(&r, test_loss, test_acc);
     }
     if (!rc) save(&r); /* the final (or preemption) checkpoint, if --ckpt-dir */
-    if (!rc && r.writer) {
-        if ((rc = sym_ckpt_wait(r.writer)))
+    if (!rc && (r.writer || r.dist)) { /* committed before the end */
+        if ((rc = r.dist ? sym_ckpt_dist_poll(r.dist, 1) : sym_ckpt_wait(r.writer)))
             sym__warn("symtrain train", "the last checkpoint could not be written: %s",
                       sym_last_error());
         else
-            snprintf(res->checkpoint, sizeof res->checkpoint, "%s", sym_ckpt_last_path(r.writer));
-        sym_ckpt_stats_t cs = sym_ckpt_writer_stats(r.writer);
-        sym__prom_ckpt(r.prom, &cs);
+            snprintf(res->checkpoint, sizeof res->checkpoint, "%s",
+                     r.dist ? sym_ckpt_dist_last_path(r.dist) : sym_ckpt_last_path(r.writer));
+        prom_ckpt(&r);
     }
     double secs = sym__now_s() - t_start;
     float *whole = NULL; /* tp > 1: the sample's weights, gathered by PE 0's tp group */

@@ -34,12 +34,13 @@
 
 #include "util/util.h"
 #include "internal.h"
+#include "ckpt/ckpt_internal.h"
 
-#define MANIFEST "manifest.json"
+#define MANIFEST SYM_CKPT_MANIFEST
 #define FORMAT "symtrain-checkpoint"
 #define VERSION 2 /* 2: the manifest carries its own checksum */
 #define CRC_KEY "\"manifest_crc32c\": "
-#define MAX_MANIFEST (1 << 20)
+#define MAX_MANIFEST ((size_t)256 << 20) /* a sharded one lists every slice */
 
 /* ---- small file helpers ---- */
 
@@ -48,7 +49,7 @@
 #define FILE_MODE 0600
 #define DIR_MODE 0700
 
-static int write_file(const char *path, const void *data, size_t len) {
+int sym__ckpt_write_file(const char *path, const void *data, size_t len) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, FILE_MODE);
     if (fd < 0) return sym__error(SYM_EIO, "cannot create %s: %s", path, strerror(errno));
     const char *p = data;
@@ -72,7 +73,7 @@ static int write_file(const char *path, const void *data, size_t len) {
     return SYM_OK;
 }
 
-static int fsync_dir(const char *path) {
+int sym__ckpt_fsync_dir(const char *path) {
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return sym__error(SYM_EIO, "cannot open directory %s: %s", path, strerror(errno));
     int rc = fsync(fd);
@@ -91,7 +92,7 @@ static int fsync_dir(const char *path) {
  * without blocking, so a FIFO cannot hang the reader). SYM_ENOENT: it does not
  * exist. Every other failure is an I/O error, SYM_EIO naming the errno: the
  * file may be perfectly good, so the caller must not take it for damage. */
-static int read_file_at(int dfd, const char *name, const char *path, size_t expect, size_t limit,
+int sym__ckpt_read_file_at(int dfd, const char *name, const char *path, size_t expect, size_t limit,
                         void **data, size_t *len) {
     *data = NULL;
     *len = 0;
@@ -158,7 +159,7 @@ static int make_dir(const char *path) {
     return mkdir(path, DIR_MODE) < 0 && errno != EEXIST ? -1 : 0;
 }
 
-static int mkdir_p(const char *dir) {
+int sym__ckpt_mkdir_p(const char *dir) {
     char tmp[PATH_MAX];
     if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp)
         return sym__error(SYM_EINVAL, "checkpoint directory name is too long");
@@ -179,13 +180,13 @@ static int mkdir_p(const char *dir) {
 }
 
 /* out = dir/name; SYM_EINVAL if it does not fit. */
-static int join(char *out, size_t len, const char *dir, const char *name) {
+int sym__ckpt_join(char *out, size_t len, const char *dir, const char *name) {
     int n = snprintf(out, len, "%s/%s", dir, name);
     if (n < 0 || (size_t)n >= len) return sym__error(SYM_EINVAL, "path %s/%s is too long", dir, name);
     return SYM_OK;
 }
 
-static int valid_name(const char *s) {
+int sym__ckpt_valid_name(const char *s) {
     if (!*s || !strcmp(s, ".") || !strcmp(s, "..")) return 0;
     for (; *s; s++)
         if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
@@ -213,7 +214,7 @@ static int cmp_desc(const void *a, const void *b) {
 }
 
 /* Steps of the step-* directories in dir, newest first (malloc'd). */
-static int list_steps(const char *dir, int64_t **steps, int *n) {
+int sym__ckpt_list_steps(const char *dir, int64_t **steps, int *n) {
     *steps = NULL;
     *n = 0;
     DIR *d = opendir(dir);
@@ -245,13 +246,14 @@ static int list_steps(const char *dir, int64_t **steps, int *n) {
 
 /* ---- the manifest ---- */
 
-static void manifest_json(sym_jbuf_t *b, const sym_ckpt_meta_t *m, const sym_ckpt_file_t *files,
-                          int nfiles) {
+/* The fields every format shares: from the opening brace to the balancer's
+ * shares (each line ending ",\n"). */
+void sym__ckpt_meta_json(sym_jbuf_t *b, const sym_ckpt_meta_t *m, int version) {
     char when[64] = "";
     time_t now = time(NULL);
     struct tm tm;
     if (gmtime_r(&now, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    sym__jbuf_printf(b, "{\n  \"format\": \"%s\",\n  \"version\": %d,\n", FORMAT, VERSION);
+    sym__jbuf_printf(b, "{\n  \"format\": \"%s\",\n  \"version\": %d,\n", FORMAT, version);
     sym__jbuf_printf(b, "  \"created\": \"%s\",\n", when);
     sym__jbuf_printf(b, "  \"step\": %lld,\n  \"epoch\": %lld,\n  \"sample\": %lld,\n",
                      (long long)m->step, (long long)m->epoch, (long long)m->sample);
@@ -287,6 +289,17 @@ static void manifest_json(sym_jbuf_t *b, const sym_ckpt_meta_t *m, const sym_ckp
             sym__jbuf_printf(b, "%s%.17g", i ? ", " : "", m->speeds[i]);
         sym__jbuf_printf(b, "]},\n");
     }
+}
+
+/* Last, the manifest's own checksum: CRC32C of every byte before this line. */
+void sym__ckpt_seal_json(sym_jbuf_t *b) {
+    uint32_t crc = b->failed ? 0 : sym__crc32c(0, b->buf, b->len);
+    sym__jbuf_printf(b, "  " CRC_KEY "\"%08x\"\n}\n", crc);
+}
+
+static void manifest_json(sym_jbuf_t *b, const sym_ckpt_meta_t *m, const sym_ckpt_file_t *files,
+                          int nfiles) {
+    sym__ckpt_meta_json(b, m, VERSION);
     sym__jbuf_printf(b, "  \"tensors\": [");
     for (int i = 0; i < m->ntensors; i++) {
         const sym_ckpt_tensor_t *t = &m->tensors[i];
@@ -308,9 +321,7 @@ static void manifest_json(sym_jbuf_t *b, const sym_ckpt_meta_t *m, const sym_ckp
                          files[i].crc32c);
     }
     sym__jbuf_printf(b, "\n  ],\n");
-    /* Last, the manifest's own checksum: CRC32C of every byte before this line. */
-    uint32_t crc = b->failed ? 0 : sym__crc32c(0, b->buf, b->len);
-    sym__jbuf_printf(b, "  " CRC_KEY "\"%08x\"\n}\n", crc);
+    sym__ckpt_seal_json(b);
 }
 
 /* The manifest's checksum line: the last `"manifest_crc32c": "XXXXXXXX"` at
@@ -453,28 +464,26 @@ static int parse_balance(const char *path, const sym_json_t *bal, sym_ckpt_meta_
     return SYM_OK;
 }
 
-static int parse_manifest(const char *path, const char *text, size_t len, sym_ckpt_t *ck) {
-    char err[128];
-    sym_json_t *j = sym__json_parse(text, len, err, sizeof err);
-    if (!j) return sym__error(SYM_ECORRUPT, "%s is not valid JSON (%s)", path, err);
-    int rc = SYM_OK;
-    sym_ckpt_meta_t *m = &ck->meta;
+/* The fields every format shares, from parsed manifest j (its text checked
+ * against its own checksum first); *version: 2 or 3. m->shares and m->speeds
+ * are malloc'd (the caller frees them, failure or not). */
+int sym__ckpt_parse_meta(const char *path, const char *text, size_t len, const sym_json_t *j,
+                         sym_ckpt_meta_t *m, int *version) {
     char format[64] = "";
-    int64_t version = 0, ws = 0, gb = 0, bt = 0, dropout_counter = -1;
+    int64_t v = 0, ws = 0, gb = 0, bt = 0, dropout_counter = -1;
     const sym_json_t *model = sym__json_get(j, "model"), *opt = sym__json_get(j, "optimizer");
     const sym_json_t *rng = sym__json_get(j, "rng"), *data = sym__json_get(j, "data");
     const sym_json_t *rdata = sym__json_get(rng, "data"), *rdrop = sym__json_get(rng, "dropout");
     double dropout = 0;
-    if (sym__json_str(j, "format", format, sizeof format) || strcmp(format, FORMAT)) {
-        rc = sym__error(SYM_ECORRUPT, "%s is not a symtrain checkpoint manifest", path);
-        goto out;
-    }
-    if (sym__json_i64(j, "version", &version) || version != VERSION) {
-        rc = sym__error(SYM_ECORRUPT, "%s has format version %lld; this symtrain reads version %d",
-                        path, (long long)version, VERSION);
-        goto out;
-    }
-    if ((rc = check_manifest_crc(path, text, len))) goto out;
+    if (sym__json_str(j, "format", format, sizeof format) || strcmp(format, FORMAT))
+        return sym__error(SYM_ECORRUPT, "%s is not a symtrain checkpoint manifest", path);
+    if (sym__json_i64(j, "version", &v) || (v != VERSION && v != SYM_CKPT_SHARDED_VERSION))
+        return sym__error(SYM_ECORRUPT, "%s has format version %lld; this symtrain reads "
+                          "versions %d and %d", path, (long long)v, VERSION,
+                          SYM_CKPT_SHARDED_VERSION);
+    *version = (int)v;
+    int rc = check_manifest_crc(path, text, len);
+    if (rc) return rc;
     if (sym__json_i64(j, "step", &m->step) || sym__json_i64(j, "epoch", &m->epoch) ||
         sym__json_i64(j, "sample", &m->sample) || sym__json_i64(j, "world_size", &ws) ||
         sym__json_i64(j, "blas_threads", &bt) ||
@@ -489,21 +498,46 @@ static int parse_manifest(const char *path, const char *text, size_t len, sym_ck
         sym__json_u64(rdrop, "key", &m->dropout_key) ||
         sym__json_i64(rdrop, "counter", &dropout_counter) ||
         sym__json_str(data, "name", m->dataset, sizeof m->dataset) ||
-        sym__json_i64(data, "train_samples", &m->train_samples)) {
-        rc = sym__error(SYM_ECORRUPT, "%s lacks a field or has one of the wrong type", path);
-        goto out;
-    }
+        sym__json_i64(data, "train_samples", &m->train_samples))
+        return sym__error(SYM_ECORRUPT, "%s lacks a field or has one of the wrong type", path);
     const sym_json_t *sched = sym__json_get(j, "schedule"); /* optional: older ones lack it */
     if (sched && (sym__json_num(sched, "lr", &m->lr) ||
-                  sym__json_i64(sched, "total_steps", &m->total_steps))) {
-        rc = sym__error(SYM_ECORRUPT, "%s has a malformed schedule", path);
-        goto out;
-    }
-    if ((rc = check_fields(path, m, ws, bt, gb, dropout_counter))) goto out;
+                  sym__json_i64(sched, "total_steps", &m->total_steps)))
+        return sym__error(SYM_ECORRUPT, "%s has a malformed schedule", path);
+    if ((rc = check_fields(path, m, ws, bt, gb, dropout_counter))) return rc;
     m->world_size = (int)ws;
     m->blas_threads = (int)bt;
     m->global_batch = (int)gb;
     m->dropout = (float)dropout;
+    return parse_balance(path, sym__json_get(j, "balance"), m);
+}
+
+/* One entry of a "files" list: a plain name, a size, a hexadecimal CRC32C. */
+int sym__ckpt_parse_file(const char *path, const sym_json_t *f, char *name, size_t name_len,
+                         size_t *size, uint32_t *crc32c) {
+    char crc[16];
+    int64_t sz;
+    if (sym__json_str(f, "name", name, name_len) || !sym__ckpt_valid_name(name) ||
+        sym__json_i64(f, "size", &sz) || sz < 0 || sym__json_str(f, "crc32c", crc, sizeof crc))
+        return sym__error(SYM_ECORRUPT, "%s has a malformed file entry", path);
+    char *end;
+    *crc32c = (uint32_t)strtoul(crc, &end, 16);
+    if (*end || !crc[0])
+        return sym__error(SYM_ECORRUPT, "%s: CRC '%s' of %s is not hexadecimal", path, crc, name);
+    *size = (size_t)sz;
+    return SYM_OK;
+}
+
+static int parse_manifest(const char *path, const char *text, size_t len, sym_ckpt_t *ck) {
+    char err[128];
+    sym_json_t *j = sym__json_parse(text, len, err, sizeof err);
+    if (!j) return sym__error(SYM_ECORRUPT, "%s is not valid JSON (%s)", path, err);
+    int version = 0;
+    int rc = sym__ckpt_parse_meta(path, text, len, j, &ck->meta, &version);
+    if (!rc && version != VERSION)
+        rc = sym__error(SYM_EINVAL, "%s is a sharded checkpoint (format %d): it is read piece "
+                        "by piece (sym_dckpt_open), not whole", path, version);
+    if (rc) goto out;
     const sym_json_t *files = sym__json_get(j, "files");
     if (!files || files->type != SYM_JARR) {
         rc = sym__error(SYM_ECORRUPT, "%s has no file list", path);
@@ -511,32 +545,18 @@ static int parse_manifest(const char *path, const char *text, size_t len, sym_ck
     }
     ck->nfiles = 0;
     for (const sym_json_t *f = files->child; f; f = f->next) {
-        char crc[16];
-        int64_t size;
         if (ck->nfiles == SYM_CKPT_MAX_FILES) {
             rc = sym__error(SYM_ECORRUPT, "%s lists more than %d files", path, SYM_CKPT_MAX_FILES);
             goto out;
         }
         sym_ckpt_file_t *cf = &ck->files[ck->nfiles];
-        if (sym__json_str(f, "name", cf->name, sizeof cf->name) || !valid_name(cf->name) ||
-            sym__json_i64(f, "size", &size) || size < 0 ||
-            sym__json_str(f, "crc32c", crc, sizeof crc)) {
-            rc = sym__error(SYM_ECORRUPT, "%s has a malformed file entry", path);
+        if ((rc = sym__ckpt_parse_file(path, f, cf->name, sizeof cf->name, &cf->size,
+                                       &cf->crc32c)))
             goto out;
-        }
-        char *end;
-        cf->crc32c = (uint32_t)strtoul(crc, &end, 16);
-        if (*end || !crc[0]) {
-            rc = sym__error(SYM_ECORRUPT, "%s: CRC '%s' of %s is not hexadecimal", path, crc,
-                            cf->name);
-            goto out;
-        }
-        cf->size = (size_t)size;
         cf->data = NULL;
         ck->nfiles++;
     }
-    if ((rc = parse_tensors(path, sym__json_get(j, "tensors"), ck))) goto out;
-    if ((rc = parse_balance(path, sym__json_get(j, "balance"), m))) goto out;
+    rc = parse_tensors(path, sym__json_get(j, "tensors"), ck);
 out:
     sym__json_free(j);
     return rc;
@@ -544,50 +564,69 @@ out:
 
 /* ---- removing ---- */
 
-/* The file names the manifest in directory dfd lists (plain names, at most
- * SYM_CKPT_MAX_FILES) into names; their count, or -1 when it has no manifest
- * that parses. Its checksum is not needed: a plain name names a file of this
- * directory and nothing else. */
-static int listed_files(int dfd, const char *dir, char names[][32]) {
-    char mpath[PATH_MAX];
+/* Unlink, in directory dfd, every file the manifest there lists (plain names
+ * only); 0, or -1 when it has no manifest that parses. Its checksum is not
+ * needed: a plain name names a file of this directory and nothing else. */
+static int unlink_listed(int dfd, const char *dir) {
+    char mpath[PATH_MAX], name[64];
     void *text;
     size_t len;
-    if (join(mpath, sizeof mpath, dir, MANIFEST) ||
-        read_file_at(dfd, MANIFEST, mpath, SIZE_MAX, MAX_MANIFEST, &text, &len))
+    if (sym__ckpt_join(mpath, sizeof mpath, dir, MANIFEST) ||
+        sym__ckpt_read_file_at(dfd, MANIFEST, mpath, SIZE_MAX, MAX_MANIFEST, &text, &len))
         return -1;
     sym_json_t *j = sym__json_parse(text, len, NULL, 0);
     free(text);
     const sym_json_t *files = sym__json_get(j, "files");
-    int n = files && files->type == SYM_JARR ? 0 : -1;
-    for (const sym_json_t *f = files ? files->child : NULL; f && n >= 0; f = f->next)
-        if (n == SYM_CKPT_MAX_FILES || sym__json_str(f, "name", names[n], 32) ||
-            !valid_name(names[n]))
-            n = -1;
-        else
-            n++;
+    int rc = files && files->type == SYM_JARR ? 0 : -1;
+    for (const sym_json_t *f = files ? files->child : NULL; f; f = f->next)
+        if (!sym__json_str(f, "name", name, sizeof name) && sym__ckpt_valid_name(name))
+            unlinkat(dfd, name, 0);
     sym__json_free(j);
-    return n;
+    return rc;
+}
+
+int sym__ckpt_is_shard_name(const char *s) {
+    if (strncmp(s, "shard-", 6) != 0) return 0;
+    s += 6;
+    size_t digits = strspn(s, "0123456789");
+    return digits >= 5 && (!strcmp(s + digits, ".bin") || !strcmp(s + digits, ".json"));
+}
+
+/* Unlink the shard files (shard-NNNNN.bin / .json) in directory dfd. */
+static void unlink_shards(int dfd) {
+    int fd = dup(dfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (sym__ckpt_is_shard_name(e->d_name)) unlinkat(dfd, e->d_name, 0);
+    closedir(d);
 }
 
 /* Remove the checkpoint directory `name` in dir (a step-* one pruned, or a
  * writer's leftover): the files its own manifest lists and the manifest; with
  * no manifest that parses, the files named in `known` (those the writer
- * writes). Then the directory itself, which fails, leaving it, when anything
- * else is in it. Nothing is followed: a symbolic link, or anything but a
- * directory, in its place is left alone, and files are removed relative to the
- * directory opened, so an entry swapped for a link meanwhile leads nowhere. */
-static void remove_ckpt(const char *dir, const char *name, const sym_ckpt_file_t *known,
-                        int nknown) {
+ * writes) and shard files (those the PEs of a sharded save write). Then the
+ * directory itself, which fails, leaving it, when anything else is in it.
+ * Nothing is followed: a symbolic link, or anything but a directory, in its
+ * place is left alone, and files are removed relative to the directory
+ * opened, so an entry swapped for a link meanwhile leads nowhere. */
+void sym__ckpt_remove(const char *dir, const char *name, const sym_ckpt_file_t *known,
+                      int nknown) {
     int pfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (pfd < 0) return;
     char said[1024]; /* removing says nothing: the caller's last error stays */
     snprintf(said, sizeof said, "%s", sym_last_error());
     int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd >= 0) {
-        char path[PATH_MAX], names[SYM_CKPT_MAX_FILES][32];
-        int n = join(path, sizeof path, dir, name) ? -1 : listed_files(dfd, path, names);
-        for (int i = 0; i < n; i++) unlinkat(dfd, names[i], 0);
-        for (int i = 0; n < 0 && i < nknown; i++) unlinkat(dfd, known[i].name, 0);
+        char path[PATH_MAX];
+        if (sym__ckpt_join(path, sizeof path, dir, name) || unlink_listed(dfd, path) < 0) {
+            for (int i = 0; i < nknown; i++) unlinkat(dfd, known[i].name, 0);
+            unlink_shards(dfd);
+        }
         unlinkat(dfd, MANIFEST, 0);
         close(dfd);
         unlinkat(pfd, name, AT_REMOVEDIR);
@@ -603,11 +642,11 @@ static void remove_ckpt(const char *dir, const char *name, const sym_ckpt_file_t
  * A checkpoint of a later step is never removed: this run has not verified it
  * (a damaged one --resume passed over is skipped by every reader, and is
  * replaced when this run saves that step). */
-static int prune(const char *dir, int keep, int64_t written, const sym_ckpt_file_t *files,
+int sym__ckpt_prune(const char *dir, int keep, int64_t written, const sym_ckpt_file_t *files,
                  int nfiles) {
     int64_t *steps;
     int n;
-    int rc = list_steps(dir, &steps, &n);
+    int rc = sym__ckpt_list_steps(dir, &steps, &n);
     if (rc) return rc;
     char name[64];
     int kept = 0;
@@ -618,7 +657,7 @@ static int prune(const char *dir, int keep, int64_t written, const sym_ckpt_file
             continue;
         }
         snprintf(name, sizeof name, "step-%08lld", (long long)steps[i]);
-        remove_ckpt(dir, name, files, nfiles);
+        sym__ckpt_remove(dir, name, files, nfiles);
     }
     free(steps);
     /* Temporary directories left by writers that crashed. */
@@ -632,7 +671,7 @@ static int prune(const char *dir, int keep, int64_t written, const sym_ckpt_file
                 continue;
             const char *dot = strrchr(e->d_name, '.');
             if (dot && !strcmp(dot, mine)) continue;
-            remove_ckpt(dir, e->d_name, files, nfiles);
+            sym__ckpt_remove(dir, e->d_name, files, nfiles);
         }
         closedir(d);
     }
@@ -644,18 +683,15 @@ int sym_ckpt_write(const char *dir, int keep, const sym_ckpt_meta_t *meta,
     if (nfiles < 0 || nfiles > SYM_CKPT_MAX_FILES)
         return sym__error(SYM_EINVAL, "a checkpoint holds at most %d files", SYM_CKPT_MAX_FILES);
     for (int i = 0; i < nfiles; i++)
-        if (!valid_name(in[i].name))
+        if (!sym__ckpt_valid_name(in[i].name))
             return sym__error(SYM_EINVAL, "'%s' is not a plain file name", in[i].name);
-    int rc = mkdir_p(dir);
+    int rc = sym__ckpt_mkdir_p(dir);
     if (rc) return rc;
-    char tmp_name[64], old_name[64], tmp[PATH_MAX], final[PATH_MAX], old[PATH_MAX], path[PATH_MAX];
-    long pid = (long)getpid();
-    snprintf(tmp_name, sizeof tmp_name, ".tmp-step-%08lld.%ld", (long long)meta->step, pid);
-    snprintf(old_name, sizeof old_name, ".old-step-%08lld.%ld", (long long)meta->step, pid);
-    snprintf(final, sizeof final, "%s/step-%08lld", dir, (long long)meta->step);
-    if ((rc = join(tmp, sizeof tmp, dir, tmp_name)) || (rc = join(old, sizeof old, dir, old_name)))
-        return rc;
-    remove_ckpt(dir, tmp_name, in, nfiles);
+    char tmp_name[64], tmp[PATH_MAX], path[PATH_MAX];
+    snprintf(tmp_name, sizeof tmp_name, ".tmp-step-%08lld.%ld", (long long)meta->step,
+             (long)getpid());
+    if ((rc = sym__ckpt_join(tmp, sizeof tmp, dir, tmp_name))) return rc;
+    sym__ckpt_remove(dir, tmp_name, in, nfiles);
     if (mkdir(tmp, DIR_MODE) < 0)
         return sym__error(SYM_EIO, "cannot create %s: %s", tmp, strerror(errno));
 
@@ -664,8 +700,8 @@ int sym_ckpt_write(const char *dir, int keep, const sym_ckpt_meta_t *meta,
     for (int i = 0; i < nfiles; i++) {
         files[i] = in[i];
         files[i].crc32c = sym__crc32c(0, files[i].data, files[i].size);
-        if ((rc = join(path, sizeof path, tmp, files[i].name)) ||
-            (rc = write_file(path, files[i].data, files[i].size)))
+        if ((rc = sym__ckpt_join(path, sizeof path, tmp, files[i].name)) ||
+            (rc = sym__ckpt_write_file(path, files[i].data, files[i].size)))
             goto fail;
     }
     manifest_json(&man, meta, files, nfiles);
@@ -673,26 +709,39 @@ int sym_ckpt_write(const char *dir, int keep, const sym_ckpt_meta_t *meta,
         rc = sym__error(SYM_ENOMEM, "out of memory writing the manifest");
         goto fail;
     }
-    if ((rc = join(path, sizeof path, tmp, MANIFEST)) || (rc = write_file(path, man.buf, man.len)) ||
-        (rc = fsync_dir(tmp)))
+    if ((rc = sym__ckpt_join(path, sizeof path, tmp, MANIFEST)) || (rc = sym__ckpt_write_file(path, man.buf, man.len)) ||
+        (rc = sym__ckpt_fsync_dir(tmp)))
         goto fail;
     sym__jbuf_free(&man);
 
+    return sym__ckpt_publish(dir, tmp_name, meta->step, keep, in, nfiles, out_path, out_len);
+fail:
+    sym__jbuf_free(&man);
+    sym__ckpt_remove(dir, tmp_name, in, nfiles);
+    return rc;
+}
+
+int sym__ckpt_publish(const char *dir, const char *tmp_name, int64_t step, int keep,
+                      const sym_ckpt_file_t *known, int nknown, char *out_path, size_t out_len) {
+    char old_name[64], tmp[PATH_MAX], final[PATH_MAX], old[PATH_MAX];
+    snprintf(old_name, sizeof old_name, ".old-step-%08lld.%ld", (long long)step, (long)getpid());
+    snprintf(final, sizeof final, "%s/step-%08lld", dir, (long long)step);
+    int rc;
+    if ((rc = sym__ckpt_join(tmp, sizeof tmp, dir, tmp_name)) ||
+        (rc = sym__ckpt_join(old, sizeof old, dir, old_name)))
+        return rc;
     /* The same step again (a resumed run saving where it started): swap it. */
     int had_old = rename(final, old) == 0;
     if (rename(tmp, final) < 0) {
         rc = sym__error(SYM_EIO, "cannot rename %s to %s: %s", tmp, final, strerror(errno));
         if (had_old) rename(old, final);
-        goto fail;
+        sym__ckpt_remove(dir, tmp_name, known, nknown);
+        return rc;
     }
-    if (had_old) remove_ckpt(dir, old_name, in, nfiles);
-    if ((rc = fsync_dir(dir))) return rc;
+    if (had_old) sym__ckpt_remove(dir, old_name, known, nknown);
+    if ((rc = sym__ckpt_fsync_dir(dir))) return rc;
     if (out_path) snprintf(out_path, out_len, "%s", final);
-    return prune(dir, keep < 1 ? 1 : keep, meta->step, in, nfiles);
-fail:
-    sym__jbuf_free(&man);
-    remove_ckpt(dir, tmp_name, in, nfiles);
-    return rc;
+    return sym__ckpt_prune(dir, keep < 1 ? 1 : keep, step, known, nknown);
 }
 
 /* ---- the background writer ---- */
@@ -720,7 +769,24 @@ struct sym_ckpt_writer {
     sym_ckpt_file_t files[SYM_CKPT_MAX_FILES];
     void *buf[SYM_CKPT_MAX_FILES];
     size_t cap[SYM_CKPT_MAX_FILES];
+    char stage[64];             /* non-empty: one PE's shard files, into dir/stage */
 };
+
+/* One PE's part of a sharded save: its files into dir/stage (created by the
+ * first PE to get there), each fsync'd, then the directory. */
+static int write_shard(const char *dir, const char *stage, const sym_ckpt_file_t *files,
+                       int nfiles) {
+    char sdir[PATH_MAX], path[PATH_MAX];
+    int rc = sym__ckpt_join(sdir, sizeof sdir, dir, stage);
+    if (rc) return rc;
+    if (mkdir(sdir, DIR_MODE) < 0 && errno != EEXIST)
+        return sym__error(SYM_EIO, "cannot create %s: %s", sdir, strerror(errno));
+    for (int i = 0; i < nfiles; i++)
+        if ((rc = sym__ckpt_join(path, sizeof path, sdir, files[i].name)) ||
+            (rc = sym__ckpt_write_file(path, files[i].data, files[i].size)))
+            return rc;
+    return sym__ckpt_fsync_dir(sdir);
+}
 
 static void *writer_main(void *arg) {
     sym_ckpt_writer_t *w = arg;
@@ -731,7 +797,9 @@ static void *writer_main(void *arg) {
         pthread_mutex_unlock(&w->mu);
         char path[PATH_MAX] = "";
         double t0 = sym__now_s();
-        int rc = sym_ckpt_write(w->dir, w->keep, &w->meta, w->files, w->nfiles, path, sizeof path);
+        int rc = w->stage[0] ? write_shard(w->dir, w->stage, w->files, w->nfiles)
+                             : sym_ckpt_write(w->dir, w->keep, &w->meta, w->files, w->nfiles,
+                                              path, sizeof path);
         double dt = sym__now_s() - t0;
         uint64_t bytes = 0;
         for (int i = 0; i < w->nfiles; i++) bytes += w->files[i].size;
@@ -741,7 +809,7 @@ static void *writer_main(void *arg) {
             snprintf(w->error, sizeof w->error, "%s", sym_last_error());
             w->stats.failures++;
         } else {
-            snprintf(w->last_path, sizeof w->last_path, "%s", path);
+            if (!w->stage[0]) snprintf(w->last_path, sizeof w->last_path, "%s", path);
             w->stats.saves++;
             w->stats.seconds += dt;
             w->stats.bytes += bytes;
@@ -757,7 +825,7 @@ static void *writer_main(void *arg) {
 
 int sym_ckpt_writer_create(const char *dir, int keep, sym_ckpt_writer_t **out) {
     *out = NULL;
-    int rc = mkdir_p(dir);
+    int rc = sym__ckpt_mkdir_p(dir);
     if (rc) return rc;
     sym_ckpt_writer_t *w = calloc(1, sizeof *w);
     if (!w) return sym__error(SYM_ENOMEM, "out of memory for the checkpoint writer");
@@ -788,26 +856,54 @@ static int wait_locked(sym_ckpt_writer_t *w) {
     return rc;
 }
 
+/* Copy files into the writer's buffers (w->mu held, nothing pending); with
+ * `adopt`, files[0].data is malloc'd and becomes the writer's instead. */
+static int snapshot_files(sym_ckpt_writer_t *w, const sym_ckpt_file_t *files, int nfiles,
+                          int adopt) {
+    for (int i = 0; i < nfiles; i++) {
+        if (adopt && i == 0) {
+            free(w->buf[0]);
+            w->buf[0] = (void *)files[0].data;
+            w->cap[0] = files[0].size;
+        } else if (w->cap[i] < files[i].size) {
+            void *nb = realloc(w->buf[i], files[i].size);
+            if (!nb) return sym__error(SYM_ENOMEM, "out of memory for a checkpoint snapshot");
+            w->buf[i] = nb;
+            w->cap[i] = files[i].size;
+        }
+        if (files[i].size && !(adopt && i == 0)) memcpy(w->buf[i], files[i].data, files[i].size);
+        w->files[i] = files[i];
+        w->files[i].data = w->buf[i];
+    }
+    w->nfiles = nfiles;
+    return SYM_OK;
+}
+
+/* Lock, wait for the save in progress (*prev: its failure, once), copy the
+ * files; on failure unlocked again. */
+static int begin_locked(sym_ckpt_writer_t *w, const sym_ckpt_file_t *files, int nfiles,
+                        int adopt, int *prev) {
+    pthread_mutex_lock(&w->mu);
+    *prev = wait_locked(w);
+    int rc = snapshot_files(w, files, nfiles, adopt);
+    if (rc) pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+static void start_locked(sym_ckpt_writer_t *w) {
+    w->status = 0;
+    w->pending = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
 int sym_ckpt_save(sym_ckpt_writer_t *w, const sym_ckpt_meta_t *meta,
                   const sym_ckpt_file_t *files, int nfiles) {
     if (nfiles < 0 || nfiles > SYM_CKPT_MAX_FILES)
         return sym__error(SYM_EINVAL, "a checkpoint holds at most %d files", SYM_CKPT_MAX_FILES);
-    pthread_mutex_lock(&w->mu);
-    int prev = wait_locked(w);
-    for (int i = 0; i < nfiles; i++) {
-        if (w->cap[i] < files[i].size) {
-            void *nb = realloc(w->buf[i], files[i].size);
-            if (!nb) {
-                pthread_mutex_unlock(&w->mu);
-                return sym__error(SYM_ENOMEM, "out of memory for a checkpoint snapshot");
-            }
-            w->buf[i] = nb;
-            w->cap[i] = files[i].size;
-        }
-        memcpy(w->buf[i], files[i].data, files[i].size);
-        w->files[i] = files[i];
-        w->files[i].data = w->buf[i];
-    }
+    int prev, rc = begin_locked(w, files, nfiles, 0, &prev);
+    if (rc) return rc;
+    w->stage[0] = '\0';
     w->meta = *meta;
     if (meta->ntensors > w->tensors_cap) {
         sym_ckpt_tensor_t *t = realloc(w->tensors, (size_t)meta->ntensors * sizeof *t);
@@ -837,12 +933,30 @@ int sym_ckpt_save(sym_ckpt_writer_t *w, const sym_ckpt_meta_t *meta,
     }
     w->meta.shares = w->shares;
     w->meta.speeds = w->speeds;
-    w->nfiles = nfiles;
-    w->status = 0;
-    w->pending = 1;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
+    start_locked(w);
     return prev;
+}
+
+int sym__ckpt_save_files(sym_ckpt_writer_t *w, const char *stage, const sym_ckpt_file_t *files,
+                         int nfiles) {
+    if (nfiles < 1 || nfiles > SYM_CKPT_MAX_FILES || strlen(stage) >= sizeof w->stage ||
+        !sym__ckpt_valid_name(stage)) {
+        free((void *)files[0].data);
+        return sym__error(SYM_EINVAL, "a shard is 1 to %d files in a plain directory name",
+                          SYM_CKPT_MAX_FILES);
+    }
+    int prev, rc = begin_locked(w, files, nfiles, 1, &prev);
+    if (rc) return rc;
+    snprintf(w->stage, sizeof w->stage, "%s", stage);
+    start_locked(w);
+    return prev;
+}
+
+int sym__ckpt_busy(sym_ckpt_writer_t *w) {
+    pthread_mutex_lock(&w->mu);
+    int busy = w->pending;
+    pthread_mutex_unlock(&w->mu);
+    return busy;
 }
 
 int sym_ckpt_wait(sym_ckpt_writer_t *w) {
@@ -917,7 +1031,7 @@ static int load(const char *path, int follow, sym_ckpt_t *ck) {
     snprintf(mpath, sizeof mpath, "%s/%s", path, MANIFEST);
     void *text;
     size_t len;
-    int rc = read_file_at(dfd, MANIFEST, mpath, SIZE_MAX, MAX_MANIFEST, &text, &len);
+    int rc = sym__ckpt_read_file_at(dfd, MANIFEST, mpath, SIZE_MAX, MAX_MANIFEST, &text, &len);
     if (rc == SYM_ENOENT) rc = sym__error(SYM_ECORRUPT, "%s has no %s", path, MANIFEST);
     if (!rc) {
         rc = parse_manifest(mpath, text, len, ck);
@@ -930,7 +1044,7 @@ static int load(const char *path, int follow, sym_ckpt_t *ck) {
         snprintf(fpath, sizeof fpath, "%s/%s", path, f->name);
         void *data = NULL;
         size_t size = 0;
-        rc = read_file_at(dfd, f->name, fpath, f->size, SIZE_MAX, &data, &size);
+        rc = sym__ckpt_read_file_at(dfd, f->name, fpath, f->size, SIZE_MAX, &data, &size);
         if (rc == SYM_ENOENT) rc = sym__error(SYM_ECORRUPT, "%s is missing", fpath);
         uint32_t crc = rc ? 0 : sym__crc32c(0, data, size);
         if (!rc && crc != f->crc32c)
@@ -955,7 +1069,7 @@ int sym_ckpt_load_latest(const char *dir, sym_ckpt_t *out,
     memset(out, 0, sizeof *out);
     int64_t *steps;
     int n;
-    int rc = list_steps(dir, &steps, &n);
+    int rc = sym__ckpt_list_steps(dir, &steps, &n);
     if (rc == SYM_ENOENT) return sym__error(SYM_ENOENT, "%s does not exist", dir);
     if (rc) return rc;
     int bad = 0;
@@ -996,7 +1110,7 @@ int sym_ckpt_load_latest(const char *dir, sym_ckpt_t *out,
 int64_t sym_ckpt_newest_step(const char *dir) {
     int64_t *steps, newest = -1;
     int n;
-    if (list_steps(dir, &steps, &n)) return -1;
+    if (sym__ckpt_list_steps(dir, &steps, &n)) return -1;
     if (n) newest = steps[0];
     free(steps);
     return newest;
