@@ -63,6 +63,8 @@ if(SYM_PLAN_LAYOUTS)
            $<TARGET_FILE:symtrain_cli> ${SYM_PLAN_LAYOUTS})
   set_tests_properties(train_plan_memory_layouts PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()
+sym_train_e2e(train_zero)    # --zero 1/2 and --accum == plain data parallelism; 1/N state
+sym_train_e2e(train_zero_resume) # --zero 1: SIGKILL + restart + resume bit-identical
 sym_train_e2e(train_errors)  # an error on one PE ends the job; a second SIGTERM ends a PE
 
 # ---- fuzzing: the IDX and token-shard loaders under libFuzzer (tests/fuzz) ----

@@ -29,6 +29,12 @@ void sym__gemm_blocked(int ta, int tb, int m, int n, int k, float alpha, const f
 typedef struct shmemx_req *sym__req_t;
 /* Start x (n floats, symmetric) = average over the team's PEs, in place. */
 int sym__comm_avg_start(shmem_team_t team, float *x, size_t n, sym__req_t *req);
+/* Start block = this member's block (shmemx_block_range) of the average over
+ * the team of x (n floats, symmetric); block private or symmetric. */
+int sym__comm_avg_scatter_start(shmem_team_t team, const float *x, size_t n, float *block,
+                                sym__req_t *req);
+/* *done = 1 once req is complete (then sym__comm_wait returns its status at once). */
+int sym__comm_test(sym__req_t req, int *done);
 int sym__comm_wait(sym__req_t req);
 /* Blocking sum over the team's PEs, in place (x symmetric, or private on
  * every member: the tensor-parallel GPT sums its activations). */

@@ -47,6 +47,7 @@
 #include <symtrain/metrics.h>
 #include <symtrain/rng.h>
 #include <symtrain/train.h>
+#include <symtrain/zero.h>
 
 #include "balance/balance.h"
 #include "core/device.h"
@@ -119,6 +120,10 @@ int sym_train_validate(const sym_train_config_t *c, int npes) {
         return sym__error(SYM_EINVAL, "Adam's betas must be in [0, 1)");
     if (!(c->optim.weight_decay >= 0)) return sym__error(SYM_EINVAL, "--weight-decay must be >= 0");
     if (!(c->bucket_mb > 0)) return sym__error(SYM_EINVAL, "--bucket-mb must be positive");
+    if (c->zero < 0 || c->zero > 2)
+        return sym__error(SYM_EINVAL, "--zero %d: use 0 (plain data parallelism), 1 (sharded "
+                                      "optimizer state) or 2 (sharded gradients too)", c->zero);
+    if (c->accum < 0) return sym__error(SYM_EINVAL, "--accum must be at least 1");
     if (c->max_steps < 0 || c->train_samples < 0 || c->test_samples < 0 || c->threads < 0 ||
         c->eval_every < 0 || c->seq < 0 || c->sample_tokens < 0 || c->warmup_steps < -1)
         return sym__error(SYM_EINVAL, "step, sample, token and thread counts cannot be negative");
@@ -193,8 +198,10 @@ typedef struct {
     const struct sym_cuda_backend *gpu; /* NULL: the CPU trains */
     sym_gpu_model_t *gm;
     size_t P;
-    sym_optim_t *opt;
+    sym_optim_t *opt;            /* NULL with ZeRO: the shards' optimizer is zero's */
     sym_ddp_t *ddp;
+    sym_zero_t *zero;            /* --zero 1 or 2 */
+    int accum;                   /* micro-batches per step */
     shmem_team_t dp_team; /* the gradient average's team, on the CPU (ddp) and the GPU alike */
     sym_loader_t loader;
     sym_lr_schedule_t sched;
@@ -286,6 +293,28 @@ static int rng_matches(run_t *r, const sym_ckpt_meta_t *m) {
            m->dropout_key == sym_rng_key(m->seed, SYM_RNG_DROPOUT, 0);
 }
 
+/* ---- the optimizer state, whole or sharded (ZeRO: gathered, the same bytes) ---- */
+
+static size_t optim_state_size(const run_t *r) {
+    return r->zero ? sym_zero_state_size(r->zero) : sym_optim_state_size(r->opt);
+}
+static int optim_state_save(const run_t *r, void *buf) {
+    if (r->zero) return sym_zero_state_save(r->zero, buf);
+    sym_optim_state_save(r->opt, buf);
+    return SYM_OK;
+}
+static int optim_state_load(run_t *r, const void *buf, size_t len) {
+    return r->zero ? sym_zero_state_load(r->zero, buf, len) : sym_optim_state_load(r->opt, buf, len);
+}
+static uint64_t optim_steps(const run_t *r) {
+    return r->zero ? sym_zero_steps(r->zero) : sym_optim_steps(r->opt);
+}
+/* This PE's optimizer state arrays, in bytes. */
+static size_t optim_state_bytes(const run_t *r) {
+    if (r->zero) return sym_zero_state_bytes(r->zero);
+    return r->P * sizeof(float) * (r->cfg->optim.kind == SYM_OPT_ADAMW ? 2 : 1);
+}
+
 static int resume(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     sym_ckpt_t ck;
@@ -315,11 +344,12 @@ static int resume(run_t *r) {
     else if (m->seed != c->model.seed)
         rc = sym__error(SYM_EMISMATCH, "%s was trained with --seed %llu, this run has --seed %llu",
                         ck.path, (unsigned long long)m->seed, (unsigned long long)c->model.seed);
-    else if (m->global_batch != c->global_batch)
+    else if (m->global_batch != c->global_batch * r->accum)
         rc = sym__error(SYM_EMISMATCH,
-                        "%s was trained with --batch %d (the global batch), this run asks for "
-                        "%d; resume with --batch %d",
-                        ck.path, m->global_batch, c->global_batch, m->global_batch);
+                        "%s was trained with %d samples a step (--batch x --accum), this run "
+                        "asks for %d; resume with --batch %d (or --batch B --accum N, B x N = %d)",
+                        ck.path, m->global_batch, c->global_batch * r->accum, m->global_batch,
+                        m->global_batch);
     else if (strcmp(m->optimizer, sym_optim_name(c->optim.kind)))
         rc = sym__error(SYM_EMISMATCH, "%s used the %s optimizer, this run asks for %s", ck.path,
                         m->optimizer, sym_optim_name(c->optim.kind));
@@ -344,7 +374,7 @@ static int resume(run_t *r) {
     else if (!of)
         rc = sym__error(SYM_ECORRUPT, "%s has no optim.bin", ck.path);
     else
-        rc = sym_optim_state_load(r->opt, of->data, of->size);
+        rc = optim_state_load(r, of->data, of->size);
     if (rc) {
         sym_ckpt_release(&ck);
         return report(r, rc, 1);
@@ -405,7 +435,7 @@ static int save(run_t *r) {
     m.sample = r->sample;
     m.world_size = r->npes;
     m.blas_threads = r->threads;
-    m.global_batch = c->global_batch;
+    m.global_batch = c->global_batch * r->accum; /* a step's samples */
     m.seed = c->model.seed;
     sym_loader_set_epoch(&r->loader, r->epoch); /* the stream of the epoch saved */
     m.data_key = r->loader.key;
@@ -416,7 +446,7 @@ static int save(run_t *r) {
     m.dropout = c->model.dropout;
     m.params = r->P;
     snprintf(m.optimizer, sizeof m.optimizer, "%s", sym_optim_name(c->optim.kind));
-    m.optim_steps = sym_optim_steps(r->opt);
+    m.optim_steps = optim_steps(r);
     snprintf(m.dataset, sizeof m.dataset, "%s", r->task.name);
     m.train_samples = r->task.n_train;
     m.lr = c->lr;
@@ -430,10 +460,14 @@ static int save(run_t *r) {
         m.shares = (int *)shares;
         m.speeds = (double *)speeds;
     }
-    size_t osize = sym_optim_state_size(r->opt);
+    size_t osize = optim_state_size(r);
     void *ostate = malloc(osize);
     if (!ostate) return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);
-    sym_optim_state_save(r->opt, ostate);
+    int rc = optim_state_save(r, ostate);
+    if (rc) {
+        free(ostate);
+        return report(r, rc, 0);
+    }
     sym_ckpt_file_t files[2] = {
         {"model.bin", sym_model_params(r->model), r->P * sizeof(float), 0},
         {"optim.bin", ostate, osize, 0},
@@ -467,7 +501,7 @@ static int save(run_t *r) {
     }
     m.tensors = tab;
     m.ntensors = nt * (1 + nstate);
-    int rc = sym_ckpt_save(r->writer, &m, files, 2);
+    rc = sym_ckpt_save(r->writer, &m, files, 2);
     free(tab);
     free(ostate);
     if (rc) /* the previous save failed; say so, keep training */
@@ -644,6 +678,12 @@ static int choose_device(run_t *r) {
         return report(r, sym__error(SYM_EINVAL, "--recompute is for the GPU (--device gpu); the "
                                                 "CPU keeps every activation"), 1);
     if (c->device == SYM_TRAIN_CPU) return SYM_OK;
+    if (c->zero || c->accum > 1) { /* the sharded step and micro-batches are the CPU loop's */
+        if (c->device == SYM_TRAIN_GPU)
+            return report(r, sym__error(SYM_EINVAL, "--zero and --accum train on CPU PEs for "
+                                                    "now; drop them, or pass --device cpu"), 1);
+        return SYM_OK;
+    }
     int gpt = c->model.kind == SYM_MODEL_GPT;
     if (!gpt) {
         if (c->device == SYM_TRAIN_GPU)
@@ -760,25 +800,33 @@ static int setup(run_t *r) {
     if ((rc = sym_model_create(&c->model, r->gpu ? 0 : rows, !r->gpu, &r->model)))
         return report(r, rc, 1);
     r->P = sym_model_num_params(r->model);
-    if ((rc = sym_optim_create(&c->optim, r->P, &r->opt))) return report(r, rc, 1);
+    r->accum = c->accum > 1 ? c->accum : 1;
+    if (!c->zero && (rc = sym_optim_create(&c->optim, r->P, &r->opt))) return report(r, rc, 1);
     int nt = sym_model_num_tensors(r->model);
     size_t *cuts = malloc((size_t)nt * sizeof *cuts);
     if (!cuts) return report(r, sym__error(SYM_ENOMEM, "out of memory for the gradient buckets"), 0);
     for (int i = 0; i < nt && !rc; i++) {
         const sym_param_t *p = sym_model_param(r->model, i);
         cuts[i] = p->offset;
-        if (!p->decay) rc = sym_optim_no_decay(r->opt, p->offset, p->numel);
+        if (r->opt && !p->decay) rc = sym_optim_no_decay(r->opt, p->offset, p->numel);
     }
     size_t bucket = (size_t)(c->bucket_mb * 1024 * 1024);
+    /* ZeRO's buckets leave the control floats out: sym_zero_clip averages them */
     if (!rc && !r->gpu)
-        rc = sym_ddp_create(r->dp_team, sym_model_grads(r->model), r->P + SYM_GRAD_CTRL,
-                            cuts, nt, bucket, &r->ddp);
+        rc = sym_ddp_create(r->dp_team, sym_model_grads(r->model),
+                            r->P + (c->zero ? 0 : SYM_GRAD_CTRL), cuts, nt, bucket, &r->ddp);
     free(cuts);
+    if (!rc && c->zero)
+        rc = sym_zero_create(c->zero, r->ddp, r->dp_team, &c->optim, r->P,
+                             sym_model_param(r->model, 0), nt, &r->zero);
     if (rc) return report(r, rc, 1);
     if ((rc = sym_loader_init(&r->loader, t->n_train, c->global_batch, r->npes, r->me,
                               c->model.seed)))
         return report(r, rc, 1);
     r->steps_per_epoch = sym_loader_steps_per_epoch(&r->loader);
+    if (r->accum > 1) /* a step is accum micro-batches of the loader's batch */
+        r->steps_per_epoch = (t->n_train + (int64_t)c->global_batch * r->accum - 1) /
+                             ((int64_t)c->global_batch * r->accum);
     r->sched.peak = c->lr;
     r->sched.final = c->lr * c->final_lr_ratio;
     r->sched.total_steps = r->steps_per_epoch * c->epochs;
@@ -851,6 +899,13 @@ static int setup(run_t *r) {
                  sym_blas_name(), c->global_batch, r->max_local, sym_optim_name(c->optim.kind),
                  (double)c->lr, len, nb, nb == 1 ? "" : "s",
                  sym__fmt_size((r->P + SYM_GRAD_CTRL) * 4, bsz, sizeof bsz));
+        if (!r->gpu) /* the bytes, exactly: tests compare them across --zero */
+            note(r, "optimizer state %zu bytes per PE (%s); %d micro-batch%s of %d per step",
+                 optim_state_bytes(r),
+                 c->zero == 1   ? "ZeRO-1: sharded over the PEs"
+                 : c->zero == 2 ? "ZeRO-2: it and the gradients sharded over the PEs"
+                                : "not sharded",
+                 r->accum, r->accum == 1 ? "" : "es", c->global_batch);
         const sym_balance_config_t *bc = &c->balance;
         char every[32];
         if (bc->every_s > 0)
@@ -878,6 +933,7 @@ static void teardown(run_t *r) {
     free(r->y);
     free(r->eidx);
     sym_loader_free(&r->loader);
+    sym_zero_destroy(r->zero);
     sym_ddp_destroy(r->ddp);
     if (r->gm) r->gpu->destroy(r->gm);
     sym_optim_destroy(r->opt);
@@ -933,48 +989,86 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     return SYM_OK;
 }
 
-/* Returns 0 or an error; *stop gets the agreed stop flag. */
+/* Returns 0 or an error; *stop gets the agreed stop flag.
+ * A step is r->accum micro-batches of the loader's batch (--accum): each
+ * one's backward adds into the same gradients, and only the last one's
+ * starts the buckets' reductions, so the others communicate nothing. The
+ * loss gradient's scale is npes / the whole step's predictions, and a
+ * micro-batch's rows are numbered within the step (its dropout masks), so
+ * --batch B --accum N is --batch B x N up to the summation order. */
 static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *rec, int *stop) {
     const sym_train_config_t *c = r->cfg;
     double t0 = sym__now_s();
-    sym_batch_t b = sym_loader_batch_shares(&r->loader, r->sample, sym__balance_shares(r->bal));
-    sym_input_t in;
-    sym__task_gather(&r->task, 1, b.idx, b.count, r->x, r->tok, r->y, &in);
-    if (r->gpu) return gpu_step(r, &b, t0, loss_out, norm_out, rec, stop);
-    sym_forward_t f = {1, (uint64_t)r->step, b.row0};
-    sym_tensor_t logits;
-    int rc = sym_model_forward(r->model, &in, &f, &logits);
-    if (rc) return report(r, rc, 0);
-    /* Scaled so that the average over PEs is the mean over the global batch's
+    const int *shares = sym__balance_shares(r->bal);
+    if (r->gpu) {
+        sym_batch_t b = sym_loader_batch_shares(&r->loader, r->sample, shares);
+        sym_input_t in;
+        sym__task_gather(&r->task, 1, b.idx, b.count, r->x, r->tok, r->y, &in);
+        return gpu_step(r, &b, t0, loss_out, norm_out, rec, stop);
+    }
+    int64_t micro = c->global_batch, left = r->task.n_train - r->sample;
+    int gsize = (int)(left < micro * r->accum ? left : micro * r->accum); /* the step's samples */
+    /* Scaled so that the average over PEs is the mean over the step's
      * predictions; the gradient overwrites the logits. */
-    double predictions = (double)b.gsize * r->task.seq;
+    double predictions = (double)gsize * r->task.seq;
     float scale = (float)(r->npes / predictions);
-    double lsum = sym_softmax_xent(&logits, r->y, sym_model_classes(r->model), scale, &logits,
-                                   NULL);
-    if (isnan(lsum)) return report(r, SYM_EINVAL, 0);
     float *g = sym_model_grads(r->model);
-    g[r->P + CTRL_LOSS] = (float)(lsum * r->npes / predictions);
-    g[r->P + CTRL_STOP] = stop_signal ? 1.0f : 0.0f;
-
+    if (r->zero)
+        sym_ddp_zero_grads(r->ddp); /* ZeRO-2: the pages handed back are zero already */
+    else
+        sym_model_zero_grads(r->model);
     sym_ddp_begin(r->ddp);
-    sym_model_zero_grads(r->model);
-    rc = sym_model_backward(r->model, &logits, sym_ddp_ready, r->ddp);
-    if (rc) return report(r, rc, 0);
-    sym__balance_computed(r->bal, t0, b.count, -1);
+    double lsum = 0;
+    int count = 0, rc;
+    for (int64_t at = 0; at < gsize; at += micro) {
+        int last = at + micro >= gsize;
+        sym_batch_t b = sym_loader_batch_shares(&r->loader, r->sample + at, shares);
+        sym_input_t in;
+        sym__task_gather(&r->task, 1, b.idx, b.count, r->x, r->tok, r->y, &in);
+        sym_forward_t f = {1, (uint64_t)r->step, (int)at + b.row0};
+        sym_tensor_t logits;
+        if ((rc = sym_model_forward(r->model, &in, &f, &logits))) return report(r, rc, 0);
+        double l = sym_softmax_xent(&logits, r->y, sym_model_classes(r->model), scale, &logits,
+                                    NULL);
+        if (isnan(l)) return report(r, SYM_EINVAL, 0);
+        lsum += l;
+        count += b.count;
+        if (last) { /* the control floats travel with the last micro-batch's buckets */
+            g[r->P + CTRL_LOSS] = (float)(lsum * r->npes / predictions);
+            g[r->P + CTRL_STOP] = stop_signal ? 1.0f : 0.0f;
+        }
+        rc = sym_model_backward(r->model, &logits, last ? sym_ddp_ready : NULL, r->ddp);
+        if (rc) return report(r, rc, 0);
+    }
+    sym__balance_computed(r->bal, t0, count, -1);
     if ((rc = sym_ddp_finish(r->ddp))) return report(r, rc, 0);
     if ((rc = sym__balance_exchange(r->bal, r->step + 1))) return report(r, rc, 0);
+    float lr = sym_lr_at(&r->sched, r->step);
+    double tz = 0; /* ZeRO's norm exchange and all-gather: communication too */
+    if (r->zero) { /* the norm from the shards, the update of this PE's, the all-gather */
+        tz = sym__now_s();
+        if ((rc = sym_zero_clip(r->zero, g + r->P, 2, c->clip, norm_out)) ||
+            (rc = sym_zero_step(r->zero, sym_model_params(r->model), lr)))
+            return report(r, rc, 0);
+        tz = sym__now_s() - tz;
+    }
     *loss_out = g[r->P + CTRL_LOSS];
     *stop = g[r->P + CTRL_STOP] > 0.0f;
-
-    *norm_out = sym_grad_clip(g, r->P, c->clip);
-    float lr = sym_lr_at(&r->sched, r->step);
-    sym_optim_step(r->opt, sym_model_params(r->model), g, lr);
+    if (!r->zero) {
+        *norm_out = sym_grad_clip(g, r->P, c->clip);
+        sym_optim_step(r->opt, sym_model_params(r->model), g, lr);
+    }
     r->step++;
-    r->sample += b.gsize;
+    r->sample += gsize;
 
     double dt = sym__now_s() - t0;
     sym_ddp_stats_t st = sym_ddp_stats(r->ddp);
-    record(r, rec, *loss_out, lr, *norm_out, b.gsize, dt, st.wait_s + st.issue_s,
+    if (c->zero == 2 && r->step == 1 && r->speak) /* what ZeRO-2 frees, said once */
+        note(r, "ZeRO-2: step 1 handed %llu of the %zu bytes of full gradients back to the OS "
+                "as their buckets were reduced; this PE keeps a %zu-byte shard",
+             (unsigned long long)st.bytes_released, r->P * sizeof(float),
+             sym_zero_shard_len(r->zero) * sizeof(float));
+    record(r, rec, *loss_out, lr, *norm_out, gsize, dt, st.wait_s + st.issue_s + tz,
            st.bytes_reduced);
     return SYM_OK;
 }
