@@ -31,6 +31,7 @@
 #include "rng.h"
 #include "tensor.h"
 #include "train.h"
+#include "zero.h"
 
 #ifdef __cplusplus
 extern "C" {
