@@ -110,6 +110,8 @@ int main(void) {
             CHECK(sym_zero_shard_len(z) == sym_ddp_shard_len(d, shmem_team_my_pe(SHMEM_TEAM_WORLD)),
                   "zero's shard differs from the buckets'");
             CHECK(sym_zero_state_bytes(z) == sym_zero_shard_len(z) * 8, "AdamW's state is m and v");
+            CHECK(sym_zero_state_shard(z, 0) && sym_zero_state_shard(z, 1) &&
+                  !sym_zero_state_shard(z, 2), "AdamW's shard arrays are m and v");
 
             for (size_t i = 0; i < count; i++) w[i] = wref[i] = value(seed, 999, 0, i);
             sym_optim_t *ref;

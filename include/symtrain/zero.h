@@ -63,6 +63,11 @@ uint64_t sym_zero_steps(const sym_zero_t *z);
 size_t sym_zero_state_bytes(const sym_zero_t *z);
 /* This PE's shard, in parameters. */
 size_t sym_zero_shard_len(const sym_zero_t *z);
+/* For a sharded checkpoint writer: this PE's state array i (0: momentum or
+ * m, 1: v; NULL past them), sym_zero_shard_len floats, packed as the shard is
+ * (bucket b's block at the shard offset sym_ddp_block gives, covering
+ * parameters [bucket lo + block offset, + length) of the flat array). */
+float *sym_zero_state_shard(sym_zero_t *z, int i);
 
 /* The gathered optimizer state: byte for byte what sym_optim_state_save
  * writes for an unsharded optimizer of all P parameters, so a checkpoint does

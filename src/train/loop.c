@@ -124,6 +124,9 @@ int sym_train_validate(const sym_train_config_t *c, int npes) {
         return sym__error(SYM_EINVAL, "--zero %d: use 0 (plain data parallelism), 1 (sharded "
                                       "optimizer state) or 2 (sharded gradients too)", c->zero);
     if (c->accum < 0) return sym__error(SYM_EINVAL, "--accum must be at least 1");
+    if ((int64_t)c->global_batch * (c->accum > 1 ? c->accum : 1) > (1 << 20))
+        return sym__error(SYM_EINVAL, "--batch %d x --accum %d is more than %d samples a step; "
+                          "lower one of them", c->global_batch, c->accum, 1 << 20);
     if (c->max_steps < 0 || c->train_samples < 0 || c->test_samples < 0 || c->threads < 0 ||
         c->eval_every < 0 || c->seq < 0 || c->sample_tokens < 0 || c->warmup_steps < -1)
         return sym__error(SYM_EINVAL, "step, sample, token and thread counts cannot be negative");

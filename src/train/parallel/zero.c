@@ -184,6 +184,7 @@ size_t sym_zero_state_bytes(const sym_zero_t *z) {
     return z->S * sizeof(float) * (size_t)nstate(z);
 }
 size_t sym_zero_shard_len(const sym_zero_t *z) { return z->S; }
+float *sym_zero_state_shard(sym_zero_t *z, int i) { return i >= 0 && i < nstate(z) ? z->st[i] : NULL; }
 
 /* ---- the gathered state (checkpoints) ---- */
 
