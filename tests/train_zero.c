@@ -8,16 +8,16 @@
  * of 16 sequences on 1 PE and on 4 PEs with --zero 0, 1 and 2; the MLP (SGD
  * with momentum, dropout) the same at 4 PEs. Every step's loss and the final
  * weights must match --zero 0's (and the 1-PE run's) to 1e-5 relative (the
- * MLP's 410 samples end each epoch with a short step of 10: one short
- * micro-batch of the two under --accum 2); the
+ * MLP's 410 samples end each epoch with a short step of 10: two
+ * micro-batches of 5 under --accum 2); the
  * optimizer state checkpointed by --zero 1, gathered from the shards, must
  * match --zero 0's unsharded state element for element (same tolerance), so
  * the gather puts every block where it belongs. Measured differences are
  * about 1e-7 (the reduction order); a run with another seed differs by far
  * more, so the comparison can tell.
- * --batch 4 --accum 4 must match --batch 16 (plain and with --zero 1), with
- * the same bytes reduced a step (one reduction a step, none on the first
- * three micro-batches).
+ * --batch 16 --accum 4 (4 micro-batches of 4) must match --batch 16 (plain
+ * and with --zero 1), with the same bytes reduced a step (one reduction a
+ * step, none on the first three micro-batches).
  * Memory: the start line's optimizer-state bytes per PE under --zero 1 and 2
  * are a quarter of --zero 0's (up to one element per bucket), and ZeRO-2
  * says it handed most of the full gradient array back to the OS.
@@ -148,8 +148,8 @@ int main(int argc, char **argv) {
            "ZeRO-2 freed %lld of %lld gradient bytes\n", b0, b1, (double)b1 / b0, freed, full);
 
     /* accumulation: 4 micro-batches of 4 sequences == one batch of 16 */
-    train(4, "gpt_acc", GPT " --batch 4 --accum 4");
-    train(4, "gpt_acc_z1", GPT " --batch 4 --accum 4 --zero 1");
+    train(4, "gpt_acc", GPT " --batch 16 --accum 4");
+    train(4, "gpt_acc_z1", GPT " --batch 16 --accum 4 --zero 1");
     d = fmax(compare("gpt_z0", "gpt_acc", 0, 1e-3), compare("gpt_z0", "gpt_acc_z1", 0, 1e-3));
     double by0[20], by1[20], byz[20], byz1[20];
     one_metric("gpt_z0", "\"bytes_allreduced\":", by0, 20);
@@ -161,13 +161,13 @@ int main(int argc, char **argv) {
               "step %d: %.0f bytes reduced with --accum 4, %.0f without (ZeRO-1: %.0f, %.0f): the "
               "micro-batches before the last must not communicate", i + 1, by1[i], by0[i],
               byz1[i], byz[i]);
-    printf("train_zero: --batch 4 --accum 4 vs --batch 16 (plain and ZeRO-1): within %.2g, the same "
+    printf("train_zero: --batch 16 --accum 4 vs --batch 16 (plain and ZeRO-1): within %.2g, the same "
            "bytes reduced a step\n", d);
 
     /* the MLP, SGD with momentum and dropout */
     train(4, "mlp_z0", MLP);
     train(4, "mlp_z1", MLP " --zero 1");
-    train(4, "mlp_z2", MLP " --zero 2 --batch 20 --accum 2");
+    train(4, "mlp_z2", MLP " --zero 2 --accum 2");
     d = fmax(compare("mlp_z0", "mlp_z1", 1, TOL), compare("mlp_z0", "mlp_z2", 1, 1e-3));
     printf("train_zero: MLP (SGD), --zero 1 and --zero 2 with --accum 2 vs --zero 0: within %.2g\n", d);
 

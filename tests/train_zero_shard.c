@@ -78,8 +78,9 @@ int main(void) {
         count += len;
     }
     float *g = shmem_malloc(count * sizeof *g);
-    float *w = malloc(count * sizeof *w), *wref = malloc(count * sizeof *wref),
-          *gref = malloc(count * sizeof *gref), *w2 = malloc(count * sizeof *w2);
+    /* parameters: symmetric, as the model's are (the all-gather reads peers') */
+    float *w = shmem_malloc(count * sizeof *w), *w2 = shmem_malloc(count * sizeof *w2);
+    float *wref = malloc(count * sizeof *wref), *gref = malloc(count * sizeof *gref);
     CHECK(g && w && wref && gref && w2, "out of memory");
     sym_optim_config_t oc = {SYM_OPT_ADAMW, 0.9f, 0.9f, 0.999f, 1e-8f, 0.1f};
 
@@ -211,10 +212,10 @@ int main(void) {
                        bucket_kib[bk], nb, stage, STEPS, worst);
         }
     }
-    free(w);
+    shmem_free(w);
+    shmem_free(w2);
     free(wref);
     free(gref);
-    free(w2);
     shmem_free(g);
     if (me == 0) printf("train_zero_shard: ok\n");
     shmem_finalize();

@@ -10,9 +10,9 @@
  *   global norm from the shards' sums of squares, summed over the team (in
  *   fp64, in team order), the control floats averaged, the shard clipped ->
  *   sym_zero_step: the optimizer (SGD or AdamW, decay on the matrices only,
- *   as the parameter table says) on the shard's fp32 master copy of its
- *   parameters, then the parameters all-gathered (each bucket's blocks pulled
- *   from their owners' master copies) into every PE's full array.
+ *   as the parameter table says) on the shard's parameters, in place in the
+ *   model's full array, then the parameters all-gathered (every PE pulls the
+ *   other blocks from their owners' arrays).
  * Stage 1 keeps the full gradient array between buckets (the model's
  * backward writes into it); stage 2 hands each bucket's pages of it back to
  * the OS as soon as its reduce-scatter is complete (see sym_ddp_shard), so
@@ -20,9 +20,9 @@
  * Elementwise the update is the unsharded one, so the results equal plain
  * data parallelism's up to the fp32 rounding of the reduction order.
  *
- * Optimizer state and master copy live in symmetric memory (the same size on
- * every PE: the largest shard), so one PE can gather the whole state with
- * one-sided reads between steps, for a checkpoint, without the others.
+ * The optimizer state lives in symmetric memory (the same size on every PE:
+ * the largest shard), so one PE can gather the whole state with one-sided
+ * reads between steps, for a checkpoint, without the others.
  */
 #ifndef SYMTRAIN_ZERO_H
 #define SYMTRAIN_ZERO_H
@@ -54,8 +54,9 @@ void sym_zero_destroy(sym_zero_t *z);
  * gradient, and the shard is scaled so that it is at most max_norm (<= 0:
  * left alone), as sym_grad_clip does for a whole array. Collective. */
 int sym_zero_clip(sym_zero_t *z, float *ctrl, int nctrl, double max_norm, double *norm);
-/* The optimizer on the shard at rate lr, then params (P floats, every PE's
- * full array) all-gathered. Collective. */
+/* The optimizer on the shard at rate lr, then params all-gathered. params:
+ * the P parameters, in symmetric memory (the model's, built for data
+ * parallelism), the same on every PE before the first step. Collective. */
 int sym_zero_step(sym_zero_t *z, float *params, float lr);
 
 uint64_t sym_zero_steps(const sym_zero_t *z);

@@ -52,6 +52,11 @@ int sym__comm_pullv(shmem_team_t team, const void *buf, const size_t *off, const
  * member pulls its own block). */
 int sym__comm_reduce_pull_f32(shmem_team_t team, const float *buf, size_t off, size_t n,
                               float *dst);
+/* An all-gather in place: x (symmetric) is made up of ranges, range i
+ * (floats [lo[i], lo[i] + len[i])) final on member owner[i]; every member
+ * reads the ranges it does not own from their owners. */
+int sym__comm_pull_ranges_f32(shmem_team_t team, float *x, int n, const size_t *lo,
+                              const size_t *len, const int *owner);
 /* dest[m * n + i] = member m's src[i] (both symmetric). */
 int sym__comm_allgather_f64(shmem_team_t team, double *dest, const double *src, size_t n);
 

@@ -124,9 +124,12 @@ int sym_train_validate(const sym_train_config_t *c, int npes) {
         return sym__error(SYM_EINVAL, "--zero %d: use 0 (plain data parallelism), 1 (sharded "
                                       "optimizer state) or 2 (sharded gradients too)", c->zero);
     if (c->accum < 0) return sym__error(SYM_EINVAL, "--accum must be at least 1");
-    if ((int64_t)c->global_batch * (c->accum > 1 ? c->accum : 1) > (1 << 20))
-        return sym__error(SYM_EINVAL, "--batch %d x --accum %d is more than %d samples a step; "
-                          "lower one of them", c->global_batch, c->accum, 1 << 20);
+    if (c->accum > 1 && c->global_batch < (int64_t)c->accum * npes)
+        return sym__error(SYM_EINVAL,
+                          "--accum %d splits --batch %d into micro-batches of fewer samples than "
+                          "there are PEs (%d), and every PE needs at least one of each; lower "
+                          "--accum or raise --batch to %lld or more",
+                          c->accum, c->global_batch, npes, (long long)c->accum * npes);
     if (c->max_steps < 0 || c->train_samples < 0 || c->test_samples < 0 || c->threads < 0 ||
         c->eval_every < 0 || c->seq < 0 || c->sample_tokens < 0 || c->warmup_steps < -1)
         return sym__error(SYM_EINVAL, "step, sample, token and thread counts cannot be negative");
@@ -314,8 +317,7 @@ static uint64_t optim_steps(const run_t *r) {
 }
 /* This PE's optimizer state arrays, in bytes. */
 static size_t optim_state_bytes(const run_t *r) {
-    if (r->zero) return sym_zero_state_bytes(r->zero);
-    return r->P * sizeof(float) * (r->cfg->optim.kind == SYM_OPT_ADAMW ? 2 : 1);
+    return r->zero ? sym_zero_state_bytes(r->zero) : sym_optim_bytes(r->opt);
 }
 
 static int resume(run_t *r) {
@@ -347,12 +349,11 @@ static int resume(run_t *r) {
     else if (m->seed != c->model.seed)
         rc = sym__error(SYM_EMISMATCH, "%s was trained with --seed %llu, this run has --seed %llu",
                         ck.path, (unsigned long long)m->seed, (unsigned long long)c->model.seed);
-    else if (m->global_batch != c->global_batch * r->accum)
+    else if (m->global_batch != c->global_batch)
         rc = sym__error(SYM_EMISMATCH,
-                        "%s was trained with %d samples a step (--batch x --accum), this run "
-                        "asks for %d; resume with --batch %d (or --batch B --accum N, B x N = %d)",
-                        ck.path, m->global_batch, c->global_batch * r->accum, m->global_batch,
-                        m->global_batch);
+                        "%s was trained with --batch %d (the global batch), this run asks for "
+                        "%d; resume with --batch %d",
+                        ck.path, m->global_batch, c->global_batch, m->global_batch);
     else if (strcmp(m->optimizer, sym_optim_name(c->optim.kind)))
         rc = sym__error(SYM_EMISMATCH, "%s used the %s optimizer, this run asks for %s", ck.path,
                         m->optimizer, sym_optim_name(c->optim.kind));
@@ -438,7 +439,7 @@ static int save(run_t *r) {
     m.sample = r->sample;
     m.world_size = r->npes;
     m.blas_threads = r->threads;
-    m.global_batch = c->global_batch * r->accum; /* a step's samples */
+    m.global_batch = c->global_batch;
     m.seed = c->model.seed;
     sym_loader_set_epoch(&r->loader, r->epoch); /* the stream of the epoch saved */
     m.data_key = r->loader.key;
@@ -754,7 +755,8 @@ static int gpu_sync_host(run_t *r) {
 static int memory_report(run_t *r) {
     size_t k[5];
     sym_model_memory(r->model, &k[0], &k[1], &k[3]);
-    k[2] = sym_optim_bytes(r->opt);
+    k[2] = optim_state_bytes(r);
+    if (r->zero) k[1] += sym_zero_shard_len(r->zero) * sizeof(float); /* the gradient shard */
     k[4] = k[0] + k[1] + k[2] + k[3];
     long *buf = shmem_malloc(10 * sizeof(long)); /* collective */
     if (!buf) return report(r, sym__error(SYM_ENOMEM, "symmetric heap exhausted"), 1);
@@ -792,7 +794,12 @@ static int setup(run_t *r) {
         cap = 2 * r->max_local;
         if (cap > c->global_batch - r->npes + 1) cap = c->global_batch - r->npes + 1;
     }
-    int rows = r->rows = t->text || cap > EVAL_ROWS ? cap : EVAL_ROWS;
+    /* --accum: the model holds one micro-batch's rows (the even split of the
+     * largest; balanced, a PE's share scaled to a micro-batch stays within cap) */
+    int accum = c->accum > 1 ? c->accum : 1, step_rows = cap;
+    if (accum > 1 && c->balance.policy == SYM_BALANCE_OFF)
+        step_rows = ((c->global_batch + accum - 1) / accum + r->npes - 1) / r->npes;
+    int rows = r->rows = t->text || step_rows > EVAL_ROWS ? step_rows : EVAL_ROWS;
     r->pes = calloc((size_t)r->npes, sizeof *r->pes);
     if (!r->pes) return report(r, sym__error(SYM_ENOMEM, "out of memory"), 1);
     if ((rc = sym__balance_create(&c->balance, c->global_batch, cap, threads, say_balance, r,
@@ -827,9 +834,6 @@ static int setup(run_t *r) {
                               c->model.seed)))
         return report(r, rc, 1);
     r->steps_per_epoch = sym_loader_steps_per_epoch(&r->loader);
-    if (r->accum > 1) /* a step is accum micro-batches of the loader's batch */
-        r->steps_per_epoch = (t->n_train + (int64_t)c->global_batch * r->accum - 1) /
-                             ((int64_t)c->global_batch * r->accum);
     r->sched.peak = c->lr;
     r->sched.final = c->lr * c->final_lr_ratio;
     r->sched.total_steps = r->steps_per_epoch * c->epochs;
@@ -908,7 +912,8 @@ static int setup(run_t *r) {
                  c->zero == 1   ? "ZeRO-1: sharded over the PEs"
                  : c->zero == 2 ? "ZeRO-2: it and the gradients sharded over the PEs"
                                 : "not sharded",
-                 r->accum, r->accum == 1 ? "" : "es", c->global_batch);
+                 r->accum, r->accum == 1 ? "" : "es",
+                 (c->global_batch + r->accum - 1) / r->accum);
         const sym_balance_config_t *bc = &c->balance;
         char every[32];
         if (bc->every_s > 0)
@@ -993,25 +998,26 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
 }
 
 /* Returns 0 or an error; *stop gets the agreed stop flag.
- * A step is r->accum micro-batches of the loader's batch (--accum): each
- * one's backward adds into the same gradients, and only the last one's
- * starts the buckets' reductions, so the others communicate nothing. The
- * loss gradient's scale is npes / the whole step's predictions, and a
- * micro-batch's rows are numbered within the step (its dropout masks), so
- * --batch B --accum N is --batch B x N up to the summation order. */
+ * With --accum N the step's global batch is split into N micro-batches
+ * (sym_shard_range: the first take one sample more); each one's backward adds
+ * into the same gradients, and only the last one's starts the buckets'
+ * reductions, so the others communicate nothing. The loss gradient's scale
+ * is npes / the whole batch's predictions, and a micro-batch's rows keep
+ * their numbers within the batch (the dropout masks), so the step computes
+ * what one pass over the batch does, up to the summation order, in the
+ * activation memory of a micro-batch. */
 static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *rec, int *stop) {
     const sym_train_config_t *c = r->cfg;
     double t0 = sym__now_s();
     const int *shares = sym__balance_shares(r->bal);
+    sym_batch_t whole = sym_loader_batch_shares(&r->loader, r->sample, shares);
     if (r->gpu) {
-        sym_batch_t b = sym_loader_batch_shares(&r->loader, r->sample, shares);
         sym_input_t in;
-        sym__task_gather(&r->task, 1, b.idx, b.count, r->x, r->tok, r->y, &in);
-        return gpu_step(r, &b, t0, loss_out, norm_out, rec, stop);
+        sym__task_gather(&r->task, 1, whole.idx, whole.count, r->x, r->tok, r->y, &in);
+        return gpu_step(r, &whole, t0, loss_out, norm_out, rec, stop);
     }
-    int64_t micro = c->global_batch, left = r->task.n_train - r->sample;
-    int gsize = (int)(left < micro * r->accum ? left : micro * r->accum); /* the step's samples */
-    /* Scaled so that the average over PEs is the mean over the step's
+    int gsize = whole.gsize;
+    /* Scaled so that the average over PEs is the mean over the global batch's
      * predictions; the gradient overwrites the logits. */
     double predictions = (double)gsize * r->task.seq;
     float scale = (float)(r->npes / predictions);
@@ -1023,25 +1029,34 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
     sym_ddp_begin(r->ddp);
     double lsum = 0;
     int count = 0, rc;
-    for (int64_t at = 0; at < gsize; at += micro) {
-        int last = at + micro >= gsize;
-        sym_batch_t b = sym_loader_batch_shares(&r->loader, r->sample + at, shares);
-        sym_input_t in;
-        sym__task_gather(&r->task, 1, b.idx, b.count, r->x, r->tok, r->y, &in);
-        sym_forward_t f = {1, (uint64_t)r->step, (int)at + b.row0};
+    for (int i = 0; i < r->accum; i++) {
+        int64_t at, size;
+        sym_shard_range(gsize, r->accum, i, &at, &size);
+        int last = i == r->accum - 1;
+        sym_batch_t b = r->accum == 1 ? whole
+                                      : sym_loader_micro_batch(&r->loader, r->sample + at,
+                                                               (int)size, shares);
         sym_tensor_t logits;
-        if ((rc = sym_model_forward(r->model, &in, &f, &logits))) return report(r, rc, 0);
-        double l = sym_softmax_xent(&logits, r->y, sym_model_classes(r->model), scale, &logits,
-                                    NULL);
-        if (isnan(l)) return report(r, SYM_EINVAL, 0);
-        lsum += l;
-        count += b.count;
+        if (b.count) {
+            sym_input_t in;
+            sym__task_gather(&r->task, 1, b.idx, b.count, r->x, r->tok, r->y, &in);
+            sym_forward_t f = {1, (uint64_t)r->step, (int)at + b.row0};
+            if ((rc = sym_model_forward(r->model, &in, &f, &logits))) return report(r, rc, 0);
+            double l = sym_softmax_xent(&logits, r->y, sym_model_classes(r->model), scale,
+                                        &logits, NULL);
+            if (isnan(l)) return report(r, SYM_EINVAL, 0);
+            lsum += l;
+            count += b.count;
+        }
         if (last) { /* the control floats travel with the last micro-batch's buckets */
             g[r->P + CTRL_LOSS] = (float)(lsum * r->npes / predictions);
             g[r->P + CTRL_STOP] = stop_signal ? 1.0f : 0.0f;
         }
-        rc = sym_model_backward(r->model, &logits, last ? sym_ddp_ready : NULL, r->ddp);
-        if (rc) return report(r, rc, 0);
+        /* a PE without rows here (a short last batch) adds nothing; finish
+         * starts whatever its hook did not */
+        if (b.count &&
+            (rc = sym_model_backward(r->model, &logits, last ? sym_ddp_ready : NULL, r->ddp)))
+            return report(r, rc, 0);
     }
     sym__balance_computed(r->bal, t0, count, -1);
     if ((rc = sym_ddp_finish(r->ddp))) return report(r, rc, 0);

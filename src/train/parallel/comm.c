@@ -86,6 +86,16 @@ int sym__comm_pullv(shmem_team_t team, const void *buf, const size_t *off, const
     return team_sync(team);
 }
 
+int sym__comm_pull_ranges_f32(shmem_team_t team, float *x, int n, const size_t *lo,
+                              const size_t *len, const int *owner) {
+    int me = shmem_team_my_pe(team), rc = team_sync(team);
+    if (rc) return rc;
+    for (int i = 0; i < n; i++)
+        if (owner[i] != me && len[i])
+            shmem_getmem(x + lo[i], x + lo[i], len[i] * sizeof *x, world_pe(team, owner[i]));
+    return team_sync(team);
+}
+
 int sym__comm_reduce_pull_f32(shmem_team_t team, const float *buf, size_t off, size_t n,
                               float *dst) {
     enum { CHUNK = 4096 }; /* floats per pass: every peer's piece of it stays in cache */

@@ -4,12 +4,14 @@
  *
  * This PE's shard is its block of every gradient bucket, packed one after
  * another in bucket order (sym_ddp_block); the same packing holds its
- * gradient shard (private: the reduce-scatters' destination), its fp32
- * master copy of those parameters and the optimizer state (symmetric, sized
- * for the largest shard, so peers read them: the all-gather pulls master
- * copies, a checkpoint pulls state). Weight decay follows the parameter
- * table: each no-decay tensor's overlap with each block, in packed
- * coordinates.
+ * gradient shard (private: the reduce-scatters' destination) and the
+ * optimizer state (symmetric, sized for the largest shard, so that PE 0 can
+ * read it for a checkpoint). The update writes straight into the model's
+ * (symmetric) parameters, one optimizer per block over its stretch of them
+ * and of the state, all stepping together; the all-gather is every PE
+ * pulling the other blocks from their owners' parameters. Weight decay
+ * follows the parameter table: each no-decay tensor's overlap with each
+ * block, in the block's coordinates.
  */
 #include <math.h>
 #include <shmem.h>
@@ -32,12 +34,11 @@ struct sym_zero {
     size_t P, S;       /* parameters; this PE's shard */
     size_t *blk;       /* (nb, npes, 3): bucket b, member k: full offset, length, shard offset */
     float *gs;         /* (S) private: the averaged gradient shard */
-    float *ws;         /* (Smax) symmetric: the master copy of the shard's parameters */
     float *st[2];      /* (Smax) symmetric: momentum, or m and v */
-    int ws_ready;      /* ws holds the parameters (set at the first step) */
-    sym_optim_t *opt;  /* over gs / ws / st, S parameters */
+    sym_optim_t **opt; /* (nb) bucket b's block: its parameters, gs and st stretches */
     double *ctrl;      /* symmetric: CTRL_SLOTS, then the team's (npes * CTRL_SLOTS) */
-    size_t *off, *len; /* (npes) pullv's byte ranges */
+    size_t *lo, *len;  /* (nb * npes) the all-gather's ranges, and their owners */
+    int *owner;
 };
 
 static size_t *blk(const sym_zero_t *z, int b, int k) {
@@ -65,10 +66,13 @@ int sym_zero_create(int stage, sym_ddp_t *ddp, shmem_team_t team, const sym_opti
     z->nb = sym_ddp_num_buckets(ddp);
     int rc = SYM_OK;
     size_t smax = 0;
-    z->blk = malloc((size_t)z->nb * (size_t)z->npes * 3 * sizeof *z->blk);
-    z->off = malloc((size_t)z->npes * sizeof *z->off);
-    z->len = malloc((size_t)z->npes * sizeof *z->len);
-    if (!z->blk || !z->off || !z->len) {
+    size_t nr = (size_t)z->nb * (size_t)z->npes;
+    z->blk = malloc(nr * 3 * sizeof *z->blk);
+    z->lo = malloc(nr * sizeof *z->lo);
+    z->len = malloc(nr * sizeof *z->len);
+    z->owner = malloc(nr * sizeof *z->owner);
+    z->opt = calloc((size_t)z->nb, sizeof *z->opt);
+    if (!z->blk || !z->lo || !z->len || !z->owner || !z->opt) {
         rc = sym__error(SYM_ENOMEM, "out of memory for ZeRO");
         goto fail;
     }
@@ -80,6 +84,10 @@ int sym_zero_create(int stage, sym_ddp_t *ddp, shmem_team_t team, const sym_opti
             shmemx_block_range(hi - lo, z->npes, k, &boff, &blen);
             e[0] = lo + boff;
             e[1] = sym_ddp_block(ddp, b, k, &e[2]);
+            size_t i = (size_t)b * (size_t)z->npes + (size_t)k;
+            z->lo[i] = e[0];
+            z->len[i] = e[1];
+            z->owner[i] = k;
         }
     }
     for (int k = 0; k < z->npes; k++) {
@@ -88,26 +96,25 @@ int sym_zero_create(int stage, sym_ddp_t *ddp, shmem_team_t team, const sym_opti
     }
     z->S = sym_ddp_shard_len(ddp, z->me);
     /* collective, the same sizes on every PE */
-    size_t bytes = (smax ? smax : 1) * sizeof(float);
-    z->ws = shmem_malloc(bytes);
+    /* collective, the same sizes on every PE */
     z->st[0] = shmem_calloc(smax ? smax : 1, sizeof(float));
     z->st[1] = nstate(z) == 2 ? shmem_calloc(smax ? smax : 1, sizeof(float)) : NULL;
     z->ctrl = shmem_malloc((size_t)(1 + z->npes) * CTRL_SLOTS * sizeof(double));
-    z->gs = malloc(bytes);
-    if (!z->ws || !z->st[0] || (nstate(z) == 2 && !z->st[1]) || !z->ctrl || !z->gs) {
-        rc = sym__error(SYM_ENOMEM, "ZeRO: no room for a shard of %zu parameters (the optimizer "
-                        "state and the master copy are symmetric); raise "
-                        "SYMTRAIN_SYMMETRIC_SIZE", smax);
+    z->gs = malloc((z->S ? z->S : 1) * sizeof(float));
+    if (!z->st[0] || (nstate(z) == 2 && !z->st[1]) || !z->ctrl || !z->gs) {
+        rc = sym__error(SYM_ENOMEM, "ZeRO: no room for the optimizer state of a shard of %zu "
+                        "parameters (it is symmetric); raise SYMTRAIN_SYMMETRIC_SIZE", smax);
         goto fail;
     }
-    if ((rc = sym_optim_create_on(cfg, z->S, z->st[0], z->st[1], &z->opt))) goto fail;
-    for (int i = 0; i < nt && !rc; i++) { /* no-decay tensors, in packed coordinates */
-        if (table[i].decay) continue;
-        size_t tlo = table[i].offset, thi = tlo + table[i].numel;
-        for (int b = 0; b < z->nb && !rc; b++) {
-            const size_t *e = blk(z, b, z->me);
+    for (int b = 0; b < z->nb && !rc; b++) {
+        const size_t *e = blk(z, b, z->me);
+        rc = sym_optim_create_on(cfg, e[1], z->st[0] + e[2], z->st[1] ? z->st[1] + e[2] : NULL,
+                                 &z->opt[b]);
+        for (int i = 0; i < nt && !rc; i++) { /* no-decay tensors, in block coordinates */
+            if (table[i].decay) continue;
+            size_t tlo = table[i].offset, thi = tlo + table[i].numel;
             size_t a = e[0] > tlo ? e[0] : tlo, h = e[0] + e[1] < thi ? e[0] + e[1] : thi;
-            if (a < h) rc = sym_optim_no_decay(z->opt, e[2] + (a - e[0]), h - a);
+            if (a < h) rc = sym_optim_no_decay(z->opt[b], a - e[0], h - a);
         }
     }
     if (rc) goto fail;
@@ -121,16 +128,17 @@ fail:
 
 void sym_zero_destroy(sym_zero_t *z) {
     if (!z) return;
-    sym_optim_destroy(z->opt);
+    for (int b = 0; z->opt && b < z->nb; b++) sym_optim_destroy(z->opt[b]);
     /* shmem_free is collective: every PE destroys, as every PE created */
     if (z->ctrl) shmem_free(z->ctrl);
     if (z->st[1]) shmem_free(z->st[1]);
     if (z->st[0]) shmem_free(z->st[0]);
-    if (z->ws) shmem_free(z->ws);
+    free(z->opt);
     free(z->gs);
     free(z->blk);
-    free(z->off);
+    free(z->lo);
     free(z->len);
+    free(z->owner);
     free(z);
 }
 
@@ -158,28 +166,16 @@ int sym_zero_clip(sym_zero_t *z, float *ctrl, int nctrl, double max_norm, double
 }
 
 int sym_zero_step(sym_zero_t *z, float *params, float lr) {
-    if (!z->ws_ready) { /* the parameters are the same on every PE: take our blocks */
-        for (int b = 0; b < z->nb; b++) {
-            const size_t *e = blk(z, b, z->me);
-            memcpy(z->ws + e[2], params + e[0], e[1] * sizeof(float));
-        }
-        z->ws_ready = 1;
+    for (int b = 0; b < z->nb; b++) { /* this PE's blocks, in place */
+        const size_t *e = blk(z, b, z->me);
+        sym_optim_step(z->opt[b], params + e[0], z->gs + e[2], lr);
     }
-    sym_optim_step(z->opt, z->ws, z->gs, lr);
-    for (int b = 0; b < z->nb; b++) { /* all-gather: bucket b's blocks, in team order */
-        for (int k = 0; k < z->npes; k++) {
-            z->off[k] = blk(z, b, k)[2] * sizeof(float);
-            z->len[k] = blk(z, b, k)[1] * sizeof(float);
-        }
-        int rc = sym__comm_pullv(z->team, z->ws, z->off, z->len, params + blk(z, b, 0)[0]);
-        if (rc) return rc;
-    }
-    return SYM_OK;
+    return sym__comm_pull_ranges_f32(z->team, params, z->nb * z->npes, z->lo, z->len, z->owner);
 }
 
 /* ---- what it holds ---- */
 
-uint64_t sym_zero_steps(const sym_zero_t *z) { return sym_optim_steps(z->opt); }
+uint64_t sym_zero_steps(const sym_zero_t *z) { return sym_optim_steps(z->opt[0]); }
 size_t sym_zero_state_bytes(const sym_zero_t *z) {
     return z->S * sizeof(float) * (size_t)nstate(z);
 }
@@ -195,7 +191,8 @@ static int full_optim(const sym_zero_t *z, sym_optim_t **full) {
 
 size_t sym_zero_state_size(const sym_zero_t *z) {
     /* the header, then one array of P per state kind (sym_optim_state_size's rule) */
-    return sym_optim_state_size(z->opt) + (z->P - z->S) * sizeof(float) * (size_t)nstate(z);
+    return sym_optim_state_size(z->opt[0]) +
+           (z->P - blk(z, 0, z->me)[1]) * sizeof(float) * (size_t)nstate(z);
 }
 
 int sym_zero_state_save(const sym_zero_t *z, void *buf) {
@@ -215,7 +212,7 @@ int sym_zero_state_save(const sym_zero_t *z, void *buf) {
             }
         }
     }
-    sym_optim_set_steps(full, sym_optim_steps(z->opt));
+    sym_optim_set_steps(full, sym_zero_steps(z));
     sym_optim_state_save(full, buf);
     sym_optim_destroy(full);
     return SYM_OK;
@@ -236,8 +233,7 @@ int sym_zero_state_load(sym_zero_t *z, const void *buf, size_t len) {
             memcpy(z->st[s] + e[2], src + e[0], e[1] * sizeof(float));
         }
     }
-    sym_optim_set_steps(z->opt, sym_optim_steps(full));
+    for (int b = 0; b < z->nb; b++) sym_optim_set_steps(z->opt[b], sym_optim_steps(full));
     sym_optim_destroy(full);
-    z->ws_ready = 0; /* the parameters come from the checkpoint too */
     return SYM_OK;
 }
