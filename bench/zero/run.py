@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/zero/run.py — sharded data parallelism: --zero 0 (the baseline, plain
 data parallelism), 1 and 2 on 4 CPU PEs in the same run, same model, global
-batch and threads; then the same with --accum 4 at a quarter of the batch.
+batch and threads; then the same with the batch in 4 micro-batches (--accum 4).
 
     bench/zero/run.py BUILD_DIR [STEPS] [MODEL] [BATCH] [ROUNDS]
 
@@ -68,7 +68,8 @@ def run(args):
         os.remove(metrics)
     cmd = [build + "/symrun", "-n", "4", build + "/symtrain", "train", "--generated", "--model",
            model, "--precision", "fp32", "--device", "cpu", "--steps", str(steps), "--threads",
-           "1", "--bucket-mb", "1", "--log-interval", "1000", "--metrics", metrics] + args.split()
+           "1", "--bucket-mb", "1", "--log-interval", "1000", "--batch", str(batch), "--metrics",
+           metrics] + args.split()
     with open(log, "w") as out:
         p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
         peak = 0
@@ -98,11 +99,9 @@ print("# 4 PEs (symrun -n 4), 1 BLAS thread each; %s fp32 on the CPU, AdamW, glo
       "(medians over steps 6..%d); buckets of 1 MiB; best of %d rounds" % (model, batch, steps, steps, rounds))
 print("%-18s %9s %8s %6s %15s %6s %13s %12s %6s" % ("run", "step_ms", "comm_ms", "ratio", "optim_B_per_PE",
                                                     "ratio", "grad_B_freed", "mem_MiB_PE", "ratio"))
-q = batch // 4
-runs = [("zero 0 (baseline)", "--batch %d" % batch), ("zero 1", "--batch %d --zero 1" % batch),
-        ("zero 2", "--batch %d --zero 2" % batch), ("zero 0, accum 4", "--batch %d --accum 4" % q),
-        ("zero 1, accum 4", "--batch %d --accum 4 --zero 1" % q),
-        ("zero 2, accum 4", "--batch %d --accum 4 --zero 2" % q)]
+runs = [("zero 0 (baseline)", ""), ("zero 1", "--zero 1"), ("zero 2", "--zero 2"),
+        ("zero 0, accum 4", "--accum 4"), ("zero 1, accum 4", "--accum 4 --zero 1"),
+        ("zero 2, accum 4", "--accum 4 --zero 2")]
 best = {}
 for _ in range(rounds):
     for label, args in runs:
