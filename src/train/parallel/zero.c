@@ -96,7 +96,6 @@ int sym_zero_create(int stage, sym_ddp_t *ddp, shmem_team_t team, const sym_opti
     }
     z->S = sym_ddp_shard_len(ddp, z->me);
     /* collective, the same sizes on every PE */
-    /* collective, the same sizes on every PE */
     z->st[0] = shmem_calloc(smax ? smax : 1, sizeof(float));
     z->st[1] = nstate(z) == 2 ? shmem_calloc(smax ? smax : 1, sizeof(float)) : NULL;
     z->ctrl = shmem_malloc((size_t)(1 + z->npes) * CTRL_SLOTS * sizeof(double));
