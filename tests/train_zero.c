@@ -21,7 +21,8 @@
  * Memory: the start line's optimizer-state bytes per PE under --zero 1 and 2
  * are a quarter of --zero 0's (up to one element per bucket), and ZeRO-2
  * says it handed most of the full gradient array back to the OS.
- * Bad input: --zero 3 is refused with a message naming the choices.
+ * Bad input: --zero 3 is refused with a message naming the choices, and an
+ * --accum that leaves a PE without a sample of a micro-batch, once.
  */
 #include "train_e2e.h"
 
@@ -175,6 +176,12 @@ int main(int argc, char **argv) {
     int rc = e2e_wait(&p);
     CHECK(rc != 0, "--zero 3 was accepted");
     e2e_expect_log(e2e_path("bad.log"), "--zero '3': expected a whole number from 0 to 2");
+    p = e2e_start(4, NULL, NULL, e2e_path("bad2.log"), MLP " --batch 8 --accum 4");
+    rc = e2e_wait(&p);
+    CHECK(rc != 0, "--batch 8 --accum 4 on 4 PEs was accepted");
+    e2e_expect_log(e2e_path("bad2.log"), "--accum 4 splits --batch 8 into micro-batches of fewer "
+                                         "samples than there are PEs (4)");
+    CHECK(e2e_count(e2e_path("bad2.log"), "--accum 4 splits") == 1, "the message came more than once");
     e2e_cleanup();
     printf("train_zero: ok\n");
     return 0;
