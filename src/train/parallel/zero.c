@@ -27,9 +27,8 @@
 #define CTRL_SLOTS (CTRL_MAX + 1) /* the control floats, then the sum of squares */
 
 struct sym_zero {
-    int stage, npes, me, nb;
+    int npes, me, nb;
     shmem_team_t team;
-    sym_ddp_t *ddp;
     sym_optim_config_t cfg;
     size_t P, S;       /* parameters; this PE's shard */
     size_t *blk;       /* (nb, npes, 3): bucket b, member k: full offset, length, shard offset */
@@ -56,9 +55,7 @@ int sym_zero_create(int stage, sym_ddp_t *ddp, shmem_team_t team, const sym_opti
         return sym__error(SYM_EINVAL, "--zero %d: use 0 (plain data parallelism), 1 or 2", stage);
     sym_zero_t *z = calloc(1, sizeof *z);
     if (!z) return sym__error(SYM_ENOMEM, "out of memory for ZeRO");
-    z->stage = stage;
     z->team = team;
-    z->ddp = ddp;
     z->cfg = *cfg;
     z->P = P;
     z->npes = shmem_team_n_pes(team);
