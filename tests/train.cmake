@@ -30,6 +30,7 @@ sym_pe_test(train_dtensor NPES 1 2 3 4 LIBS symtrain) # mesh + every redistribut
 sym_pe_test(train_tp NPES 1 2 4 LIBS symtrain) # GPT split over a TP team (and dp x tp) == 1 PE
 sym_pe_test(train_plan_tp NPES 2 4 LIBS symtrain) # planner memory vs sym_model_create_tp's pools
 sym_pe_test(train_pp NPES 2 4 LIBS symtrain) # GPT in pipeline stages (1F1B, credits; dp x pp) == 1 PE
+sym_pe_test(train_zero_shard NPES 1 3 4 LIBS symtrain) # reduce-scattered buckets, ZeRO-2 release, sharded AdamW
 
 # ---- end to end: symrun + the symtrain CLI, as a user runs them ----
 # sym_train_e2e(name): tests/name.c, run as `name SYMRUN SYMTRAIN`.
@@ -82,6 +83,8 @@ sym_train_e2e(train_parallel) # --parallel dp x tp layouts == 1 PE; bad layouts 
 add_test(NAME train_parallel_resume # tp checkpoints: SIGKILL + restart exact; tp=4 -> tp=2
   COMMAND train_parallel $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> resume)
 set_tests_properties(train_parallel_resume PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+sym_train_e2e(train_zero)    # --zero 1/2 and --accum == plain data parallelism; 1/N state
+sym_train_e2e(train_zero_resume) # --zero 1: SIGKILL + restart + resume bit-identical
 sym_train_e2e(train_errors)  # an error on one PE ends the job; a second SIGTERM ends a PE
 
 # ---- fuzzing: the IDX and token-shard loaders under libFuzzer (tests/fuzz) ----

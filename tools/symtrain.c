@@ -95,6 +95,10 @@ static const char usage_text[] =
     "  --micro-batches M            with pp: micro-batches a step (default K)\n"
     "  --inbox-slots S              with pp: slots of each stage's inboxes (default K)\n"
     "  --bucket-mb MB               gradient all-reduce bucket size (default 25)\n"
+    "  --zero 0|1|2                 ZeRO: 1 shards the optimizer state over the PEs, 2 the\n"
+    "                               gradients too (default 0: every PE holds all; CPU)\n"
+    "  --accum N                    N micro-batches of --batch per optimizer step, the\n"
+    "                               gradients reduced after the last only (default 1; CPU)\n"
     "  --threads N                  BLAS threads per PE (default: cores, or the container's\n"
     "                               CPU limit, / PEs on the host)\n"
     "load balancing (the global batch and the math stay; which PE computes which sample moves)\n"
@@ -231,6 +235,7 @@ static const char *const valued[] = {
     "--model", "--activation", "--dropout", "--seed", "--data", "--train-samples",
     "--test-samples", "--epochs", "--batch", "--optimizer", "--lr", "--warmup",
     "--final-lr-ratio", "--momentum", "--weight-decay", "--clip", "--max-steps", "--bucket-mb",
+    "--zero", "--accum",
     "--threads", "--balance", "--balance-every", "--balance-hysteresis", "--balance-weights",
     "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--ckpt-format", "--metrics",
     "--metrics-port",
@@ -377,6 +382,10 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->micro_batches = (int)int_value(opt, v, 1, 1 << 20);
         } else if (!strcmp(opt, "--inbox-slots")) {
             c->inbox_slots = (int)int_value(opt, v, 1, 1 << 16);
+        } else if (!strcmp(opt, "--zero")) {
+            c->zero = (int)int_value(opt, v, 0, 2);
+        } else if (!strcmp(opt, "--accum")) {
+            c->accum = (int)int_value(opt, v, 1, 1 << 16);
         } else if (!strcmp(opt, "--threads")) {
             c->threads = (int)int_value(opt, v, 1, 1024);
         } else if (!strcmp(opt, "--balance")) {

@@ -110,6 +110,10 @@ sym_batch_t sym_loader_batch(const sym_loader_t *l, int64_t start);
  * holds is unchanged; which PE computes each is a pure function of (seed,
  * epoch, start, shares). */
 sym_batch_t sym_loader_batch_shares(sym_loader_t *l, int64_t start, const int *shares);
+/* The same for a batch of `size` samples in place of B (a micro-batch of a
+ * step, --accum): min(size, n - start) samples from start, split by the
+ * shares as scaled to them (NULL: evenly). */
+sym_batch_t sym_loader_micro_batch(sym_loader_t *l, int64_t start, int size, const int *shares);
 /* Global batches per epoch: ceil(n / B). */
 int64_t sym_loader_steps_per_epoch(const sym_loader_t *l);
 

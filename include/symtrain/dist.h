@@ -34,6 +34,7 @@ typedef struct {
     uint64_t bytes_reduced;  /* this step's all-reduce payload */
     double wait_s;           /* this step's time blocked in sym_ddp_finish */
     double issue_s;          /* this step's time spent starting all-reduces */
+    uint64_t bytes_released; /* ZeRO-2: this step's gradient bytes handed back to the OS */
 } sym_ddp_stats_t;
 
 /* grads (count floats) must be symmetric memory (same on every PE) when the
@@ -53,6 +54,28 @@ int sym_ddp_finish(sym_ddp_t *d);
 int sym_ddp_num_buckets(const sym_ddp_t *d);
 void sym_ddp_bucket(const sym_ddp_t *d, int b, size_t *lo, size_t *hi);
 sym_ddp_stats_t sym_ddp_stats(const sym_ddp_t *d);
+
+/* ---- sharded gradients (ZeRO, see symtrain/zero.h) ----
+ * sym_ddp_shard: from the next step every bucket is reduce-scattered over the
+ * team (SHMEMX_AVG) instead of all-reduced: member k receives block k of the
+ * bucket (shmemx_block_range of the bucket's length), averaged; a member's
+ * blocks lie one after another, in bucket order, in its shard (private memory
+ * of sym_ddp_shard_len(d, k) floats). Also with one PE (the shard is then a
+ * copy). release (ZeRO-2): once a bucket's reduce-scatter is complete (found
+ * from the backward hook, or in finish), the memory pages wholly inside its
+ * part of grads are handed back to the OS (madvise MADV_REMOVE: the pages of
+ * the symmetric heap's shared memory file are freed, and read as zero when
+ * touched again); stats.bytes_released counts them. Where the mapping cannot
+ * do that, nothing is freed. Then the caller zeroes grads with
+ * sym_ddp_zero_grads, which skips the pages already zero. */
+int sym_ddp_shard(sym_ddp_t *d, float *shard, int release);
+/* Member pe's block of bucket b: returns its length; *shard_off (may be NULL)
+ * gets where it lies in that member's shard. The block's place in grads is
+ * bucket lo + shmemx_block_range's offset. */
+size_t sym_ddp_block(const sym_ddp_t *d, int b, int pe, size_t *shard_off);
+size_t sym_ddp_shard_len(const sym_ddp_t *d, int pe);
+/* grads[0, count) = 0, the pages handed back left alone (they are zero). */
+void sym_ddp_zero_grads(sym_ddp_t *d);
 
 /* Blocking sum across the team's PEs of x (n floats, symmetric), in place;
  * nothing with one PE. */

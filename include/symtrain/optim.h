@@ -41,6 +41,11 @@ int sym_optim_parse(const char *name, sym_optim_kind_t *kind);
 
 /* An optimizer for `n` parameters with zeroed state. */
 int sym_optim_create(const sym_optim_config_t *cfg, size_t n, sym_optim_t **out);
+/* The same over state arrays the caller owns (n floats each, zeroed; buf1
+ * for AdamW only), which destroy leaves alone: the sharded optimizer keeps
+ * them in symmetric memory, where another PE can read them. */
+int sym_optim_create_on(const sym_optim_config_t *cfg, size_t n, float *buf0, float *buf1,
+                        sym_optim_t **out);
 void sym_optim_destroy(sym_optim_t *o);
 /* Exclude params [off, off + len) from weight decay. */
 int sym_optim_no_decay(sym_optim_t *o, size_t off, size_t len);

@@ -33,6 +33,7 @@
 #include "rng.h"
 #include "tensor.h"
 #include "train.h"
+#include "zero.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -105,6 +105,9 @@ typedef struct {
     int64_t warmup_steps;   /* warmup length in steps; -1: from warmup_epochs */
     float clip;             /* max global gradient norm (0 = off) */
     double bucket_mb;       /* gradient bucket size */
+    int zero;               /* ZeRO stage: 0 plain data parallelism, 1 sharded optimizer
+                             * state, 2 also sharded gradients (symtrain/zero.h) */
+    int accum;              /* micro-batches of global_batch per optimizer step (0, 1: one) */
     int threads;            /* BLAS threads per PE (0 = cores / PEs on this host) */
     /* ---- pipe: pipeline parallelism (symtrain/pipeline.h) ---- */
     int micro_batches;      /* a step's micro-batches with pp > 1 (0: the stages' count) */

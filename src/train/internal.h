@@ -29,6 +29,12 @@ void sym__gemm_blocked(int ta, int tb, int m, int n, int k, float alpha, const f
 typedef struct shmemx_req *sym__req_t;
 /* Start x (n floats, symmetric) = average over the team's PEs, in place. */
 int sym__comm_avg_start(shmem_team_t team, float *x, size_t n, sym__req_t *req);
+/* Start block = this member's block (shmemx_block_range) of the average over
+ * the team of x (n floats, symmetric); block private or symmetric. */
+int sym__comm_avg_scatter_start(shmem_team_t team, const float *x, size_t n, float *block,
+                                sym__req_t *req);
+/* *done = 1 once req is complete (then sym__comm_wait returns its status at once). */
+int sym__comm_test(sym__req_t req, int *done);
 int sym__comm_wait(sym__req_t req);
 /* Blocking sum over the team's PEs, in place (x symmetric, or private on
  * every member: the tensor-parallel GPT sums its activations). */
@@ -50,6 +56,11 @@ int sym__comm_pullv(shmem_team_t team, const void *buf, const size_t *off, const
  * member pulls its own block). */
 int sym__comm_reduce_pull_f32(shmem_team_t team, const float *buf, size_t off, size_t n,
                               float *dst);
+/* An all-gather in place: x (symmetric) is made up of ranges, range i
+ * (floats [lo[i], lo[i] + len[i])) final on member owner[i]; every member
+ * reads the ranges it does not own from their owners. */
+int sym__comm_pull_ranges_f32(shmem_team_t team, float *x, int n, const size_t *lo,
+                              const size_t *len, const int *owner);
 /* dest[m * n + i] = member m's src[i] (both symmetric). */
 int sym__comm_allgather_f64(shmem_team_t team, double *dest, const double *src, size_t n);
 

@@ -55,6 +55,7 @@
 #include <symtrain/pipeline.h>
 #include <symtrain/rng.h>
 #include <symtrain/train.h>
+#include <symtrain/zero.h>
 
 #include "balance/balance.h"
 #include "core/device.h"
@@ -127,6 +128,15 @@ static int validate_layout(const sym_train_config_t *c, int npes) {
                           "--parallel dp=%d,tp=%d,pp=%d makes %ld PEs, but the job has %d: make "
                           "dp x tp x pp = %d (a size not given is 1)",
                           l.dp, l.tp, l.pp, (long)l.dp * l.tp * l.pp, npes, npes);
+    if ((c->zero || c->accum > 1) && (l.tp > 1 || l.pp > 1))
+        return sym__error(SYM_EINVAL, "--zero and --accum shard and split the data-parallel "
+                                      "work; with --parallel tp or pp they are not in this build "
+                                      "(a pipeline splits its batch with --micro-batches): use "
+                                      "dp alone with them");
+    if (c->zero && c->ckpt_sharded)
+        return sym__error(SYM_EINVAL, "--zero with --ckpt-format sharded: not in this build; the "
+                                      "default format holds the gathered optimizer state, which "
+                                      "any --zero and PE count resumes");
     if (l.tp == 1) return SYM_OK;
     const sym_model_config_t *m = &c->model;
     if (m->kind != SYM_MODEL_GPT)
@@ -190,6 +200,16 @@ int sym_train_validate(const sym_train_config_t *c, int npes) {
         return sym__error(SYM_EINVAL, "Adam's betas must be in [0, 1)");
     if (!(c->optim.weight_decay >= 0)) return sym__error(SYM_EINVAL, "--weight-decay must be >= 0");
     if (!(c->bucket_mb > 0)) return sym__error(SYM_EINVAL, "--bucket-mb must be positive");
+    if (c->zero < 0 || c->zero > 2)
+        return sym__error(SYM_EINVAL, "--zero %d: use 0 (plain data parallelism), 1 (sharded "
+                                      "optimizer state) or 2 (sharded gradients too)", c->zero);
+    if (c->accum < 0) return sym__error(SYM_EINVAL, "--accum must be at least 1");
+    if (c->accum > 1 && c->global_batch < (int64_t)c->accum * npes)
+        return sym__error(SYM_EINVAL,
+                          "--accum %d splits --batch %d into micro-batches of fewer samples than "
+                          "there are PEs (%d), and every PE needs at least one of each; lower "
+                          "--accum or raise --batch to %lld or more",
+                          c->accum, c->global_batch, npes, (long long)c->accum * npes);
     if (c->max_steps < 0 || c->train_samples < 0 || c->test_samples < 0 || c->threads < 0 ||
         c->eval_every < 0 || c->seq < 0 || c->sample_tokens < 0 || c->warmup_steps < -1)
         return sym__error(SYM_EINVAL, "step, sample, token and thread counts cannot be negative");
@@ -264,8 +284,10 @@ typedef struct {
     const struct sym_cuda_backend *gpu; /* NULL: the CPU trains */
     sym_gpu_model_t *gm;
     size_t P;
-    sym_optim_t *opt;
+    sym_optim_t *opt;            /* NULL with ZeRO: the shards' optimizer is zero's */
     sym_ddp_t *ddp;
+    sym_zero_t *zero;            /* --zero 1 or 2 */
+    int accum;                   /* micro-batches per step */
     shmem_team_t dp_team; /* the gradient average's team, on the CPU (ddp) and the GPU alike */
     sym_parallel_t lay;   /* the layout: dp x tp (x pp) = npes */
     int dp_rank, tp_rank; /* this PE's coordinates */
@@ -370,6 +392,28 @@ static int rng_matches(run_t *r, const sym_ckpt_meta_t *m) {
            m->dropout_key == sym_rng_key(m->seed, SYM_RNG_DROPOUT, 0);
 }
 
+/* ---- the optimizer state, whole or sharded (ZeRO: gathered, the same bytes) ---- */
+
+static size_t optim_state_size(const run_t *r) {
+    return r->zero ? sym_zero_state_size(r->zero) : sym_optim_state_size(r->opt);
+}
+static int optim_state_save(const run_t *r, void *buf) {
+    if (r->zero) return sym_zero_state_save(r->zero, buf);
+    sym_optim_state_save(r->opt, buf);
+    return SYM_OK;
+}
+static int optim_state_load(run_t *r, const void *buf, size_t len) {
+    return r->zero ? sym_zero_state_load(r->zero, buf, len) : sym_optim_state_load(r->opt, buf, len);
+}
+static uint64_t optim_steps(const run_t *r) {
+    return r->zero ? sym_zero_steps(r->zero) : sym_optim_steps(r->opt);
+}
+/* This PE's optimizer state arrays, in bytes. */
+static size_t optim_state_bytes(const run_t *r) {
+    return r->zero ? sym_zero_state_bytes(r->zero) : sym_optim_bytes(r->opt);
+}
+
+
 /* ---- checkpoint state, whatever the layout ----
  * A checkpoint holds every tensor whole, laid out as the 1-PE model lays it
  * out (sym_model_full_param), so it does not depend on --parallel and a
@@ -425,9 +469,11 @@ static int ckpt_state_get(run_t *r, float **params, int *owned, void **ostate, s
             return rc;
         }
     }
-    *osize = sym_optim_state_size(o);
+    *osize = o == r->opt ? optim_state_size(r) : sym_optim_state_size(o);
     if (!(*ostate = malloc(*osize)))
         rc = sym__error(SYM_ENOMEM, "out of memory for a checkpoint");
+    else if (o == r->opt)
+        rc = optim_state_save(r, *ostate); /* ZeRO: gathered, the same bytes */
     else
         sym_optim_state_save(o, *ostate);
     if (o != r->opt) sym_optim_destroy(o);
@@ -438,7 +484,7 @@ static int ckpt_state_get(run_t *r, float **params, int *owned, void **ostate, s
  * (params: sym_model_full_num_params floats; ostate: osize bytes). Local. */
 static int ckpt_state_put(run_t *r, const float *params, const void *ostate, size_t osize) {
     if (r->lay.tp == 1) {
-        int rc = sym_optim_state_load(r->opt, ostate, osize);
+        int rc = optim_state_load(r, ostate, osize);
         if (!rc) memcpy(sym_model_params(r->model), params, r->P * sizeof *params);
         return rc;
     }
@@ -652,10 +698,10 @@ static int sharded_on_disk(run_t *r) {
 
 static int resume_sharded(run_t *r) {
     const sym_train_config_t *c = r->cfg;
-    if (r->lay.tp > 1)
+    if (r->lay.tp > 1 || r->zero)
         return report(r, sym__error(SYM_EINVAL, "%s holds a sharded checkpoint, which this build "
-                                    "resumes at tp=1 only; resume it with dp alone, and that run "
-                                    "saves whole tensors that any layout resumes",
+                                    "resumes without tp and --zero only; resume it with dp alone, "
+                                    "and that run saves whole tensors that any layout resumes",
                                     c->ckpt_dir), 1);
     sym_dckpt_t *ck;
     int rc = sym_dckpt_open_latest(c->ckpt_dir, &ck, say_damaged_here, r);
@@ -728,7 +774,7 @@ static int save(run_t *r) {
     m.dropout = c->model.dropout;
     m.params = W;
     snprintf(m.optimizer, sizeof m.optimizer, "%s", sym_optim_name(c->optim.kind));
-    m.optim_steps = sym_optim_steps(r->opt);
+    m.optim_steps = optim_steps(r);
     snprintf(m.dataset, sizeof m.dataset, "%s", r->task.name);
     m.train_samples = r->task.n_train;
     m.lr = c->lr;
@@ -969,6 +1015,12 @@ static int choose_device(run_t *r) {
         return report(r, sym__error(SYM_EINVAL, "--recompute is for the GPU (--device gpu); the "
                                                 "CPU keeps every activation"), 1);
     if (c->device == SYM_TRAIN_CPU || r->lay.tp > 1) return SYM_OK; /* tp > 1: the CPU's */
+    if (c->zero || c->accum > 1) { /* the sharded step and micro-batches are the CPU loop's */
+        if (c->device == SYM_TRAIN_GPU)
+            return report(r, sym__error(SYM_EINVAL, "--zero and --accum train on CPU PEs for "
+                                                    "now; drop them, or pass --device cpu"), 1);
+        return SYM_OK;
+    }
     int gpt = c->model.kind == SYM_MODEL_GPT;
     if (!gpt) {
         if (c->device == SYM_TRAIN_GPU)
@@ -1037,7 +1089,8 @@ static int gpu_sync_host(run_t *r) {
 static int memory_report(run_t *r) {
     size_t k[5];
     sym_model_memory(r->model, &k[0], &k[1], &k[3]);
-    k[2] = sym_optim_bytes(r->opt);
+    k[2] = optim_state_bytes(r);
+    if (r->zero) k[1] += sym_zero_shard_len(r->zero) * sizeof(float); /* the gradient shard */
     k[4] = k[0] + k[1] + k[2] + k[3];
     long *buf = shmem_malloc(10 * sizeof(long)); /* collective */
     if (!buf) return report(r, sym__error(SYM_ENOMEM, "symmetric heap exhausted"), 1);
@@ -1158,7 +1211,12 @@ static int setup(run_t *r) {
         cap = 2 * r->max_local;
         if (cap > c->global_batch - r->npes + 1) cap = c->global_batch - r->npes + 1;
     }
-    int rows = r->rows = t->text || cap > EVAL_ROWS ? cap : EVAL_ROWS;
+    /* --accum: the model holds one micro-batch's rows (the even split of the
+     * largest; balanced, a PE's share scaled to a micro-batch stays within cap) */
+    int accum = c->accum > 1 ? c->accum : 1, step_rows = cap;
+    if (accum > 1 && c->balance.policy == SYM_BALANCE_OFF)
+        step_rows = ((c->global_batch + accum - 1) / accum + r->npes - 1) / r->npes;
+    int rows = r->rows = t->text || step_rows > EVAL_ROWS ? step_rows : EVAL_ROWS;
     r->pes = calloc((size_t)r->npes, sizeof *r->pes);
     if (!r->pes) return report(r, sym__error(SYM_ENOMEM, "out of memory"), 1);
     if ((rc = sym__balance_create(&c->balance, c->global_batch, cap, threads, say_balance, r,
@@ -1173,20 +1231,26 @@ static int setup(run_t *r) {
         return report(r, rc, 1);
     }
     r->P = sym_model_num_params(r->model);
-    if ((rc = sym_optim_create(&c->optim, r->P, &r->opt))) return report(r, rc, 1);
+    r->accum = c->accum > 1 ? c->accum : 1;
+    if (!c->zero && (rc = sym_optim_create(&c->optim, r->P, &r->opt))) return report(r, rc, 1);
     int nt = sym_model_num_tensors(r->model);
     size_t *cuts = malloc((size_t)nt * sizeof *cuts);
     if (!cuts) return report(r, sym__error(SYM_ENOMEM, "out of memory for the gradient buckets"), 0);
     for (int i = 0; i < nt && !rc; i++) {
         const sym_param_t *p = sym_model_param(r->model, i);
         cuts[i] = p->offset;
-        if (!p->decay) rc = sym_optim_no_decay(r->opt, p->offset, p->numel);
+        if (r->opt && !p->decay) rc = sym_optim_no_decay(r->opt, p->offset, p->numel);
     }
     size_t bucket = (size_t)(c->bucket_mb * 1024 * 1024);
-    if (!rc && !r->gpu && !r->pipe) /* a pipeline averages each stage over its dp team */
-        rc = sym_ddp_create(r->dp_team, sym_model_grads(r->model), r->P + SYM_GRAD_CTRL,
-                            cuts, nt, bucket, &r->ddp);
+    /* ZeRO's buckets leave the control floats out: sym_zero_clip averages them;
+     * a pipeline averages each stage over its dp team */
+    if (!rc && !r->gpu && !r->pipe)
+        rc = sym_ddp_create(r->dp_team, sym_model_grads(r->model),
+                            r->P + (c->zero ? 0 : SYM_GRAD_CTRL), cuts, nt, bucket, &r->ddp);
     free(cuts);
+    if (!rc && c->zero)
+        rc = sym_zero_create(c->zero, r->ddp, r->dp_team, &c->optim, r->P,
+                             sym_model_param(r->model, 0), nt, &r->zero);
     if (rc) return report(r, rc, 1);
     if ((rc = sym_loader_init(&r->loader, t->n_train, c->global_batch, r->lay.dp, r->dp_rank,
                               c->model.seed)))
@@ -1290,6 +1354,14 @@ static int setup(run_t *r) {
                  r->lay.tp > 1 ? "dp group" : "PE", sym_optim_name(c->optim.kind),
                  (double)c->lr, len, nb, nb == 1 ? "" : "s",
                  sym__fmt_size((r->P + SYM_GRAD_CTRL) * 4, bsz, sizeof bsz));
+        if (!r->gpu) /* the bytes, exactly: tests compare them across --zero */
+            note(r, "optimizer state %zu bytes per PE (%s); %d micro-batch%s of %d per step",
+                 optim_state_bytes(r),
+                 c->zero == 1   ? "ZeRO-1: sharded over the PEs"
+                 : c->zero == 2 ? "ZeRO-2: it and the gradients sharded over the PEs"
+                                : "not sharded",
+                 r->accum, r->accum == 1 ? "" : "es",
+                 (c->global_batch + r->accum - 1) / r->accum);
         const sym_balance_config_t *bc = &c->balance;
         char every[32];
         if (bc->every_s > 0)
@@ -1318,6 +1390,7 @@ static void teardown(run_t *r) {
     free(r->y);
     free(r->eidx);
     sym_loader_free(&r->loader);
+    sym_zero_destroy(r->zero);
     sym_ddp_destroy(r->ddp);
     if (r->gm) r->gpu->destroy(r->gm);
     sym_optim_destroy(r->opt);
@@ -1437,57 +1510,105 @@ static int agree_tp(run_t *r, float *stop) {
     return SYM_OK;
 }
 
-/* Returns 0 or an error; *stop gets the agreed stop flag. */
+/* Returns 0 or an error; *stop gets the agreed stop flag.
+ * With --accum N the step's global batch is split into N micro-batches
+ * (sym_shard_range: the first take one sample more); each one's backward adds
+ * into the same gradients, and only the last one's starts the buckets'
+ * reductions, so the others communicate nothing. The loss gradient's scale
+ * is npes / the whole batch's predictions, and a micro-batch's rows keep
+ * their numbers within the batch (the dropout masks), so the step computes
+ * what one pass over the batch does, up to the summation order, in the
+ * activation memory of a micro-batch. */
 static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *rec, int *stop) {
     const sym_train_config_t *c = r->cfg;
     double t0 = sym__now_s();
-    sym_batch_t b = sym_loader_batch_shares(&r->loader, r->sample, sym__balance_shares(r->bal));
-    sym_input_t in;
-    sym__task_gather(&r->task, 1, b.idx, b.count, r->x, r->tok, r->y, &in);
-    if (r->gpu) return gpu_step(r, &b, t0, loss_out, norm_out, rec, stop);
-    if (r->pipe) return pipe_step(r, &b, t0, loss_out, norm_out, rec, stop);
-    sym_forward_t f = {1, (uint64_t)r->step, b.row0};
-    sym_tensor_t logits;
-    int rc = sym_model_forward(r->model, &in, &f, &logits);
-    if (rc) return report(r, rc, 0);
+    const int *shares = sym__balance_shares(r->bal);
+    sym_batch_t whole = sym_loader_batch_shares(&r->loader, r->sample, shares);
+    if (r->gpu || r->pipe) {
+        sym_input_t in;
+        sym__task_gather(&r->task, 1, whole.idx, whole.count, r->x, r->tok, r->y, &in);
+        return r->gpu ? gpu_step(r, &whole, t0, loss_out, norm_out, rec, stop)
+                      : pipe_step(r, &whole, t0, loss_out, norm_out, rec, stop);
+    }
+    int gsize = whole.gsize;
     /* Scaled so that the average over the dp groups is the mean over the
      * global batch's predictions; the gradient overwrites the logits (with tp,
      * this PE's columns of them, the loss the same on every PE of the group). */
-    double predictions = (double)b.gsize * r->task.seq;
+    double predictions = (double)gsize * r->task.seq;
     int dp = r->lay.dp;
     float scale = (float)(dp / predictions);
-    double lsum = sym_model_xent(r->model, &logits, r->y, scale, &logits, NULL);
-    if (isnan(lsum)) return report(r, SYM_EINVAL, 0);
     float *g = sym_model_grads(r->model);
-    g[r->P + CTRL_LOSS] = (float)(lsum * dp / predictions);
-    g[r->P + CTRL_STOP] = stop_signal ? 1.0f : 0.0f;
-
+    if (r->zero)
+        sym_ddp_zero_grads(r->ddp); /* ZeRO-2: the pages handed back are zero already */
+    else
+        sym_model_zero_grads(r->model);
     sym_ddp_begin(r->ddp);
-    sym_model_zero_grads(r->model);
-    rc = sym_model_backward(r->model, &logits, sym_ddp_ready, r->ddp);
-    if (rc) return report(r, rc, 0);
-    sym__balance_computed(r->bal, t0, b.count, -1);
+    double lsum = 0;
+    int count = 0, rc;
+    for (int i = 0; i < r->accum; i++) {
+        int64_t at, size;
+        sym_shard_range(gsize, r->accum, i, &at, &size);
+        int last = i == r->accum - 1;
+        sym_batch_t b = r->accum == 1 ? whole
+                                      : sym_loader_micro_batch(&r->loader, r->sample + at,
+                                                               (int)size, shares);
+        sym_tensor_t logits;
+        if (b.count) {
+            sym_input_t in;
+            sym__task_gather(&r->task, 1, b.idx, b.count, r->x, r->tok, r->y, &in);
+            sym_forward_t f = {1, (uint64_t)r->step, (int)at + b.row0};
+            if ((rc = sym_model_forward(r->model, &in, &f, &logits))) return report(r, rc, 0);
+            double l = sym_model_xent(r->model, &logits, r->y, scale, &logits, NULL);
+            if (isnan(l)) return report(r, SYM_EINVAL, 0);
+            lsum += l;
+            count += b.count;
+        }
+        if (last) { /* the control floats travel with the last micro-batch's buckets */
+            g[r->P + CTRL_LOSS] = (float)(lsum * dp / predictions);
+            g[r->P + CTRL_STOP] = stop_signal ? 1.0f : 0.0f;
+        }
+        /* a PE without rows here (a short last batch) adds nothing; finish
+         * starts whatever its hook did not */
+        if (b.count &&
+            (rc = sym_model_backward(r->model, &logits, last ? sym_ddp_ready : NULL, r->ddp)))
+            return report(r, rc, 0);
+    }
+    sym__balance_computed(r->bal, t0, count, -1);
     if ((rc = sym_ddp_finish(r->ddp))) return report(r, rc, 0);
     if (r->lay.tp > 1 && (rc = agree_tp(r, g + r->P + CTRL_STOP))) return report(r, rc, 0);
     if ((rc = sym__balance_exchange(r->bal, r->step + 1))) return report(r, rc, 0);
+    float lr = sym_lr_at(&r->sched, r->step);
+    double tz = 0; /* ZeRO's norm exchange and all-gather: communication too */
+    if (r->zero) { /* the norm from the shards, the update of this PE's, the all-gather */
+        tz = sym__now_s();
+        if ((rc = sym_zero_clip(r->zero, g + r->P, 2, c->clip, norm_out)) ||
+            (rc = sym_zero_step(r->zero, sym_model_params(r->model), lr)))
+            return report(r, rc, 0);
+        tz = sym__now_s() - tz;
+    }
     *loss_out = g[r->P + CTRL_LOSS];
     *stop = g[r->P + CTRL_STOP] > 0.0f;
-
-    if (r->lay.tp == 1) {
-        *norm_out = sym_grad_clip(g, r->P, c->clip);
-    } else { /* every element of the whole model once (sym_model_grad_norm) */
-        *norm_out = sym_model_grad_norm(r->model, g);
-        if (isnan(*norm_out)) return report(r, SYM_ECOMM, 0);
-        sym_grad_scale_to(g, r->P, *norm_out, c->clip);
+    if (!r->zero) {
+        if (r->lay.tp == 1) {
+            *norm_out = sym_grad_clip(g, r->P, c->clip);
+        } else { /* every element of the whole model once (sym_model_grad_norm) */
+            *norm_out = sym_model_grad_norm(r->model, g);
+            if (isnan(*norm_out)) return report(r, SYM_ECOMM, 0);
+            sym_grad_scale_to(g, r->P, *norm_out, c->clip);
+        }
+        sym_optim_step(r->opt, sym_model_params(r->model), g, lr);
     }
-    float lr = sym_lr_at(&r->sched, r->step);
-    sym_optim_step(r->opt, sym_model_params(r->model), g, lr);
     r->step++;
-    r->sample += b.gsize;
+    r->sample += gsize;
 
     double dt = sym__now_s() - t0;
     sym_ddp_stats_t st = sym_ddp_stats(r->ddp);
-    record(r, rec, *loss_out, lr, *norm_out, b.gsize, dt, st.wait_s + st.issue_s,
+    if (c->zero == 2 && r->step == 1 && r->speak) /* what ZeRO-2 frees, said once */
+        note(r, "ZeRO-2: step 1 handed %llu of the %zu bytes of full gradients back to the OS "
+                "as their buckets were reduced; this PE keeps a %zu-byte shard",
+             (unsigned long long)st.bytes_released, r->P * sizeof(float),
+             sym_zero_shard_len(r->zero) * sizeof(float));
+    record(r, rec, *loss_out, lr, *norm_out, gsize, dt, st.wait_s + st.issue_s + tz,
            st.bytes_reduced);
     return SYM_OK;
 }

@@ -64,11 +64,11 @@ void sym_loader_set_epoch(sym_loader_t *l, int64_t epoch) {
     l->draws = r.counter;
 }
 
-sym_batch_t sym_loader_batch(const sym_loader_t *l, int64_t start) {
+/* The even split of the gsize samples from start (sym_shard_range). */
+static sym_batch_t even_batch(const sym_loader_t *l, int64_t start, int gsize) {
     sym_batch_t b;
     b.start = start;
-    int64_t left = l->n - start;
-    b.gsize = (int)(left < l->global_batch ? left : l->global_batch);
+    b.gsize = gsize;
     int64_t off, len;
     sym_shard_range(b.gsize, l->npes, l->pe, &off, &len);
     b.row0 = (int)off;
@@ -77,12 +77,21 @@ sym_batch_t sym_loader_batch(const sym_loader_t *l, int64_t start) {
     return b;
 }
 
+sym_batch_t sym_loader_batch(const sym_loader_t *l, int64_t start) {
+    int64_t left = l->n - start;
+    return even_batch(l, start, (int)(left < l->global_batch ? left : l->global_batch));
+}
+
 sym_batch_t sym_loader_batch_shares(sym_loader_t *l, int64_t start, const int *shares) {
-    if (!shares) return sym_loader_batch(l, start);
+    return sym_loader_micro_batch(l, start, l->global_batch, shares);
+}
+
+sym_batch_t sym_loader_micro_batch(sym_loader_t *l, int64_t start, int size, const int *shares) {
     sym_batch_t b;
     b.start = start;
     int64_t left = l->n - start;
-    b.gsize = (int)(left < l->global_batch ? left : l->global_batch);
+    b.gsize = (int)(left < size ? left : size);
+    if (!shares) return even_batch(l, start, b.gsize);
     const int *s = shares;
     if (b.gsize != l->global_batch) {
         sym_shares_scale(shares, l->npes, b.gsize, l->scaled);

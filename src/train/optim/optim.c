@@ -34,6 +34,7 @@ struct sym_optim {
     float *buf1; /* AdamW v */
     range_t *no_decay;
     int n_no_decay;
+    int owns; /* the state arrays are ours to free (not sym_optim_create_on's) */
 };
 
 const char *sym_optim_name(sym_optim_kind_t kind) { return kind == SYM_OPT_SGD ? "sgd" : "adamw"; }
@@ -58,6 +59,7 @@ int sym_optim_create(const sym_optim_config_t *cfg, size_t n, sym_optim_t **out)
     if (!o) return sym__error(SYM_ENOMEM, "out of memory for the optimizer");
     o->cfg = *cfg;
     o->n = n;
+    o->owns = 1;
     o->buf0 = calloc(n ? n : 1, sizeof(float));
     if (cfg->kind == SYM_OPT_ADAMW) o->buf1 = calloc(n ? n : 1, sizeof(float));
     if (!o->buf0 || (cfg->kind == SYM_OPT_ADAMW && !o->buf1)) {
@@ -68,10 +70,27 @@ int sym_optim_create(const sym_optim_config_t *cfg, size_t n, sym_optim_t **out)
     return SYM_OK;
 }
 
+int sym_optim_create_on(const sym_optim_config_t *cfg, size_t n, float *buf0, float *buf1,
+                        sym_optim_t **out) {
+    *out = NULL;
+    if (!buf0 || (cfg->kind == SYM_OPT_ADAMW && !buf1))
+        return sym__error(SYM_EINVAL, "sym_optim_create_on: AdamW needs two state arrays, SGD one");
+    sym_optim_t *o = calloc(1, sizeof *o);
+    if (!o) return sym__error(SYM_ENOMEM, "out of memory for the optimizer");
+    o->cfg = *cfg;
+    o->n = n;
+    o->buf0 = buf0;
+    o->buf1 = cfg->kind == SYM_OPT_ADAMW ? buf1 : NULL;
+    *out = o;
+    return SYM_OK;
+}
+
 void sym_optim_destroy(sym_optim_t *o) {
     if (!o) return;
-    free(o->buf0);
-    free(o->buf1);
+    if (o->owns) {
+        free(o->buf0);
+        free(o->buf1);
+    }
     free(o->no_decay);
     free(o);
 }

@@ -22,11 +22,25 @@ int sym__comm_avg_start(shmem_team_t team, float *x, size_t n, sym__req_t *req) 
     return SYM_OK;
 }
 
+int sym__comm_avg_scatter_start(shmem_team_t team, const float *x, size_t n, float *block,
+                                sym__req_t *req) {
+    int rc = shmemx_reduce_scatter_nb(team, block, x, n, SHMEMX_FLOAT32, SHMEMX_AVG, req);
+    if (rc)
+        return sym__error(SYM_ECOMM, "shmemx_reduce_scatter_nb of %zu floats failed: %s", n,
+                          shmemx_strerror(rc));
+    return SYM_OK;
+}
+
+int sym__comm_test(sym__req_t req, int *done) {
+    int rc = shmemx_req_test(req, done);
+    return rc == SHMEMX_EBUSY ? SYM_OK : rc ? SYM_ECOMM : SYM_OK;
+}
+
 int sym__comm_wait(sym__req_t req) {
     int rc = shmemx_req_wait(req);
     shmemx_req_free(req); /* wait completes a request; free releases it */
     if (rc)
-        return sym__error(SYM_ECOMM, "an all-reduce of the gradients failed: %s",
+        return sym__error(SYM_ECOMM, "a reduction of the gradients failed: %s",
                           shmemx_strerror(rc));
     return SYM_OK;
 }
@@ -89,6 +103,16 @@ int sym__comm_pullv(shmem_team_t team, const void *buf, const size_t *off, const
             shmem_getmem((char *)dst + at[k], src, len[k], world_pe(team, k));
     }
     free(at);
+    return team_sync(team);
+}
+
+int sym__comm_pull_ranges_f32(shmem_team_t team, float *x, int n, const size_t *lo,
+                              const size_t *len, const int *owner) {
+    int me = shmem_team_my_pe(team), rc = team_sync(team);
+    if (rc) return rc;
+    for (int i = 0; i < n; i++)
+        if (owner[i] != me && len[i])
+            shmem_getmem(x + lo[i], x + lo[i], len[i] * sizeof *x, world_pe(team, owner[i]));
     return team_sync(team);
 }
 

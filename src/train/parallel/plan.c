@@ -25,7 +25,10 @@
  *    the last (which keeps a copy of the tied wte); 1F1B keeps up to pp
  *    micro-batches in flight on the first stage (min(m, pp - s) on stage s).
  *    The heaviest PE is reported.
- *  - ZeRO-1 shards the optimizer state over dp, ZeRO-2 the gradients too.
+ *  - ZeRO-1 shards the optimizer state over dp, ZeRO-2 the gradients too. On
+ *    the CPU (parallel/zero.c) each PE also keeps its gradient shard beside
+ *    the model's whole gradient block, which ZeRO-2 keeps allocated but
+ *    partly hands back to the OS (pages, not allocator bytes).
  *  - Recompute (not in our code yet) keeps each block's output only, plus
  *    one block's buffers for the recomputed forward.
  *
@@ -389,7 +392,11 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
             mem.optim = 2 * up256(Pz1 * 4);
         } else {
             mem.params = sym__pow2_at_least(P * 4);
-            mem.grads = sym__pow2_at_least((Pz2 + SYM_GRAD_CTRL) * 4);
+            /* ZeRO (zero.c): the model's whole gradient block stays allocated
+             * (ZeRO-2 hands its pages back to the OS as buckets are reduced,
+             * which the allocators do not count), plus the shard the
+             * reduce-scatters fill */
+            mem.grads = sym__pow2_at_least((P + SYM_GRAD_CTRL) * 4) + (l->zero ? Pz1 * 4 : 0);
             mem.optim = (size_t)(adam ? 2 : 1) * Pz1 * 4;
         }
         mem.acts = (size_t)st.inflight * stage_acts(r, &st, rows, l->tp, l->recompute);
