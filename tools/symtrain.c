@@ -101,8 +101,11 @@ static const char usage_text[] =
     "  --metrics-port PORT          every PE serves Prometheus metrics at /metrics on PORT\n"
     "                               plus its rank on the host; 0 picks free ports (each\n"
     "                               logged). Default: $SYMTRAIN_METRICS_PORT, else off\n"
-    "  --log-interval S             seconds between progress lines when stdout is not a\n"
-    "                               terminal (default 10)\n"
+    "  --progress MODE              while an epoch runs: bar (redrawn, fitted to the\n"
+    "                               terminal), plain (a line every --log-interval) or off\n"
+    "                               (epoch summaries only); auto (default): the bar on\n"
+    "                               your terminal, plain lines in a file, a pipe, mpirun\n"
+    "  --log-interval S             seconds between plain progress lines (default 10)\n"
     "  --quiet                      only errors and the outcome (accuracy, time, checkpoint)\n"
     "  --sample N                   GPT: generate N tokens at the end (PE 0)\n"
     "  --prompt TEXT                their prompt (default: a new line)\n";
@@ -179,7 +182,7 @@ static const char *const valued[] = {
     "--threads", "--balance", "--balance-every", "--balance-hysteresis", "--balance-weights",
     "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--metrics",
     "--metrics-port",
-    "--log-interval", "--device", "--precision", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
+    "--log-interval", "--progress", "--device", "--precision", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
     "--prompt", NULL};
 
 static const char *const flags[] = {"--generated", "--resume", "--quiet", "--help", NULL};
@@ -351,6 +354,12 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->metrics_path = v;
         } else if (!strcmp(opt, "--metrics-port")) {
             c->metrics_port = (int)int_value(opt, v, 0, 65535);
+        } else if (!strcmp(opt, "--progress")) {
+            if (!strcmp(v, "auto")) c->progress = SYM_PROGRESS_AUTO;
+            else if (!strcmp(v, "plain")) c->progress = SYM_PROGRESS_PLAIN;
+            else if (!strcmp(v, "bar")) c->progress = SYM_PROGRESS_BAR;
+            else if (!strcmp(v, "off")) c->progress = SYM_PROGRESS_OFF;
+            else usage_error("--progress '%s': use auto, plain, bar or off", v);
         } else if (!strcmp(opt, "--log-interval")) {
             c->log_interval_s = num_value(opt, v, 0.01, 1e6);
         } else if (!strcmp(opt, "--quiet")) {

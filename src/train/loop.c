@@ -978,7 +978,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     r.me = shmem_my_pe();
     r.npes = shmem_n_pes();
     r.speak = r.me == 0 && !cfg->quiet;
-    sym__progress_init(&r.progress, r.speak, cfg->log_interval_s);
+    sym__progress_init(&r.progress, r.speak, cfg->progress, cfg->log_interval_s);
     read_kill_spec();
 
     struct sigaction sa, old_term, old_int;
