@@ -53,6 +53,7 @@ sym_train_e2e(train_gpt_gpu)    # GPT on the GPU: vs the CPU, bitwise repeat, 2 
 set_tests_properties(train_gpt_gpu PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
   ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
 sym_train_e2e(train_errors)  # an error on one PE ends the job; a second SIGTERM ends a PE
+sym_train_e2e(train_lock)    # two jobs at once on one --ckpt-dir or --metrics: refused, holder named
 sym_train_e2e(train_tty)     # a real terminal: the bar fits its width, plain lines elsewhere, Ctrl-C
 
 # ---- fuzzing: the IDX and token-shard loaders under libFuzzer (tests/fuzz) ----

@@ -210,6 +210,7 @@ typedef struct {
     sym__balance_t *bal;
     sym_pe_record_t *pes; /* (npes) the metrics' per-PE part */
     sym_ckpt_writer_t *writer;
+    int ckpt_lock;           /* PE 0: its hold on --ckpt-dir (sym_ckpt_lock), or -1 */
     sym_metrics_t *metrics;
     sym_prom_t *prom;            /* this PE's Prometheus endpoint (NULL: none) */
     int prom_share, prom_speed, prom_straggler; /* the balancer's gauge families */
@@ -775,6 +776,10 @@ static int setup(run_t *r) {
         return report(r, sym__error(SYM_ENOMEM, "out of memory for the batch buffers"), 0);
 
     r->saved_step = -1;
+    /* PE 0 holds --ckpt-dir before anyone reads it: two jobs saving into one
+     * directory would prune and shadow each other's checkpoints. */
+    if (r->me == 0 && c->ckpt_dir && (rc = sym_ckpt_lock(c->ckpt_dir, &r->ckpt_lock)))
+        return report(r, rc, 0);
     if (c->resume && (rc = resume(r))) return rc;
     if (r->gpu && (rc = gpu_create(r))) return rc;
     /* Starting over in a directory of checkpoints would remove them as it
@@ -843,6 +848,7 @@ static int setup(run_t *r) {
 static void teardown(run_t *r) {
     sym__prom_stop(r->prom);
     if (r->writer) sym_ckpt_writer_destroy(r->writer);
+    sym_ckpt_unlock(r->ckpt_lock);
     sym__balance_destroy(r->bal);
     free(r->pes);
     if (r->metrics && sym_metrics_close(r->metrics))
@@ -974,6 +980,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     double t_start = sym__now_s();
     run_t r;
     memset(&r, 0, sizeof r);
+    r.ckpt_lock = -1;
     r.cfg = cfg;
     r.me = shmem_my_pe();
     r.npes = shmem_n_pes();
