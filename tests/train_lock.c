@@ -2,7 +2,8 @@
  * train_lock — two jobs at once on one checkpoint directory or one metrics
  * file. While job A (2 PEs) trains with --ckpt-dir D --metrics M:
  *   - job B with --ckpt-dir D is refused at once (exit 1), naming who holds D
- *     (host and A's PE 0's pid), and leaves D as it was;
+ *     (host and A's PE 0's pid), and leaves D as it was; its message names
+ *     the program once ("symtrain train: PE 0: ...");
  *   - job C with --metrics M is refused (exit 1), naming A's PE 0's pid;
  * then A stops on SIGTERM (saving), and a job resuming from D runs: the locks
  * went with A.
@@ -44,10 +45,11 @@ int main(int argc, char **argv) {
     snprintf(args, sizeof args, LONG_JOB " --ckpt-dir %s --metrics %s", ck, e2e_path("b.jsonl"));
     e2e_run(2, NULL, NULL, log_b, 1, args);
     char want[400];
-    snprintf(want, sizeof want, "checkpoint directory %s is in use by another running job (host %s, "
-             "pid %d)", ck, host, pid);
+    snprintf(want, sizeof want, "symtrain train: PE 0: checkpoint directory %s is in use by "
+             "another running job (host %s, pid %d)", ck, host, pid);
     e2e_expect_log(log_b, want);
     e2e_expect_log(log_b, "give this run another --ckpt-dir");
+    CHECK(!e2e_log_has(log_b, "symtrain: PE 0: symtrain train"), "the message names symtrain twice");
     CHECK(e2e_newest(ck, NULL, 0) < 0, "job B left a checkpoint in A's directory");
     printf("train_lock: a second job on the checkpoint directory refused, naming host %s pid %d\n",
            host, pid);

@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -777,8 +778,12 @@ static int setup(run_t *r) {
 
     r->saved_step = -1;
     /* PE 0 holds --ckpt-dir before anyone reads it: two jobs saving into one
-     * directory would prune and shadow each other's checkpoints. */
-    if (r->me == 0 && c->ckpt_dir && (rc = sym_ckpt_lock(c->ckpt_dir, &r->ckpt_lock)))
+     * directory would prune and shadow each other's checkpoints. (Not made
+     * for a --resume that will find nothing there and stop.) */
+    struct stat ck_st;
+    int ck_missing = c->ckpt_dir && stat(c->ckpt_dir, &ck_st) != 0;
+    if (r->me == 0 && c->ckpt_dir && !(ck_missing && c->resume == SYM_RESUME_MUST) &&
+        (rc = sym_ckpt_lock(c->ckpt_dir, &r->ckpt_lock)))
         return report(r, rc, 0);
     if (c->resume && (rc = resume(r))) return rc;
     if (r->gpu && (rc = gpu_create(r))) return rc;
