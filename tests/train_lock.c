@@ -6,7 +6,8 @@
  *     the program once ("symtrain train: PE 0: ...");
  *   - job C with --metrics M is refused (exit 1), naming A's PE 0's pid;
  * then A stops on SIGTERM (saving), and a job resuming from D runs: the locks
- * went with A.
+ * went with A. It names the checkpoint's epoch both ways: as the progress
+ * lines count (from 1) and as the manifest holds it (from 0).
  */
 #include "train_e2e.h"
 
@@ -74,7 +75,20 @@ int main(int argc, char **argv) {
     long long before = e2e_newest(ck, NULL, 0);
     snprintf(args, sizeof args, LONG_JOB " --ckpt-dir %s --metrics %s --resume --max-steps %lld",
              ck, metrics, before + 2);
+    /* It says the checkpoint's epoch as the manifest holds it, and as the
+     * progress lines count it. */
+    char manifest[800];
+    CHECK(e2e_newest(ck, manifest, sizeof manifest - 16) == before, "no step %lld", before);
+    strcat(manifest, "/manifest.json");
+    char *mf = e2e_read(manifest, NULL);
+    CHECK(mf && strstr(mf, "\"epoch\": "), "%s holds no epoch", manifest);
+    long long epoch = atoll(strstr(mf, "\"epoch\": ") + 9);
+    free(mf);
     e2e_run(2, NULL, NULL, log_d, 0, args);
+    snprintf(want, sizeof want, "epoch %lld of 100, sample", epoch + 1);
+    e2e_expect_log(log_d, want);
+    snprintf(want, sizeof want, "(\"epoch\": %lld in its manifest, which counts from 0)", epoch);
+    e2e_expect_log(log_d, want);
     CHECK(e2e_newest(ck, NULL, 0) == before + 2, "the resumed job did not save step %lld",
           before + 2);
     printf("train_lock: once job A ended, a job resumed from its directory and metrics file\n");

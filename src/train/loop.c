@@ -362,8 +362,12 @@ static int resume(run_t *r) {
     r->epoch = m->epoch;
     r->sample = m->sample;
     r->saved_step = m->step;
-    note(r, "resumed from %s: step %lld, epoch %lld, sample %lld of %lld", ck.path,
-         (long long)m->step, (long long)m->epoch + 1, (long long)m->sample, (long long)r->task.n_train);
+    /* Epochs as the progress lines count them (from 1), and as the manifest
+     * holds them (from 0), so the two never seem to disagree. */
+    note(r, "resumed from %s: step %lld, epoch %lld of %lld, sample %lld of %lld (\"epoch\": %lld "
+            "in its manifest, which counts from 0)",
+         ck.path, (long long)m->step, (long long)m->epoch + 1, (long long)r->epochs,
+         (long long)m->sample, (long long)r->task.n_train, (long long)m->epoch);
     /* Settings the run may change: said, so a changed one is never a surprise. */
     if (m->lr > 0 && (float)m->lr != c->lr)
         note(r, "the checkpoint was trained with --lr %g and this run asks for %g: the schedule "
