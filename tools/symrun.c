@@ -164,13 +164,9 @@ static noreturn void help(void) {
     print_usage(stdout);
     fputs("\nsymrun exits 0 when every PE exits 0; otherwise with the first failing PE's\n"
           "status (128+N for signal N), 124 after --timeout or --hang-timeout, 128+N when a\n"
-          "second signal N killed the job, 2 for its own usage errors.\n\n"
-          SYM_ENV_HELP_RUNTIME
-          " symtrain train:\n"
-          "  SYMTRAIN_DATA_DIR        the Fashion-MNIST files, without --data-dir (default:\n"
-          "                           where the Debian package puts them)\n"
-          "  SYMTRAIN_METRICS_PORT    --metrics-port's default: each PE serves Prometheus\n"
-          "                           metrics on it plus its rank on the host (0: free ports)\n",
+          "second signal N killed the job, 2 for its own usage errors; PEs stopped by a\n"
+          "signal that exit 130 (symtrain train with nothing saved) make it 130.\n\n"
+          SYM_ENV_HELP_RUNTIME SYM_ENV_HELP_TRAIN,
           stdout);
     exit(0);
 }

@@ -22,6 +22,7 @@
 
 #include <symtrain/symtrain.h>
 
+#include "envhelp.h"
 #include "symtrain_cli.h"
 
 #define EXIT_USAGE 2
@@ -109,6 +110,12 @@ static const char usage_text[] =
     "  --quiet                      only errors and the outcome (accuracy, time, checkpoint)\n"
     "  --sample N                   GPT: generate N tokens at the end (PE 0)\n"
     "  --prompt TEXT                their prompt (default: a new line)\n";
+
+/* --help: the options, then the environment every PE reads. */
+static void print_help(void) {
+    fputs(usage_text, stdout);
+    fputs("\n" SYM_ENV_HELP_RUNTIME SYM_ENV_HELP_TRAIN, stdout);
+}
 
 static int runtime_started; /* shmem_init was called */
 static int speaker = 1;     /* this process prints (PE 0) */
@@ -245,7 +252,7 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             usage_error("%s takes no value", opt); /* --resume=auto: the one flag with a value */
         }
         if (!strcmp(opt, "--help")) {
-            if (speaker) fputs(usage_text, stdout);
+            if (speaker) print_help();
             leave(0);
         } else if (!strcmp(opt, "--model")) {
             if (sym_model_parse(v, &c->model)) usage_error("%s", sym_last_error());
@@ -430,7 +437,7 @@ int main(int argc, char **argv) {
     if (argc < 2) usage_error("say what to do: train, tokenize, sample or plot");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
-        fputs(usage_text, stdout);
+        print_help();
         return 0;
     }
     if (!strcmp(cmd, "train")) return train_main(argc - 2, argv + 2);
