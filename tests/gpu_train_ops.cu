@@ -3,8 +3,10 @@
  * src/train/ops/cuda) against its CPU reference in libsymtrain.
  *
  * For each kernel: fresh random inputs (the seed is printed; --seed S reruns
- * one), rounded to bf16 where the kernel takes bf16 and widened back to fp32
- * for the reference, so both see the same numbers; the outputs poisoned first
+ * one), rounded to the kernel's compute type (bf16, fp16 or fp32: the
+ * LayerNorm, attention, softmax and GELU run in all three, the products in
+ * bf16 and fp32) and widened back to fp32 for the reference, so both see the
+ * same numbers; the outputs poisoned first
  * (all bits set: NaN in bf16 and fp32), so an element the kernel does not
  * write fails; every element compared; and the kernel run a second time on the
  * same inputs, whose outputs must be the same bits (determinism).
@@ -14,8 +16,10 @@
  * the tensor's scale instead of its own (a near-zero sum of cancelling terms
  * has no meaningful relative error). A tensor passes when its largest error is
  * under the tolerance: 1e-5 for fp32 results (the fp32 matmul, statistics,
- * parameter gradients, losses, the optimizer), 1e-2 for bf16 ones (one bf16
- * rounding is up to 2^-9 = 0.2%). NaN fails.
+ * parameter gradients, losses, the optimizer), 1e-2 for bf16 and fp16 ones
+ * (one bf16 rounding is up to 2^-9 = 0.2%). NaN fails. fp16's loss scale
+ * (test_loss_scale) is checked for exact agreement with the unscaled update
+ * and for an overflow leaving weights and moments untouched.
  *
  * Shapes: GPT-2's layers at B=2, T=64, C=128, NH=4, V=300, Vp=384, plus
  * shapes that reach the kernels' other paths (several attention tiles, ragged
@@ -30,6 +34,7 @@
  * SKIP (exit 77) without a CUDA device of compute capability 9.0 or newer.
  */
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -83,6 +88,8 @@ static int failures;
  * (dk) and 3.4e-2 (dv, ours 0.4%) on these inputs in this norm
  * (bench/gpt/torch_attention.py, bench/gpt/results/h200_torch_attention.txt). */
 #define TOL_ATTN_DQK 5e-2
+/* The same in fp32 (D from the fp32 out; the CPU sums the other way round). */
+#define TOL_ATTN_DQK_F32 1e-4
 
 /* ---- random numbers (splitmix64) ---- */
 
@@ -201,6 +208,88 @@ static void check(int cond, const char *what) {
     if (!cond) failures++;
 }
 
+/* ---- the compute types ---- */
+
+/* A compute type of the kernels: its name, element size, and the tolerance
+ * of a result held in it (fp16 rounds to 2^-11, finer than bf16's 2^-8, but
+ * is held to the same 1e-2). */
+struct ty {
+    symcu_dtype_t dt;
+    const char *name;
+    size_t esz;
+    double tol;
+};
+static const ty TY_BF16 = {SYMCU_BF16, "bf16", 2, TOL_BF16};
+static const ty TY_F16 = {SYMCU_F16, "fp16", 2, TOL_BF16};
+static const ty TY_F32 = {SYMCU_F32, "fp32", 4, TOL_F32};
+
+/* x as the type holds it */
+static float round_ty(const ty &t, float x) {
+    if (t.dt == SYMCU_BF16) return sym_bf16_to_f32(sym_f32_to_bf16(x));
+    if (t.dt == SYMCU_F16) return __half2float(__float2half_rn(x));
+    return x;
+}
+static fvec round_ty(const ty &t, const fvec &f) {
+    fvec o(f.size());
+    for (size_t i = 0; i < f.size(); i++) o[i] = round_ty(t, f[i]);
+    return o;
+}
+/* random numbers the type holds exactly */
+static fvec rand_ty(const ty &t, size_t n, float scale, float offset = 0.0f) {
+    fvec v(n);
+    for (size_t i = 0; i < n; i++) v[i] = round_ty(t, offset + scale * urand());
+    return v;
+}
+static void *dev_ty(const ty &t, size_t n) {
+    void *p = NULL;
+    CUDA(cudaMalloc(&p, (n ? n : 1) * t.esz));
+    return p;
+}
+static void put_ty(const ty &t, void *d, const fvec &f) {
+    if (t.dt == SYMCU_F32) {
+        CUDA(cudaMemcpy(d, f.data(), f.size() * 4, cudaMemcpyHostToDevice));
+        return;
+    }
+    std::vector<uint16_t> h(f.size());
+    for (size_t i = 0; i < f.size(); i++) {
+        if (t.dt == SYMCU_BF16) {
+            h[i] = sym_f32_to_bf16(f[i]);
+        } else {
+            __half_raw x = __float2half_rn(f[i]);
+            h[i] = x.x;
+        }
+    }
+    CUDA(cudaMemcpy(d, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+}
+static void *upload_ty(const ty &t, const fvec &f) {
+    void *d = dev_ty(t, f.size());
+    put_ty(t, d, f);
+    return d;
+}
+static fvec fetch_ty(const ty &t, const void *d, size_t n) {
+    if (t.dt == SYMCU_F32) return fetch((const float *)d, n);
+    std::vector<uint16_t> h = fetch((const uint16_t *)d, n);
+    fvec f(n);
+    for (size_t i = 0; i < n; i++) {
+        if (t.dt == SYMCU_BF16) {
+            f[i] = sym_bf16_to_f32(h[i]);
+        } else {
+            __half_raw x;
+            x.x = h[i];
+            f[i] = __half2float(__half(x));
+        }
+    }
+    return f;
+}
+/* "fp16 out": a check's name with its type (valid until the 8th next call) */
+static const char *nm(const ty &t, const char *what) {
+    static char buf[8][96];
+    static int k;
+    char *b = buf[k++ & 7];
+    snprintf(b, sizeof buf[0], "%s %s", t.name, what);
+    return b;
+}
+
 /* ---- matmul ---- */
 
 static void test_matmul(symcu_blas_t *h, int N, int C, int OC, int with_bias, int gelu) {
@@ -243,7 +332,7 @@ static void test_matmul(symcu_blas_t *h, int N, int C, int OC, int with_bias, in
         d_pre[r] = dev<symcu_bf16>((size_t)N * OC);
         poison(d_out[r], (size_t)N * OC * 2);
         poison(d_pre[r], (size_t)N * OC * 2);
-        OK(symcu_matmul_forward(h, d_out[r], d_inp, d_w, with_bias ? d_b : NULL, N, C, OC,
+        OK(symcu_matmul_forward(h, SYMCU_BF16, d_out[r], d_inp, d_w, with_bias ? d_b : NULL, N, C, OC,
                                 gelu ? d_pre[r] : NULL, 0));
     }
     compare("bf16 out", fetch_bf16(d_out[0], (size_t)N * OC), out_ref, TOL_BF16);
@@ -259,7 +348,7 @@ static void test_matmul(symcu_blas_t *h, int N, int C, int OC, int with_bias, in
             d_dinp[r] = (symcu_bf16 *)upload(dinp0);
             d_dw[r] = upload(dw0);
             d_db[r] = upload(db0);
-            OK(symcu_matmul_backward(h, d_dinp[r], SYMCU_GRAD_ADD, d_dw[r], with_bias ? d_db[r] : NULL, d_dout,
+            OK(symcu_matmul_backward(h, SYMCU_BF16, d_dinp[r], SYMCU_GRAD_ADD, d_dw[r], with_bias ? d_db[r] : NULL, d_dout,
                                      d_inp, d_w, N, C, OC, 0));
         }
         const char *via = !with_bias ? "" : symcu_blas_used_bgradb(h) ? " (BGRADB)" : " (kernel)";
@@ -283,7 +372,7 @@ static void test_matmul(symcu_blas_t *h, int N, int C, int OC, int with_bias, in
     { /* dinp written over (SYMCU_GRAD_SET): a poisoned start must not show */
         symcu_bf16 *d_set = dev<symcu_bf16>((size_t)N * C);
         poison(d_set, (size_t)N * C * 2);
-        OK(symcu_matmul_backward(h, d_set, SYMCU_GRAD_SET, NULL, NULL, d_dout, d_inp, d_w, N, C,
+        OK(symcu_matmul_backward(h, SYMCU_BF16, d_set, SYMCU_GRAD_SET, NULL, NULL, d_dout, d_inp, d_w, N, C,
                                  OC, 0));
         compare("bf16 dinp =", fetch_bf16(d_set, (size_t)N * C), dprod_ref, TOL_BF16);
         cudaFree(d_set);
@@ -294,12 +383,12 @@ static void test_matmul(symcu_blas_t *h, int N, int C, int OC, int with_bias, in
     float *f_out = dev<float>((size_t)N * OC), *f_pre = dev<float>((size_t)N * OC);
     poison(f_out, (size_t)N * OC * 4);
     poison(f_pre, (size_t)N * OC * 4);
-    OK(symcu_matmul_forward_f32(h, f_out, f_inp, f_w, with_bias ? f_b : NULL, N, C, OC,
+    OK(symcu_matmul_forward(h, SYMCU_F32, f_out, f_inp, f_w, with_bias ? f_b : NULL, N, C, OC,
                                 gelu ? f_pre : NULL, 0));
     compare("fp32 out", fetch(f_out, (size_t)N * OC), out_ref, TOL_F32);
     if (gelu) compare("fp32 pre_gelu (aux)", fetch(f_pre, (size_t)N * OC), pre, TOL_F32);
     float *f_dinp = upload(widen(dinp0)), *f_dw = upload(dw0), *f_db = upload(db0);
-    OK(symcu_matmul_backward_f32(h, f_dinp, SYMCU_GRAD_ADD, f_dw, with_bias ? f_db : NULL, f_dout, f_inp, f_w, N,
+    OK(symcu_matmul_backward(h, SYMCU_F32, f_dinp, SYMCU_GRAD_ADD, f_dw, with_bias ? f_db : NULL, f_dout, f_inp, f_w, N,
                                  C, OC, 0));
     compare("fp32 dinp +=", fetch(f_dinp, (size_t)N * C), dinp_ref, TOL_F32);
     compare("fp32 dweight +=", fetch(f_dw, (size_t)OC * C), dw_ref, TOL_F32);
@@ -312,65 +401,66 @@ static void test_matmul(symcu_blas_t *h, int N, int C, int OC, int with_bias, in
 
 /* ---- LayerNorm ---- */
 
-static void test_layernorm(int N, int C, int fused) {
-    printf("-- %s N=%d C=%d\n", fused ? "residual + layernorm" : "layernorm", N, C);
-    size_t NC = (size_t)N * C;
-    hvec a = rand_bf16(NC, 1.0f, 0.3f), b = rand_bf16(NC, 1.0f), w = rand_bf16(C, 0.2f, 1.0f),
-         bias = rand_bf16(C, 0.2f);
-    /* reference input: the sum rounded to bf16, as the kernel stores it */
-    fvec af = widen(a), bf = widen(b), x(NC);
-    for (size_t i = 0; i < NC; i++) x[i] = fused ? sym_bf16_to_f32(sym_f32_to_bf16(af[i] + bf[i])) : af[i];
-    fvec out_ref(NC), mean_ref(N), rstd_ref(N), wf = widen(w), biasf = widen(bias);
+static void test_layernorm(const ty &t, int N, int C, int fused) {
+    printf("-- %s %s N=%d C=%d\n", t.name, fused ? "residual + layernorm" : "layernorm", N, C);
+    size_t NC = (size_t)N * C, es = t.esz;
+    fvec af = rand_ty(t, NC, 1.0f, 0.3f), bf = rand_ty(t, NC, 1.0f), wf = rand_ty(t, C, 0.2f, 1.0f),
+         biasf = rand_ty(t, C, 0.2f);
+    /* reference input: the sum rounded to the type, as the kernel stores it */
+    fvec x(NC);
+    for (size_t i = 0; i < NC; i++) x[i] = fused ? round_ty(t, af[i] + bf[i]) : af[i];
+    fvec out_ref(NC), mean_ref(N), rstd_ref(N);
     sym_layernorm_forward(out_ref.data(), mean_ref.data(), rstd_ref.data(), x.data(), wf.data(),
                           biasf.data(), N, C);
-    symcu_bf16 *d_a = (symcu_bf16 *)upload(a), *d_b = (symcu_bf16 *)upload(b),
-               *d_w = (symcu_bf16 *)upload(w), *d_bias = (symcu_bf16 *)upload(bias);
-    symcu_bf16 *d_res[2], *d_out[2];
+    void *d_a = upload_ty(t, af), *d_b = upload_ty(t, bf), *d_w = upload_ty(t, wf),
+         *d_bias = upload_ty(t, biasf);
+    void *d_res[2], *d_out[2];
     float *d_mean[2], *d_rstd[2];
     for (int r = 0; r < 2; r++) {
-        d_res[r] = dev<symcu_bf16>(NC);
-        d_out[r] = dev<symcu_bf16>(NC);
+        d_res[r] = dev_ty(t, NC);
+        d_out[r] = dev_ty(t, NC);
         d_mean[r] = dev<float>(N);
         d_rstd[r] = dev<float>(N);
-        poison(d_res[r], NC * 2);
-        poison(d_out[r], NC * 2);
+        poison(d_res[r], NC * es);
+        poison(d_out[r], NC * es);
         poison(d_mean[r], N * 4);
         poison(d_rstd[r], N * 4);
-        OK(symcu_residual_layernorm_forward(fused ? d_res[r] : NULL, d_out[r], d_mean[r], d_rstd[r],
-                                            d_a, fused ? d_b : NULL, d_w, d_bias, N, C, 0));
+        OK(symcu_residual_layernorm_forward(t.dt, fused ? d_res[r] : NULL, d_out[r], d_mean[r],
+                                            d_rstd[r], d_a, fused ? d_b : NULL, d_w, d_bias, N, C,
+                                            0));
     }
-    if (fused) compare("bf16 res = a + b (exact)", fetch_bf16(d_res[0], NC), x, 0.0);
-    compare("bf16 out", fetch_bf16(d_out[0], NC), out_ref, TOL_BF16);
+    if (fused) compare(nm(t, "res = a + b (exact)"), fetch_ty(t, d_res[0], NC), x, 0.0);
+    compare(nm(t, "out"), fetch_ty(t, d_out[0], NC), out_ref, t.tol);
     compare("fp32 mean", fetch(d_mean[0], N), mean_ref, TOL_F32);
     compare("fp32 rstd", fetch(d_rstd[0], N), rstd_ref, TOL_F32);
-    if (fused) same_bits("bf16 res", d_res[0], d_res[1], NC * 2);
-    same_bits("bf16 out", d_out[0], d_out[1], NC * 2);
+    if (fused) same_bits(nm(t, "res"), d_res[0], d_res[1], NC * es);
+    same_bits(nm(t, "out"), d_out[0], d_out[1], NC * es);
     same_bits("fp32 mean", d_mean[0], d_mean[1], N * 4);
     same_bits("fp32 rstd", d_rstd[0], d_rstd[1], N * 4);
 
     /* backward on the same x, with the reference's mean and rstd as the saved stats */
-    hvec dout = rand_bf16(NC, 1.0f), dx0 = rand_bf16(NC, 1.0f);
+    fvec doutf = rand_ty(t, NC, 1.0f), dx0 = rand_ty(t, NC, 1.0f);
     fvec dw0 = rand_f32(C, 1.0f), db0 = rand_f32(C, 1.0f);
-    fvec dx_ref = widen(dx0), dw_ref = dw0, db_ref = db0, doutf = widen(dout);
+    fvec dx_ref = dx0, dw_ref = dw0, db_ref = db0;
     sym_layernorm_backward(dx_ref.data(), dw_ref.data(), db_ref.data(), doutf.data(), x.data(),
                            wf.data(), mean_ref.data(), rstd_ref.data(), N, C);
-    symcu_bf16 *d_x = (symcu_bf16 *)upload(narrow(x)), *d_dout = (symcu_bf16 *)upload(dout);
+    void *d_x = upload_ty(t, x), *d_dout = upload_ty(t, doutf);
     float *d_m = upload(mean_ref), *d_r = upload(rstd_ref);
     size_t sc = symcu_layernorm_backward_scratch(N, C);
-    symcu_bf16 *d_dx[2];
+    void *d_dx[2];
     float *d_dw[2], *d_db[2], *d_sc = dev<float>(sc);
     for (int r = 0; r < 2; r++) {
-        d_dx[r] = (symcu_bf16 *)upload(dx0);
+        d_dx[r] = upload_ty(t, dx0);
         d_dw[r] = upload(dw0);
         d_db[r] = upload(db0);
         poison(d_sc, sc * 4);
-        OK(symcu_layernorm_backward(d_dx[r], d_dw[r], d_db[r], d_sc, d_dout, d_x, d_w, d_m, d_r, N,
-                                    C, 0));
+        OK(symcu_layernorm_backward(t.dt, d_dx[r], d_dw[r], d_db[r], d_sc, d_dout, d_x, d_w, d_m,
+                                    d_r, N, C, 0));
     }
-    compare("bf16 dx +=", fetch_bf16(d_dx[0], NC), dx_ref, TOL_BF16);
+    compare(nm(t, "dx +="), fetch_ty(t, d_dx[0], NC), dx_ref, t.tol);
     compare("fp32 dw +=", fetch(d_dw[0], C), dw_ref, TOL_F32);
     compare("fp32 db +=", fetch(d_db[0], C), db_ref, TOL_F32);
-    same_bits("bf16 dx", d_dx[0], d_dx[1], NC * 2);
+    same_bits(nm(t, "dx"), d_dx[0], d_dx[1], NC * es);
     same_bits("fp32 dw", d_dw[0], d_dw[1], (size_t)C * 4);
     same_bits("fp32 db", d_db[0], d_db[1], (size_t)C * 4);
     void *all[] = {d_a, d_b, d_w, d_bias, d_x, d_dout, d_m, d_r, d_sc};
@@ -391,12 +481,14 @@ static fvec third(const fvec &v, size_t N, int C, int part) {
     return o;
 }
 
-static void test_attention(int B, int T, int C, int NH) {
+static void test_attention(const ty &t, int B, int T, int C, int NH) {
     int hs = C / NH;
-    printf("-- attention B=%d T=%d C=%d NH=%d (hs %d)\n", B, T, C, NH, hs);
-    size_t N = (size_t)B * T, TT = (size_t)T * T;
-    hvec qkv = rand_bf16(N * 3 * C, 1.5f);
-    fvec qkvf = widen(qkv), out_ref(N * C), att((size_t)B * NH * TT);
+    printf("-- %s attention B=%d T=%d C=%d NH=%d (hs %d)\n", t.name, B, T, C, NH, hs);
+    size_t N = (size_t)B * T, TT = (size_t)T * T, es = t.esz;
+    /* dq and dk: 16-bit types take D from the rounded out (TOL_ATTN_DQK); in
+     * fp32 the cancellation in dP - D leaves some 1e-6 */
+    double tol_dqk = t.dt == SYMCU_F32 ? TOL_ATTN_DQK_F32 : TOL_ATTN_DQK;
+    fvec qkvf = rand_ty(t, N * 3 * C, 1.5f), out_ref(N * C), att((size_t)B * NH * TT);
     if (sym_attention_forward(out_ref.data(), att.data(), qkvf.data(), B, T, C, NH)) {
         printf("FAIL sym_attention_forward: %s\n", sym_last_error());
         failures++;
@@ -421,91 +513,100 @@ static void test_attention(int B, int T, int C, int NH) {
                 for (int j = 0; j <= i; j++) sum += exp(s[j] - mx);
                 lse_ref[((size_t)b * NH + h) * T + i] = (float)(mx + log(sum));
             }
-    symcu_bf16 *d_qkv = (symcu_bf16 *)upload(qkv), *d_out[2];
+    void *d_qkv = upload_ty(t, qkvf), *d_out[2];
     float *d_lse[2];
     for (int r = 0; r < 2; r++) {
-        d_out[r] = dev<symcu_bf16>(N * C);
+        d_out[r] = dev_ty(t, N * C);
         d_lse[r] = dev<float>((size_t)B * NH * T);
-        poison(d_out[r], N * C * 2);
+        poison(d_out[r], N * C * es);
         poison(d_lse[r], (size_t)B * NH * T * 4);
-        OK(symcu_attention_forward(d_out[r], d_lse[r], d_qkv, B, T, C, NH, 0));
+        OK(symcu_attention_forward(t.dt, d_out[r], d_lse[r], d_qkv, B, T, C, NH, 0));
     }
-    compare("bf16 out", fetch_bf16(d_out[0], N * C), out_ref, TOL_BF16);
+    compare(nm(t, "out"), fetch_ty(t, d_out[0], N * C), out_ref, t.tol);
     compare("fp32 lse", fetch(d_lse[0], (size_t)B * NH * T), lse_ref, TOL_F32);
-    same_bits("bf16 out", d_out[0], d_out[1], N * C * 2);
+    same_bits(nm(t, "out"), d_out[0], d_out[1], N * C * es);
     same_bits("fp32 lse", d_lse[0], d_lse[1], (size_t)B * NH * T * 4);
 
     /* backward: dqkv starts at values of the gradient's own scale, so += is
      * checked without the start hiding the gradient's errors */
-    hvec dout = rand_bf16(N * C, 1.0f);
-    fvec doutf = widen(dout), grad(N * 3 * C, 0.0f), scratch(TT);
+    fvec doutf = rand_ty(t, N * C, 1.0f), grad(N * 3 * C, 0.0f), scratch(TT);
     sym_attention_backward(grad.data(), scratch.data(), doutf.data(), qkvf.data(), att.data(), B,
                            T, C, NH);
     float gscale = (float)rms(grad);
-    hvec dqkv0 = rand_bf16(N * 3 * C, gscale);
-    fvec ref = widen(dqkv0);
+    fvec dqkv0 = rand_ty(t, N * 3 * C, gscale);
+    fvec ref = dqkv0;
     for (size_t i = 0; i < ref.size(); i++) ref[i] += grad[i];
-    symcu_bf16 *d_dout = (symcu_bf16 *)upload(dout), *d_dqkv[2];
+    void *d_dout = upload_ty(t, doutf), *d_dqkv[2];
     float *d_scr = dev<float>((size_t)B * NH * T);
     for (int r = 0; r < 2; r++) {
-        d_dqkv[r] = (symcu_bf16 *)upload(dqkv0);
+        d_dqkv[r] = upload_ty(t, dqkv0);
         poison(d_scr, (size_t)B * NH * T * 4);
-        OK(symcu_attention_backward(d_dqkv[r], SYMCU_GRAD_ADD, d_scr, d_dout, d_out[0], d_qkv,
-                                    d_lse[0], B, T, C, NH, 0));
+        OK(symcu_attention_backward(t.dt, d_dqkv[r], SYMCU_GRAD_ADD, d_scr, d_dout, d_out[0],
+                                    d_qkv, d_lse[0], B, T, C, NH, 0));
     }
-    fvec got = fetch_bf16(d_dqkv[0], N * 3 * C);
-    const char *names[3] = {"bf16 dq +=", "bf16 dk +=", "bf16 dv +="};
+    fvec got = fetch_ty(t, d_dqkv[0], N * 3 * C);
+    const char *names[3] = {"dq +=", "dk +=", "dv +="};
     for (int p = 0; p < 3; p++)
-        compare(names[p], third(got, N, C, p), third(ref, N, C, p), p < 2 ? TOL_ATTN_DQK : TOL_BF16);
-    same_bits("bf16 dqkv", d_dqkv[0], d_dqkv[1], N * 3 * C * 2);
+        compare(nm(t, names[p]), third(got, N, C, p), third(ref, N, C, p), p < 2 ? tol_dqk : t.tol);
+    same_bits(nm(t, "dqkv"), d_dqkv[0], d_dqkv[1], N * 3 * C * es);
     /* written over (SYMCU_GRAD_SET): a poisoned start must not show */
-    poison(d_dqkv[1], N * 3 * C * 2);
-    OK(symcu_attention_backward(d_dqkv[1], SYMCU_GRAD_SET, d_scr, d_dout, d_out[0], d_qkv,
+    poison(d_dqkv[1], N * 3 * C * es);
+    OK(symcu_attention_backward(t.dt, d_dqkv[1], SYMCU_GRAD_SET, d_scr, d_dout, d_out[0], d_qkv,
                                 d_lse[0], B, T, C, NH, 0));
-    got = fetch_bf16(d_dqkv[1], N * 3 * C);
-    const char *set_names[3] = {"bf16 dq =", "bf16 dk =", "bf16 dv ="};
+    got = fetch_ty(t, d_dqkv[1], N * 3 * C);
+    const char *set_names[3] = {"dq =", "dk =", "dv ="};
     for (int p = 0; p < 3; p++)
-        compare(set_names[p], third(got, N, C, p), third(grad, N, C, p),
-                p < 2 ? TOL_ATTN_DQK : TOL_BF16);
+        compare(nm(t, set_names[p]), third(got, N, C, p), third(grad, N, C, p),
+                p < 2 ? tol_dqk : t.tol);
     void *all[] = {d_qkv, d_out[0], d_out[1], d_lse[0], d_lse[1], d_dout, d_dqkv[0], d_dqkv[1], d_scr};
     for (void *p : all) cudaFree(p);
 }
 
 /* ---- the loss ---- */
 
-static void test_xent(int N, int V, int Vp) {
-    printf("-- softmax cross-entropy N=%d V=%d Vp=%d\n", N, V, Vp);
-    size_t NV = (size_t)N * Vp;
-    hvec logits = rand_bf16(NV, 4.0f); /* the padding columns hold garbage too */
+static void test_xent(const ty &t, int N, int V, int Vp) {
+    printf("-- %s softmax cross-entropy N=%d V=%d Vp=%d\n", t.name, N, V, Vp);
+    size_t NV = (size_t)N * Vp, es = t.esz;
+    fvec z = rand_ty(t, NV, 4.0f); /* the padding columns hold garbage too */
     std::vector<int32_t> tgt(N);
     for (int i = 0; i < N; i++) tgt[i] = irand(V);
     float scale = 1.0f / (float)N;
-    fvec z = widen(logits), loss_ref(N), d_ref(NV);
+    fvec loss_ref(N), d_ref(NV);
     for (int r = 0; r < N; r++) {
         sym_tensor_t tl = sym_tensor_2d(&z[(size_t)r * Vp], 1, Vp);
         sym_tensor_t td = sym_tensor_2d(&d_ref[(size_t)r * Vp], 1, Vp);
         loss_ref[r] = (float)sym_softmax_xent(&tl, &tgt[r], V, scale, &td, NULL);
     }
     int32_t *d_tgt = upload(tgt);
-    symcu_bf16 *d_z[2];
+    void *d_z[2];
     float *d_loss[2];
     for (int r = 0; r < 2; r++) {
-        d_z[r] = (symcu_bf16 *)upload(logits);
+        d_z[r] = upload_ty(t, z);
         d_loss[r] = dev<float>(N);
         poison(d_loss[r], (size_t)N * 4);
-        OK(symcu_softmax_xent(d_loss[r], d_z[r], d_tgt, N, V, Vp, scale, 0));
+        OK(symcu_softmax_xent(t.dt, d_loss[r], d_z[r], d_tgt, N, V, Vp, scale, NULL, 0));
     }
     compare("fp32 loss", fetch(d_loss[0], N), loss_ref, TOL_F32);
-    compare("bf16 dlogits (in place, 0 in padding)", fetch_bf16(d_z[0], NV), d_ref, TOL_BF16);
+    compare(nm(t, "dlogits (in place, 0 in padding)"), fetch_ty(t, d_z[0], NV), d_ref, t.tol);
     same_bits("fp32 loss", d_loss[0], d_loss[1], (size_t)N * 4);
-    same_bits("bf16 dlogits", d_z[0], d_z[1], NV * 2);
+    same_bits(nm(t, "dlogits"), d_z[0], d_z[1], NV * es);
+    /* fp16's loss scale: a device float multiplied in when the kernel runs
+     * (1024, a power of 2: the scaled gradient is the plain one times 1024
+     * exactly, before its rounding to the type) */
+    float S = 1024.0f, *d_S = upload(fvec(1, S));
+    put_ty(t, d_z[1], z);
+    OK(symcu_softmax_xent(t.dt, d_loss[1], d_z[1], d_tgt, N, V, Vp, scale, d_S, 0));
+    fvec scaled_ref(NV);
+    for (size_t i = 0; i < NV; i++) scaled_ref[i] = d_ref[i] * S;
+    compare(nm(t, "dlogits x device loss scale 1024"), fetch_ty(t, d_z[1], NV), scaled_ref, t.tol);
+    compare("fp32 loss with a loss scale (unscaled)", fetch(d_loss[1], N), loss_ref, TOL_F32);
     /* a target outside [0, V) gives a NaN loss, as the CPU's NaN */
     std::vector<int32_t> badt(1, V);
     int32_t *d_bad = upload(badt);
-    put((uint16_t *)d_z[1], hvec(logits.begin(), logits.begin() + Vp));
-    OK(symcu_softmax_xent(d_loss[1], d_z[1], d_bad, 1, V, Vp, scale, 0));
+    put_ty(t, d_z[1], fvec(z.begin(), z.begin() + Vp));
+    OK(symcu_softmax_xent(t.dt, d_loss[1], d_z[1], d_bad, 1, V, Vp, scale, NULL, 0));
     check(isnan(fetch(d_loss[1], 1)[0]), "NaN loss for a target outside [0, V)");
-    void *all[] = {d_tgt, d_z[0], d_z[1], d_loss[0], d_loss[1], d_bad};
+    void *all[] = {d_tgt, d_z[0], d_z[1], d_loss[0], d_loss[1], d_bad, d_S};
     for (void *p : all) cudaFree(p);
 }
 
@@ -524,7 +625,7 @@ static void test_encoder(int B, int T, int C, int V, int tok_range) {
     for (int r = 0; r < 2; r++) {
         d_out[r] = dev<symcu_bf16>(N * C);
         poison(d_out[r], N * C * 2);
-        OK(symcu_encoder_forward(d_out[r], d_tok, d_wte, d_wpe, B, T, C, 0));
+        OK(symcu_encoder_forward(SYMCU_BF16, d_out[r], d_tok, d_wte, d_wpe, B, T, C, 0));
     }
     compare("bf16 out", fetch_bf16(d_out[0], N * C), out_ref, TOL_BF16);
     same_bits("bf16 out", d_out[0], d_out[1], N * C * 2);
@@ -541,7 +642,7 @@ static void test_encoder(int B, int T, int C, int V, int tok_range) {
         d_dwte[r] = upload(dwte0);
         d_dwpe[r] = upload(dwpe0);
         poison(d_sc, sb);
-        OK(symcu_encoder_backward(d_dwte[r], d_dwpe[r], d_sc, sb, d_dout, d_tok, B, T, C, V, 0));
+        OK(symcu_encoder_backward(SYMCU_BF16, d_dwte[r], d_dwpe[r], d_sc, sb, d_dout, d_tok, B, T, C, V, 0));
     }
     compare("fp32 dwte +=", fetch(d_dwte[0], (size_t)V * C), dwte_ref, TOL_F32);
     compare("fp32 dwpe +=", fetch(d_dwpe[0], (size_t)T * C), dwpe_ref, TOL_F32);
@@ -554,27 +655,27 @@ static void test_encoder(int B, int T, int C, int V, int tok_range) {
 
 /* ---- GELU ---- */
 
-static void test_gelu(size_t n) {
-    printf("-- gelu (tanh) n=%zu\n", n);
-    hvec x = rand_bf16(n, 4.0f), g = rand_bf16(n, 1.0f);
-    fvec xf = widen(x), gf = widen(g), y_ref(n), dx_ref(n);
+static void test_gelu(const ty &t, size_t n) {
+    printf("-- %s gelu (tanh) n=%zu\n", t.name, n);
+    size_t es = t.esz;
+    fvec xf = rand_ty(t, n, 4.0f), gf = rand_ty(t, n, 1.0f), y_ref(n), dx_ref(n);
     sym_gelu_tanh_forward(xf.data(), y_ref.data(), n);
     sym_gelu_tanh_backward(xf.data(), gf.data(), dx_ref.data(), n);
-    symcu_bf16 *d_x = (symcu_bf16 *)upload(x), *d_g = (symcu_bf16 *)upload(g), *d_y[2], *d_dx[2];
+    void *d_x = upload_ty(t, xf), *d_g = upload_ty(t, gf), *d_y[2], *d_dx[2];
     for (int r = 0; r < 2; r++) {
-        d_y[r] = dev<symcu_bf16>(n);
-        d_dx[r] = dev<symcu_bf16>(n);
-        poison(d_y[r], n * 2);
-        poison(d_dx[r], n * 2);
-        OK(symcu_gelu_forward(d_y[r], d_x, n, 0));
-        OK(symcu_gelu_backward(d_dx[r], d_x, d_g, n, 0));
+        d_y[r] = dev_ty(t, n);
+        d_dx[r] = dev_ty(t, n);
+        poison(d_y[r], n * es);
+        poison(d_dx[r], n * es);
+        OK(symcu_gelu_forward(t.dt, d_y[r], d_x, n, 0));
+        OK(symcu_gelu_backward(t.dt, d_dx[r], d_x, d_g, n, 0));
     }
-    compare("bf16 out", fetch_bf16(d_y[0], n), y_ref, TOL_BF16);
-    compare("bf16 dinp", fetch_bf16(d_dx[0], n), dx_ref, TOL_BF16);
-    same_bits("bf16 out", d_y[0], d_y[1], n * 2);
-    same_bits("bf16 dinp", d_dx[0], d_dx[1], n * 2);
-    OK(symcu_gelu_backward(d_g, d_x, d_g, n, 0)); /* in place */
-    same_bits("bf16 dinp in place (dinp == dout)", d_g, d_dx[0], n * 2);
+    compare(nm(t, "out"), fetch_ty(t, d_y[0], n), y_ref, t.tol);
+    compare(nm(t, "dinp"), fetch_ty(t, d_dx[0], n), dx_ref, t.tol);
+    same_bits(nm(t, "out"), d_y[0], d_y[1], n * es);
+    same_bits(nm(t, "dinp"), d_dx[0], d_dx[1], n * es);
+    OK(symcu_gelu_backward(t.dt, d_g, d_x, d_g, n, 0)); /* in place */
+    same_bits(nm(t, "dinp in place (dinp == dout)"), d_g, d_dx[0], n * es);
     void *all[] = {d_x, d_g, d_y[0], d_y[1], d_dx[0], d_dx[1]};
     for (void *p : all) cudaFree(p);
 }
@@ -633,8 +734,8 @@ static void test_adamw(size_t n) {
         symcu_adamw_t hp = {lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay, (uint64_t)step};
         for (int r = 0; r < 2; r++) {
             poison(d_norm, 8);
-            OK(symcu_grad_norm(d_norm, d_norm + 1, d_sc, d_g, n, (float)max_norm, 0));
-            OK(symcu_adamw(d_w[r], d_w16[r], d_m[r], d_v[r], d_g, n, d_norm + 1, d_r, nr, &hp, 0));
+            OK(symcu_grad_norm(d_norm, d_norm + 1, d_sc, d_g, n, (float)max_norm, NULL, 0));
+            OK(symcu_adamw(d_w[r], SYMCU_BF16, d_w16[r], d_m[r], d_v[r], d_g, n, d_norm + 1, NULL, d_r, nr, &hp, 0));
         }
         char name[64];
         fvec nrm = fetch(d_norm, 2);
@@ -666,6 +767,94 @@ static void test_adamw(size_t n) {
     sym_optim_destroy(o);
     void *all[] = {d_g, d_norm, d_sc, d_r, d_w[0], d_w[1], d_m[0], d_m[1], d_v[0], d_v[1],
                    d_w16[0], d_w16[1]};
+    for (void *p : all) cudaFree(p);
+}
+
+/* fp16's dynamic loss scale on the device (symcu_loss_scale_t): gradients
+ * scaled by S give the unscaled norm and the same AdamW update bit for bit
+ * (S is a power of 2); an inf or a NaN anywhere skips the update (weights and
+ * moments the same bits) and halves S; `growth` finite steps double it. */
+static void test_loss_scale(size_t n) {
+    printf("-- fp16 loss scale: grad norm + AdamW n=%zu\n", n);
+    const float S = SYMCU_LOSS_SCALE_INIT;
+    fvec w = rand_f32(n, 0.1f);
+    float *d_w[2], *d_m[2], *d_v[2], *d_g = dev<float>(n), *d_gs = dev<float>(n);
+    float *d_norm = dev<float>(2), *d_nref = dev<float>(2);
+    double *d_sc = dev<double>(symcu_grad_norm_scratch());
+    __half *d_wc = dev<__half>(n);
+    for (int r = 0; r < 2; r++) {
+        d_w[r] = upload(w);
+        d_m[r] = dev<float>(n);
+        d_v[r] = dev<float>(n);
+        CUDA(cudaMemset(d_m[r], 0, n * 4));
+        CUDA(cudaMemset(d_v[r], 0, n * 4));
+    }
+    symcu_loss_scale_t ls0 = {}, *d_ls = dev<symcu_loss_scale_t>(1);
+    ls0.scale = S;
+    ls0.growth = 2;
+    CUDA(cudaMemcpy(d_ls, &ls0, sizeof ls0, cudaMemcpyHostToDevice));
+    auto state = [&]() {
+        symcu_loss_scale_t x;
+        CUDA(cudaDeviceSynchronize());
+        CUDA(cudaMemcpy(&x, d_ls, sizeof x, cudaMemcpyDeviceToHost));
+        return x;
+    };
+    /* [0] plain, on g; [1] scaled, on g * S with the loss scale */
+    auto step = [&](const fvec &g, uint64_t t, float max_norm) {
+        fvec gs(n);
+        for (size_t i = 0; i < n; i++) gs[i] = g[i] * S;
+        put(d_g, g);
+        put(d_gs, gs);
+        symcu_adamw_t hp = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, t};
+        OK(symcu_grad_norm(d_nref, d_nref + 1, d_sc, d_g, n, max_norm, NULL, 0));
+        OK(symcu_adamw(d_w[0], SYMCU_F16, d_wc, d_m[0], d_v[0], d_g, n, d_nref + 1, NULL, NULL, 0,
+                       &hp, 0));
+        OK(symcu_grad_norm(d_norm, d_norm + 1, d_sc, d_gs, n, max_norm, d_ls, 0));
+        OK(symcu_adamw(d_w[1], SYMCU_F16, d_wc, d_m[1], d_v[1], d_gs, n, d_norm + 1,
+                       &d_ls->skipped, NULL, 0, &hp, 0));
+    };
+    fvec g = rand_f32(n, 0.02f);
+    double norm_ref = sym_grad_norm(g.data(), n);
+    step(g, 1, (float)(0.5 * norm_ref)); /* clipping, too */
+    symcu_loss_scale_t x = state();
+    compare("grad norm of g*S with the scale = norm of g", fvec(1, fetch(d_norm, 1)[0]),
+            fvec(1, (float)norm_ref), TOL_F32);
+    check(!x.skipped && x.good == 1 && x.scale == S, "a finite step: not skipped, 1 good step, S kept");
+    same_bits("fp32 weights: g*S with the scale = g", d_w[0], d_w[1], n * 4);
+    same_bits("fp32 m: g*S with the scale = g", d_m[0], d_m[1], n * 4);
+    compare("fp16 weight copy = fp16(master)", fetch_ty(TY_F16, d_wc, n),
+            round_ty(TY_F16, fetch(d_w[1], n)), 0.0);
+    step(rand_f32(n, 0.02f), 2, 0.0f);
+    x = state();
+    check(!x.skipped && x.good == 0 && x.scale == 2 * S, "growth 2: the second finite step doubles S");
+    /* an overflow: the scaled run must not move at all */
+    fvec w1 = fetch(d_w[1], n), m1 = fetch(d_m[1], n), v1 = fetch(d_v[1], n);
+    const float bad[2] = {INFINITY, NAN};
+    for (int k = 0; k < 2; k++) {
+        fvec gb = rand_f32(n, 0.02f);
+        gb[(size_t)irand((int)n)] = bad[k];
+        float before = state().scale;
+        CUDA(cudaMemcpy(d_gs, gb.data(), n * 4, cudaMemcpyHostToDevice));
+        symcu_adamw_t hp = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 3};
+        OK(symcu_grad_norm(d_norm, d_norm + 1, d_sc, d_gs, n, 1.0f, d_ls, 0));
+        OK(symcu_adamw(d_w[1], SYMCU_F16, d_wc, d_m[1], d_v[1], d_gs, n, d_norm + 1,
+                       &d_ls->skipped, NULL, 0, &hp, 0));
+        x = state();
+        char what[96];
+        snprintf(what, sizeof what, "an %s gradient: skipped, S halved, the count restarted",
+                 k ? "NaN" : "inf");
+        check(x.skipped && x.scale == 0.5f * before && x.good == 0 && x.skipped_total == (uint64_t)k + 1,
+              what);
+        compare(k ? "weights after a NaN step (unchanged)" : "weights after an inf step (unchanged)",
+                fetch(d_w[1], n), w1, 0.0);
+        compare("m unchanged", fetch(d_m[1], n), m1, 0.0);
+        compare("v unchanged", fetch(d_v[1], n), v1, 0.0);
+    }
+    /* and training continues: the next finite step is taken */
+    step(rand_f32(n, 0.02f), 3, 0.0f);
+    x = state();
+    check(!x.skipped && x.good == 1, "after the overflows a finite step is taken again");
+    void *all[] = {d_g, d_gs, d_norm, d_nref, d_sc, d_wc, d_ls, d_w[0], d_w[1], d_m[0], d_m[1], d_v[0], d_v[1]};
     for (void *p : all) cudaFree(p);
 }
 
@@ -770,24 +959,24 @@ static void bench(symcu_blas_t *h) {
     double b2 = 2.0;
 
     /* encoder */
-    double us = time_us([&] { RUN(symcu_encoder_forward(x, tok, wte, wpe, B, T, C, 0)); });
+    double us = time_us([&] { RUN(symcu_encoder_forward(SYMCU_BF16, x, tok, wte, wpe, B, T, C, 0)); });
     bench_line("encoder forward", us, 3 * NC * b2, 0);
     size_t sb = symcu_encoder_backward_scratch((int)N);
     void *esc = dev<unsigned char>(sb);
     float *dwte = rnd_f32((size_t)Vp * C, 0.01f), *dwpe = rnd_f32((size_t)T * C, 0.01f);
-    us = time_us([&] { RUN(symcu_encoder_backward(dwte, dwpe, esc, sb, y, tok, B, T, C, V, 0)); });
+    us = time_us([&] { RUN(symcu_encoder_backward(SYMCU_BF16, dwte, dwpe, esc, sb, y, tok, B, T, C, V, 0)); });
     bench_line("encoder backward", us, NC * b2 + 2.0 * NC * 4 + 2.0 * T * C * 4, 0);
 
     /* LayerNorm */
     us = time_us([&] {
-        RUN(symcu_residual_layernorm_forward(res, lnout, mean, rstd, x, y, lw, lb, (int)N, C, 0));
+        RUN(symcu_residual_layernorm_forward(SYMCU_BF16, res, lnout, mean, rstd, x, y, lw, lb, (int)N, C, 0));
     });
     bench_line("residual + layernorm forward", us, 4 * NC * b2, 0);
     size_t ls = symcu_layernorm_backward_scratch((int)N, C);
     float *lsc = dev<float>(ls);
     fill_f32_kernel<<<64, 256>>>(rstd, N, 7, 1.0f);
     us = time_us([&] {
-        RUN(symcu_layernorm_backward(lnout, dw, db, lsc, y, res, lw, mean, rstd, (int)N, C, 0));
+        RUN(symcu_layernorm_backward(SYMCU_BF16, lnout, dw, db, lsc, y, res, lw, mean, rstd, (int)N, C, 0));
     });
     bench_line("layernorm backward", us, 4 * NC * b2, 0);
 
@@ -806,13 +995,13 @@ static void bench(symcu_blas_t *h) {
         double fl = 2.0 * N * k.Cin * k.OC;
         snprintf(name, sizeof name, "matmul forward %s", k.name);
         us = time_us([&] {
-            RUN(symcu_matmul_forward(h, mo, mi, mw, k.bias ? mb : NULL, (int)N, k.Cin, k.OC,
+            RUN(symcu_matmul_forward(h, SYMCU_BF16, mo, mi, mw, k.bias ? mb : NULL, (int)N, k.Cin, k.OC,
                                      k.gelu ? mpre : NULL, 0));
         });
         bench_line(name, us, 0, fl);
         snprintf(name, sizeof name, "matmul backward %s", k.name);
         us = time_us([&] {
-            RUN(symcu_matmul_backward(h, mdi, SYMCU_GRAD_SET, mdw, k.bias ? mdb : NULL, mo, mi, mw, (int)N, k.Cin,
+            RUN(symcu_matmul_backward(h, SYMCU_BF16, mdi, SYMCU_GRAD_SET, mdw, k.bias ? mdb : NULL, mo, mi, mw, (int)N, k.Cin,
                                       k.OC, 0));
         });
         bench_line(name, us, 0, 2 * fl);
@@ -828,10 +1017,10 @@ static void bench(symcu_blas_t *h) {
                    *aout = rnd_bf16(AN, 1.0f), *adout = rnd_bf16(AN, 1.0f);
         float *lse = dev<float>((size_t)AB * NH * T), *ascr = dev<float>((size_t)AB * NH * T);
         double hs = C / NH, per_prod = (double)AB * NH * T * T * hs; /* causal: T^2 hs per head */
-        us = time_us([&] { RUN(symcu_attention_forward(aout, lse, qkv, AB, T, C, NH, 0)); });
+        us = time_us([&] { RUN(symcu_attention_forward(SYMCU_BF16, aout, lse, qkv, AB, T, C, NH, 0)); });
         bench_line("attention forward (batch 16)", us, 4.0 * AN * b2, 2 * per_prod);
         us = time_us([&] {
-            RUN(symcu_attention_backward(dqkv, SYMCU_GRAD_SET, ascr, adout, aout, qkv, lse, AB, T, C, NH, 0));
+            RUN(symcu_attention_backward(SYMCU_BF16, dqkv, SYMCU_GRAD_SET, ascr, adout, aout, qkv, lse, AB, T, C, NH, 0));
         });
         bench_line("attention backward (batch 16)", us, 11.0 * AN * b2, 5 * per_prod);
         void *all[] = {qkv, dqkv, aout, adout, lse, ascr};
@@ -839,14 +1028,14 @@ static void bench(symcu_blas_t *h) {
     }
 
     /* GELU */
-    us = time_us([&] { RUN(symcu_gelu_forward(mdi, mpre, N * 4 * C, 0)); });
+    us = time_us([&] { RUN(symcu_gelu_forward(SYMCU_BF16, mdi, mpre, N * 4 * C, 0)); });
     bench_line("gelu forward", us, 2.0 * N * 4 * C * b2, 0);
-    us = time_us([&] { RUN(symcu_gelu_backward(mdi, mpre, mdi, N * 4 * C, 0)); });
+    us = time_us([&] { RUN(symcu_gelu_backward(SYMCU_BF16, mdi, mpre, mdi, N * 4 * C, 0)); });
     bench_line("gelu backward", us, 3.0 * N * 4 * C * b2, 0);
 
     /* the loss over the padded vocabulary */
     float *loss = dev<float>(N);
-    us = time_us([&] { RUN(symcu_softmax_xent(loss, mo, tok, (int)N, V, Vp, 1.0f / N, 0)); });
+    us = time_us([&] { RUN(symcu_softmax_xent(SYMCU_BF16, loss, mo, tok, (int)N, V, Vp, 1.0f / N, NULL, 0)); });
     bench_line("softmax cross-entropy", us, 2.0 * N * Vp * b2, 0);
 
     /* the optimizer over GPT-2 small's parameters */
@@ -872,11 +1061,11 @@ static void bench(symcu_blas_t *h) {
     rg.push_back(off);
     rg.push_back(2 * (uint64_t)C);
     uint64_t *d_rg = upload(rg);
-    us = time_us([&] { RUN(symcu_grad_norm(nrm, nrm + 1, nsc, pg, P, 1.0f, 0)); });
+    us = time_us([&] { RUN(symcu_grad_norm(nrm, nrm + 1, nsc, pg, P, 1.0f, NULL, 0)); });
     bench_line("grad norm (124M params)", us, 4.0 * P, 0);
     symcu_adamw_t hp = {6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1};
     us = time_us([&] {
-        RUN(symcu_adamw(pw, pw16, pm, pv, pg, P, nrm + 1, d_rg, (int)(rg.size() / 2), &hp, 0));
+        RUN(symcu_adamw(pw, SYMCU_BF16, pw16, pm, pv, pg, P, nrm + 1, NULL, d_rg, (int)(rg.size() / 2), &hp, 0));
     });
     bench_line("adamw (fp32 master, bf16 copy)", us, 30.0 * P, 0);
     CUDA(cudaDeviceSynchronize());
@@ -931,20 +1120,24 @@ int main(int argc, char **argv) {
     test_matmul(h, N, C, 4 * C, 1, 1);
     test_matmul(h, N, 4 * C, C, 1, 0);
     test_matmul(h, N, C, Vp, 0, 0);
-    test_layernorm(N, C, 1);
-    test_layernorm(N, C, 0);
-    test_layernorm(1000, 768, 1); /* several rows per warp */
-    test_layernorm(5003, 256, 1); /* the most blocks, a ragged last one */
-    test_attention(B, T, C, NH);   /* hs 32, one tile */
-    test_attention(2, 256, 256, 4); /* hs 64, four tiles */
-    test_attention(2, 77, 128, 2);  /* hs 64, a ragged second tile */
-    test_attention(1, 200, 384, 3); /* hs 128 */
-    test_xent(N, V, Vp);
-    test_xent(16, 50257, 50304); /* rows longer than one pass of the block */
+    const ty *types[3] = {&TY_BF16, &TY_F16, &TY_F32}; /* --precision bf16, fp16, fp32 */
+    for (const ty *t : types) {
+        test_layernorm(*t, N, C, 1);
+        test_layernorm(*t, N, C, 0);
+        test_layernorm(*t, 1000, 768, 1); /* several rows per warp */
+        test_layernorm(*t, 5003, 256, 1); /* the most blocks, a ragged last one */
+        test_attention(*t, B, T, C, NH);   /* hs 32, one tile */
+        test_attention(*t, 2, 256, 256, 4); /* hs 64, four tiles */
+        test_attention(*t, 2, 77, 128, 2);  /* hs 64, a ragged second tile */
+        test_attention(*t, 1, 200, 384, 3); /* hs 128 */
+        test_xent(*t, N, V, Vp);
+        test_xent(*t, 16, 50257, 50304); /* rows longer than one pass of the block */
+        test_gelu(*t, (size_t)N * 4 * C);
+    }
     test_encoder(B, T, C, V, V);
     test_encoder(B, T, C, V, 4); /* heavily repeated tokens */
-    test_gelu((size_t)N * 4 * C);
     test_adamw(300007);
+    test_loss_scale(300007);
     symcu_blas_destroy(h);
     if (failures) {
         printf("FAIL: %d checks failed (seed %llu)\n", failures, (unsigned long long)seed);

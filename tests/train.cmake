@@ -23,6 +23,8 @@ sym_pe_test(train_tensor NPES 1 2 LIBS symtrain) # pools; symmetric tensors and 
 sym_pe_test(train_ddp NPES 1 2 3 4 LIBS symtrain) # bucketed all-reduce vs fp64 average
 sym_pe_test(train_dtensor NPES 1 2 3 4 LIBS symtrain) # mesh + every redistribution vs a reference
 sym_pe_test(train_tp NPES 1 2 4 LIBS symtrain) # GPT split over a TP team (and dp x tp) == 1 PE
+sym_pe_test(train_plan_tp NPES 2 4 LIBS symtrain) # planner memory vs sym_model_create_tp's pools
+sym_pe_test(train_pp NPES 2 4 LIBS symtrain) # GPT in pipeline stages (1F1B, credits; dp x pp) == 1 PE
 
 # ---- end to end: symrun + the symtrain CLI, as a user runs them ----
 # sym_train_e2e(name): tests/name.c, run as `name SYMRUN SYMTRAIN`.
@@ -48,10 +50,29 @@ set_tests_properties(train_balance PROPERTIES LABELS no-sanitize)
 sym_train_e2e(train_cli)     # usage, errors, progress, metrics, plot
 sym_train_e2e(train_gpt)        # GPT: N-PE == 1-PE losses, validation, a sample
 sym_train_e2e(train_gpt_resume) # GPT: SIGKILL + restart + resume bit-identical
+sym_train_e2e(train_gpt_pp)     # GPT in pipeline stages (--parallel dp=N,pp=K) == 1-PE losses
 sym_train_e2e(train_gpt_data)   # GPT: tokenize, train on shards, sample; damaged / missing data
 sym_train_e2e(train_gpt_gpu)    # GPT on the GPU: vs the CPU, bitwise repeat, 2 PEs on one GPU, resume
 set_tests_properties(train_gpt_gpu PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
   ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
+sym_train_e2e(train_gpt_gpu_recompute) # --recompute gelu|ln on the GPU: the same bits, less memory
+set_tests_properties(train_gpt_gpu_recompute PROPERTIES LABELS gpu TIMEOUT 300 RUN_SERIAL TRUE)
+sym_train_e2e(train_gpt_gpu_precision) # --precision fp32 vs the CPU, fp16 vs fp32, a forced fp16 overflow
+set_tests_properties(train_gpt_gpu_precision PROPERTIES LABELS gpu TIMEOUT 300 RUN_SERIAL TRUE)
+sym_train_e2e(train_plan)    # symtrain plan: parameters, memory, times and choices by hand
+sym_train_e2e(train_plan_memory) # the planner's memory per PE vs symtrain train's allocators
+# The layouts of 4 PEs the other issue-17 branches train, once merged, checked the same way:
+# a list of LAYOUT[:TRAIN ARGS] (tests/train_plan_memory.c), e.g. "dp=2,tp=2;tp=4;dp=2,zero=1:--zero 1"
+set(SYM_PLAN_LAYOUTS "" CACHE STRING "more layouts for train_plan_memory_layouts")
+if(SYM_PLAN_LAYOUTS)
+  add_test(NAME train_plan_memory_layouts COMMAND train_plan_memory $<TARGET_FILE:symrun>
+           $<TARGET_FILE:symtrain_cli> ${SYM_PLAN_LAYOUTS})
+  set_tests_properties(train_plan_memory_layouts PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()
+sym_train_e2e(train_parallel) # --parallel dp x tp layouts == 1 PE; bad layouts refused
+add_test(NAME train_parallel_resume # tp checkpoints: SIGKILL + restart exact; tp=4 -> tp=2
+  COMMAND train_parallel $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> resume)
+set_tests_properties(train_parallel_resume PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 sym_train_e2e(train_errors)  # an error on one PE ends the job; a second SIGTERM ends a PE
 sym_train_e2e(train_lock)    # two jobs at once on one --ckpt-dir or --metrics: refused, holder named
 sym_train_e2e(train_tty)     # a real terminal: the bar fits its width, plain lines elsewhere, Ctrl-C

@@ -256,6 +256,13 @@ static inline double *e2e_losses(const char *metrics, long long *n) {
     return loss;
 }
 
+/* A GPU run's log says the job had no GPU, or no GPU part of symtrain: the
+ * GPU tests then SKIP. */
+static inline int e2e_no_gpu(const char *log) {
+    return e2e_log_has(log, "cannot use a GPU") ||
+           e2e_log_has(log, "GPU part of symtrain is not available");
+}
+
 /* Byte-identical files. */
 static inline void e2e_same_file(const char *a, const char *b) {
     size_t la, lb;

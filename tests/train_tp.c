@@ -13,7 +13,13 @@
  * first gradients to 1e-5 of the largest gradient, the slices of the
  * reference's that this PE should hold (the test's own slicing rule: q, k, v
  * rows of its heads for attn.c_attn, rows for mlp.c_fc, columns for the two
- * c_proj, whole for the rest).
+ * c_proj, its block of the vocabulary for wte, whole for the rest). The
+ * vocabulary (62) does not divide over 4 PEs, so the vocabulary-parallel
+ * embedding and cross-entropy (logits never gathered) run uneven blocks.
+ * The first gradients' norm (sym_model_grad_norm: split tensors summed over
+ * the team, whole ones once) is the reference's; gathering the split
+ * weights gives the reference's whole tensors back, and scattering them
+ * gives this PE's part.
  * The parameter table must name the right split shapes, and a GPT whose
  * heads do not divide over the team is refused.
  */
@@ -26,23 +32,14 @@
 #include <symtrain/symtrain.h>
 
 #include "test.h"
+#include "train_test.h"
 
 enum { GB = 4, T = 16, STEPS = 5 };
-static const char spec[] = "gpt:L=2,C=32,H=4,V=64,T=16";
+enum { V = 62 };
+static const char spec[] = "gpt:L=2,C=32,H=4,V=62,T=16";
 static float loss_sym; /* symmetric: the dp average of the loss */
 
 static int32_t tokens[STEPS][GB][T + 1];
-
-static sym_optim_t *make_optim(sym_model_t *m) {
-    sym_optim_config_t oc = {SYM_OPT_ADAMW, 0, 0.9f, 0.95f, 1e-8f, 0.1f};
-    sym_optim_t *o;
-    CHECK(sym_optim_create(&oc, sym_model_num_params(m), &o) == 0, "%s", sym_last_error());
-    for (int i = 0; i < sym_model_num_tensors(m); i++) {
-        const sym_param_t *p = sym_model_param(m, i);
-        if (!p->decay) CHECK(sym_optim_no_decay(o, p->offset, p->numel) == 0, "no_decay");
-    }
-    return o;
-}
 
 /* One step on sequences [row0, row0 + rows) of step s's batch; the mean loss.
  * grads (may be NULL) receives the gradients before the update. */
@@ -59,8 +56,7 @@ static double train_step(sym_model_t *m, sym_optim_t *o, sym_ddp_t *ddp, int s, 
     sym_tensor_t logits;
     sym_model_zero_grads(m);
     CHECK(sym_model_forward(m, &x, &f, &logits) == 0, "forward: %s", sym_last_error());
-    double loss = sym_softmax_xent(&logits, lab, sym_model_classes(m), 1.0f / (rows * T),
-                                   &logits, NULL);
+    double loss = sym_model_xent(m, &logits, lab, 1.0f / (rows * T), &logits, NULL);
     if (ddp) sym_ddp_begin(ddp);
     CHECK(sym_model_backward(m, &logits, ddp ? sym_ddp_ready : NULL, ddp) == 0, "backward: %s",
           sym_last_error());
@@ -70,36 +66,17 @@ static double train_step(sym_model_t *m, sym_optim_t *o, sym_ddp_t *ddp, int s, 
     return loss / (rows * T);
 }
 
-/* Element i of this PE's part of parameter p, read from the whole tensor w
- * (the reference's), by the test's own rule. */
-static float slice_of(const sym_param_t *p, const float *w, int tp, int r, size_t i) {
-    int64_t cols = p->ndim > 1 ? p->shape[1] : 1, row = (int64_t)i / cols, col = (int64_t)i % cols;
-    if (p->tp_dim == 1) return w[row * cols * tp + r * cols + col];
-    if (p->tp_dim < 0) return w[i];
-    int64_t sec = strstr(p->name, "c_attn") ? 3 : 1, per = p->shape[0] / sec;
-    int64_t full_row = (row / per) * per * tp + r * per + row % per;
-    return w[full_row * cols + col];
-}
-
 int main(void) {
     shmem_init();
     int me = shmem_my_pe(), n = shmem_n_pes();
     uint64_t seed = test_pe_start("train_tp");
-    sym_model_config_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    CHECK(sym_model_parse(spec, &cfg) == 0, "%s", sym_last_error());
-    cfg.seed = seed;
-    test_rng_t rng = test_rng(seed, 1);
-    for (int s = 0; s < STEPS; s++) /* one batch (the model learns it), a fresh last row */
-        for (int r = 0; r < GB; r++)
-            for (int t = 0; t <= T; t++)
-                tokens[s][r][t] = s && r < GB - 1 ? tokens[0][r][t]
-                                                  : (int32_t)(test_next(&rng) % 64);
+    sym_model_config_t cfg = test_gpt_config(spec, seed);
+    test_gpt_tokens(&tokens[0][0][0], STEPS, GB, T, V, seed);
 
     /* the reference: the whole model, the whole batch, on every PE alone */
     sym_model_t *ref;
     CHECK(sym_model_create(&cfg, GB, 0, &ref) == 0, "%s", sym_last_error());
-    sym_optim_t *ro = make_optim(ref);
+    sym_optim_t *ro = test_adamw(ref);
     size_t np = sym_model_num_params(ref);
     float *w0 = malloc(np * sizeof *w0), *g0 = malloc(np * sizeof *g0), *mg = malloc(np * 4);
     CHECK(w0 && g0 && mg, "out of memory");
@@ -156,11 +133,11 @@ int main(void) {
             CHECK(!strcmp(p->name, q->name), "tensor %d is %s, not %s", i, p->name, q->name);
             const float *w = sym_model_params(m) + p->offset;
             for (size_t k = 0; k < p->numel; k++)
-                CHECK(w[k] == slice_of(p, w0 + q->offset, tp, tr, k), "%s: %s[%zu] = %.8g, "
+                CHECK(w[k] == slice_of(p, w0 + q->offset, tp, tr, k, V), "%s: %s[%zu] = %.8g, "
                       "not the 1-PE model's %.8g", meshes[mi], p->name, k, w[k],
-                      slice_of(p, w0 + q->offset, tp, tr, k));
+                      slice_of(p, w0 + q->offset, tp, tr, k, V));
         }
-        sym_optim_t *o = make_optim(m);
+        sym_optim_t *o = test_adamw(m);
         for (int s = 0; s < STEPS; s++) {
             loss_sym = (float)train_step(m, o, ddp, s, dr * (GB / dp), GB / dp, s ? NULL : mg);
             CHECK(sym_allreduce_sum_f32(dteam, &loss_sym, 1) == 0, "%s", sym_last_error());
@@ -178,11 +155,33 @@ int main(void) {
         for (int i = 0; i < nc; i++) {
             const sym_param_t *p = sym_model_param(m, i), *q = sym_model_param(ref, i);
             for (size_t k = 0; k < p->numel; k++) {
-                float e = slice_of(p, g0 + q->offset, tp, tr, k), got = mg[p->offset + k];
+                float e = slice_of(p, g0 + q->offset, tp, tr, k, V), got = mg[p->offset + k];
                 CHECK(fabsf(got - e) <= 1e-5f * gmax, "%s: d %s[%zu] = %.8g, the 1-PE model's "
                       "%.8g (largest %.3g)", meshes[mi], p->name, k, got, e, gmax);
             }
         }
+        /* the norm counts every element of the whole model once */
+        double want_norm = sym_grad_norm(g0, np), norm = sym_model_grad_norm(m, mg);
+        CHECK(fabs(norm - want_norm) <= 1e-5 * want_norm, "%s: gradient norm %.8g, the 1-PE "
+              "model's %.8g", meshes[mi], norm, want_norm);
+        /* whole tensors: scatter the reference's weights, gather them back */
+        CHECK(sym_model_full_num_params(m) == np, "%s: the whole table holds %zu, not %zu",
+              meshes[mi], sym_model_full_num_params(m), np);
+        float *part = malloc(sym_model_num_params(m) * sizeof *part), *whole = malloc(np * 4);
+        CHECK(part && whole, "out of memory");
+        sym_model_scatter(m, w0, part);
+        for (int i = 0; i < nc; i++) {
+            const sym_param_t *p = sym_model_param(m, i), *q = sym_model_param(ref, i);
+            for (size_t k = 0; k < p->numel; k++)
+                CHECK(part[p->offset + k] == slice_of(p, w0 + q->offset, tp, tr, k, V),
+                      "%s: scatter %s[%zu]", meshes[mi], p->name, k);
+        }
+        CHECK(sym_model_gather(m, part, whole) == 0, "%s", sym_last_error());
+        for (size_t k = 0; k < np; k++)
+            CHECK(whole[k] == w0[k], "%s: gathered weight %zu is %.8g, not %.8g", meshes[mi], k,
+                  whole[k], w0[k]);
+        free(part);
+        free(whole);
         sym_optim_destroy(o);
         sym_ddp_destroy(ddp);
         sym_model_destroy(m);

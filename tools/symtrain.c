@@ -32,6 +32,9 @@ static const char usage_text[] =
     "usage: symtrain train [options]          train (several PEs: symrun -n N symtrain train)\n"
     "       symtrain tokenize FILES... -o DIR text to token shards (--help for more)\n"
     "       symtrain sample --ckpt DIR        text from a trained GPT (--help for more)\n"
+    "       symtrain plan --model gpt:SPEC --pes N [--device-mem SIZE] ...\n"
+    "                                         layouts, their memory and step time, the\n"
+    "                                         fastest that fits (--help for more)\n"
     "       symtrain plot METRICS -o OUT.svg [--title TEXT]\n"
     "                                         draw the curves of a --metrics file\n"
     "       symtrain --help\n"
@@ -46,8 +49,16 @@ static const char usage_text[] =
     "  --seed S                     weights, data order and dropout (default 1)\n"
     "device\n"
     "  --device auto|cpu|gpu        where a GPT trains (auto: the GPU when there is one)\n"
-    "  --precision bf16|fp16|fp32   GPU compute type; master weights and AdamW stay fp32;\n"
-    "                               fp16 scales the loss dynamically (default bf16)\n"
+    "  --precision bf16|fp16|fp32|tf32  GPU compute type; master weights and AdamW stay\n"
+    "                               fp32; fp16 scales the loss dynamically; fp32 multiplies\n"
+    "                               exactly, tf32 on TF32 tensor cores (default bf16; the\n"
+    "                               CPU always computes in fp32)\n"
+    "  --loss-scale-growth N        fp16: the loss scale (from 65536) halves at an overflow\n"
+    "                               (the step is skipped) and doubles after N good steps\n"
+    "                               (default 2000)\n"
+    "  --recompute gelu|ln|gelu,ln|off  GPU: recompute the MLP's GELU (the c_fc product)\n"
+    "                               and/or the LayerNorms in backward instead of keeping\n"
+    "                               them (less memory, more compute; default off)\n"
     "data\n"
     "  --data DIR|GLOB              MLP: Fashion-MNIST IDX files (default $SYMTRAIN_DATA_DIR,\n"
     "                               else " SYM_FASHION_MNIST_DIR ").\n"
@@ -75,6 +86,13 @@ static const char usage_text[] =
     "  --max-steps N                stop after N steps in all (the schedule unchanged)\n"
     "  --eval-every N               also evaluate every N steps\n"
     "parallelism\n"
+    "  --parallel dp=N,tp=M,pp=K    split the PEs: N data-parallel groups, each a GPT split\n"
+    "                               over M PEs (tensor parallelism: heads, MLP and\n"
+    "                               vocabulary) in K pipeline stages of its blocks (1F1B).\n"
+    "                               Any subset, a size not given is 1, and N x M x K must\n"
+    "                               be the PE count (default: dp over all)\n"
+    "  --micro-batches M            with pp: micro-batches a step (default K)\n"
+    "  --inbox-slots S              with pp: slots of each stage's inboxes (default K)\n"
     "  --bucket-mb MB               gradient all-reduce bucket size (default 25)\n"
     "  --threads N                  BLAS threads per PE (default: cores, or the container's\n"
     "                               CPU limit, / PEs on the host)\n"
@@ -181,6 +199,38 @@ static double duration_value(const char *opt, const char *s) {
 
 /* ---- train ---- */
 
+/* --parallel dp=N,tp=M,pp=K: any subset, each at most once (the sizes are
+ * checked against the job by sym_train_validate). */
+static void parallel_value(const char *v, sym_parallel_t *p) {
+    static const char *const form = "write dp=N,tp=M,pp=K (any of them, sizes >= 1 multiplying "
+                                    "to the PE count), e.g. --parallel dp=2,tp=2";
+    memset(p, 0, sizeof *p);
+    if (!strcmp(v, "auto"))
+        usage_error("--parallel auto: reserved for the layout planner, which is not in this "
+                    "build; %s", form);
+    const char *s = v;
+    if (!*v || v[strlen(v) - 1] == ',') usage_error("--parallel '%s': %s", v, form);
+    do {
+        int *slot = NULL;
+        if (!strncmp(s, "dp=", 3)) slot = &p->dp;
+        if (!strncmp(s, "tp=", 3)) slot = &p->tp;
+        if (!strncmp(s, "pp=", 3)) slot = &p->pp;
+        if (!slot) {
+            int n = (int)strcspn(s, "=,");
+            usage_error("--parallel '%s': unknown key '%.*s'; %s", v, n, s, form);
+        }
+        if (*slot) usage_error("--parallel '%s': %.2s is given twice; %s", v, s, form);
+        char *end;
+        errno = 0;
+        long n = strtol(s + 3, &end, 10);
+        if (errno || end == s + 3 || n < 1 || n > 1 << 20 || (*end && *end != ','))
+            usage_error("--parallel '%s': %.2s needs a whole number from 1 to %d; %s", v, s,
+                        1 << 20, form);
+        *slot = (int)n;
+        s = *end ? end + 1 : end;
+    } while (*s);
+}
+
 /* Options that take a value; the rest are flags. */
 static const char *const valued[] = {
     "--model", "--activation", "--dropout", "--seed", "--data", "--train-samples",
@@ -189,8 +239,9 @@ static const char *const valued[] = {
     "--threads", "--balance", "--balance-every", "--balance-hysteresis", "--balance-weights",
     "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--metrics",
     "--metrics-port",
-    "--log-interval", "--progress", "--device", "--precision", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample",
-    "--prompt", NULL};
+    "--log-interval", "--progress", "--device", "--precision", "--recompute",
+    "--loss-scale-growth", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every",
+    "--sample", "--prompt", "--parallel", "--micro-batches", "--inbox-slots", NULL};
 
 static const char *const flags[] = {"--generated", "--resume", "--quiet", "--help", NULL};
 
@@ -254,6 +305,8 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
         if (!strcmp(opt, "--help")) {
             if (speaker) print_help();
             leave(0);
+        } else if (!strcmp(opt, "--parallel")) {
+            parallel_value(v, &c->parallel);
         } else if (!strcmp(opt, "--model")) {
             if (sym_model_parse(v, &c->model)) usage_error("%s", sym_last_error());
         } else if (!strcmp(opt, "--activation")) {
@@ -273,7 +326,16 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             if (!strcmp(v, "fp32")) c->precision = 0;
             else if (!strcmp(v, "bf16")) c->precision = 1;
             else if (!strcmp(v, "fp16")) c->precision = 2;
-            else usage_error("--precision '%s': use bf16, fp16 or fp32", v);
+            else if (!strcmp(v, "tf32")) c->precision = 3;
+            else usage_error("--precision '%s': use bf16, fp16, fp32 or tf32", v);
+        } else if (!strcmp(opt, "--loss-scale-growth")) {
+            c->loss_scale_growth = (int)int_value(opt, v, 1, 1 << 30);
+        } else if (!strcmp(opt, "--recompute")) {
+            c->recompute_gelu = c->recompute_ln = 0;
+            if (!strcmp(v, "gelu")) c->recompute_gelu = 1;
+            else if (!strcmp(v, "ln")) c->recompute_ln = 1;
+            else if (!strcmp(v, "gelu,ln") || !strcmp(v, "ln,gelu")) c->recompute_gelu = c->recompute_ln = 1;
+            else if (strcmp(v, "off")) usage_error("--recompute '%s': use gelu, ln, gelu,ln or off", v);
         } else if (!strcmp(opt, "--steps")) {
             c->steps = int_value(opt, v, 1, INT64_MAX);
         } else if (!strcmp(opt, "--val-data")) {
@@ -316,6 +378,10 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->max_steps = int_value(opt, v, 1, INT64_MAX);
         } else if (!strcmp(opt, "--bucket-mb")) {
             c->bucket_mb = num_value(opt, v, 1e-6, 1 << 20);
+        } else if (!strcmp(opt, "--micro-batches")) {
+            c->micro_batches = (int)int_value(opt, v, 1, 1 << 20);
+        } else if (!strcmp(opt, "--inbox-slots")) {
+            c->inbox_slots = (int)int_value(opt, v, 1, 1 << 16);
         } else if (!strcmp(opt, "--threads")) {
             c->threads = (int)int_value(opt, v, 1, 1024);
         } else if (!strcmp(opt, "--balance")) {
@@ -434,7 +500,7 @@ static int plot_main(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) usage_error("say what to do: train, tokenize, sample or plot");
+    if (argc < 2) usage_error("say what to do: train, tokenize, sample, plan or plot");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         print_help();
@@ -444,5 +510,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "plot")) return plot_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "tokenize")) return sym_cli_tokenize(argc - 2, argv + 2);
     if (!strcmp(cmd, "sample")) return sym_cli_sample(argc - 2, argv + 2);
-    usage_error("unknown command '%s'; use train, tokenize, sample or plot", cmd);
+    /* ---- plan (issue 17, the planner: tools/symtrain_plan.c) ---- */
+    if (!strcmp(cmd, "plan")) return sym_cli_plan(argc - 2, argv + 2);
+    usage_error("unknown command '%s'; use train, tokenize, sample, plan or plot", cmd);
 }

@@ -14,5 +14,7 @@
 int sym_cli_tokenize(int argc, char **argv);
 /* symtrain sample --ckpt DIR [--prompt TEXT] [--max-new-tokens N] ... */
 int sym_cli_sample(int argc, char **argv);
+/* symtrain plan --model gpt:SPEC --pes N [--device-mem SIZE] ... (symtrain_plan.c) */
+int sym_cli_plan(int argc, char **argv);
 
 #endif

@@ -5,8 +5,12 @@ embedding over a vocabulary padded to a multiple of 128), AdamW (betas 0.9,
 0.999, weight decay 0.01 on matrices), clipping at norm 1, random tokens.
 
 CPU: fp32, DDP over gloo with RANKS processes and THREADS each (the global
-batch split over them), like symtrain's PEs. GPU (--device cuda): one GPU, bf16
-autocast, flash SDPA, fused AdamW, torch.compile unless --eager.
+batch split over them), like symtrain's PEs. GPU (--device cuda): bf16
+autocast, flash SDPA, fused AdamW, torch.compile unless --eager; one GPU, or
+under torchrun one GPU per process (LOCAL_RANK) with DDP over NCCL, or FSDP
+(--fsdp: FSDP2's fully_shard per block and at the root, AdamW's foreach
+kernels, as fused AdamW over sharded parameters is not assumed). Under
+torchrun --batch is still the global batch.
 
 Prints one line of key=value pairs: tokens_per_s over the timed steps (after a
 warm-up), the step time and, on the GPU, the peak memory.
@@ -15,6 +19,8 @@ warm-up), the step time and, on the GPU, the peak memory.
         --ranks 4 --threads 1 --steps 60
     python3 torch_gpt.py --L 12 --C 768 --H 12 --V 50257 --T 1024 --batch 16 \
         --device cuda --steps 40
+    torchrun --nproc_per_node 8 torch_gpt.py --L 12 --C 768 --H 12 --V 50257 \
+        --T 1024 --batch 128 --device cuda --steps 40
 """
 import argparse
 import math
@@ -78,18 +84,32 @@ def optimizer(model, fused):
 
 def run(rank, a, port, out):
     cuda = a.device == "cuda"
+    launched = port is None  # by torchrun: rank, world and rendezvous from its variables
     if not cuda:
         torch.set_num_threads(a.threads)
-        if a.ranks > 1:
-            os.environ["MASTER_ADDR"] = "127.0.0.1"
-            os.environ["MASTER_PORT"] = str(port)
-            dist.init_process_group("gloo", rank=rank, world_size=a.ranks)
+    dev = torch.device("cpu")
+    if cuda:
+        dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) if launched else 0)
+        torch.cuda.set_device(dev)
+    if launched:
+        dist.init_process_group("nccl" if cuda else "gloo")
+    elif a.ranks > 1:
+        os.environ["MASTER_ADDR"] = "127.0.0.1"
+        os.environ["MASTER_PORT"] = str(port)
+        dist.init_process_group("gloo", rank=rank, world_size=a.ranks)
     torch.manual_seed(1)
-    dev = torch.device("cuda" if cuda else "cpu")
     model = GPT(a.L, a.C, a.H, a.V, a.T).to(dev)
-    opt = optimizer(model, fused=cuda)
-    if not cuda and a.ranks > 1:
-        model = nn.parallel.DistributedDataParallel(model)
+    params = sum(p.numel() for p in model.parameters())
+    if a.fsdp:
+        from torch.distributed.fsdp import fully_shard
+        for b in model.h:
+            fully_shard(b)
+        fully_shard(model)
+        opt = optimizer(model, fused=False)
+    else:
+        opt = optimizer(model, fused=cuda)
+        if a.ranks > 1:
+            model = nn.parallel.DistributedDataParallel(model, device_ids=[dev.index] if cuda else None)
     step_model = torch.compile(model) if cuda and not a.eager else model
     local = a.batch // a.ranks + (1 if rank < a.batch % a.ranks else 0)
     g = torch.Generator().manual_seed(rank)
@@ -119,14 +139,14 @@ def run(rank, a, port, out):
     dt = (time.perf_counter() - t0) / a.steps
     if rank == 0:
         mem = torch.cuda.max_memory_allocated() / 2**30 if cuda else 0.0
-        params = sum(p.numel() for p in model.parameters())
         line = (f"tokens_per_s={a.batch * a.T / dt:.1f} step_ms={dt * 1e3:.2f} "
-                f"peak_gib={mem:.2f} params={params} torch={torch.__version__}")
+                f"peak_gib={mem:.2f} params={params} ranks={a.ranks} "
+                f"{'fsdp' if a.fsdp else 'ddp'} torch={torch.__version__}")
         if out is not None:
             out.put(line)
         else:
             print(line, flush=True)
-    if not cuda and a.ranks > 1:
+    if a.ranks > 1:
         dist.destroy_process_group()
 
 
@@ -137,7 +157,14 @@ def main():
         p.add_argument("--" + k, type=int, default=v)
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--eager", action="store_true")
+    p.add_argument("--fsdp", action="store_true")
     a = p.parse_args()
+    if "LOCAL_RANK" in os.environ:  # torchrun
+        a.ranks = int(os.environ["WORLD_SIZE"])
+        run(int(os.environ["RANK"]), a, None, None)
+        return
+    if a.fsdp:
+        p.error("--fsdp runs under torchrun")
     if a.device == "cuda" or a.ranks == 1:
         run(0, a, 0, None)
         return

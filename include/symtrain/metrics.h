@@ -51,6 +51,8 @@ typedef struct {
     double tokens_per_s;   /* samples x tokens per sample (1 for images) */
     double compute_s, comm_s;
     uint64_t bytes_allreduced;
+    float loss_scale;      /* fp16 on the GPU: the loss scale after this step (0: none) */
+    int skipped;           /* fp16: an overflow skipped this step's update */
     /* per PE (npes 0: none; pes valid during the call only) */
     int npes;
     const sym_pe_record_t *pes;

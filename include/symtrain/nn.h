@@ -77,6 +77,17 @@ void sym_dropout_backward(const float *dy, const float *mask, float *dx, size_t 
 double sym_softmax_xent(const sym_tensor_t *logits, const int32_t *labels, int classes,
                         float grad_scale, sym_tensor_t *dlogits, int64_t *correct);
 
+/* The same over a vocabulary split across the PEs of `team` (vocabulary
+ * parallelism): logits (B,nv) are this PE's columns [v0, v0 + nv) of the
+ * `classes` (every PE's block together covers them), labels (B) in
+ * [0, classes), dlogits (B,nv) may be NULL or the logits. The logits are never
+ * gathered: the row maximum, the sum of exponentials and the target's logit
+ * are all-reduced over the team. Collective over the team; every member gets
+ * the same total and *correct. */
+double sym_softmax_xent_shard(const sym_tensor_t *logits, const int32_t *labels, int64_t v0,
+                              int classes, shmem_team_t team, float grad_scale,
+                              sym_tensor_t *dlogits, int64_t *correct);
+
 /* ---- the GPT's layers (raw row-major arrays, N = B * T rows) ---- */
 
 /* out (B,T,C) = wte[tok[b,t]] (V,C) + wpe[t] (T,C); tokens must be in [0, V). */
@@ -86,6 +97,17 @@ void sym_embed_forward(float *out, const int32_t *tok, const float *wte, const f
  * The order of the additions is fixed (by position), whatever the threads. */
 void sym_embed_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
                         int B, int T, int C);
+
+/* Vocabulary parallelism: wte (nv,C) holds rows [v0, v0 + nv) of the table.
+ * out (B,T,C) = wte[tok - v0] for the tokens held, 0 for the others, plus
+ * wpe[t] where wpe is not NULL (give it on one PE of the team): summed over
+ * the team, the whole embedding, bit for bit. */
+void sym_embed_shard_forward(float *out, const int32_t *tok, const float *wte, int64_t v0,
+                             int64_t nv, const float *wpe, int B, int T, int C);
+/* dwte (nv,C) += dout rows of the tokens held, dwpe (T,C) += dout summed over b
+ * (every token). The order of the additions is that of sym_embed_backward. */
+void sym_embed_shard_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
+                              int64_t v0, int64_t nv, int B, int T, int C);
 
 /* out (N,C) = (x - mean) * rstd * w (C) + b (C), with mean (N) and rstd (N) =
  * 1 / sqrt(var + 1e-5) of each row saved for the backward pass. */
@@ -167,6 +189,8 @@ typedef struct {
     int decay;         /* AdamW's weight decay applies: the matrices (ndim >= 2) */
     int tp_dim;        /* tensor parallelism: -1 whole on every PE of the TP team, else
                         * the dimension split over it (shape is this PE's part) */
+    int index;         /* its place in the whole model's table (a pipeline stage holds
+                        * part of it; the weights' random stream follows this index) */
 } sym_param_t;
 
 typedef struct sym_model sym_model_t; /* opaque */
@@ -188,7 +212,10 @@ int sym_model_create(const sym_model_config_t *cfg, int max_rows, int symmetric,
  * holds n_head / tp of the heads. attn.c_attn and mlp.c_fc are split by
  * output rows (column-parallel: attn.c_attn's q, k and v rows of this PE's
  * heads), attn.c_proj and mlp.c_proj by input columns (row-parallel, their
- * bias added once); everything else is whole on every PE. The forward sums
+ * bias added once); wte is split by vocabulary rows (vocabulary-parallel:
+ * team PE r holds rows sym_shard_range(V, tp, r), uneven allowed) and with it
+ * the tied LM head, whose logits stay split (sym_model_xent); everything else
+ * is whole on every PE. The forward sums the embedding and
  * each row-parallel output over the team (one all-reduce after attention, one
  * after the MLP), the backward the gradients of the two column-parallel
  * inputs; the whole-tensor parameters' gradients come out the same on every
@@ -202,6 +229,9 @@ const sym_model_config_t *sym_model_config(const sym_model_t *m);
 
 /* The flat parameters (P floats) and gradients (P + SYM_GRAD_CTRL floats). */
 size_t sym_model_num_params(const sym_model_t *m);
+/* Bytes the model holds, from its pools' allocator: the parameters' and the
+ * gradients' blocks, and the activations' blocks in use (a power of two each). */
+void sym_model_memory(const sym_model_t *m, size_t *params, size_t *grads, size_t *acts);
 float *sym_model_params(sym_model_t *m);
 float *sym_model_grads(sym_model_t *m);
 /* Set the P gradients to 0 (backward adds into them). */
@@ -214,9 +244,33 @@ const sym_param_t *sym_model_param(const sym_model_t *m, int i);
 const sym_param_t *sym_model_find_param(const sym_model_t *m, const char *name);
 
 /* Classes the loss is over (MLP: the last width; GPT: V) and the width of a
- * logits row (MLP: the same; GPT: Vp). */
+ * logits row (MLP: the same; GPT: Vp, or with TP this PE's block of V). */
 int sym_model_classes(const sym_model_t *m);
 int sym_model_logit_width(const sym_model_t *m);
+/* ---- tensor parallelism (sym_model_create_tp) ----
+ * The PEs of the TP team over which the model is split (1 without). */
+int sym_model_tp_size(const sym_model_t *m);
+/* The 1-PE model's table and size: the same tensors in the same order, with
+ * their whole shapes and offsets (the model's own without TP). */
+size_t sym_model_full_num_params(const sym_model_t *m);
+const sym_param_t *sym_model_full_param(const sym_model_t *m, int i);
+/* full (sym_model_full_num_params floats) = every tensor whole, from `part`
+ * (sym_model_num_params floats laid out as this model's table: parameters,
+ * gradients or optimizer state) of every PE of the team. Collective over the
+ * TP team; the tensors whole on every PE are taken from team PE 0's part. */
+int sym_model_gather(sym_model_t *m, const float *part, float *full);
+/* part = this PE's slices of the whole tensors in `full` (no communication). */
+void sym_model_scatter(const sym_model_t *m, const float *full, float *part);
+/* The loss of logits from sym_model_forward against labels: sym_softmax_xent
+ * over sym_model_classes, or with TP sym_softmax_xent_shard over the team
+ * (collective; every PE of the team gets the same loss and *correct). */
+double sym_model_xent(const sym_model_t *m, const sym_tensor_t *logits, const int32_t *labels,
+                      float grad_scale, sym_tensor_t *dlogits, int64_t *correct);
+/* The L2 norm of gradients g laid out as the model's table, every element of
+ * the whole model counted once: the split tensors' squares summed over the TP
+ * team, the whole ones' taken once (collective with TP; NAN if it fails). */
+double sym_model_grad_norm(const sym_model_t *m, const float *g);
+
 /* Training FLOPs per token (GPT: 6 x parameters + 6 x L x T x C, the PaLM
  * formula with attention) or per sample (MLP: 6 x parameters). */
 double sym_model_flops_per_token(const sym_model_t *m, int seq);

@@ -56,6 +56,8 @@ void sym_optim_set_steps(sym_optim_t *o, uint64_t t);
 
 /* The state as bytes: a small header (kind, n, t) then the arrays. */
 size_t sym_optim_state_size(const sym_optim_t *o);
+/* Bytes of its state arrays in memory (SGD: momentum; AdamW: m and v). */
+size_t sym_optim_bytes(const sym_optim_t *o);
 void sym_optim_state_save(const sym_optim_t *o, void *buf);
 /* Returns SYM_EMISMATCH when buf holds another kind or size of optimizer,
  * SYM_ECORRUPT when it is not optimizer state at all. */
@@ -81,6 +83,9 @@ double sym_grad_norm(const float *g, size_t n);
 /* Scale g so its norm is at most max_norm (max_norm <= 0: leave it). Returns
  * the norm before clipping. */
 double sym_grad_clip(float *g, size_t n, double max_norm);
+/* The same scaling for a norm computed elsewhere (a model split over PEs:
+ * sym_model_grad_norm). */
+void sym_grad_scale_to(float *g, size_t n, double norm, double max_norm);
 
 #ifdef __cplusplus
 }

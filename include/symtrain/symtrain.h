@@ -9,6 +9,7 @@
  *   data.h     Fashion-MNIST / generated data sets, the sharded loader
  *   dist.h     data parallelism: bucketed, overlapped gradient all-reduce
  *   dtensor.h  the device mesh, distributed tensors and their redistribution
+ *   pipeline.h pipeline parallelism of the GPT: stages, micro-batches, 1F1B
  *   ckpt.h     crash-safe checkpoints, written in the background
  *   metrics.h  the per-step metrics file and its SVG plot
  *   train.h    the training loop behind `symtrain train`
@@ -27,6 +28,8 @@
 #include "metrics.h"
 #include "nn.h"
 #include "optim.h"
+#include "plan.h"
+#include "pipeline.h"
 #include "rng.h"
 #include "tensor.h"
 #include "train.h"

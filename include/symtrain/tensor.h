@@ -69,6 +69,10 @@ void *sym_pool_alloc(sym_pool_t *pool, size_t bytes);
 int sym_pool_free(sym_pool_t *pool, void *ptr);
 size_t sym_pool_size(const sym_pool_t *pool);
 size_t sym_pool_free_bytes(const sym_pool_t *pool);
+/* The bytes the pool has handed out (its buddy blocks in use, each a power of
+ * two), and the block behind one live allocation (0 if `ptr` is not one). */
+size_t sym_pool_used_bytes(const sym_pool_t *pool);
+size_t sym_pool_block_bytes(const sym_pool_t *pool, const void *ptr);
 int sym_pool_is_symmetric(const sym_pool_t *pool);
 /* The pool's region: [base, base + sym_pool_size). */
 void *sym_pool_base(const sym_pool_t *pool);

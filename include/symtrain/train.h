@@ -56,13 +56,28 @@ typedef struct {
     double weights[3];     /* the score's weights */
 } sym_balance_config_t;
 
+/* How the PEs split the work (--parallel dp=N,tp=M,pp=K): dp data-parallel
+ * replicas, each a GPT split over tp PEs (tensor parallelism), pp pipeline
+ * stages. The PE count is dp x tp x pp; with pp = 1 PE i sits at tp
+ * coordinate i % tp and dp coordinate i / tp (the mesh "dp=N,tp=M": a tp
+ * group is tp consecutive PEs).
+ * A tp group reads the same samples; the dp groups split the global batch.
+ * All 0 (not given): dp over every PE, tp = pp = 1. */
+typedef struct {
+    int dp, tp, pp; /* 0 where not given: 1 */
+} sym_parallel_t;
+
 typedef struct {
     /* model */
     sym_model_config_t model;
+    sym_parallel_t parallel;
     sym_train_device_t device; /* auto: a GPT on the GPU where there is one */
-    int precision;          /* on the GPU: 0 fp32, 1 bf16 (default), 2 fp16 (sym_precision_t) */
+    int precision;          /* on the GPU: 0 fp32, 1 bf16 (default), 2 fp16, 3 tf32
+                               (sym_precision_t); the CPU computes in fp32 */
     int recompute_gelu;     /* on the GPU: recompute activations in backward */
     int recompute_ln;
+    int loss_scale_growth;  /* fp16 on the GPU: the loss scale doubles after this many steps
+                               without an overflow (default 2000) */
     /* data */
     const char *data_dir;   /* MLP: the IDX directory (NULL: $SYMTRAIN_DATA_DIR or
                                SYM_FASHION_MNIST_DIR). GPT: a glob of training
@@ -91,6 +106,10 @@ typedef struct {
     float clip;             /* max global gradient norm (0 = off) */
     double bucket_mb;       /* gradient bucket size */
     int threads;            /* BLAS threads per PE (0 = cores / PEs on this host) */
+    /* ---- pipe: pipeline parallelism (symtrain/pipeline.h) ---- */
+    int micro_batches;      /* a step's micro-batches with pp > 1 (0: the stages' count) */
+    int inbox_slots;        /* each pipeline inbox's slots (0: the stages' count) */
+    /* ---- end pipe ---- */
     sym_balance_config_t balance;
     /* checkpoints */
     const char *ckpt_dir;   /* NULL: no checkpoints */

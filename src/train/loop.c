@@ -21,6 +21,12 @@
  * step the PEs exchange their load records (one small all-gather) and agree
  * on the next step's shares.
  *
+ * With --parallel ...,pp=K (the "pipe" blocks) each PE holds one pipeline
+ * stage (parallel/pipeline.c): the step runs the stages' micro-batches in the
+ * 1F1B order, each dp replica on its block of the batch, and the last
+ * stages' loss and the stop flag are summed over the job in one small
+ * all-reduce after it.
+ *
  * Checkpoints: PE 0 snapshots weights, optimizer state and position after a
  * step and hands them to the background writer; every PE reads one on --resume.
  * The position (epoch, sample) plus the seed fix everything else: the
@@ -45,7 +51,9 @@
 #include <symtrain/ckpt.h>
 #include <symtrain/data.h>
 #include <symtrain/dist.h>
+#include <symtrain/dtensor.h>
 #include <symtrain/metrics.h>
+#include <symtrain/pipeline.h>
 #include <symtrain/rng.h>
 #include <symtrain/train.h>
 
@@ -82,6 +90,7 @@ void sym_train_defaults(sym_train_config_t *c) {
     c->warmup_epochs = 0.25f;
     c->warmup_steps = -1;
     c->precision = SYM_PREC_BF16;
+    c->loss_scale_growth = 2000;
     c->clip = 1.0f;
     c->bucket_mb = 25;
     c->ckpt_keep = 3;
@@ -96,16 +105,74 @@ void sym_train_defaults(sym_train_config_t *c) {
     c->metrics_port = -1;
 }
 
+/* The layout's sizes: --parallel's, 1 where not given; dp over every PE
+ * when --parallel is not given at all. */
+static sym_parallel_t layout_of(const sym_train_config_t *c, int npes) {
+    const sym_parallel_t *p = &c->parallel;
+    sym_parallel_t l = {npes, 1, 1};
+    if (p->dp || p->tp || p->pp) {
+        l.dp = p->dp ? p->dp : 1;
+        l.tp = p->tp ? p->tp : 1;
+        l.pp = p->pp ? p->pp : 1;
+    }
+    return l;
+}
+
+/* --parallel against the job and the model. */
+static int validate_layout(const sym_train_config_t *c, int npes) {
+    sym_parallel_t l = layout_of(c, npes);
+    if (l.dp < 1 || l.tp < 1 || l.pp < 1)
+        return sym__error(SYM_EINVAL, "--parallel: dp, tp and pp are whole numbers >= 1");
+    if ((long)l.dp * l.tp * l.pp != npes)
+        return sym__error(SYM_EINVAL,
+                          "--parallel dp=%d,tp=%d,pp=%d makes %ld PEs, but the job has %d: make "
+                          "dp x tp x pp = %d (a size not given is 1)",
+                          l.dp, l.tp, l.pp, (long)l.dp * l.tp * l.pp, npes, npes);
+    if (l.tp == 1) return SYM_OK;
+    const sym_model_config_t *m = &c->model;
+    if (m->kind != SYM_MODEL_GPT)
+        return sym__error(SYM_EINVAL, "--parallel tp=%d: tensor parallelism splits a GPT "
+                                      "(--model gpt:...), not %s; use dp for it",
+                          l.tp, m->spec);
+    if (m->n_head % l.tp || m->n_embd % l.tp)
+        return sym__error(SYM_EINVAL,
+                          "--parallel tp=%d: tp must divide the GPT's heads (%d) and width (%d) "
+                          "of %s; choose a tp that divides both",
+                          l.tp, m->n_head, m->n_embd, m->spec);
+    if (m->vocab < l.tp)
+        return sym__error(SYM_EINVAL, "--parallel tp=%d: the vocabulary (%d tokens) is split "
+                                      "over tp, so it needs at least %d tokens",
+                          l.tp, m->vocab, l.tp);
+    if (c->device == SYM_TRAIN_GPU)
+        return sym__error(SYM_EINVAL, "--parallel tp=%d trains on the CPU in this build; pass "
+                                      "--device cpu (or auto), or tp=1 for the GPU",
+                          l.tp);
+    if (c->balance.policy != SYM_BALANCE_OFF)
+        return sym__error(SYM_EINVAL, "--balance moves samples between PEs; with --parallel "
+                                      "tp=%d the PEs of a tp group share theirs: use --balance "
+                                      "off, or tp=1",
+                          l.tp);
+    return SYM_OK;
+}
+
 int sym_train_validate(const sym_train_config_t *c, int npes) {
     if (c->epochs < 1) return sym__error(SYM_EINVAL, "--epochs must be at least 1");
     if (c->steps < 0) return sym__error(SYM_EINVAL, "--steps cannot be negative");
     if (c->global_batch < 1 || c->global_batch > (1 << 20))
         return sym__error(SYM_EINVAL, "--batch must be between 1 and %d", 1 << 20);
-    if (c->global_batch < npes)
+    int rc = validate_layout(c, npes);
+    if (rc) return rc;
+    int dp = layout_of(c, npes).dp;
+    if (c->global_batch < dp && dp == npes)
         return sym__error(SYM_EINVAL,
                           "--batch %d is smaller than the number of PEs (%d): every PE needs at "
                           "least one sample per step; raise --batch or use fewer PEs",
                           c->global_batch, npes);
+    if (c->global_batch < dp)
+        return sym__error(SYM_EINVAL,
+                          "--batch %d is smaller than dp (%d): every data-parallel group needs "
+                          "at least one sample per step; raise --batch or lower dp",
+                          c->global_batch, dp);
     if (!(c->lr > 0) || !isfinite(c->lr)) return sym__error(SYM_EINVAL, "--lr must be positive");
     if (!(c->final_lr_ratio >= 0 && c->final_lr_ratio <= 1))
         return sym__error(SYM_EINVAL, "--final-lr-ratio must be in [0, 1]");
@@ -197,6 +264,11 @@ typedef struct {
     sym_optim_t *opt;
     sym_ddp_t *ddp;
     shmem_team_t dp_team; /* the gradient average's team, on the CPU (ddp) and the GPU alike */
+    sym_parallel_t lay;   /* the layout: dp x tp (x pp) = npes */
+    int dp_rank, tp_rank; /* this PE's coordinates */
+    sym_mesh_t *mesh;     /* tp > 1: the dp x tp mesh (its teams), else NULL */
+    shmem_team_t tp_team; /* tp > 1: the tensor-parallel group, else SHMEM_TEAM_INVALID */
+    int time_due;         /* tp > 1: PE 0's clock says a --ckpt-every checkpoint is due */
     sym_loader_t loader;
     sym_lr_schedule_t sched;
     int64_t steps_per_epoch;
@@ -219,6 +291,13 @@ typedef struct {
     int64_t step, epoch, sample; /* position: steps done; the next sample */
     int64_t saved_step;          /* the newest checkpoint's step (-1 none) */
     double last_save;
+    int64_t skipped;             /* fp16 on the GPU: steps whose update an overflow skipped */
+    float loss_scale;            /* and the loss scale after the latest step */
+    /* ---- pipe: pipeline parallelism (--parallel ...,pp=K with K > 1) ---- */
+    sym_mesh_t *pipe_mesh;
+    sym_pipe_t *pipe;            /* NULL: no pipeline; r->model is then its stage */
+    int dp_n, dp_me;             /* data-parallel replicas and this PE's (npes, me without pp) */
+    /* ---- end pipe ---- */
 } run_t;
 
 static int gpu_sync_host(run_t *r);
@@ -288,6 +367,103 @@ static int rng_matches(run_t *r, const sym_ckpt_meta_t *m) {
            m->dropout_key == sym_rng_key(m->seed, SYM_RNG_DROPOUT, 0);
 }
 
+/* ---- checkpoint state, whatever the layout ----
+ * A checkpoint holds every tensor whole, laid out as the 1-PE model lays it
+ * out (sym_model_full_param), so it does not depend on --parallel and a
+ * resume into any layout is exact. With tp > 1 the PEs of PE 0's tp group
+ * gather the split tensors with it (sym_model_gather); the other tp groups
+ * hold the same weights and take no part. ckpt_state_get and ckpt_state_put
+ * are the layout's whole part in checkpoints: a sharded format (each PE
+ * writing its own slices) replaces these two. */
+
+/* Before a gather of the whole model (W floats) into buffers each PE of the
+ * tp group allocated: every one has them (have), or none gathers and all
+ * return the same error, so no PE waits in a gather another skipped. */
+static int tp_all_have(run_t *r, int have, size_t W) {
+    float missing = have ? 0.0f : 1.0f;
+    int rc = sym__comm_sum(r->tp_team, &missing, 1);
+    if (rc || missing == 0.0f) return rc;
+    return sym__error(SYM_ENOMEM, "out of memory for the whole model's tensors (%zu floats) on "
+                      "%g PE%s of a tp group", W, (double)missing, missing > 1.0f ? "s" : "");
+}
+
+/* This PE takes part in saving checkpoints: PE 0, and with tp > 1 its tp group. */
+static int ckpt_member(const run_t *r) { return r->lay.tp > 1 ? r->dp_rank == 0 : r->me == 0; }
+
+/* The whole parameters (*params, sym_model_full_num_params floats: the
+ * model's own array without tp, else malloc'd; *owned says which) and the
+ * optimizer state (*ostate, malloc'd, *osize bytes, sym_optim_state_save's
+ * format for the whole model). With tp > 1 collective over the tp group. */
+static int ckpt_state_get(run_t *r, float **params, int *owned, void **ostate, size_t *osize) {
+    sym_model_t *m = r->model;
+    sym_optim_t *o = r->opt;
+    int rc = SYM_OK;
+    *params = sym_model_params(m);
+    *owned = 0;
+    *ostate = NULL;
+    *osize = 0;
+    if (r->lay.tp > 1) { /* the whole tensors, and an optimizer of the whole model to save them */
+        size_t W = sym_model_full_num_params(m);
+        *params = malloc(W * sizeof **params);
+        *owned = *params != NULL;
+        if (!*params) o = NULL;
+        else if ((rc = sym_optim_create(&r->cfg->optim, W, &o))) o = NULL;
+        if ((rc = tp_all_have(r, o != NULL, W))) {
+            sym_optim_destroy(o);
+            return rc;
+        }
+        rc = sym_model_gather(m, sym_model_params(m), *params);
+        for (int k = 0; k < 2 && !rc; k++)
+            if (sym_optim_buffer(r->opt, k))
+                rc = sym_model_gather(m, sym_optim_buffer(r->opt, k), sym_optim_buffer(o, k));
+        sym_optim_set_steps(o, sym_optim_steps(r->opt));
+        if (rc) {
+            sym_optim_destroy(o);
+            return rc;
+        }
+    }
+    *osize = sym_optim_state_size(o);
+    if (!(*ostate = malloc(*osize)))
+        rc = sym__error(SYM_ENOMEM, "out of memory for a checkpoint");
+    else
+        sym_optim_state_save(o, *ostate);
+    if (o != r->opt) sym_optim_destroy(o);
+    return rc;
+}
+
+/* The run's parameters and optimizer state from a checkpoint's whole ones
+ * (params: sym_model_full_num_params floats; ostate: osize bytes). Local. */
+static int ckpt_state_put(run_t *r, const float *params, const void *ostate, size_t osize) {
+    if (r->lay.tp == 1) {
+        int rc = sym_optim_state_load(r->opt, ostate, osize);
+        if (!rc) memcpy(sym_model_params(r->model), params, r->P * sizeof *params);
+        return rc;
+    }
+    sym_optim_t *o;
+    int rc = sym_optim_create(&r->cfg->optim, sym_model_full_num_params(r->model), &o);
+    if (!rc) rc = sym_optim_state_load(o, ostate, osize);
+    if (!rc) {
+        sym_model_scatter(r->model, params, sym_model_params(r->model));
+        for (int k = 0; k < 2; k++)
+            if (sym_optim_buffer(o, k))
+                sym_model_scatter(r->model, sym_optim_buffer(o, k), sym_optim_buffer(r->opt, k));
+        sym_optim_set_steps(r->opt, sym_optim_steps(o));
+    }
+    sym_optim_destroy(o);
+    return rc;
+}
+
+/* A checkpoint is due after this step (--ckpt-steps, or --ckpt-every by PE
+ * 0's clock, which with tp > 1 agree_tp told its tp group); only ever true
+ * on the PEs that take part in saving. */
+static int ckpt_due(const run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    if (!c->ckpt_dir || !ckpt_member(r)) return 0;
+    if (c->ckpt_steps && r->step % c->ckpt_steps == 0) return 1;
+    if (r->lay.tp > 1) return r->time_due;
+    return c->ckpt_every_s > 0 && sym__now_s() - r->last_save >= c->ckpt_every_s;
+}
+
 static int resume(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     sym_ckpt_t ck;
@@ -309,6 +485,7 @@ static int resume(run_t *r) {
     const sym_ckpt_meta_t *m = &ck.meta;
     const sym_ckpt_file_t *mf = sym_ckpt_file(&ck, "model.bin");
     const sym_ckpt_file_t *of = sym_ckpt_file(&ck, "optim.bin");
+    size_t W = sym_model_full_num_params(r->model); /* the whole model's */
     if (strcmp(m->model, c->model.spec) || strcmp(m->activation, act_label(&c->model)))
         rc = sym__error(SYM_EMISMATCH,
                         "%s holds a %s model (%s) and this run asks for %s (%s); pass the same "
@@ -340,18 +517,17 @@ static int resume(run_t *r) {
                         ck.path, (unsigned long long)m->seed, (long long)m->epoch,
                         (unsigned long long)m->data_key, (unsigned long long)m->data_counter,
                         (unsigned long long)m->dropout_key);
-    else if (!mf || mf->size != r->P * sizeof(float) || m->params != r->P)
+    else if (!mf || mf->size != W * sizeof(float) || m->params != W)
         rc = sym__error(SYM_EMISMATCH, "%s: model.bin does not hold the %zu parameters of %s",
-                        ck.path, r->P, c->model.spec);
+                        ck.path, W, c->model.spec);
     else if (!of)
         rc = sym__error(SYM_ECORRUPT, "%s has no optim.bin", ck.path);
     else
-        rc = sym_optim_state_load(r->opt, of->data, of->size);
+        rc = ckpt_state_put(r, mf->data, of->data, of->size);
     if (rc) {
         sym_ckpt_release(&ck);
         return report(r, rc, 1);
     }
-    memcpy(sym_model_params(r->model), mf->data, mf->size);
     if (m->nshares == r->npes && c->balance.policy != SYM_BALANCE_OFF)
         sym__balance_restore(r->bal, m->shares, m->speeds);
     else if (m->nshares && c->balance.policy != SYM_BALANCE_OFF)
@@ -396,14 +572,25 @@ static int resume(run_t *r) {
     return SYM_OK;
 }
 
-/* PE 0: hand a snapshot of the current state to the writer. */
+/* PE 0: hand a snapshot of the current state to the writer (with tp > 1
+ * its tp group gathers the snapshot with it). */
 static int save(run_t *r) {
-    if (r->me != 0 || !r->writer || r->saved_step == r->step) return SYM_OK;
+    const sym_train_config_t *c = r->cfg;
+    if (!ckpt_member(r) || !c->ckpt_dir || r->saved_step == r->step) return SYM_OK;
     if (r->gpu) {
         int rc = gpu_sync_host(r);
         if (rc) return rc;
     }
-    const sym_train_config_t *c = r->cfg;
+    float *params;
+    void *ostate;
+    size_t osize, W = sym_model_full_num_params(r->model);
+    int owned, rc = ckpt_state_get(r, &params, &owned, &ostate, &osize);
+    if (rc || r->me != 0) {
+        if (owned) free(params);
+        free(ostate);
+        r->saved_step = r->step;
+        return rc ? report(r, rc, 0) : SYM_OK;
+    }
     sym_ckpt_meta_t m;
     memset(&m, 0, sizeof m);
     m.step = r->step;
@@ -420,7 +607,7 @@ static int save(run_t *r) {
     snprintf(m.model, sizeof m.model, "%s", c->model.spec);
     snprintf(m.activation, sizeof m.activation, "%s", act_label(&c->model));
     m.dropout = c->model.dropout;
-    m.params = r->P;
+    m.params = W;
     snprintf(m.optimizer, sizeof m.optimizer, "%s", sym_optim_name(c->optim.kind));
     m.optim_steps = sym_optim_steps(r->opt);
     snprintf(m.dataset, sizeof m.dataset, "%s", r->task.name);
@@ -436,12 +623,8 @@ static int save(run_t *r) {
         m.shares = (int *)shares;
         m.speeds = (double *)speeds;
     }
-    size_t osize = sym_optim_state_size(r->opt);
-    void *ostate = malloc(osize);
-    if (!ostate) return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);
-    sym_optim_state_save(r->opt, ostate);
     sym_ckpt_file_t files[2] = {
-        {"model.bin", sym_model_params(r->model), r->P * sizeof(float), 0},
+        {"model.bin", params, W * sizeof(float), 0},
         {"optim.bin", ostate, osize, 0},
     };
     /* The tensor table: every parameter in model.bin, and its optimizer state
@@ -449,14 +632,15 @@ static int save(run_t *r) {
     int nt = sym_model_num_tensors(r->model), adam = c->optim.kind == SYM_OPT_ADAMW;
     int nstate = adam ? 2 : 1;
     static const char *const state_name[2][2] = {{"momentum", ""}, {"exp_avg", "exp_avg_sq"}};
-    size_t hdr = osize - (size_t)nstate * r->P * sizeof(float);
+    size_t hdr = osize - (size_t)nstate * W * sizeof(float);
     sym_ckpt_tensor_t *tab = calloc((size_t)nt * (size_t)(1 + nstate), sizeof *tab);
     if (!tab) {
+        if (owned) free(params);
         free(ostate);
         return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);
     }
     for (int i = 0; i < nt; i++) {
-        const sym_param_t *p = sym_model_param(r->model, i);
+        const sym_param_t *p = sym_model_full_param(r->model, i);
         for (int k = 0; k <= nstate; k++) {
             sym_ckpt_tensor_t *e = &tab[k * nt + i];
             if (k == 0)
@@ -467,14 +651,15 @@ static int save(run_t *r) {
             e->dtype = SYM_DT_F32;
             e->ndim = p->ndim;
             memcpy(e->shape, p->shape, sizeof e->shape);
-            e->offset = (k ? hdr + (size_t)(k - 1) * r->P * sizeof(float) : 0) +
+            e->offset = (k ? hdr + (size_t)(k - 1) * W * sizeof(float) : 0) +
                         p->offset * sizeof(float);
         }
     }
     m.tensors = tab;
     m.ntensors = nt * (1 + nstate);
-    int rc = sym_ckpt_save(r->writer, &m, files, 2);
+    rc = sym_ckpt_save(r->writer, &m, files, 2);
     free(tab);
+    if (owned) free(params);
     free(ostate);
     if (rc) /* the previous save failed; say so, keep training */
         sym__warn("symtrain train", "a checkpoint could not be written: %s", sym_last_error());
@@ -490,12 +675,11 @@ static int save(run_t *r) {
  * takes a block. */
 static int evaluate(run_t *r, double *loss, double *acc) {
     const sym__task_t *t = &r->task;
-    int64_t off, len;
-    sym_shard_range(t->n_eval, r->npes, r->me, &off, &len);
+    int64_t off, len; /* this dp group's block (its tp PEs compute it together) */
+    sym_shard_range(t->n_eval, r->lay.dp, r->dp_rank, &off, &len);
     double lsum = 0;
     int64_t right = 0;
     sym_forward_t f = {0, 0, 0};
-    int classes = sym_model_classes(r->model);
     for (int64_t i = 0; i < len; i += r->rows) {
         int rows = (int)(len - i < r->rows ? len - i : r->rows);
         for (int k = 0; k < rows; k++) r->eidx[k] = off + i + k;
@@ -506,18 +690,22 @@ static int evaluate(run_t *r, double *loss, double *acc) {
         if (r->gpu) {
             int rc = r->gpu->eval(r->gm, r->tok, r->y, rows, t->seq, &l, &c);
             if (rc) return report(r, sym__error(rc, "GPU evaluation: %s", r->gpu->error()), 0);
+        } else if (r->pipe) { /* pipe: the last stages' sums; 0 on the others */
+            int rc = sym_pipe_eval(r->pipe, r->tok, r->y, rows, &l, &c);
+            if (rc) return report(r, rc, 0);
         } else {
             sym_tensor_t logits;
             int rc = sym_model_forward(r->model, &in, &f, &logits);
             if (rc) return report(r, rc, 0);
-            l = sym_softmax_xent(&logits, r->y, classes, 1.0f, NULL, &c);
+            l = sym_model_xent(r->model, &logits, r->y, 1.0f, NULL, &c);
             if (isnan(l)) return report(r, SYM_EINVAL, 0);
         }
         lsum += l;
         right += c;
     }
-    r->evalbuf[0] = (float)right;
-    r->evalbuf[1] = (float)lsum;
+    int counts = r->tp_rank == 0; /* a tp group's PEs hold the same sums: one counts them */
+    r->evalbuf[0] = counts ? (float)right : 0.0f;
+    r->evalbuf[1] = counts ? (float)lsum : 0.0f;
     int rc = sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 2);
     if (rc) return report(r, rc, 1);
     double predictions = (double)t->n_eval * t->seq;
@@ -556,7 +744,8 @@ static void print_token(void *user, int32_t tok) {
     fwrite(text, 1, (size_t)sym_detokenize_one(tok, text), stdout);
 }
 
-static int say_sample(run_t *r) {
+/* whole: NULL, or the whole model's weights (a model split over a tp group). */
+static int say_sample(run_t *r, const float *whole) {
     const sym_train_config_t *c = r->cfg;
     const char *prompt = c->sample_prompt && *c->sample_prompt ? c->sample_prompt : "\n";
     int n = (int)strlen(prompt), total = n + c->sample_tokens;
@@ -565,9 +754,10 @@ static int say_sample(run_t *r) {
     for (int i = 0; i < n; i++) tok[i] = (unsigned char)prompt[i];
     sym_model_t *m = r->model, *host = NULL;
     int rc = SYM_OK;
-    if (r->gpu) { /* the GPU's weights, in a host model that can run forward */
-        if (!(rc = gpu_sync_host(r)) && !(rc = sym_model_create(&c->model, 1, 0, &host)))
-            memcpy(sym_model_params(host), sym_model_params(r->model), r->P * sizeof(float));
+    if (r->gpu || whole) { /* the GPU's or the whole weights, in a host model that can run forward */
+        if (r->gpu && !(rc = gpu_sync_host(r))) whole = sym_model_params(r->model);
+        if (!rc && !(rc = sym_model_create(&c->model, 1, 0, &host)))
+            memcpy(sym_model_params(host), whole, sym_model_num_params(host) * sizeof(float));
         if (rc) {
             free(tok);
             return report(r, rc, 0);
@@ -649,7 +839,7 @@ static int choose_device(run_t *r) {
     if (c->device == SYM_TRAIN_CPU && (c->recompute_gelu || c->recompute_ln))
         return report(r, sym__error(SYM_EINVAL, "--recompute is for the GPU (--device gpu); the "
                                                 "CPU keeps every activation"), 1);
-    if (c->device == SYM_TRAIN_CPU) return SYM_OK;
+    if (c->device == SYM_TRAIN_CPU || r->lay.tp > 1) return SYM_OK; /* tp > 1: the CPU's */
     int gpt = c->model.kind == SYM_MODEL_GPT;
     if (!gpt) {
         if (c->device == SYM_TRAIN_GPU)
@@ -683,9 +873,11 @@ static int gpu_create(run_t *r) {
     o.precision = c->precision;
     o.recompute_gelu = c->recompute_gelu;
     o.recompute_ln = c->recompute_ln;
+    o.loss_scale_growth = c->loss_scale_growth;
     o.optim = c->optim;
     o.dp_team = r->dp_team;
     o.use_graph = 1;
+    o.bucket_bytes = (size_t)(c->bucket_mb * 1024 * 1024);
     int nt = sym_model_num_tensors(r->model);
     const sym_param_t *table = sym_model_param(r->model, 0);
     int rc = r->gpu->create(&c->model, r->rows, table, nt, sym_model_params(r->model), r->P, &o,
@@ -709,22 +901,129 @@ static int gpu_sync_host(run_t *r) {
     return SYM_OK;
 }
 
+/* ---- memory by kind (the planner's check, tests/train_plan_memory.c) ----
+ * What the model and optimizer hold, from their allocators: the parameter
+ * and gradient blocks, the optimizer's arrays, the activation blocks in use.
+ * Each kind's largest over the PEs, and the largest PE's total (collective). */
+static int memory_report(run_t *r) {
+    size_t k[5];
+    sym_model_memory(r->model, &k[0], &k[1], &k[3]);
+    k[2] = sym_optim_bytes(r->opt);
+    k[4] = k[0] + k[1] + k[2] + k[3];
+    long *buf = shmem_malloc(10 * sizeof(long)); /* collective */
+    if (!buf) return report(r, sym__error(SYM_ENOMEM, "symmetric heap exhausted"), 1);
+    for (int i = 0; i < 5; i++) buf[i] = (long)k[i];
+    int rc = shmem_long_max_reduce(SHMEM_TEAM_WORLD, buf + 5, buf, 5);
+    if (!rc && r->speak) {
+        char s[5][32];
+        for (int i = 0; i < 5; i++) sym__fmt_size((size_t)buf[5 + i], s[i], sizeof s[i]);
+        note(r, "memory per PE (the largest PE's, from the allocators): parameters %s, gradients "
+                "%s, optimizer state %s, activations %s; %s in all (%ld bytes)",
+             s[0], s[1], s[2], s[3], s[4], buf[9]);
+    }
+    shmem_free(buf);
+    return rc ? report(r, sym__error(SYM_EIO, "the memory report's reduction failed"), 1) : SYM_OK;
+}
+
+/* ---- pipe: pipeline parallelism (--parallel dp=N,pp=K; symtrain/pipeline.h) ---- */
+
+/* With pp > 1: the pipeline's mesh (dp, pp, and tp inside each stage), and
+ * what a pipeline cannot do yet; --micro-batches or --inbox-slots without a
+ * pipeline are refused. Every PE reaches the same verdict (the same options). */
+static int pipe_plan(run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    const sym_parallel_t *l = &r->lay;
+    const char *why = NULL;
+    if (l->pp == 1)
+        why = "--micro-batches and --inbox-slots are for a pipeline; add pp=K (K > 1)";
+    else if (c->model.kind != SYM_MODEL_GPT)
+        why = "pp: pipeline stages split a GPT's blocks; pass --model gpt:...";
+    else if (c->device == SYM_TRAIN_GPU)
+        why = "pp: the pipeline trains on the CPU for now; pass --device cpu";
+    else if (c->ckpt_dir)
+        why = "pp: a pipeline's checkpoints are sharded (each stage writes its own tensors), "
+              "which this build does not write yet; train without --ckpt-dir";
+    else if (c->balance.policy != SYM_BALANCE_OFF)
+        why = "pp: load balancing moves samples between replicas; a pipeline's stages pass "
+              "fixed micro-batches; pass --balance off";
+    else if (c->sample_tokens)
+        why = "pp: sampling needs the whole model on one PE; train without --sample";
+    if (why)
+        return report(r, sym__error(SYM_EINVAL, "--parallel dp=%d,tp=%d,pp=%d: %s", l->dp, l->tp,
+                                    l->pp, why), 1);
+    /* dp outermost, tp innermost: the PEs of a tp group consecutive, then the stages */
+    char spec[64];
+    snprintf(spec, sizeof spec, "dp=%d,pp=%d,tp=%d", l->dp, l->pp, l->tp);
+    int rc = sym_mesh_create(SHMEM_TEAM_WORLD, spec, &r->pipe_mesh);
+    if (rc) return report(r, rc, 1);
+    r->dp_rank = sym_mesh_coord(r->pipe_mesh, sym_mesh_dim(r->pipe_mesh, "dp"));
+    int M = c->micro_batches ? c->micro_batches : l->pp;
+    if (c->global_batch < l->dp * M)
+        return report(r, sym__error(SYM_EINVAL, "--batch %d over dp=%d replicas is less than "
+                                    "%d micro-batches of one sequence each; raise --batch to %d "
+                                    "or lower --micro-batches", c->global_batch, l->dp, M,
+                                    l->dp * M), 1);
+    return SYM_OK;
+}
+
+/* This PE's stage (r->model) and the pipeline's inboxes. */
+static int pipe_create(run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    int M = c->micro_batches ? c->micro_batches : sym_mesh_size(r->pipe_mesh,
+                                                                sym_mesh_dim(r->pipe_mesh, "pp"));
+    sym_pipe_config_t pc = {M, (r->max_local + M - 1) / M, r->task.seq, c->inbox_slots,
+                            c->bucket_mb};
+    int rc = sym_pipe_create(&c->model, r->pipe_mesh, &pc, &r->pipe);
+    if (rc) return report(r, rc, 1);
+    r->model = sym_pipe_model(r->pipe);
+    char plan[512] = "";
+    size_t at = 0;
+    for (int s = 0; s < sym_pipe_stages(r->pipe) && at < sizeof plan; s++) {
+        int first, n;
+        sym_pipe_layers(r->pipe, s, &first, &n);
+        at += (size_t)snprintf(plan + at, sizeof plan - at, "%s%d-%d", s ? ", " : "", first,
+                               first + n - 1);
+    }
+    note(r, "pipeline: %d stages (blocks %s), %d micro-batches of up to %d sequences, 1F1B, "
+            "inboxes of %d slots; %d data-parallel replica%s",
+         sym_pipe_stages(r->pipe), plan, M, pc.micro_rows,
+         c->inbox_slots ? c->inbox_slots : sym_pipe_stages(r->pipe), r->lay.dp,
+         r->lay.dp == 1 ? "" : "s");
+    return SYM_OK;
+}
+
+/* ---- end pipe ---- */
+
 static int setup(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     int rc = sym_train_validate(c, r->npes);
     if (rc) return report(r, rc, 1);
-    r->dp_team = SHMEM_TEAM_WORLD; /* every PE one data-parallel replica */
+    r->lay = layout_of(c, r->npes);
+    r->dp_team = SHMEM_TEAM_WORLD; /* without tp: every PE one data-parallel replica */
+    r->tp_team = SHMEM_TEAM_INVALID;
+    r->dp_rank = r->me;
     int threads = r->threads = blas_threads(c);
     sym_blas_set_threads(threads);
     if ((rc = sym__task_load(&r->task, c, &c->model, say_note, r))) return report(r, rc, 1);
     const sym__task_t *t = &r->task;
     r->evalbuf = shmem_calloc(4, sizeof(float)); /* collective */
     if (!r->evalbuf) return report(r, sym__error(SYM_ENOMEM, "symmetric heap exhausted"), 1);
+    if ((c->parallel.pp > 1 || c->micro_batches || c->inbox_slots) && (rc = pipe_plan(r)))
+        return rc;
+    if (r->lay.tp > 1 && r->lay.pp == 1) { /* the mesh: a tp group of consecutive PEs in each dp row */
+        char spec[64];
+        snprintf(spec, sizeof spec, "dp=%d,tp=%d", r->lay.dp, r->lay.tp);
+        if ((rc = sym_mesh_create(SHMEM_TEAM_WORLD, spec, &r->mesh))) return report(r, rc, 1);
+        r->dp_team = sym_mesh_team(r->mesh, 0);
+        r->tp_team = sym_mesh_team(r->mesh, 1);
+        r->dp_rank = sym_mesh_coord(r->mesh, 0);
+        r->tp_rank = sym_mesh_coord(r->mesh, 1);
+    }
 
     /* The batch's rows; an MLP evaluates in larger blocks, a GPT in batches.
      * A balanced PE may take up to twice the even block (never more than the
      * batch less one sample for each other PE). */
-    r->max_local = (c->global_batch + r->npes - 1) / r->npes;
+    r->max_local = (c->global_batch + r->lay.dp - 1) / r->lay.dp;
     int cap = r->max_local;
     if (c->balance.policy != SYM_BALANCE_OFF) {
         cap = 2 * r->max_local;
@@ -736,10 +1035,14 @@ static int setup(run_t *r) {
     if ((rc = sym__balance_create(&c->balance, c->global_batch, cap, threads, say_balance, r,
                                   &r->bal)))
         return report(r, rc, 1);
-    if ((rc = choose_device(r))) return rc;
+    if (!r->pipe_mesh && (rc = choose_device(r))) return rc;
     /* On the GPU the host keeps a parameters-only copy (init, checkpoints, samples). */
-    if ((rc = sym_model_create(&c->model, r->gpu ? 0 : rows, !r->gpu, &r->model)))
+    if (r->pipe_mesh) {
+        if ((rc = pipe_create(r))) return rc;
+    } else if ((rc = sym_model_create_tp(&c->model, r->gpu ? 0 : rows, !r->gpu, r->tp_team,
+                                         &r->model))) {
         return report(r, rc, 1);
+    }
     r->P = sym_model_num_params(r->model);
     if ((rc = sym_optim_create(&c->optim, r->P, &r->opt))) return report(r, rc, 1);
     int nt = sym_model_num_tensors(r->model);
@@ -751,12 +1054,12 @@ static int setup(run_t *r) {
         if (!p->decay) rc = sym_optim_no_decay(r->opt, p->offset, p->numel);
     }
     size_t bucket = (size_t)(c->bucket_mb * 1024 * 1024);
-    if (!rc && !r->gpu)
+    if (!rc && !r->gpu && !r->pipe) /* a pipeline averages each stage over its dp team */
         rc = sym_ddp_create(r->dp_team, sym_model_grads(r->model), r->P + SYM_GRAD_CTRL,
                             cuts, nt, bucket, &r->ddp);
     free(cuts);
     if (rc) return report(r, rc, 1);
-    if ((rc = sym_loader_init(&r->loader, t->n_train, c->global_batch, r->npes, r->me,
+    if ((rc = sym_loader_init(&r->loader, t->n_train, c->global_batch, r->lay.dp, r->dp_rank,
                               c->model.seed)))
         return report(r, rc, 1);
     r->steps_per_epoch = sym_loader_steps_per_epoch(&r->loader);
@@ -812,7 +1115,8 @@ static int setup(run_t *r) {
         if (t->text)
             note(r, "%s (%d layers, %d wide, %d heads, vocabulary %d, context %d), %zu "
                     "parameters; %s: %lld training / %lld validation sequences of %d tokens",
-                 m->spec, m->n_layer, m->n_embd, m->n_head, m->vocab, m->max_seq, r->P, t->name,
+                 m->spec, m->n_layer, m->n_embd, m->n_head, m->vocab, m->max_seq,
+                 sym_model_full_num_params(r->model), t->name,
                  (long long)t->n_train, (long long)t->n_eval, t->seq);
         else
             note(r, "%s (%s, dropout %g), %zu parameters; %s: %lld training / %lld test samples",
@@ -825,19 +1129,35 @@ static int setup(run_t *r) {
             snprintf(len, sizeof len, "%d epoch%s = %lld steps", c->epochs,
                      c->epochs == 1 ? "" : "s", (long long)r->sched.total_steps);
         static const char *const prec[] = {"fp32", "bf16 (fp32 master weights)",
-                                           "fp16 (dynamic loss scaling)"};
-        char gmem[32];
+                                           "fp16 (dynamic loss scaling)",
+                                           "fp32 (products in TF32)"};
+        if (r->lay.tp > 1)
+            note(r, "layout dp=%d tp=%d pp=%d: %d data-parallel group%s of %d PEs, each "
+                    "holding %zu of the %zu parameters (heads and vocabulary split over tp)",
+                 r->lay.dp, r->lay.tp, r->lay.pp, r->lay.dp, r->lay.dp == 1 ? "" : "s",
+                 r->lay.tp, r->P, sym_model_full_num_params(r->model));
+        else
+            note(r, "layout dp=%d tp=%d pp=%d", r->lay.dp, r->lay.tp, r->lay.pp);
+        char gmem[32], saved[96] = "";
+        if (r->gpu && r->gpu->memory_saved(r->gm)) {
+            char sz[32];
+            snprintf(saved, sizeof saved, " (--recompute %s%s%s spares %s)",
+                     c->recompute_gelu ? "gelu" : "", c->recompute_gelu && c->recompute_ln ? "," : "",
+                     c->recompute_ln ? "ln" : "",
+                     sym__fmt_size(r->gpu->memory_saved(r->gm), sz, sizeof sz));
+        }
         if (r->gpu)
-            note(r, "%d PE%s on the GPU: %s; %s; %s of GPU memory per PE; global batch %d (%d "
+            note(r, "%d PE%s on the GPU: %s; %s; %s of GPU memory per PE%s; global batch %d (%d "
                     "per PE); adamw, lr %g; %s",
-                 r->npes, r->npes == 1 ? "" : "s", r->gpu->describe(r->gm), prec[c->precision % 3],
-                 sym__fmt_size(r->gpu->memory(r->gm), gmem, sizeof gmem), c->global_batch,
+                 r->npes, r->npes == 1 ? "" : "s", r->gpu->describe(r->gm), prec[c->precision % 4],
+                 sym__fmt_size(r->gpu->memory(r->gm), gmem, sizeof gmem), saved, c->global_batch,
                  r->max_local, (double)c->lr, len);
         else
-            note(r, "%d PE%s x %d BLAS thread%s (%s); global batch %d (%d per PE); %s, lr %g; "
+            note(r, "%d PE%s x %d BLAS thread%s (%s); global batch %d (%d per %s); %s, lr %g; "
                     "%s; %d gradient bucket%s (%s)",
                  r->npes, r->npes == 1 ? "" : "s", threads, threads == 1 ? "" : "s",
-                 sym_blas_name(), c->global_batch, r->max_local, sym_optim_name(c->optim.kind),
+                 sym_blas_name(), c->global_batch, r->max_local,
+                 r->lay.tp > 1 ? "dp group" : "PE", sym_optim_name(c->optim.kind),
                  (double)c->lr, len, nb, nb == 1 ? "" : "s",
                  sym__fmt_size((r->P + SYM_GRAD_CTRL) * 4, bsz, sizeof bsz));
         const sym_balance_config_t *bc = &c->balance;
@@ -871,7 +1191,13 @@ static void teardown(run_t *r) {
     sym_ddp_destroy(r->ddp);
     if (r->gm) r->gpu->destroy(r->gm);
     sym_optim_destroy(r->opt);
+    if (r->pipe) { /* pipe: the model is the pipeline's stage */
+        r->model = NULL;
+        sym_pipe_destroy(r->pipe);
+    }
+    sym_mesh_destroy(r->pipe_mesh);
     sym_model_destroy(r->model);
+    sym_mesh_destroy(r->mesh);
     sym__task_free(&r->task);
 }
 
@@ -920,6 +1246,64 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     double comm = sym__now_s() - t1;
     record(r, rec, *loss_out, lr, st.grad_norm, b->gsize, dt, comm,
            r->npes > 1 ? r->P * sym_dtype_size(SYM_DT_F32) : 0);
+    if (c->precision == SYM_PREC_FP16) {
+        rec->loss_scale = st.loss_scale;
+        rec->skipped = st.skipped;
+        r->loss_scale = st.loss_scale;
+        if (st.skipped) {
+            r->skipped++;
+            note(r, "step %lld: fp16 overflow (an inf or NaN gradient): the update was "
+                    "skipped; loss scale now %g", (long long)r->step, (double)st.loss_scale);
+        }
+    }
+    return SYM_OK;
+}
+
+/* pipe: the step through the pipeline; the last stages' loss and the stop
+ * flag summed over the job (so PE 0 has them), the norm over the pipeline. */
+static int pipe_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
+                     double *norm_out, sym_step_record_t *rec, int *stop) {
+    const sym_train_config_t *c = r->cfg;
+    double predictions = (double)b->gsize * r->task.seq, lsum;
+    int rc = sym_pipe_step(r->pipe, r->tok, r->y, b->count, (float)(r->lay.dp / predictions),
+                           &lsum);
+    if (rc) return report(r, rc, 0);
+    sym__balance_computed(r->bal, t0, b->count, -1);
+    double t1 = sym__now_s();
+    r->evalbuf[0] = (float)(lsum / predictions);
+    r->evalbuf[1] = stop_signal ? 1.0f : 0.0f;
+    if ((rc = sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 2)) ||
+        (rc = sym__balance_exchange(r->bal, r->step + 1)) ||
+        (rc = sym_pipe_clip(r->pipe, c->clip, norm_out)))
+        return report(r, rc, 0);
+    float *g = sym_model_grads(r->model);
+    *loss_out = r->evalbuf[0];
+    *stop = r->evalbuf[1] > 0.0f;
+    g[r->P + CTRL_STOP] = r->evalbuf[1]; /* read again at the epoch's end */
+    float lr = sym_lr_at(&r->sched, r->step);
+    sym_optim_step(r->opt, sym_model_params(r->model), g, lr);
+    r->step++;
+    r->sample += b->gsize;
+    double now = sym__now_s();
+    record(r, rec, *loss_out, lr, *norm_out, b->gsize, now - t0, now - t1, 0);
+    return SYM_OK;
+}
+
+/* With tp > 1, after the gradient average: the stop flag (*stop, agreed over
+ * each dp group by the average) agreed over the tp group too, so over the
+ * job; and PE 0's verdict on a --ckpt-every checkpoint, for its tp group
+ * (the PEs that gather the checkpoint with it). */
+static int agree_tp(run_t *r, float *stop) {
+    const sym_train_config_t *c = r->cfg;
+    float v[2] = {*stop > 0.0f ? 1.0f : 0.0f,
+                  r->writer && c->ckpt_every_s > 0 &&
+                          sym__now_s() - r->last_save >= c->ckpt_every_s
+                      ? 1.0f
+                      : 0.0f};
+    int rc = sym__comm_sum(r->tp_team, v, 2);
+    if (rc) return rc;
+    *stop = v[0] > 0.0f ? 1.0f : 0.0f;
+    r->time_due = v[1] > 0.0f;
     return SYM_OK;
 }
 
@@ -931,19 +1315,21 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
     sym_input_t in;
     sym__task_gather(&r->task, 1, b.idx, b.count, r->x, r->tok, r->y, &in);
     if (r->gpu) return gpu_step(r, &b, t0, loss_out, norm_out, rec, stop);
+    if (r->pipe) return pipe_step(r, &b, t0, loss_out, norm_out, rec, stop);
     sym_forward_t f = {1, (uint64_t)r->step, b.row0};
     sym_tensor_t logits;
     int rc = sym_model_forward(r->model, &in, &f, &logits);
     if (rc) return report(r, rc, 0);
-    /* Scaled so that the average over PEs is the mean over the global batch's
-     * predictions; the gradient overwrites the logits. */
+    /* Scaled so that the average over the dp groups is the mean over the
+     * global batch's predictions; the gradient overwrites the logits (with tp,
+     * this PE's columns of them, the loss the same on every PE of the group). */
     double predictions = (double)b.gsize * r->task.seq;
-    float scale = (float)(r->npes / predictions);
-    double lsum = sym_softmax_xent(&logits, r->y, sym_model_classes(r->model), scale, &logits,
-                                   NULL);
+    int dp = r->lay.dp;
+    float scale = (float)(dp / predictions);
+    double lsum = sym_model_xent(r->model, &logits, r->y, scale, &logits, NULL);
     if (isnan(lsum)) return report(r, SYM_EINVAL, 0);
     float *g = sym_model_grads(r->model);
-    g[r->P + CTRL_LOSS] = (float)(lsum * r->npes / predictions);
+    g[r->P + CTRL_LOSS] = (float)(lsum * dp / predictions);
     g[r->P + CTRL_STOP] = stop_signal ? 1.0f : 0.0f;
 
     sym_ddp_begin(r->ddp);
@@ -952,11 +1338,18 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
     if (rc) return report(r, rc, 0);
     sym__balance_computed(r->bal, t0, b.count, -1);
     if ((rc = sym_ddp_finish(r->ddp))) return report(r, rc, 0);
+    if (r->lay.tp > 1 && (rc = agree_tp(r, g + r->P + CTRL_STOP))) return report(r, rc, 0);
     if ((rc = sym__balance_exchange(r->bal, r->step + 1))) return report(r, rc, 0);
     *loss_out = g[r->P + CTRL_LOSS];
     *stop = g[r->P + CTRL_STOP] > 0.0f;
 
-    *norm_out = sym_grad_clip(g, r->P, c->clip);
+    if (r->lay.tp == 1) {
+        *norm_out = sym_grad_clip(g, r->P, c->clip);
+    } else { /* every element of the whole model once (sym_model_grad_norm) */
+        *norm_out = sym_model_grad_norm(r->model, g);
+        if (isnan(*norm_out)) return report(r, SYM_ECOMM, 0);
+        sym_grad_scale_to(g, r->P, *norm_out, c->clip);
+    }
     float lr = sym_lr_at(&r->sched, r->step);
     sym_optim_step(r->opt, sym_model_params(r->model), g, lr);
     r->step++;
@@ -1007,6 +1400,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     sigaction(SIGINT, &sa, &old_int);
 
     int rc = agree(&r, setup(&r)), stopped = 0;
+    if (!rc && !r.gpu) rc = memory_report(&r); /* the planner's check */
     r.progress.seq = r.task.seq;
     if (!rc && r.gpu) {
         r.progress.peak_flops = r.gpu->peak_flops(r.gm);
@@ -1063,9 +1457,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
                 stopped = 1;
                 break;
             }
-            if (r.writer && ((cfg->ckpt_steps && r.step % cfg->ckpt_steps == 0) ||
-                             (cfg->ckpt_every_s > 0 && sym__now_s() - r.last_save >= cfg->ckpt_every_s)))
-                save(&r);
+            if (ckpt_due(&r)) save(&r);
         }
         if (rc) break;
         if (r.sample >= r.task.n_train) { /* the epoch is complete */
@@ -1079,10 +1471,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             /* The stop flag of the epoch's last step, or a step-count checkpoint due there. */
             const float *g = sym_model_grads(r.model);
             if (g[r.P + CTRL_STOP] > 0.0f) stopped = 1;
-            if (r.writer && !stopped && r.epoch < r.epochs &&
-                ((cfg->ckpt_steps && r.step % cfg->ckpt_steps == 0) ||
-                 (cfg->ckpt_every_s > 0 && sym__now_s() - r.last_save >= cfg->ckpt_every_s)))
-                save(&r);
+            if (!stopped && r.epoch < r.epochs && ckpt_due(&r)) save(&r);
         }
     }
     if (!rc && !evaluated && !stopped && eval_step != r.step) {
@@ -1091,8 +1480,8 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         rc = evaluate(&r, &test_loss, &test_acc);
         if (!rc) record_eval(&r, test_loss, test_acc);
     }
+    if (!rc) save(&r); /* the final (or preemption) checkpoint, if --ckpt-dir */
     if (!rc && r.writer) {
-        save(&r); /* the final (or preemption) checkpoint */
         if ((rc = sym_ckpt_wait(r.writer)))
             sym__warn("symtrain train", "the last checkpoint could not be written: %s",
                       sym_last_error());
@@ -1102,6 +1491,15 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         sym__prom_ckpt(r.prom, &cs);
     }
     double secs = sym__now_s() - t_start;
+    float *whole = NULL; /* tp > 1: the sample's weights, gathered by PE 0's tp group */
+    int sample = !rc && r.task.text && cfg->sample_tokens > 0 && !stopped;
+    if (sample && r.lay.tp > 1 && r.dp_rank == 0) {
+        size_t W = sym_model_full_num_params(r.model);
+        whole = malloc(W * sizeof *whole);
+        if ((rc = tp_all_have(&r, whole != NULL, W)) ||
+            (rc = sym_model_gather(r.model, sym_model_params(r.model), whole)))
+            report(&r, rc, 0);
+    }
     if (!rc && r.me == 0) { /* the outcome is said even with --quiet */
         if (stopped)
             note(&r, "stopped by a signal after step %lld%s%s", (long long)r.step,
@@ -1119,8 +1517,12 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         else if (test_acc >= 0)
             note(&r, "test accuracy at the last epoch's end %.2f%%; total time %.1f s",
                  100.0 * test_acc, secs);
-        if (r.task.text && cfg->sample_tokens > 0 && !stopped) rc = say_sample(&r);
+        if (r.gpu && cfg->precision == SYM_PREC_FP16)
+            note(&r, "fp16: %lld of %lld steps skipped (overflow); loss scale %g at the end",
+                 (long long)r.skipped, (long long)r.step, (double)r.loss_scale);
+        if (sample) rc = say_sample(&r, whole);
     }
+    free(whole);
     res->steps = r.step;
     res->epochs_done = r.epoch;
     res->test_acc = test_acc;

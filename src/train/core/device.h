@@ -25,28 +25,43 @@
 #include <symtrain/nn.h>
 #include <symtrain/optim.h>
 
-#define SYM_CUDA_BACKEND_ABI 2
+#define SYM_CUDA_BACKEND_ABI 4
 #define SYM_CUDA_BACKEND_SYMBOL "sym_cuda_backend"
 #define SYM_CUDA_BACKEND_FILE "libsymtrain_cuda.so"
 
-typedef enum { SYM_PREC_FP32 = 0, SYM_PREC_BF16 = 1, SYM_PREC_FP16 = 2 } sym_precision_t;
+/* fp32: fp32 weights and activations, exact fp32 products; tf32 the same with
+ * the products on TF32 tensor cores (10-bit mantissa inputs, fp32 sums). */
+typedef enum {
+    SYM_PREC_FP32 = 0,
+    SYM_PREC_BF16 = 1,
+    SYM_PREC_FP16 = 2,
+    SYM_PREC_TF32 = 3
+} sym_precision_t;
 
 /* What a GPU model is built with (besides the model config). */
 typedef struct {
     sym_precision_t precision;  /* compute dtype; master weights and optimizer state fp32 */
-    int recompute_gelu;         /* recompute the MLP's GELU in backward instead of keeping it */
-    int recompute_ln;           /* recompute LayerNorm outputs in backward */
+    int recompute_gelu;         /* keep neither the MLP's pre-GELU nor its GELU output (N,4C)
+                                 * per layer: backward re-runs the c_fc product (GELU fused) */
+    int recompute_ln;           /* keep no ln_1 / ln_2 output (N,C) per layer: backward
+                                 * recomputes each LayerNorm from its kept input */
+    int loss_scale_growth;      /* fp16: the loss scale doubles after this many steps
+                                 * without an overflow (2000 in the trainer) */
     sym_optim_config_t optim;   /* AdamW's betas, eps, weight decay */
     shmem_team_t dp_team;       /* gradients are averaged over it on the GPU
                                  * (shmemx_gpu_allreduce_team; one PE: nothing to do) */
     int use_graph;              /* capture the step as a CUDA graph */
+    size_t bucket_bytes;        /* gradients averaged in buckets of about this size during
+                                 * backward (0: one average after it) */
 } sym_gpu_opts_t;
 
 /* What one training step reports. */
 typedef struct {
     double loss_sum;    /* this PE's summed loss over its rows * seq predictions */
     double grad_norm;   /* the global norm before clipping (after the average) */
-    int skipped;        /* fp16: an overflow skipped the update (and lowered the scale) */
+    int skipped;        /* fp16: an inf or NaN in the gradients skipped the update (no
+                           weight, moment or optimizer step count changed) and halved the
+                           scale */
     float loss_scale;   /* fp16's dynamic loss scale after this step (1 otherwise) */
     double compute_s;   /* the GPU's time from the tokens to the gradients (CUDA events;
                            the gradient average excluded): the balancer's measurement */
@@ -93,6 +108,9 @@ struct sym_cuda_backend {
     const char *(*describe)(sym_gpu_model_t *m);
     /* The GPU's PCI bus id ("0000:18:00.0"; "" if unknown): NVML finds it by that. */
     const char *(*pci_bus_id)(sym_gpu_model_t *m);
+    /* Bytes of GPU memory --recompute spares the model (memory() is that much
+     * smaller than with every activation kept; 0 when nothing is recomputed). */
+    size_t (*memory_saved)(sym_gpu_model_t *m);
 };
 
 typedef const struct sym_cuda_backend *(*sym_cuda_backend_fn)(void);

@@ -107,5 +107,12 @@ int sym_pool_free(sym_pool_t *p, void *ptr) {
 
 size_t sym_pool_size(const sym_pool_t *p) { return p->size; }
 size_t sym_pool_free_bytes(const sym_pool_t *p) { return p->buddy.free_bytes; }
+size_t sym_pool_used_bytes(const sym_pool_t *p) { return p->size - p->buddy.free_bytes; }
+
+size_t sym_pool_block_bytes(const sym_pool_t *p, const void *ptr) {
+    uintptr_t off = (uintptr_t)ptr - (uintptr_t)p->base;
+    if ((uintptr_t)ptr < (uintptr_t)p->base || off >= p->size) return 0;
+    return sym_buddy_block_size(&p->buddy, off);
+}
 int sym_pool_is_symmetric(const sym_pool_t *p) { return p->symmetric; }
 void *sym_pool_base(const sym_pool_t *p) { return p->base; }

@@ -30,8 +30,16 @@
  * (C, 4C/t) row-parallel with their bias added by team PE 0 only; the partial
  * outputs of the row-parallel layers are summed over the team in the forward
  * (tp_sum), the partial input gradients of the column-parallel ones in the
- * backward. Embeddings, LayerNorms and the LM head are whole on every PE and
- * computed alike on each, so their gradients agree without communication.
+ * backward. The token embedding is vocabulary-parallel, and with it the tied
+ * LM head: PE r holds rows [v0, v0 + nv) of wte (sym_shard_range of V over
+ * the team, uneven allowed; the padding rows of the 1-PE table belong to
+ * none). The embedding is summed over the team (a token's row comes from the
+ * PE that holds it, zeros from the others: exact), the LM head gives each PE
+ * its nv columns of the logits, which are never gathered (the loss is
+ * sym_softmax_xent_shard, through sym_model_xent), and its input gradient is
+ * summed over the team. wpe, the LayerNorms and the row-parallel biases are
+ * whole on every PE and computed alike on each, so their gradients agree
+ * without communication.
  */
 #include <errno.h>
 #include <math.h>
@@ -39,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <symtrain/data.h>
 #include <symtrain/rng.h>
 
 #include "internal.h"
@@ -114,9 +123,7 @@ int sym__gpt_parse(const char *spec, const char *p, sym_model_config_t *cfg) {
 
 enum { LN1W, LN1B, QKVW, QKVB, PROJW, PROJB, LN2W, LN2B, FCW, FCB, FCPW, FCPB, NBLOCK };
 
-typedef struct {
-    size_t off[NBLOCK]; /* the block's parameters in the flat arrays */
-    /* activations, sized for max_rows x T rows */
+typedef struct { /* one block's activations, sized for max_rows x T rows */
     float *ln1, *ln1_mean, *ln1_rstd; /* (N,C), (N), (N) */
     float *qkv;                       /* (N,3C) */
     float *att;                       /* (B,NH,T,T) */
@@ -127,13 +134,22 @@ typedef struct {
     float *res3;                      /* (N,C) the block's output */
 } block_t;
 
+/* What one forward keeps for its backward: one set per slot (a pipeline stage
+ * holds several micro-batches between their forward and their backward). */
+typedef struct {
+    block_t *block;                   /* (nl) this model's blocks */
+    float *encoded;                   /* (N,C) the embeddings, or the previous stage's output */
+    float *lnf, *lnf_mean, *lnf_rstd; /* (N,C), (N), (N); the head only */
+    float *logits;                    /* (N,Vp); the head only */
+    const int32_t *tokens;            /* the forward's input (B,T) */
+    int B, T, training;
+} acts_t;
+
 typedef struct {
     size_t wte, wpe, lnfw, lnfb;
-    block_t *block;
+    size_t (*off)[NBLOCK];            /* (nl) each block's parameters in the flat arrays */
     sym_pool_t *acts;
-    float *encoded;                   /* (N,C) */
-    float *lnf, *lnf_mean, *lnf_rstd; /* (N,C), (N), (N) */
-    float *logits;                    /* (N,Vp) */
+    acts_t *slot, *a;                 /* (slots) and the one in use */
     float *scratch;                   /* (N,C) a projection before its residual add */
     /* backward: one block's worth, reused */
     float *dres;                      /* (N,C) the residual stream's gradient */
@@ -142,29 +158,41 @@ typedef struct {
     float *dqkv;                      /* (N,3C) */
     float *dfch;                      /* (N,4C) */
     float *datt;                      /* (T,T) */
-    const int32_t *tokens;            /* the latest forward's input (B,T) */
-    int B, T, training;
 } gpt_t;
 
-static int declare(sym_model_t *m, size_t *off, const char *name, int64_t d0, int64_t d1) {
+/* Declare a parameter; `index` is its place in the whole model's table (its
+ * weights' random stream), whatever part of the model this PE holds. */
+static int declare(sym_model_t *m, size_t *off, const char *name, int index, int64_t d0,
+                   int64_t d1) {
     int64_t shape[2] = {d0, d1};
     *off = sym__model_param(m, name, d1 ? 2 : 1, shape);
-    return *off == (size_t)-1 ? SYM_ENOMEM : SYM_OK;
+    if (*off == (size_t)-1) return SYM_ENOMEM;
+    m->param[m->nparam - 1].index = index;
+    return SYM_OK;
 }
 
+/* The whole model's tensors: wte 0, wpe 1, block l's k-th 2 + 12 l + k, ln_f after. A
+ * pipeline stage declares its part: the embeddings (wte also on a last stage
+ * without them: the LM head's copy of the tied weight, first in its arrays as
+ * on stage 0), its blocks, ln_f. */
 static int gpt_declare(sym_model_t *m) {
     const sym_model_config_t *c = &m->cfg;
     int64_t C = c->n_embd;
     gpt_t *g = calloc(1, sizeof *g);
-    if (!g || !(g->block = calloc((size_t)c->n_layer, sizeof *g->block))) {
+    if (!g || !(g->off = calloc((size_t)(m->nl ? m->nl : 1), sizeof *g->off))) {
         free(g);
         return sym__error(SYM_ENOMEM, "out of memory for the model");
     }
     m->impl = g;
     int rc;
-    if ((rc = declare(m, &g->wte, "wte", c->padded_vocab, C)) ||
-        (rc = declare(m, &g->wpe, "wpe", c->max_seq, C)))
-        return rc;
+    m->v0 = 0; /* the vocabulary rows this PE holds: all (padded) without TP */
+    m->nv = c->padded_vocab;
+    if (m->tp_size > 1) sym_shard_range(c->vocab, m->tp_size, m->tp_rank, &m->v0, &m->nv);
+    if (m->embed || m->head) {
+        if ((rc = declare(m, &g->wte, "wte", 0, m->nv, C))) return rc;
+        if (m->tp_size > 1) m->param[m->nparam - 1].tp_dim = 0;
+    }
+    if (m->embed && (rc = declare(m, &g->wpe, "wpe", 1, c->max_seq, C))) return rc;
     static const char *const names[NBLOCK] = {
         "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
         "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
@@ -176,15 +204,19 @@ static int gpt_declare(sym_model_t *m) {
     /* tensor parallelism: column-parallel layers split their rows, row-parallel ones
      * their columns; the biases of the row-parallel ones are whole */
     const int tp_dim[NBLOCK] = {-1, -1, 0, 0, 1, -1, -1, -1, 0, 0, 1, -1};
-    for (int l = 0; l < c->n_layer; l++)
+    for (int i = 0; i < m->nl; i++)
         for (int k = 0; k < NBLOCK; k++) {
             char name[64];
+            int l = m->l0 + i;
             snprintf(name, sizeof name, "h.%d.%s", l, names[k]);
-            if ((rc = declare(m, &g->block[l].off[k], name, shape[k][0], shape[k][1]))) return rc;
+            if ((rc = declare(m, &g->off[i][k], name, 2 + NBLOCK * l + k, shape[k][0],
+                              shape[k][1])))
+                return rc;
             if (m->tp_size > 1) m->param[m->nparam - 1].tp_dim = tp_dim[k];
         }
-    if ((rc = declare(m, &g->lnfw, "ln_f.weight", C, 0)) ||
-        (rc = declare(m, &g->lnfb, "ln_f.bias", C, 0)))
+    int lnf = 2 + NBLOCK * c->n_layer;
+    if (m->head && ((rc = declare(m, &g->lnfw, "ln_f.weight", lnf, C, 0)) ||
+                    (rc = declare(m, &g->lnfb, "ln_f.bias", lnf + 1, C, 0))))
         return rc;
     return SYM_OK;
 }
@@ -196,21 +228,38 @@ static double normal(sym_rng_t *r) {
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
 
-/* This PE's part w of the whole parameter `full` under tensor parallelism:
- * its columns (tp_dim 1), or its rows (tp_dim 0), which for attn.c_attn are
- * its heads' rows of each of the three sections q, k and v. */
-static void take_shard(const sym_model_t *m, const sym_param_t *p, const float *full, float *w) {
-    int64_t t = m->tp_size, r = m->tp_rank, rows = p->shape[0];
-    int64_t cols = p->ndim > 1 ? p->shape[1] : 1;
-    if (p->tp_dim == 1) {
-        for (int64_t i = 0; i < rows; i++)
-            memcpy(w + i * cols, full + (i * t + r) * cols, (size_t)cols * sizeof *w);
-        return;
+/* Copy n floats between the whole tensor and a part, either way. */
+static void move(float *whole, float *part, size_t n, int to_whole) {
+    if (to_whole)
+        memcpy(whole, part, n * sizeof *part);
+    else
+        memcpy(part, whole, n * sizeof *part);
+}
+
+/* Between parameter i's whole tensor `full` (the 1-PE table's shape) and
+ * team PE k's part of it under tensor parallelism: its columns (tp_dim 1),
+ * its rows (tp_dim 0; for attn.c_attn its heads' rows of each of the three
+ * sections q, k and v; for wte its block of the vocabulary), or all of it. */
+static void gpt_shard_copy(const sym_model_t *m, int i, int k, float *full, float *part,
+                           int to_full) {
+    const sym_param_t *p = &m->param[i], *w = sym_model_full_param(m, i);
+    int64_t t = m->tp_size, rows = w->shape[0], cols = w->ndim > 1 ? w->shape[1] : 1;
+    if (p->tp_dim < 0) {
+        move(full, part, w->numel, to_full);
+    } else if (p->tp_dim == 1) {
+        int64_t pc = cols / t;
+        for (int64_t r = 0; r < rows; r++)
+            move(full + r * cols + k * pc, part + r * pc, (size_t)pc, to_full);
+    } else if (!strcmp(p->name, "wte")) {
+        int64_t lo, len;
+        sym_shard_range(m->cfg.vocab, (int)t, k, &lo, &len);
+        move(full + lo * cols, part, (size_t)(len * cols), to_full);
+    } else {
+        int64_t sec = strstr(p->name, "c_attn") ? 3 : 1, per = rows / sec / t;
+        for (int64_t s = 0; s < sec; s++)
+            move(full + (s * per * t + k * per) * cols, part + s * per * cols,
+                 (size_t)(per * cols), to_full);
     }
-    int64_t sec = strstr(p->name, "c_attn") ? 3 : 1, per = rows / sec;
-    for (int64_t s = 0; s < sec; s++)
-        memcpy(w + s * per * cols, full + (s * per * t + r * per) * cols,
-               (size_t)(per * cols) * sizeof *w);
 }
 
 /* The 1-PE model's weights, or this PE's slices of them (tensor parallelism:
@@ -229,17 +278,15 @@ static int init_weights(sym_model_t *m) {
             continue;
         }
         double sd = strstr(p->name, "c_proj.weight") ? resid_std : 0.02;
-        sym_rng_t r = sym_rng_stream(sym_rng_key(c->seed, SYM_RNG_INIT, (uint64_t)i));
-        if (!strcmp(p->name, "wte")) n = (size_t)c->vocab * (size_t)c->n_embd;
-        if (p->tp_dim >= 0) {
-            n *= (size_t)m->tp_size;
-            if (!(full = malloc(n * sizeof *full)))
-                return sym__error(SYM_ENOMEM, "out of memory drawing %s", p->name);
-        }
+        sym_rng_t r = sym_rng_stream(sym_rng_key(c->seed, SYM_RNG_INIT, (uint64_t)p->index));
+        size_t whole = sym_model_full_param(m, i)->numel;
+        n = !strcmp(p->name, "wte") ? (size_t)c->vocab * (size_t)c->n_embd : whole;
+        if (p->tp_dim >= 0 && !(full = malloc(whole * sizeof *full)))
+            return sym__error(SYM_ENOMEM, "out of memory drawing %s", p->name);
         float *dst = full ? full : w;
         for (size_t k = 0; k < n; k++) dst[k] = (float)(sd * normal(&r));
-        for (size_t k = n; k < p->numel; k++) w[k] = 0.0f; /* the vocabulary's padding rows */
-        if (full) take_shard(m, p, full, w);
+        for (size_t k = n; k < whole; k++) dst[k] = 0.0f; /* the vocabulary's padding rows */
+        if (full) gpt_shard_copy(m, i, m->tp_rank, full, w, 0);
         free(full);
     }
     return SYM_OK;
@@ -252,55 +299,69 @@ static int gpt_init(sym_model_t *m) {
     if (rc || m->max_rows == 0) return rc; /* parameters only */
     size_t B = (size_t)m->max_rows, T = (size_t)c->max_seq, C = (size_t)c->n_embd;
     size_t N = B * T, NH = (size_t)c->n_head, Vp = (size_t)c->padded_vocab;
+    size_t S = (size_t)m->slots, nl = (size_t)m->nl;
+    if (!(g->slot = calloc(S, sizeof *g->slot))) return sym__error(SYM_ENOMEM, "out of memory");
+    for (size_t s = 0; s < S; s++)
+        if (!(g->slot[s].block = calloc(nl ? nl : 1, sizeof(block_t))))
+            return sym__error(SYM_ENOMEM, "out of memory for the model");
     /* Every buffer in floats; the pool is sized for their power-of-two blocks. */
     size_t per_block[] = {N * C, N, N, N * 3 * C, B * NH * T * T, N * C, N * C,
                           N * C, N, N, N * 4 * C, N * 4 * C, N * C};
-    size_t others[] = {N * C, N * C, N, N, N * Vp, N * C, N * C, N * C, N * C, N * 3 * C,
-                       N * 4 * C, T * T};
-    size_t need = 0;
+    size_t per_slot[] = {N * C, N * C, N, N, N * Vp}; /* encoded, then the head's */
+    size_t shared[] = {N * C, N * C, N * C, N * C, N * 3 * C, N * 4 * C, T * T};
+    size_t need = 0, nslot = m->head ? 5 : 1;
     for (size_t i = 0; i < sizeof per_block / sizeof *per_block; i++)
-        need += (size_t)c->n_layer * sym__pow2_at_least(per_block[i] * 4);
-    for (size_t i = 0; i < sizeof others / sizeof *others; i++)
-        need += sym__pow2_at_least(others[i] * 4);
+        need += S * nl * sym__pow2_at_least(per_block[i] * 4);
+    for (size_t i = 0; i < nslot; i++) need += S * sym__pow2_at_least(per_slot[i] * 4);
+    for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
+        need += sym__pow2_at_least(shared[i] * 4);
     if ((rc = sym_pool_create("activations", sym__pow2_at_least(need), 0, &g->acts))) return rc;
+    m->acts = g->acts;
     size_t k = 0;
-#define TAKE(ptr, floats)                                                \
-    do {                                                                 \
-        if (!((ptr) = sym_pool_alloc(g->acts, (floats) * sizeof(float)))) \
-            return SYM_ENOMEM;                                           \
-        k++;                                                             \
+#define TAKE(ptr, sizes)                                                  \
+    do {                                                                  \
+        if (!((ptr) = sym_pool_alloc(g->acts, (sizes)[k] * sizeof(float)))) \
+            return SYM_ENOMEM;                                            \
+        k++;                                                              \
     } while (0)
-    for (int l = 0; l < c->n_layer; l++) {
-        block_t *b = &g->block[l];
+    for (size_t s = 0; s < S; s++) {
+        acts_t *a = &g->slot[s];
+        for (size_t l = 0; l < nl; l++) {
+            block_t *b = &a->block[l];
+            k = 0;
+            TAKE(b->ln1, per_block);
+            TAKE(b->ln1_mean, per_block);
+            TAKE(b->ln1_rstd, per_block);
+            TAKE(b->qkv, per_block);
+            TAKE(b->att, per_block);
+            TAKE(b->atty, per_block);
+            TAKE(b->res2, per_block);
+            TAKE(b->ln2, per_block);
+            TAKE(b->ln2_mean, per_block);
+            TAKE(b->ln2_rstd, per_block);
+            TAKE(b->fch, per_block);
+            TAKE(b->fch_gelu, per_block);
+            TAKE(b->res3, per_block);
+        }
         k = 0;
-        TAKE(b->ln1, per_block[k]);
-        TAKE(b->ln1_mean, per_block[k]);
-        TAKE(b->ln1_rstd, per_block[k]);
-        TAKE(b->qkv, per_block[k]);
-        TAKE(b->att, per_block[k]);
-        TAKE(b->atty, per_block[k]);
-        TAKE(b->res2, per_block[k]);
-        TAKE(b->ln2, per_block[k]);
-        TAKE(b->ln2_mean, per_block[k]);
-        TAKE(b->ln2_rstd, per_block[k]);
-        TAKE(b->fch, per_block[k]);
-        TAKE(b->fch_gelu, per_block[k]);
-        TAKE(b->res3, per_block[k]);
+        TAKE(a->encoded, per_slot);
+        if (m->head) {
+            TAKE(a->lnf, per_slot);
+            TAKE(a->lnf_mean, per_slot);
+            TAKE(a->lnf_rstd, per_slot);
+            TAKE(a->logits, per_slot);
+        }
     }
     k = 0;
-    TAKE(g->encoded, others[k]);
-    TAKE(g->lnf, others[k]);
-    TAKE(g->lnf_mean, others[k]);
-    TAKE(g->lnf_rstd, others[k]);
-    TAKE(g->logits, others[k]);
-    TAKE(g->scratch, others[k]);
-    TAKE(g->dres, others[k]);
-    TAKE(g->dln, others[k]);
-    TAKE(g->datty, others[k]);
-    TAKE(g->dqkv, others[k]);
-    TAKE(g->dfch, others[k]);
-    TAKE(g->datt, others[k]);
+    TAKE(g->scratch, shared);
+    TAKE(g->dres, shared);
+    TAKE(g->dln, shared);
+    TAKE(g->datty, shared);
+    TAKE(g->dqkv, shared);
+    TAKE(g->dfch, shared);
+    TAKE(g->datt, shared);
 #undef TAKE
+    g->a = &g->slot[0];
     return SYM_OK;
 }
 
@@ -308,9 +369,22 @@ static void gpt_destroy(sym_model_t *m) {
     gpt_t *g = m->impl;
     if (!g) return;
     sym_pool_destroy(g->acts);
-    free(g->block);
+    m->acts = NULL;
+    for (int s = 0; g->slot && s < m->slots; s++) free(g->slot[s].block);
+    free(g->slot);
+    free(g->off);
     free(g);
     m->impl = NULL;
+}
+
+static void gpt_use_slot(sym_model_t *m, int slot) {
+    gpt_t *g = m->impl;
+    if (g->slot) g->a = &g->slot[slot];
+}
+
+static const float *gpt_input_grad(const sym_model_t *m) {
+    const gpt_t *g = m->impl;
+    return g->dres;
 }
 
 /* ---- the passes ---- */
@@ -340,33 +414,45 @@ static int tp_sum(const sym_model_t *m, float *x, size_t n) {
     return m->tp_size > 1 ? sym__comm_sum(m->tp, x, n) : SYM_OK;
 }
 
+/* The whole model: tokens -> logits (N,Vp). A pipeline stage: tokens
+ * (embeddings) or in->x (N,C), the previous stage's output, copied in; out
+ * the logits (head) or its last block's output (N,C). */
 static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_t *f,
                        sym_tensor_t *logits) {
     gpt_t *g = m->impl;
+    acts_t *a = g->a;
     const sym_model_config_t *c = &m->cfg;
-    int B = in->rows, T = in->seq, C = c->n_embd, Vp = c->padded_vocab;
+    int B = in->rows, T = in->seq, C = c->n_embd;
     int Cl = C / m->tp_size, NHl = c->n_head / m->tp_size; /* this PE's heads */
-    if (!in->tokens || T < 1 || T > c->max_seq)
-        return sym__error(SYM_EINVAL, "a GPT's forward needs tokens (rows, seq) with seq in "
+    if ((m->embed ? !in->tokens : !in->x) || T < 1 || T > c->max_seq)
+        return sym__error(SYM_EINVAL, "a GPT's forward needs %s (rows, seq) with seq in "
                                       "1..%d, not %d",
-                          c->max_seq, T);
+                          m->embed ? "tokens" : "the previous stage's activations", c->max_seq,
+                          T);
     int64_t N = (int64_t)B * T;
-    for (int64_t i = 0; i < N; i++)
+    for (int64_t i = 0; m->embed && i < N; i++)
         if (in->tokens[i] < 0 || in->tokens[i] >= c->vocab)
             return sym__error(SYM_EINVAL, "token %d at position %lld is not in the model's "
                                           "vocabulary [0, %d)",
                               (int)in->tokens[i], (long long)i, c->vocab);
-    g->tokens = in->tokens;
-    g->B = B;
-    g->T = T;
-    g->training = f->training;
+    a->tokens = in->tokens;
+    a->B = B;
+    a->T = T;
+    a->training = f->training;
     const float *P = m->params;
     int rc;
-    sym_embed_forward(g->encoded, in->tokens, P + g->wte, P + g->wpe, B, T, C);
-    for (int l = 0; l < c->n_layer; l++) {
-        block_t *b = &g->block[l];
-        const size_t *o = b->off;
-        const float *x = l == 0 ? g->encoded : g->block[l - 1].res3;
+    if (m->embed) {
+        /* the embedding: this PE's vocabulary rows (wpe added once), summed over the team */
+        sym_embed_shard_forward(a->encoded, in->tokens, P + g->wte, m->v0, m->nv,
+                                m->tp_rank == 0 ? P + g->wpe : NULL, B, T, C);
+        if ((rc = tp_sum(m, a->encoded, (size_t)N * C))) return rc;
+    } else {
+        memcpy(a->encoded, in->x, (size_t)N * C * sizeof(float));
+    }
+    for (int l = 0; l < m->nl; l++) {
+        block_t *b = &a->block[l];
+        const size_t *o = g->off[l];
+        const float *x = l == 0 ? a->encoded : a->block[l - 1].res3;
         sym_layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, x, P + o[LN1W], P + o[LN1B], N, C);
         const float *pb = m->tp_rank == 0 ? P + o[PROJB] : NULL; /* a whole bias, added once */
         if ((rc = linear(b->qkv, b->ln1, P + o[QKVW], P + o[QKVB], N, C, 3 * Cl))) return rc;
@@ -385,41 +471,53 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
             return rc;
         sym_residual_forward(b->res3, b->res2, g->scratch, (size_t)N * C);
     }
-    const float *xL = c->n_layer ? g->block[c->n_layer - 1].res3 : g->encoded;
-    sym_layernorm_forward(g->lnf, g->lnf_mean, g->lnf_rstd, xL, P + g->lnfw, P + g->lnfb, N, C);
-    if ((rc = linear(g->logits, g->lnf, P + g->wte, NULL, N, C, Vp))) return rc;
-    *logits = sym_tensor_2d(g->logits, N, Vp);
+    float *xL = m->nl ? a->block[m->nl - 1].res3 : a->encoded;
+    if (!m->head) {
+        *logits = sym_tensor_2d(xL, N, C);
+        return SYM_OK;
+    }
+    sym_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, xL, P + g->lnfw, P + g->lnfb, N, C);
+    if ((rc = linear(a->logits, a->lnf, P + g->wte, NULL, N, C, m->nv))) return rc;
+    *logits = sym_tensor_2d(a->logits, N, m->nv); /* this PE's columns of the vocabulary */
     return SYM_OK;
 }
 
+/* dlogits (N,Vp), or on a stage without the head the gradient of its output
+ * (N,C); a stage without the embeddings leaves its input's gradient (N,C) in
+ * g->dres (sym_model_input_grad). */
 static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_ready_fn ready,
                         void *user) {
     gpt_t *g = m->impl;
+    acts_t *a = g->a;
     const sym_model_config_t *c = &m->cfg;
-    int B = g->B, T = g->T, C = c->n_embd, Vp = c->padded_vocab;
+    int B = a->B, T = a->T, C = c->n_embd, W = m->head ? (int)m->nv : C;
     int Cl = C / m->tp_size, NHl = c->n_head / m->tp_size;
     int64_t N = (int64_t)B * T;
-    if (!g->training) return sym__error(SYM_EINVAL, "backward needs a training forward pass first");
-    if (dlogits->shape[0] != N || dlogits->shape[1] != Vp || !sym_tensor_is_contiguous(dlogits))
-        return sym__error(SYM_EINVAL, "backward: dlogits should be (%lld,%d) and contiguous",
-                          (long long)N, Vp);
+    if (!a->training) return sym__error(SYM_EINVAL, "backward needs a training forward pass first");
+    if (dlogits->shape[0] != N || dlogits->shape[1] != W || !sym_tensor_is_contiguous(dlogits))
+        return sym__error(SYM_EINVAL, "backward: %s should be (%lld,%d) and contiguous",
+                          m->head ? "dlogits" : "the output's gradient", (long long)N, W);
     const float *P = m->params, *dlog = sym_tensor_f32(dlogits);
     float *G = m->grads;
     size_t NC = (size_t)N * C;
     int rc;
-    /* LM head (tied to wte) and ln_f */
-    memset(g->dln, 0, NC * sizeof(float));
-    if ((rc = linear_back(g->dln, G + g->wte, NULL, dlog, g->lnf, P + g->wte, N, C, Vp)))
-        return rc;
-    const float *xL = c->n_layer ? g->block[c->n_layer - 1].res3 : g->encoded;
-    memset(g->dres, 0, NC * sizeof(float));
-    sym_layernorm_backward(g->dres, G + g->lnfw, G + g->lnfb, g->dln, xL, P + g->lnfw,
-                           g->lnf_mean, g->lnf_rstd, N, C);
-    if (ready) ready(user, g->lnfw);
-    for (int l = c->n_layer - 1; l >= 0; l--) {
-        block_t *b = &g->block[l];
-        const size_t *o = b->off;
-        const float *x = l == 0 ? g->encoded : g->block[l - 1].res3;
+    const float *xL = m->nl ? a->block[m->nl - 1].res3 : a->encoded;
+    if (m->head) { /* LM head (tied to wte; its input gradient summed over the vocabulary's PEs) and ln_f */
+        memset(g->dln, 0, NC * sizeof(float));
+        if ((rc = linear_back(g->dln, G + g->wte, NULL, dlog, a->lnf, P + g->wte, N, C, W)) ||
+            (rc = tp_sum(m, g->dln, NC)))
+            return rc;
+        memset(g->dres, 0, NC * sizeof(float));
+        sym_layernorm_backward(g->dres, G + g->lnfw, G + g->lnfb, g->dln, xL, P + g->lnfw,
+                               a->lnf_mean, a->lnf_rstd, N, C);
+        if (ready) ready(user, g->lnfw);
+    } else {
+        memcpy(g->dres, dlog, NC * sizeof(float));
+    }
+    for (int l = m->nl - 1; l >= 0; l--) {
+        block_t *b = &a->block[l];
+        const size_t *o = g->off[l];
+        const float *x = l == 0 ? a->encoded : a->block[l - 1].res3;
         /* dres holds d res3: through the MLP half into d res2 (the residual adds) */
         memset(g->dfch, 0, NC * 4 * sizeof(float));
         if ((rc = linear_back(g->dfch, G + o[FCPW], G + o[FCPB], g->dres, b->fch_gelu,
@@ -451,10 +549,13 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
                                b->ln1_mean, b->ln1_rstd, N, C);
         if (ready) ready(user, o[LN1W]);
     }
-    sym_embed_backward(G + g->wte, G + g->wpe, g->dres, g->tokens, B, T, C);
+    if (m->embed)
+        sym_embed_shard_backward(G + g->wte, G + g->wpe, g->dres, a->tokens, m->v0, m->nv, B, T,
+                                 C);
     if (ready) ready(user, 0);
     return SYM_OK;
 }
 
-const sym__model_ops_t sym__gpt_ops = {gpt_declare, gpt_init, gpt_forward, gpt_backward,
-                                       gpt_destroy};
+const sym__model_ops_t sym__gpt_ops = {gpt_declare,  gpt_init,     gpt_forward,
+                                       gpt_backward, gpt_destroy,  gpt_use_slot,
+                                       gpt_input_grad, gpt_shard_copy};

@@ -13,26 +13,48 @@
  *             res3 = res2 + fch_gelu @ c_proj^T + b  (added inside the next LayerNorm)
  *   logits = LN_f(x_L) @ wte^T                       (B,T,Vp), then the loss in place
  *
- * Precision: the weights' compute copy and every activation are bf16; the
+ * Precision (--precision): the weights' compute copy and every activation
+ * are of the compute type, bf16 (the default) or fp16, or fp32, where the
+ * products read the master weights themselves (no copy) and cuBLASLt
+ * multiplies in plain fp32 (TF32 off), so a run tracks the CPU's closely. The
  * master weights, their gradients and AdamW's moments are fp32, laid out as
  * the host's flat array (the sym_param_t table), so one gradient norm, one
- * all-reduce and one AdamW launch cover every parameter. fp32 and fp16
- * compute are refused at create (the LayerNorm, attention and loss kernels
- * are bf16 only).
+ * all-reduce and one AdamW launch cover every parameter.
+ *
+ * fp16 scales the loss dynamically, wholly on the GPU (symcu_loss_scale_t in
+ * the region): the loss gradient is multiplied by S (from 2^16), the norm
+ * kernel sees the scaled gradients' sum of squares, and where it is not
+ * finite (an inf or NaN in any gradient) it sets the skip flag AdamW reads
+ * and halves S; after opts.loss_scale_growth finite steps in a row S doubles.
+ * The host learns of it with the loss, at the step's one synchronisation. A
+ * skipped step changes no weight and no moment, and does not count as an
+ * optimizer step (AdamW's t, get_state's steps): the trainer's step and the
+ * data still move on, as with PyTorch's GradScaler. The scale is not part of
+ * a checkpoint: a resumed fp16 run starts again from 2^16.
  *
  * Memory: everything the model holds comes from one cudaMalloc, carved at
  * create (carve() runs twice: once to size, once to hand out); a step
  * allocates nothing. A step is: tokens in (pinned staging), forward, loss,
- * backward, [the gradient average over the data-parallel team], the norm and
- * clipping factor, AdamW, the loss and norm out: one host synchronisation at
- * its end. The part up to the loss (tokens to gradients) is captured as a
- * CUDA graph from the second step on and replayed; the average, norm and
+ * backward with the gradient average over the data-parallel team in buckets
+ * (below), the norm and clipping factor, AdamW, the loss and norm out: one
+ * host synchronisation at its end. The part up to the averaged gradients is
+ * captured as a CUDA graph from the second step on and replayed; the norm and
  * AdamW (whose lr and step count change every step) are launched plainly
- * after it, so the graph needs no device-side hyperparameters and never holds
- * an NVSHMEM collective. A graph is for one (rows, seq, scale); a balanced PE's
- * rows change when the balancer moves work, so the last GRAPHS shapes are
- * kept (replaced least recently used), and a share that comes back replays.
- * Two CUDA events around the graph time the PE's compute for the balancer.
+ * after it, so the graph needs no device-side hyperparameters. A graph is for
+ * one (rows, seq, scale); a balanced PE's rows change when the balancer moves
+ * work, so the last GRAPHS shapes are kept (replaced least recently used), and
+ * a share that comes back replays. Two GPU clock stamps time the PE's compute
+ * for the balancer: from the tokens to the last gradient, the waits for the
+ * average excluded.
+ *
+ * Data parallelism: the gradients of a block are final once backward has
+ * passed it (blocks are contiguous in the flat layout, ln_f after the last,
+ * wte and wpe before the first), so as soon as the blocks not yet sent reach
+ * the bucket size (--bucket-mb) their range is averaged on a side stream
+ * (shmemx_gpu_allreduce_team, fork and join by events) while backward goes on
+ * with the blocks below; the rest (wte, wpe and what is left) goes after the
+ * embedding's backward, and the step's stream joins the side stream before
+ * the norm. Every PE cuts the same buckets, so the collectives match.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -94,9 +116,10 @@ static int be_device_count(void) {
 
 enum { LN1W, LN1B, QKVW, QKVB, PROJW, PROJB, LN2W, LN2B, FCW, FCB, FCPW, FCPB, NBLOCK };
 
+/* Activations are of the compute type (m->dt, m->esz bytes each): void *. */
 typedef struct {
     size_t off[NBLOCK];          /* the block's parameters in the flat arrays */
-    bf16 *ln1, *qkv, *atty, *res2, *ln2, *fch, *fch_gelu, *res3; /* (N,C) (N,3C) (N,4C) */
+    void *ln1, *qkv, *atty, *res2, *ln2, *fch, *fch_gelu, *res3; /* (N,C) (N,3C) (N,4C) */
     float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd;             /* (N) */
     float *lse;                  /* (B,NH,T) */
 } gblock_t;
@@ -110,18 +133,28 @@ struct sym_gpu_model {
     symcu_blas_t *blas;
     char *region;
     size_t region_bytes;
-    /* parameters, fp32 (P) but w16 */
+    symcu_dtype_t dt;
+    size_t esz;                  /* bytes of one element of dt */
+    /* parameters, fp32 (P); wc the compute copy (P), w itself for fp32 */
     float *w, *m, *v, *g;
-    bf16 *w16;
+    void *wc;
+    symcu_loss_scale_t *ls;      /* fp16's loss scale (device), else NULL */
+    uint64_t calls, inject_at;   /* train_step calls; SYMTRAIN_TEST_FP16_OVERFLOW */
     uint64_t *nodecay; /* (2 nr) */
     int nr;
     uint64_t *nodecay_h;
     /* activations */
     gblock_t *blk;
-    bf16 *encoded, *lnf, *logits, *proj;  /* (N,C) (N,C) (N,Vp) (N,C) */
+    void *encoded, *lnf, *logits, *proj;  /* (N,C) (N,C) (N,Vp) (N,C) */
     float *lnf_mean, *lnf_rstd;           /* (N) */
-    bf16 *dres, *dln, *datty, *dqkv, *dfch; /* (N,C) (N,C) (N,C) (N,3C) (N,4C) */
+    void *dres, *dln, *datty, *dqkv, *dfch; /* (N,C) (N,C) (N,C) (N,3C) (N,4C) */
     float *losses, *hits;                 /* (N) */
+    /* --recompute: the one buffer every block's ln1 and ln2 (recompute_ln)
+     * or fch and fch_gelu (recompute_gelu) point into, and the statistics a
+     * LayerNorm recomputed in backward writes (equal to the kept ones) */
+    void *ln_tmp, *fch_tmp, *fchg_tmp;      /* (N,C) (N,4C) (N,4C) */
+    float *ln_tmp_mean, *ln_tmp_rstd;       /* (N) */
+    size_t recompute_saved;                 /* bytes the region is smaller by */
     float *ln_scratch, *att_scratch;
     void *enc_scratch;
     size_t enc_scratch_bytes;
@@ -131,7 +164,12 @@ struct sym_gpu_model {
     int32_t *tok, *tgt;                   /* (N) */
     /* pinned host staging */
     int32_t *tok_h, *tgt_h;
-    struct { double sums[2]; float norm; } *out_h;
+    struct {
+        double sums[2];
+        uint64_t stamp[2];
+        float norm;
+        symcu_loss_scale_t ls;
+    } *out_h;
     uint64_t steps;
     /* the captured steps, each valid for its (rows, seq, scale) */
     struct {
@@ -141,12 +179,17 @@ struct sym_gpu_model {
         uint64_t used; /* the step it last ran (LRU) */
     } graph[GRAPHS];
     int graph_failed, warm;
-    cudaEvent_t ev0, ev1;                 /* around the compute of a step */
+    uint64_t *stamp;                      /* (2) GPU clock at the compute's start and end */
+    /* data parallelism (see the top): the side stream, its fork and join events */
+    cudaStream_t s_dp;
+    cudaEvent_t ev_fork, ev_join;
+    size_t bucket;                        /* floats per bucket (0: one average at the end) */
+    size_t dp_hi;                         /* during backward: the gradients [dp_hi, P) are sent */
     char desc[256];
     char pci[32];
 };
 
-/* ---- small kernels of this model: loss sums, arg-max, bf16 copies ---- */
+/* ---- small kernels of this model: loss sums, arg-max, the weights' copy ---- */
 
 /* sums[0] = sum of losses (n), sums[1] = sum of hits (n) (hits may be NULL):
  * one block of 1024 threads in a fixed order, in double. */
@@ -168,15 +211,16 @@ __global__ void sum_rows_kernel(double *sums, const float *losses, const float *
 /* hits (N) = 1 where the first arg-max of logits (N,Vp) over [0, V) is the
  * target (N), else 0: the CPU's rule (the first of equal maxima). One block
  * of 256 per row. */
-__global__ void argmax_hits_kernel(float *hits, const bf16 *logits, const int32_t *tgt, int V,
+template <typename E>
+__global__ void argmax_hits_kernel(float *hits, const E *logits, const int32_t *tgt, int V,
                                    int Vp) {
     __shared__ float shv[32];
     __shared__ int shi[32];
-    const bf16 *z = logits + (size_t)blockIdx.x * Vp;
+    const E *z = logits + (size_t)blockIdx.x * Vp;
     float best = -INFINITY;
     int bi = 0x7fffffff;
     for (int c = threadIdx.x; c < V; c += blockDim.x) {
-        float x = __bfloat162float(z[c]);
+        float x = to_f(z[c]);
         if (x > best) { /* c grows: the first maximum of this thread's columns */
             best = x;
             bi = c;
@@ -211,18 +255,35 @@ __global__ void argmax_hits_kernel(float *hits, const bf16 *logits, const int32_
     }
 }
 
-/* out (n) = bf16(in (n)), round to nearest even (as AdamW writes its copy). */
-__global__ void to_bf16_kernel(bf16 *out, const float *in, size_t n) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        out[i] = __float2bfloat16_rn(in[i]);
+/* *at = the GPU's nanosecond clock: the step's compute time is measured by
+ * two of these inside its graph (CUDA events recorded in a graph cannot be
+ * timed). */
+__global__ void stamp_kernel(uint64_t *at) {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    *at = t;
 }
 
-static int refresh_bf16(sym_gpu_model_t *m) {
-    to_bf16_kernel<<<1024, 256, 0, m->s>>>(m->w16, m->w, m->P);
+/* out (n) = in (n) rounded to E, nearest even (as AdamW writes its copy). */
+template <typename E>
+__global__ void to_compute_kernel(E *out, const float *in, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = from_f<E>(in[i]);
+}
+
+/* The compute copy from the master weights (fp32 has none to make). */
+static int refresh_copy(sym_gpu_model_t *m) {
+    if (m->dt == SYMCU_BF16)
+        to_compute_kernel<bf16><<<1024, 256, 0, m->s>>>((bf16 *)m->wc, m->w, m->P);
+    else if (m->dt == SYMCU_F16)
+        to_compute_kernel<f16><<<1024, 256, 0, m->s>>>((f16 *)m->wc, m->w, m->P);
     CK(cudaGetLastError());
     return SYM_OK;
 }
+
+/* SYMTRAIN_TEST_FP16_OVERFLOW's injection: g[0] = +inf. */
+__global__ void inject_inf_kernel(float *g) { g[0] = INFINITY; }
 
 /* ---- the region: one cudaMalloc, carved twice ---- */
 
@@ -238,42 +299,70 @@ static void *take(carver_t *c, size_t bytes) {
 }
 
 #define TAKE(c, ptr, count) ((ptr) = (decltype(ptr))take((c), (size_t)(count) * sizeof *(ptr)))
+#define TAKEA(c, ptr, count) ((ptr) = take((c), (size_t)(count) * m->esz)) /* activations */
 
-static void carve(sym_gpu_model_t *m, carver_t *c) {
+/* The region's layout. With recompute_ln every block's ln1 and ln2 are the
+ * one buffer ln_tmp (each is written by the forward and read at once by the
+ * next product; the backward recomputes it there before its products), with
+ * recompute_gelu every block's fch and fch_gelu are fch_tmp and fchg_tmp
+ * (the backward re-runs the c_fc product with its GELU epilogue). */
+static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recompute_ln) {
     size_t N = (size_t)m->Bmax * m->T, C = m->C, P = m->P;
+    if (recompute_ln) {
+        TAKEA(c, m->ln_tmp, N * C);
+        TAKE(c, m->ln_tmp_mean, N);
+        TAKE(c, m->ln_tmp_rstd, N);
+    }
+    if (recompute_gelu) {
+        TAKEA(c, m->fch_tmp, N * 4 * C);
+        TAKEA(c, m->fchg_tmp, N * 4 * C);
+    }
     TAKE(c, m->w, P);
     TAKE(c, m->m, P);
     TAKE(c, m->v, P);
     TAKE(c, m->g, P);
-    TAKE(c, m->w16, P);
+    if (m->dt == SYMCU_F32)
+        m->wc = m->w; /* the products read the master weights */
+    else
+        TAKEA(c, m->wc, P);
+    if (m->dt == SYMCU_F16) TAKE(c, m->ls, 1);
     TAKE(c, m->nodecay, 2 * (size_t)(m->nr ? m->nr : 1));
-    TAKE(c, m->encoded, N * C);
+    TAKEA(c, m->encoded, N * C);
     for (int l = 0; l < m->L; l++) {
         gblock_t *b = &m->blk[l];
-        TAKE(c, b->ln1, N * C);
+        if (recompute_ln)
+            b->ln1 = b->ln2 = m->ln_tmp;
+        else {
+            TAKEA(c, b->ln1, N * C);
+            TAKEA(c, b->ln2, N * C);
+        }
+        if (recompute_gelu) {
+            b->fch = m->fch_tmp;
+            b->fch_gelu = m->fchg_tmp;
+        } else {
+            TAKEA(c, b->fch, N * 4 * C);
+            TAKEA(c, b->fch_gelu, N * 4 * C);
+        }
         TAKE(c, b->ln1_mean, N);
         TAKE(c, b->ln1_rstd, N);
-        TAKE(c, b->qkv, N * 3 * C);
-        TAKE(c, b->atty, N * C);
+        TAKEA(c, b->qkv, N * 3 * C);
+        TAKEA(c, b->atty, N * C);
         TAKE(c, b->lse, N * m->NH);
-        TAKE(c, b->res2, N * C);
-        TAKE(c, b->ln2, N * C);
+        TAKEA(c, b->res2, N * C);
         TAKE(c, b->ln2_mean, N);
         TAKE(c, b->ln2_rstd, N);
-        TAKE(c, b->fch, N * 4 * C);
-        TAKE(c, b->fch_gelu, N * 4 * C);
-        TAKE(c, b->res3, N * C);
+        TAKEA(c, b->res3, N * C);
     }
-    TAKE(c, m->lnf, N * C);
+    TAKEA(c, m->lnf, N * C);
     TAKE(c, m->lnf_mean, N);
     TAKE(c, m->lnf_rstd, N);
-    TAKE(c, m->logits, N * m->Vp);
-    TAKE(c, m->proj, N * C);
-    TAKE(c, m->dres, N * C);
-    TAKE(c, m->dln, N * C);
-    TAKE(c, m->datty, N * C);
-    TAKE(c, m->dqkv, N * 3 * C);
-    TAKE(c, m->dfch, N * 4 * C);
+    TAKEA(c, m->logits, N * m->Vp);
+    TAKEA(c, m->proj, N * C);
+    TAKEA(c, m->dres, N * C);
+    TAKEA(c, m->dln, N * C);
+    TAKEA(c, m->datty, N * C);
+    TAKEA(c, m->dqkv, N * 3 * C);
+    TAKEA(c, m->dfch, N * 4 * C);
     TAKE(c, m->losses, N);
     TAKE(c, m->hits, N);
     TAKE(c, m->ln_scratch, symcu_layernorm_backward_scratch((int)N, (int)C));
@@ -283,6 +372,7 @@ static void carve(sym_gpu_model_t *m, carver_t *c) {
     TAKE(c, m->norm_scratch, symcu_grad_norm_scratch());
     TAKE(c, m->norm, 1);
     TAKE(c, m->clip_scale, 1);
+    TAKE(c, m->stamp, 2);
     TAKE(c, m->sums, 2);
     TAKE(c, m->tok, N);
     TAKE(c, m->tgt, N);
@@ -291,88 +381,126 @@ static void carve(sym_gpu_model_t *m, carver_t *c) {
 /* ---- the passes ---- */
 
 /* The weights' compute copy of parameter offset o. */
-#define W(o) (m->w16 + (o))
+#define W(o) ((const void *)((const char *)m->wc + (o) * m->esz))
 #define G(o) (m->g + (o))
 
 /* Tokens (B,T) on the device to logits (B,T,Vp), keeping the activations. */
 static int forward(sym_gpu_model_t *m, int B, int T) {
     int N = B * T, C = m->C, L = m->L;
     cudaStream_t s = m->s;
-    OP(symcu_encoder_forward(m->encoded, m->tok, W(m->off_wte), W(m->off_wpe), B, T, C, s));
+    OP(symcu_encoder_forward(m->dt, m->encoded, m->tok, W(m->off_wte), W(m->off_wpe), B, T, C, s));
     if (L > 0) {
         const size_t *o = m->blk[0].off;
-        OP(symcu_residual_layernorm_forward(NULL, m->blk[0].ln1, m->blk[0].ln1_mean,
+        OP(symcu_residual_layernorm_forward(m->dt, NULL, m->blk[0].ln1, m->blk[0].ln1_mean,
                                             m->blk[0].ln1_rstd, m->encoded, NULL, W(o[LN1W]),
                                             W(o[LN1B]), N, C, s));
     } else {
-        OP(symcu_residual_layernorm_forward(NULL, m->lnf, m->lnf_mean, m->lnf_rstd, m->encoded,
+        OP(symcu_residual_layernorm_forward(m->dt, NULL, m->lnf, m->lnf_mean, m->lnf_rstd, m->encoded,
                                             NULL, W(m->off_lnfw), W(m->off_lnfb), N, C, s));
     }
     for (int l = 0; l < L; l++) {
         gblock_t *b = &m->blk[l];
         const size_t *o = b->off;
-        const bf16 *x = l == 0 ? m->encoded : m->blk[l - 1].res3;
-        OP(symcu_matmul_forward(m->blas, b->qkv, b->ln1, W(o[QKVW]), W(o[QKVB]), N, C, 3 * C,
+        const void *x = l == 0 ? m->encoded : m->blk[l - 1].res3;
+        OP(symcu_matmul_forward(m->blas, m->dt, b->qkv, b->ln1, W(o[QKVW]), W(o[QKVB]), N, C, 3 * C,
                                 NULL, s));
-        OP(symcu_attention_forward(b->atty, b->lse, b->qkv, B, T, C, m->NH, s));
-        OP(symcu_matmul_forward(m->blas, m->proj, b->atty, W(o[PROJW]), W(o[PROJB]), N, C, C,
+        OP(symcu_attention_forward(m->dt, b->atty, b->lse, b->qkv, B, T, C, m->NH, s));
+        OP(symcu_matmul_forward(m->blas, m->dt, m->proj, b->atty, W(o[PROJW]), W(o[PROJB]), N, C, C,
                                 NULL, s));
-        OP(symcu_residual_layernorm_forward(b->res2, b->ln2, b->ln2_mean, b->ln2_rstd, x, m->proj,
+        OP(symcu_residual_layernorm_forward(m->dt, b->res2, b->ln2, b->ln2_mean, b->ln2_rstd, x, m->proj,
                                             W(o[LN2W]), W(o[LN2B]), N, C, s));
-        OP(symcu_matmul_forward(m->blas, b->fch_gelu, b->ln2, W(o[FCW]), W(o[FCB]), N, C, 4 * C,
+        OP(symcu_matmul_forward(m->blas, m->dt, b->fch_gelu, b->ln2, W(o[FCW]), W(o[FCB]), N, C, 4 * C,
                                 b->fch, s));
-        OP(symcu_matmul_forward(m->blas, m->proj, b->fch_gelu, W(o[FCPW]), W(o[FCPB]), N, 4 * C,
+        OP(symcu_matmul_forward(m->blas, m->dt, m->proj, b->fch_gelu, W(o[FCPW]), W(o[FCPB]), N, 4 * C,
                                 C, NULL, s));
         /* res3 = res2 + proj, normalised by the next block's ln_1 or by ln_f */
-        bf16 *out = l + 1 < L ? m->blk[l + 1].ln1 : m->lnf;
+        void *out = l + 1 < L ? m->blk[l + 1].ln1 : m->lnf;
         float *mean = l + 1 < L ? m->blk[l + 1].ln1_mean : m->lnf_mean;
         float *rstd = l + 1 < L ? m->blk[l + 1].ln1_rstd : m->lnf_rstd;
         size_t lw = l + 1 < L ? m->blk[l + 1].off[LN1W] : m->off_lnfw;
         size_t lb = l + 1 < L ? m->blk[l + 1].off[LN1B] : m->off_lnfb;
-        OP(symcu_residual_layernorm_forward(b->res3, out, mean, rstd, b->res2, m->proj, W(lw),
+        OP(symcu_residual_layernorm_forward(m->dt, b->res3, out, mean, rstd, b->res2, m->proj, W(lw),
                                             W(lb), N, C, s));
     }
-    OP(symcu_matmul_forward(m->blas, m->logits, m->lnf, W(m->off_wte), NULL, N, C, m->Vp, NULL,
+    OP(symcu_matmul_forward(m->blas, m->dt, m->logits, m->lnf, W(m->off_wte), NULL, N, C, m->Vp, NULL,
                             s));
     return SYM_OK;
 }
 
-/* From dlogits (in m->logits) to the parameter gradients m->g (zeroed here). */
+/* Average the gradients [lo, dp_hi) over the data-parallel team on the side
+ * stream, after what the step's stream has done so far; dp_hi = lo. */
+static int dp_send(sym_gpu_model_t *m, size_t lo) {
+    if (m->npes < 2 || lo >= m->dp_hi) return SYM_OK;
+    CK(cudaEventRecord(m->ev_fork, m->s));
+    CK(cudaStreamWaitEvent(m->s_dp, m->ev_fork, 0));
+    int e = shmemx_gpu_allreduce_team(m->opts.dp_team, m->g + lo, m->g + lo, m->dp_hi - lo,
+                                      SHMEMX_FLOAT32, SHMEMX_AVG, m->s_dp);
+    if (e)
+        return fail(SYM_EIO, "PE %d: the gradient average (shmemx_gpu_allreduce_team of %zu "
+                             "floats) failed: %s",
+                    shmem_my_pe(), m->dp_hi - lo, shmemx_gpu_strerror(e));
+    m->dp_hi = lo;
+    return SYM_OK;
+}
+
+/* From dlogits (in m->logits) to the parameter gradients m->g (zeroed here),
+ * averaged over the data-parallel team. */
 static int backward(sym_gpu_model_t *m, int B, int T) {
-    int N = B * T, C = m->C, L = m->L;
+    int N = B * T, C = m->C, L = m->L, rc;
     size_t NC = (size_t)N * C;
     cudaStream_t s = m->s;
+    m->dp_hi = m->P;
     CK(cudaMemsetAsync(m->g, 0, m->P * sizeof(float), s));
-    OP(symcu_matmul_backward(m->blas, m->dln, SYMCU_GRAD_SET, G(m->off_wte), NULL, m->logits, m->lnf,
+    OP(symcu_matmul_backward(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, G(m->off_wte), NULL, m->logits, m->lnf,
                              W(m->off_wte), N, C, m->Vp, s));
-    const bf16 *xL = L ? m->blk[L - 1].res3 : m->encoded;
-    CK(cudaMemsetAsync(m->dres, 0, NC * sizeof(bf16), s));
-    OP(symcu_layernorm_backward(m->dres, G(m->off_lnfw), G(m->off_lnfb), m->ln_scratch, m->dln,
+    const void *xL = L ? m->blk[L - 1].res3 : m->encoded;
+    CK(cudaMemsetAsync(m->dres, 0, NC * m->esz, s));
+    OP(symcu_layernorm_backward(m->dt, m->dres, G(m->off_lnfw), G(m->off_lnfb), m->ln_scratch, m->dln,
                                 xL, W(m->off_lnfw), m->lnf_mean, m->lnf_rstd, N, C, s));
     for (int l = L - 1; l >= 0; l--) {
         gblock_t *b = &m->blk[l];
         const size_t *o = b->off;
-        const bf16 *x = l == 0 ? m->encoded : m->blk[l - 1].res3;
+        const void *x = l == 0 ? m->encoded : m->blk[l - 1].res3;
+        /* recomputed as the forward made them (the same kernels on the same
+         * inputs: the same bits) */
+        if (m->opts.recompute_ln)
+            OP(symcu_residual_layernorm_forward(m->dt, NULL, b->ln2, m->ln_tmp_mean, m->ln_tmp_rstd,
+                                                b->res2, NULL, W(o[LN2W]), W(o[LN2B]), N, C, s));
+        if (m->opts.recompute_gelu)
+            OP(symcu_matmul_forward(m->blas, m->dt, b->fch_gelu, b->ln2, W(o[FCW]), W(o[FCB]), N, C,
+                                    4 * C, b->fch, s));
         /* dres holds d res3: through the MLP half into d res2 */
-        OP(symcu_matmul_backward(m->blas, m->dfch, SYMCU_GRAD_SET, G(o[FCPW]), G(o[FCPB]), m->dres, b->fch_gelu,
+        OP(symcu_matmul_backward(m->blas, m->dt, m->dfch, SYMCU_GRAD_SET, G(o[FCPW]), G(o[FCPB]), m->dres, b->fch_gelu,
                                  W(o[FCPW]), N, 4 * C, C, s));
-        OP(symcu_gelu_backward(m->dfch, b->fch, m->dfch, NC * 4, s));
-        OP(symcu_matmul_backward(m->blas, m->dln, SYMCU_GRAD_SET, G(o[FCW]), G(o[FCB]), m->dfch, b->ln2, W(o[FCW]),
+        OP(symcu_gelu_backward(m->dt, m->dfch, b->fch, m->dfch, NC * 4, s));
+        OP(symcu_matmul_backward(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, G(o[FCW]), G(o[FCB]), m->dfch, b->ln2, W(o[FCW]),
                                  N, C, 4 * C, s));
-        OP(symcu_layernorm_backward(m->dres, G(o[LN2W]), G(o[LN2B]), m->ln_scratch, m->dln,
+        OP(symcu_layernorm_backward(m->dt, m->dres, G(o[LN2W]), G(o[LN2B]), m->ln_scratch, m->dln,
                                     b->res2, W(o[LN2W]), b->ln2_mean, b->ln2_rstd, N, C, s));
         /* dres holds d res2: through the attention half into d x */
-        OP(symcu_matmul_backward(m->blas, m->datty, SYMCU_GRAD_SET, G(o[PROJW]), G(o[PROJB]), m->dres, b->atty,
+        OP(symcu_matmul_backward(m->blas, m->dt, m->datty, SYMCU_GRAD_SET, G(o[PROJW]), G(o[PROJB]), m->dres, b->atty,
                                  W(o[PROJW]), N, C, C, s));
-        OP(symcu_attention_backward(m->dqkv, SYMCU_GRAD_SET, m->att_scratch, m->datty, b->atty, b->qkv, b->lse,
+        OP(symcu_attention_backward(m->dt, m->dqkv, SYMCU_GRAD_SET, m->att_scratch, m->datty, b->atty, b->qkv, b->lse,
                                     B, T, C, m->NH, s));
-        OP(symcu_matmul_backward(m->blas, m->dln, SYMCU_GRAD_SET, G(o[QKVW]), G(o[QKVB]), m->dqkv, b->ln1,
+        if (m->opts.recompute_ln)
+            OP(symcu_residual_layernorm_forward(m->dt, NULL, b->ln1, m->ln_tmp_mean, m->ln_tmp_rstd, x,
+                                                NULL, W(o[LN1W]), W(o[LN1B]), N, C, s));
+        OP(symcu_matmul_backward(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, G(o[QKVW]), G(o[QKVB]), m->dqkv, b->ln1,
                                  W(o[QKVW]), N, C, 3 * C, s));
-        OP(symcu_layernorm_backward(m->dres, G(o[LN1W]), G(o[LN1B]), m->ln_scratch, m->dln, x,
+        OP(symcu_layernorm_backward(m->dt, m->dres, G(o[LN1W]), G(o[LN1B]), m->ln_scratch, m->dln, x,
                                     W(o[LN1W]), b->ln1_mean, b->ln1_rstd, N, C, s));
+        if (m->bucket && m->dp_hi - o[LN1W] >= m->bucket && (rc = dp_send(m, o[LN1W])))
+            return rc;
     }
-    OP(symcu_encoder_backward(G(m->off_wte), G(m->off_wpe), m->enc_scratch, m->enc_scratch_bytes,
+    OP(symcu_encoder_backward(m->dt, G(m->off_wte), G(m->off_wpe), m->enc_scratch, m->enc_scratch_bytes,
                               m->dres, m->tok, B, T, C, m->V, s));
+    stamp_kernel<<<1, 1, 0, s>>>(m->stamp + 1); /* the compute's end, before the join */
+    CK(cudaGetLastError());
+    if (m->npes > 1) {
+        if ((rc = dp_send(m, 0))) return rc;
+        CK(cudaEventRecord(m->ev_join, m->s_dp));
+        CK(cudaStreamWaitEvent(s, m->ev_join, 0));
+    }
     return SYM_OK;
 }
 
@@ -380,11 +508,14 @@ static int backward(sym_gpu_model_t *m, int B, int T) {
  * loss sum. */
 static int step_body(sym_gpu_model_t *m, int B, int T, float scale) {
     size_t N = (size_t)B * T;
+    stamp_kernel<<<1, 1, 0, m->s>>>(m->stamp); /* the compute's start */
+    CK(cudaGetLastError());
     CK(cudaMemcpyAsync(m->tok, m->tok_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
     CK(cudaMemcpyAsync(m->tgt, m->tgt_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
     int rc = forward(m, B, T);
     if (rc) return rc;
-    OP(symcu_softmax_xent(m->losses, m->logits, m->tgt, (int)N, m->V, m->Vp, scale, m->s));
+    OP(symcu_softmax_xent(m->dt, m->losses, m->logits, m->tgt, (int)N, m->V, m->Vp, scale,
+                          m->ls ? &m->ls->scale : NULL, m->s));
     sum_rows_kernel<<<1, 1024, 0, m->s>>>(m->sums, m->losses, NULL, (int)N);
     CK(cudaGetLastError());
     return backward(m, B, T);
@@ -457,8 +588,9 @@ static void be_destroy(sym_gpu_model_t *m) {
     if (m->s) cudaStreamSynchronize(m->s);
     for (int i = 0; i < GRAPHS; i++)
         if (m->graph[i].exec) cudaGraphExecDestroy(m->graph[i].exec);
-    if (m->ev0) cudaEventDestroy(m->ev0);
-    if (m->ev1) cudaEventDestroy(m->ev1);
+    if (m->ev_fork) cudaEventDestroy(m->ev_fork);
+    if (m->ev_join) cudaEventDestroy(m->ev_join);
+    if (m->s_dp) cudaStreamDestroy(m->s_dp);
     if (m->blas) symcu_blas_destroy(m->blas);
     if (m->region) cudaFree(m->region);
     if (m->tok_h) cudaFreeHost(m->tok_h);
@@ -486,17 +618,12 @@ static int find(const sym_param_t *t, int nt, const char *name, size_t numel, si
 
 static int check_config(const sym_model_config_t *c, const sym_gpu_opts_t *o, int max_rows) {
     if (c->kind != SYM_MODEL_GPT) return fail(SYM_EINVAL, "the GPU backend trains GPTs only");
-    if (o->precision == SYM_PREC_FP32)
-        return fail(SYM_EINVAL, "--precision fp32 is not supported on the GPU yet (the "
-                                "LayerNorm, attention and loss kernels are bf16 only); use "
-                                "--precision bf16, or --device cpu for fp32");
-    if (o->precision == SYM_PREC_FP16)
-        return fail(SYM_EINVAL, "--precision fp16 (dynamic loss scaling) is not supported on "
-                                "the GPU yet; use --precision bf16");
-    if (o->recompute_gelu || o->recompute_ln)
-        return fail(SYM_EINVAL, "--recompute is not implemented on the GPU yet: every "
-                                "activation is kept (gpt:d12 at 16 x 1024 tokens fits in 8.4 "
-                                "GiB); leave --recompute out");
+    if (o->precision < SYM_PREC_FP32 || o->precision > SYM_PREC_TF32)
+        return fail(SYM_EINVAL, "GPU GPT: precision %d; use bf16, fp16, fp32 or tf32",
+                    (int)o->precision);
+    if (o->precision == SYM_PREC_FP16 && o->loss_scale_growth < 1)
+        return fail(SYM_EINVAL, "GPU GPT: fp16's loss scale grows after %d good steps; give 1 "
+                                "or more (--loss-scale-growth)", o->loss_scale_growth);
     int C = c->n_embd, H = c->n_head;
     if (C % 8 || C > 3072)
         return fail(SYM_EINVAL, "GPU GPT: width C=%d; the kernels need C a multiple of 8 and at "
@@ -561,10 +688,27 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
 
     CK(cudaSetDevice(m->dev));
     CK(cudaStreamCreateWithFlags(&m->s, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&m->s_dp, cudaStreamNonBlocking));
+    CK(cudaEventCreateWithFlags(&m->ev_fork, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&m->ev_join, cudaEventDisableTiming));
+    /* buckets need the blocks contiguous, in order, between wpe and ln_f (gpt.c's layout) */
+    m->bucket = m->opts.bucket_bytes / sizeof(float);
+    size_t at = m->off_wpe + (size_t)m->T * uC;
+    for (int l = 0; l < m->L; l++)
+        for (int k = 0; k < NBLOCK; k++) {
+            if (m->blk[l].off[k] != at) m->bucket = 0; /* then one average after backward */
+            at += numel[k];
+        }
+    if (at != m->off_lnfw || m->off_wte >= m->off_wpe) m->bucket = 0;
     OP(symcu_blas_create(&m->blas, 4 * C));
+    symcu_blas_use_tf32(m->blas, m->opts.precision == SYM_PREC_TF32);
     carver_t cv = {NULL, 0};
-    carve(m, &cv);
+    carve(m, &cv, 0, 0);
+    size_t keep_all = cv.used;
+    cv.used = 0;
+    carve(m, &cv, m->opts.recompute_gelu, m->opts.recompute_ln);
     m->region_bytes = cv.used;
+    m->recompute_saved = keep_all - cv.used;
     cudaError_t e = cudaMalloc((void **)&m->region, m->region_bytes);
     if (e != cudaSuccess) {
         cudaGetLastError();
@@ -578,7 +722,7 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     }
     cv.base = m->region;
     cv.used = 0;
-    carve(m, &cv);
+    carve(m, &cv, m->opts.recompute_gelu, m->opts.recompute_ln);
     size_t N = (size_t)m->Bmax * m->T;
     CK(cudaMallocHost((void **)&m->tok_h, N * sizeof(int32_t)));
     CK(cudaMallocHost((void **)&m->tgt_h, N * sizeof(int32_t)));
@@ -589,7 +733,13 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     if (m->nr)
         CK(cudaMemcpyAsync(m->nodecay, m->nodecay_h, 2 * (size_t)m->nr * sizeof(uint64_t),
                            cudaMemcpyHostToDevice, m->s));
-    if ((rc = refresh_bf16(m))) return rc;
+    if (m->ls) {
+        symcu_loss_scale_t ls0 = {};
+        ls0.scale = SYMCU_LOSS_SCALE_INIT;
+        ls0.growth = (uint32_t)m->opts.loss_scale_growth;
+        CK(cudaMemcpyAsync(m->ls, &ls0, sizeof ls0, cudaMemcpyHostToDevice, m->s));
+    }
+    if ((rc = refresh_copy(m))) return rc;
     CK(cudaStreamSynchronize(m->s));
 
     cudaDeviceProp p;
@@ -639,16 +789,27 @@ static int be_create(const sym_model_config_t *cfg, int max_rows, const sym_para
     m->Bmax = max_rows;
     m->P = P;
     m->npes = npes;
+    m->dt = opts->precision == SYM_PREC_FP32 || opts->precision == SYM_PREC_TF32 ? SYMCU_F32
+            : opts->precision == SYM_PREC_FP16                                 ? SYMCU_F16
+                                                                               : SYMCU_BF16;
+    m->esz = m->dt == SYMCU_F32 ? 4 : 2;
+    /* the test hook: +inf into a gradient at this process's Nth step (fp16) */
+    const char *inj = getenv("SYMTRAIN_TEST_FP16_OVERFLOW");
+    if (inj && *inj) {
+        char *end;
+        unsigned long long k = strtoull(inj, &end, 10);
+        if (*end || !k || m->dt != SYMCU_F16) {
+            be_destroy(m);
+            return fail(SYM_EINVAL, "SYMTRAIN_TEST_FP16_OVERFLOW='%s': give a step number from 1, "
+                                    "with --precision fp16", inj);
+        }
+        m->inject_at = k;
+    }
     int d = shmemx_gpu_device();
     m->dev = d >= 0 ? d : 0;
     if ((rc = create_in(m, table, ntable, params))) {
         be_destroy(m);
         return rc;
-    }
-    if (cudaEventCreate(&m->ev0) != cudaSuccess || cudaEventCreate(&m->ev1) != cudaSuccess) {
-        be_destroy(m);
-        return fail(SYM_EIO, "GPU GPT: cudaEventCreate failed: %s",
-                    cudaGetErrorString(cudaGetLastError()));
     }
     if (cudaDeviceGetPCIBusId(m->pci, (int)sizeof m->pci, m->dev) != cudaSuccess) {
         cudaGetLastError();
@@ -684,22 +845,17 @@ static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *
     if (m->opts.use_graph && m->warm && !m->graph_failed &&
         !(exec = graph_for(m, rows, seq, grad_scale)))
         m->graph_failed = 1;
-    CK(cudaEventRecord(m->ev0, m->s));
     if (exec)
         CK(cudaGraphLaunch(exec, m->s));
     else if ((rc = step_body(m, rows, seq, grad_scale)))
         return rc;
-    CK(cudaEventRecord(m->ev1, m->s));
     m->warm = 1;
-    if (m->npes > 1) {
-        int e = shmemx_gpu_allreduce_team(m->opts.dp_team, m->g, m->g, m->P, SHMEMX_FLOAT32,
-                                          SHMEMX_AVG, m->s);
-        if (e)
-            return fail(SYM_EIO, "PE %d: the gradient average (shmemx_gpu_allreduce_team of %zu "
-                                 "floats) failed: %s",
-                        shmem_my_pe(), m->P, shmemx_gpu_strerror(e));
+    if (++m->calls == m->inject_at) { /* after the average: every PE injects alike */
+        inject_inf_kernel<<<1, 1, 0, m->s>>>(m->g);
+        CK(cudaGetLastError());
     }
-    OP(symcu_grad_norm(m->norm, m->clip_scale, m->norm_scratch, m->g, m->P, clip, m->s));
+    /* an inf or NaN on any PE is one in the average on every PE: all skip alike */
+    OP(symcu_grad_norm(m->norm, m->clip_scale, m->norm_scratch, m->g, m->P, clip, m->ls, m->s));
     symcu_adamw_t hp;
     hp.lr = lr;
     hp.beta1 = m->opts.optim.beta1;
@@ -707,18 +863,22 @@ static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *
     hp.eps = m->opts.optim.eps;
     hp.weight_decay = m->opts.optim.weight_decay;
     hp.t = m->steps + 1;
-    OP(symcu_adamw(m->w, m->w16, m->m, m->v, m->g, m->P, m->clip_scale, m->nodecay, m->nr, &hp,
-                   m->s));
+    OP(symcu_adamw(m->w, m->dt, m->dt == SYMCU_F32 ? NULL : m->wc, m->m, m->v, m->g, m->P,
+                   m->clip_scale, m->ls ? &m->ls->skipped : NULL, m->nodecay, m->nr, &hp, m->s));
     CK(cudaMemcpyAsync(m->out_h->sums, m->sums, sizeof(double), cudaMemcpyDeviceToHost, m->s));
     CK(cudaMemcpyAsync(&m->out_h->norm, m->norm, sizeof(float), cudaMemcpyDeviceToHost, m->s));
+    CK(cudaMemcpyAsync(m->out_h->stamp, m->stamp, 2 * sizeof(uint64_t), cudaMemcpyDeviceToHost,
+                       m->s));
+    if (m->ls)
+        CK(cudaMemcpyAsync(&m->out_h->ls, m->ls, sizeof *m->ls, cudaMemcpyDeviceToHost, m->s));
     CK(cudaStreamSynchronize(m->s));
-    m->steps++;
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, m->ev0, m->ev1));
-    out->compute_s = ms * 1e-3;
+    /* the one synchronisation: a skipped update is no optimizer step (AdamW's t) */
+    out->skipped = m->ls && m->out_h->ls.skipped;
+    if (!out->skipped) m->steps++;
+    out->loss_scale = m->ls ? m->out_h->ls.scale : 1.0f;
+    out->compute_s = (double)(m->out_h->stamp[1] - m->out_h->stamp[0]) * 1e-9;
     out->loss_sum = m->out_h->sums[0];
     out->grad_norm = m->out_h->norm;
-    out->loss_scale = 1.0f;
     return SYM_OK;
 }
 
@@ -731,9 +891,18 @@ static int be_eval(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, i
     CK(cudaMemcpyAsync(m->tok, m->tok_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
     CK(cudaMemcpyAsync(m->tgt, m->tgt_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
     if ((rc = forward(m, rows, seq))) return rc;
-    argmax_hits_kernel<<<(unsigned)N, 256, 0, m->s>>>(m->hits, m->logits, m->tgt, m->V, m->Vp);
+    if (m->dt == SYMCU_F32)
+        argmax_hits_kernel<float><<<(unsigned)N, 256, 0, m->s>>>(m->hits, (const float *)m->logits,
+                                                                 m->tgt, m->V, m->Vp);
+    else if (m->dt == SYMCU_F16)
+        argmax_hits_kernel<f16><<<(unsigned)N, 256, 0, m->s>>>(m->hits, (const f16 *)m->logits,
+                                                               m->tgt, m->V, m->Vp);
+    else
+        argmax_hits_kernel<bf16><<<(unsigned)N, 256, 0, m->s>>>(m->hits, (const bf16 *)m->logits,
+                                                                m->tgt, m->V, m->Vp);
     CK(cudaGetLastError());
-    OP(symcu_softmax_xent(m->losses, m->logits, m->tgt, (int)N, m->V, m->Vp, 1.0f, m->s));
+    OP(symcu_softmax_xent(m->dt, m->losses, m->logits, m->tgt, (int)N, m->V, m->Vp, 1.0f, NULL,
+                          m->s));
     sum_rows_kernel<<<1, 1024, 0, m->s>>>(m->sums, m->losses, m->hits, (int)N);
     CK(cudaGetLastError());
     CK(cudaMemcpyAsync(m->out_h->sums, m->sums, 2 * sizeof(double), cudaMemcpyDeviceToHost,
@@ -765,16 +934,17 @@ static int be_set_state(sym_gpu_model_t *m, const float *params, const float *ex
     if (exp_avg) CK(cudaMemcpy(m->m, exp_avg, b, cudaMemcpyHostToDevice));
     if (exp_avg_sq) CK(cudaMemcpy(m->v, exp_avg_sq, b, cudaMemcpyHostToDevice));
     m->steps = steps;
-    int rc = refresh_bf16(m);
+    int rc = refresh_copy(m);
     if (rc) return rc;
     CK(cudaStreamSynchronize(m->s));
     return SYM_OK;
 }
 
 static size_t be_memory(sym_gpu_model_t *m) { return m->region_bytes; }
+static size_t be_memory_saved(sym_gpu_model_t *m) { return m->recompute_saved; }
 
 /* Dense peak of the compute dtype: the H100 / H200 SXM's 989 TFLOP/s bf16
- * (67 fp32); another Hopper in proportion to its SMs; else an A100's 312. */
+ * (494 TF32, 67 fp32); another Hopper in proportion to its SMs; else an A100's 312. */
 static double be_peak_flops(sym_gpu_model_t *m) {
     cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, m->dev) != cudaSuccess) {
@@ -784,6 +954,7 @@ static double be_peak_flops(sym_gpu_model_t *m) {
     double bf = 312e12;
     if (p.major == 9) bf = 989e12 * p.multiProcessorCount / 132.0;
     if (m->opts.precision == SYM_PREC_FP32) return bf * 67.0 / 989.0;
+    if (m->opts.precision == SYM_PREC_TF32) return bf * 494.0 / 989.0;
     return bf;
 }
 
@@ -793,7 +964,7 @@ static const char *be_pci_bus_id(sym_gpu_model_t *m) { return m->pci; }
 static const struct sym_cuda_backend table = {
     SYM_CUDA_BACKEND_ABI, be_error,     be_device_count, be_create,   be_destroy,
     be_train_step,        be_eval,      be_get_state,    be_set_state, be_memory,
-    be_peak_flops,        be_describe,  be_pci_bus_id};
+    be_peak_flops,        be_describe,  be_pci_bus_id,   be_memory_saved};
 
 extern "C" __attribute__((visibility("default"))) const struct sym_cuda_backend *
 sym_cuda_backend(void) {

@@ -141,6 +141,7 @@ static int mlp_init(sym_model_t *m) {
     need += 2 * sym__pow2_at_least(B * widest * 4);
     int rc;
     if ((rc = sym_pool_create("activations", sym__pow2_at_least(need), 0, &n->acts))) return rc;
+    m->acts = n->acts;
     for (int l = 0; l < cfg->nlayers - 1; l++) {
         layer_t *L = &n->layer[l];
         size_t bytes = B * (size_t)L->out * sizeof(float);
@@ -163,6 +164,7 @@ static void mlp_destroy(sym_model_t *m) {
     mlp_t *n = m->impl;
     if (!n) return;
     sym_pool_destroy(n->acts);
+    m->acts = NULL;
     free(n);
     m->impl = NULL;
 }
@@ -254,4 +256,4 @@ static int mlp_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
 }
 
 const sym__model_ops_t sym__mlp_ops = {mlp_declare, mlp_init, mlp_forward, mlp_backward,
-                                       mlp_destroy};
+                                       mlp_destroy, NULL,     NULL,        NULL}; /* never split */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <symtrain/optim.h>
 #include <symtrain/rng.h>
 
 #include "internal.h"
@@ -61,19 +62,43 @@ size_t sym__model_param(sym_model_t *m, const char *name, int ndim, const int64_
     p->offset = m->nparams;
     p->decay = ndim >= 2;
     p->tp_dim = -1;
+    p->index = m->nparam - 1;
     m->nparams += p->numel;
     return p->offset;
 }
 
 /* ---- creation ---- */
 
+/* With tensor parallelism: the 1-PE model's table (declared on a model of
+ * one PE that gets no arrays), for the whole tensors of checkpoints. */
+static int whole_table(sym_model_t *m) {
+    sym_model_t one;
+    memset(&one, 0, sizeof one);
+    one.cfg = m->cfg;
+    one.ops = m->ops;
+    one.tp = SHMEM_TEAM_INVALID;
+    one.tp_size = 1;
+    one.nl = m->cfg.n_layer; /* the whole model, whatever stage m is */
+    one.embed = one.head = one.slots = 1;
+    int rc = one.ops->declare(&one);
+    one.ops->destroy(&one);
+    if (rc) {
+        free(one.param);
+        return rc;
+    }
+    m->full = one.param;
+    m->full_nparams = one.nparams;
+    return SYM_OK;
+}
+
 int sym_model_create(const sym_model_config_t *cfg, int max_rows, int symmetric,
                      sym_model_t **out) {
     return sym_model_create_tp(cfg, max_rows, symmetric, SHMEM_TEAM_INVALID, out);
 }
 
-int sym_model_create_tp(const sym_model_config_t *cfg, int max_rows, int symmetric,
-                        shmem_team_t tp, sym_model_t **out) {
+/* The whole model, its TP part, or a pipeline stage (st, GPT only). */
+static int create(const sym_model_config_t *cfg, int max_rows, int symmetric, shmem_team_t tp,
+                  const sym_gpt_stage_t *st, sym_model_t **out) {
     *out = NULL;
     if (max_rows < 0) return sym__error(SYM_EINVAL, "max_rows cannot be negative");
     int tp_size = tp == SHMEM_TEAM_INVALID ? 1 : shmem_team_n_pes(tp);
@@ -86,6 +111,17 @@ int sym_model_create_tp(const sym_model_config_t *cfg, int max_rows, int symmetr
         return sym__error(SYM_EINVAL, "tensor parallelism over %d PEs needs the heads (%d) and "
                           "the width (%d) divisible by %d", tp_size, cfg->n_head, cfg->n_embd,
                           tp_size);
+    if (st && cfg->kind != SYM_MODEL_GPT)
+        return sym__error(SYM_EINVAL, "pipeline parallelism splits a GPT; '%s' is not one",
+                          cfg->spec);
+    if (st && (st->first_layer < 0 || st->layers < 0 ||
+               st->first_layer + st->layers > cfg->n_layer || st->slots < 1))
+        return sym__error(SYM_EINVAL, "pipeline stage: blocks [%d, %d) of a %d-block GPT with "
+                          "%d activation slots is not a stage", st->first_layer,
+                          st->first_layer + st->layers, cfg->n_layer, st->slots);
+    if (tp_size > 1 && tp_size > cfg->vocab)
+        return sym__error(SYM_EINVAL, "tensor parallelism over %d PEs splits the vocabulary "
+                          "(%d tokens): every PE needs at least one", tp_size, cfg->vocab);
     sym_model_t *m = calloc(1, sizeof *m);
     if (!m) return sym__error(SYM_ENOMEM, "out of memory for the model");
     m->cfg = *cfg;
@@ -93,14 +129,22 @@ int sym_model_create_tp(const sym_model_config_t *cfg, int max_rows, int symmetr
     m->tp = tp_size > 1 ? tp : SHMEM_TEAM_INVALID;
     m->tp_size = tp_size;
     m->tp_rank = tp_size > 1 ? shmem_team_my_pe(tp) : 0;
+    m->nl = st ? st->layers : cfg->n_layer;
+    m->l0 = st ? st->first_layer : 0;
+    m->embed = st ? st->embed : 1;
+    m->head = st ? st->head : 1;
+    m->slots = st ? st->slots : 1;
     m->ops = cfg->kind == SYM_MODEL_GPT ? &sym__gpt_ops : &sym__mlp_ops;
-    int rc = m->ops->declare(m);
-    if (rc) goto fail;
-    /* Parameters and gradients: two power-of-two blocks of one pool. */
-    size_t block = sym__pow2_at_least((m->nparams + SYM_GRAD_CTRL) * sizeof(float));
+    int rc = tp_size > 1 ? whole_table(m) : SYM_OK;
+    if (rc || (rc = m->ops->declare(m))) goto fail;
+    /* Parameters and gradients: two power-of-two blocks of one pool, sized for
+     * the largest stage when the stages share one symmetric layout (then the
+     * gradients start at the same offset on every stage). */
+    size_t room = st && st->reserve > m->nparams ? st->reserve : m->nparams;
+    size_t block = sym__pow2_at_least((room + SYM_GRAD_CTRL) * sizeof(float));
     if ((rc = sym_pool_create("parameters", 2 * block, symmetric, &m->state))) goto fail;
-    m->params = sym_pool_alloc(m->state, m->nparams * sizeof(float));
-    m->grads = sym_pool_alloc(m->state, (m->nparams + SYM_GRAD_CTRL) * sizeof(float));
+    m->params = sym_pool_alloc(m->state, room * sizeof(float));
+    m->grads = sym_pool_alloc(m->state, (room + SYM_GRAD_CTRL) * sizeof(float));
     if (!m->params || !m->grads) {
         rc = SYM_ENOMEM;
         goto fail;
@@ -113,11 +157,48 @@ fail:
     return rc;
 }
 
+int sym_model_create_tp(const sym_model_config_t *cfg, int max_rows, int symmetric,
+                        shmem_team_t tp, sym_model_t **out) {
+    return create(cfg, max_rows, symmetric, tp, NULL, out);
+}
+
+int sym_model_create_stage(const sym_model_config_t *cfg, int max_rows, int symmetric,
+                           shmem_team_t tp, const sym_gpt_stage_t *st, sym_model_t **out) {
+    return create(cfg, max_rows, symmetric, tp, st, out);
+}
+
+size_t sym__model_stage_params(const sym_model_config_t *cfg, int tp_size,
+                               const sym_gpt_stage_t *st) {
+    sym_model_t m;
+    memset(&m, 0, sizeof m);
+    m.cfg = *cfg;
+    m.tp_size = tp_size;
+    m.l0 = st->first_layer;
+    m.nl = st->layers;
+    m.embed = st->embed;
+    m.head = st->head;
+    m.slots = st->slots;
+    m.ops = &sym__gpt_ops;
+    size_t n = m.ops->declare(&m) ? 0 : m.nparams;
+    m.ops->destroy(&m);
+    free(m.param);
+    return n;
+}
+
+void sym_model_use_slot(sym_model_t *m, int slot) {
+    if (m->ops->use_slot && slot >= 0 && slot < m->slots) m->ops->use_slot(m, slot);
+}
+
+const float *sym_model_input_grad(const sym_model_t *m) {
+    return m->ops->input_grad && !m->embed ? m->ops->input_grad(m) : NULL;
+}
+
 void sym_model_destroy(sym_model_t *m) {
     if (!m) return;
     if (m->ops && m->ops->destroy) m->ops->destroy(m);
     sym_pool_destroy(m->state);
     free(m->param);
+    free(m->full);
     free(m);
 }
 
@@ -125,11 +206,25 @@ void sym_model_destroy(sym_model_t *m) {
 
 const sym_model_config_t *sym_model_config(const sym_model_t *m) { return &m->cfg; }
 size_t sym_model_num_params(const sym_model_t *m) { return m->nparams; }
+
+void sym_model_memory(const sym_model_t *m, size_t *params, size_t *grads, size_t *acts) {
+    *params = sym_pool_block_bytes(m->state, m->params);
+    *grads = sym_pool_block_bytes(m->state, m->grads);
+    *acts = m->acts ? sym_pool_used_bytes(m->acts) : 0;
+}
 float *sym_model_params(sym_model_t *m) { return m->params; }
 float *sym_model_grads(sym_model_t *m) { return m->grads; }
 void sym_model_zero_grads(sym_model_t *m) { memset(m->grads, 0, m->nparams * sizeof(float)); }
 int sym_model_num_tensors(const sym_model_t *m) { return m->nparam; }
 const sym_param_t *sym_model_param(const sym_model_t *m, int i) { return &m->param[i]; }
+
+size_t sym_model_full_num_params(const sym_model_t *m) {
+    return m->full ? m->full_nparams : m->nparams;
+}
+
+const sym_param_t *sym_model_full_param(const sym_model_t *m, int i) {
+    return m->full ? &m->full[m->param[i].index] : &m->param[i];
+}
 
 const sym_param_t *sym_model_find_param(const sym_model_t *m, const char *name) {
     for (int i = 0; i < m->nparam; i++)
@@ -142,7 +237,57 @@ int sym_model_classes(const sym_model_t *m) {
 }
 
 int sym_model_logit_width(const sym_model_t *m) {
-    return m->cfg.kind == SYM_MODEL_GPT ? m->cfg.padded_vocab : m->cfg.dims[m->cfg.nlayers];
+    return m->cfg.kind == SYM_MODEL_GPT ? (int)m->nv : m->cfg.dims[m->cfg.nlayers];
+}
+
+/* ---- tensor parallelism: whole tensors, the loss, the gradient norm ---- */
+
+int sym_model_tp_size(const sym_model_t *m) { return m->tp_size; }
+
+int sym_model_gather(sym_model_t *m, const float *part, float *full) {
+    if (m->tp_size == 1) {
+        memcpy(full, part, m->nparams * sizeof *full);
+        return SYM_OK;
+    }
+    /* Each PE writes its parts (the whole tensors: PE 0 only) into zeros; the
+     * sum over the team is every tensor whole. */
+    memset(full, 0, m->full_nparams * sizeof *full);
+    for (int i = 0; i < m->nparam; i++)
+        if (m->param[i].tp_dim >= 0 || m->tp_rank == 0)
+            m->ops->shard_copy(m, i, m->tp_rank, full + m->full[m->param[i].index].offset,
+                               (float *)part + m->param[i].offset, 1);
+    return sym__comm_sum(m->tp, full, m->full_nparams);
+}
+
+void sym_model_scatter(const sym_model_t *m, const float *full, float *part) {
+    if (m->tp_size == 1) {
+        memcpy(part, full, m->nparams * sizeof *part);
+        return;
+    }
+    for (int i = 0; i < m->nparam; i++)
+        m->ops->shard_copy(m, i, m->tp_rank, (float *)full + m->full[m->param[i].index].offset,
+                           part + m->param[i].offset, 0);
+}
+
+double sym_model_xent(const sym_model_t *m, const sym_tensor_t *logits, const int32_t *labels,
+                      float grad_scale, sym_tensor_t *dlogits, int64_t *correct) {
+    if (m->tp_size == 1)
+        return sym_softmax_xent(logits, labels, sym_model_classes(m), grad_scale, dlogits,
+                                correct);
+    return sym_softmax_xent_shard(logits, labels, m->v0, m->cfg.vocab, m->tp, grad_scale,
+                                  dlogits, correct);
+}
+
+double sym_model_grad_norm(const sym_model_t *m, const float *g) {
+    if (m->tp_size == 1) return sym_grad_norm(g, m->nparams);
+    double sq[2] = {0, 0}; /* the split tensors' squares, summed over the team; the whole ones' */
+    for (int i = 0; i < m->nparam; i++) {
+        const sym_param_t *p = &m->param[i];
+        double s = sym_grad_norm(g + p->offset, p->numel);
+        sq[p->tp_dim < 0] += s * s;
+    }
+    if (sym__comm_sum_f64(m->tp, sq, 1)) return NAN;
+    return sqrt(sq[0] + sq[1]);
 }
 
 double sym_model_flops_per_token(const sym_model_t *m, int seq) {
@@ -184,6 +329,9 @@ int sym_model_generate(sym_model_t *m, int32_t *tokens, int n, int max_new, floa
                        void *user) {
     if (m->cfg.kind != SYM_MODEL_GPT)
         return sym__error(SYM_EINVAL, "sampling needs a GPT model, not %s", m->cfg.spec);
+    if (m->tp_size > 1)
+        return sym__error(SYM_EINVAL, "sampling reads whole logits rows: give it the 1-PE model "
+                                      "(sym_model_gather the parameters into one)");
     if (n < 1) return sym__error(SYM_EINVAL, "sampling needs a prompt of at least one token");
     if (!(temperature >= 0) || !isfinite(temperature))
         return sym__error(SYM_EINVAL, "--temperature must be 0 or more");

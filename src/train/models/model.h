@@ -12,6 +12,7 @@
 #define SYM_TRAIN_MODEL_H
 
 #include <symtrain/nn.h>
+#include <symtrain/pipeline.h>
 
 typedef struct {
     /* Add the parameters (sym__model_param) and return 0 or an error. */
@@ -23,6 +24,14 @@ typedef struct {
     int (*backward)(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_ready_fn ready,
                     void *user);
     void (*destroy)(sym_model_t *m); /* frees m->impl */
+    /* Pipeline stages (GPT; NULL for the MLP): which activation set the next
+     * forward / backward uses, and the input's gradient after a backward. */
+    void (*use_slot)(sym_model_t *m, int slot);
+    const float *(*input_grad)(const sym_model_t *m);
+    /* Tensor parallelism (NULL for kinds that are not split): copy between
+     * parameter i's whole tensor `full` and team PE k's part of it, `part`
+     * (k's shape of the table entry), to the whole (to_full) or to the part. */
+    void (*shard_copy)(const sym_model_t *m, int i, int k, float *full, float *part, int to_full);
 } sym__model_ops_t;
 
 struct sym_model {
@@ -35,8 +44,17 @@ struct sym_model {
     sym_pool_t *state;  /* params + grads */
     float *params, *grads;
     void *impl;         /* the kind's activations and scratch */
+    sym_pool_t *acts;   /* the kind's activations pool (NULL: none), for sym_model_memory */
     shmem_team_t tp;    /* tensor parallelism: the team the GPT's blocks are split over */
     int tp_size, tp_rank; /* 1 and 0 without */
+    /* pipeline parallelism (sym_model_create_stage): the part of the GPT held
+     * here; the whole model otherwise (l0 0, nl n_layer, embed and head 1) */
+    int l0, nl;         /* blocks [l0, l0 + nl) */
+    int embed, head;    /* wte + wpe; ln_f + the LM head (with its copy of wte) */
+    int slots;          /* activation sets (micro-batches between forward and backward) */
+    int64_t v0, nv;     /* GPT: the rows of wte held, [v0, v0 + nv) (0 and Vp without TP) */
+    sym_param_t *full;  /* with TP: the 1-PE model's table (same names, whole shapes) */
+    size_t full_nparams;
 };
 
 extern const sym__model_ops_t sym__mlp_ops, sym__gpt_ops;
@@ -44,6 +62,11 @@ extern const sym__model_ops_t sym__mlp_ops, sym__gpt_ops;
 /* Append a parameter of `shape` to the table; returns its offset in floats,
  * or (size_t)-1 with the error recorded. Decay: matrices (ndim >= 2). */
 size_t sym__model_param(sym_model_t *m, const char *name, int ndim, const int64_t *shape);
+
+/* The parameters (floats) a GPT stage holds: its table declared on a scratch
+ * model, nothing allocated. */
+size_t sym__model_stage_params(const sym_model_config_t *cfg, int tp_size,
+                               const sym_gpt_stage_t *st);
 
 /* The next power of two >= x, at least 64 (a buddy block). */
 size_t sym__pow2_at_least(size_t x);

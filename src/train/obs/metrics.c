@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,13 +88,22 @@ static int write_pes(FILE *f, const sym_step_record_t *r) {
 }
 
 int sym_metrics_step(sym_metrics_t *m, const sym_step_record_t *r) {
+    /* JSON has no inf: an fp16 step that overflowed has no gradient norm (null) */
+    char norm[32];
+    if (isfinite(r->grad_norm))
+        snprintf(norm, sizeof norm, "%.6g", r->grad_norm);
+    else
+        snprintf(norm, sizeof norm, "null");
     int n = fprintf(m->f,
-                    "{\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,\"lr\":%.6g,\"grad_norm\":%.6g,"
+                    "{\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,\"lr\":%.6g,\"grad_norm\":%s,"
                     "\"samples_per_s\":%.1f,\"tokens_per_s\":%.1f,\"compute_s\":%.6f,"
                     "\"comm_s\":%.6f,\"bytes_allreduced\":%llu",
                     (long long)r->step, (long long)r->epoch, (double)r->loss, (double)r->lr,
-                    r->grad_norm, r->samples_per_s, r->tokens_per_s, r->compute_s, r->comm_s,
+                    norm, r->samples_per_s, r->tokens_per_s, r->compute_s, r->comm_s,
                     (unsigned long long)r->bytes_allreduced);
+    if (n >= 0 && r->loss_scale > 0)
+        n = fprintf(m->f, ",\"loss_scale\":%.9g,\"skipped\":%d", (double)r->loss_scale,
+                    r->skipped);
     if (n >= 0 && r->npes > 0 && r->pes) n = write_pes(m->f, r);
     if (n >= 0) n = fputs("}\n", m->f);
     return done(m, n);

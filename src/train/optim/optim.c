@@ -165,6 +165,10 @@ void sym_optim_step(sym_optim_t *o, float *w, const float *g, float lr) {
 
 /* ---- state ---- */
 
+size_t sym_optim_bytes(const sym_optim_t *o) {
+    return o->n * sizeof(float) * (o->cfg.kind == SYM_OPT_ADAMW ? 2 : 1);
+}
+
 size_t sym_optim_state_size(const sym_optim_t *o) {
     return sizeof(state_hdr_t) + o->n * sizeof(float) * (o->cfg.kind == SYM_OPT_ADAMW ? 2 : 1);
 }

@@ -31,12 +31,32 @@ int sym__comm_wait(sym__req_t req) {
     return SYM_OK;
 }
 
-int sym__comm_sum(shmem_team_t team, float *x, size_t n) {
-    int rc = shmemx_allreduce(team, x, x, n, SHMEMX_FLOAT32, SHMEMX_SUM);
+/* Blocking all-reduces in place over a team, of symmetric or private vectors
+ * (the tensor-parallel GPT's activations and the vocabulary-parallel
+ * cross-entropy's row statistics, gradient norms). */
+static int allreduce(shmem_team_t team, void *x, size_t n, shmemx_dtype_t dt, shmemx_op_t op,
+                     const char *what) {
+    int rc = shmemx_allreduce(team, x, x, n, dt, op);
     if (rc)
-        return sym__error(SYM_ECOMM, "shmemx_allreduce of %zu floats failed: %s", n,
+        return sym__error(SYM_ECOMM, "shmemx_allreduce (%s) of %zu values failed: %s", what, n,
                           shmemx_strerror(rc));
     return SYM_OK;
+}
+
+int sym__comm_sum(shmem_team_t team, float *x, size_t n) {
+    return allreduce(team, x, n, SHMEMX_FLOAT32, SHMEMX_SUM, "sum");
+}
+
+int sym__comm_sum_f64(shmem_team_t team, double *x, size_t n) {
+    return allreduce(team, x, n, SHMEMX_FLOAT64, SHMEMX_SUM, "sum");
+}
+
+int sym__comm_max_f32(shmem_team_t team, float *x, size_t n) {
+    return allreduce(team, x, n, SHMEMX_FLOAT32, SHMEMX_MAX, "max");
+}
+
+int sym__comm_min_i32(shmem_team_t team, int32_t *x, size_t n) {
+    return allreduce(team, x, n, SHMEMX_INT32, SHMEMX_MIN, "min");
 }
 
 /* ---- uneven collectives over symmetric buffers (the distributed tensors) ---- */

@@ -1,7 +1,7 @@
 /*
  * adamw.cu — the optimizer step on the GPU: the global gradient norm (and
  * the clipping factor it implies) and one fused AdamW update over every
- * parameter, fp32 master weights and moments, writing the bf16 working copy
+ * parameter, fp32 master weights and moments, writing the bf16 or fp16 working copy
  * (CPU reference: sym_grad_norm / sym_grad_clip in optim/clip.c, and
  * sym_optim_step in optim/optim.c).
  *
@@ -17,6 +17,11 @@
  * the same gradient scale the updates agree with sym_optim_step's to the bit
  * (the scale itself, from a sum in another order, may differ in its last bit). Weight decay is off inside the no-decay ranges, found by a
  * binary search over their sorted offsets.
+ *
+ * fp16's loss scale rides on the same two kernels: the norm's final block
+ * sees the sum of squares of the scaled gradients, so an inf or NaN anywhere
+ * shows there as a non-finite sum, and that one thread updates the scale
+ * (symcu_loss_scale_t) and the skip flag AdamW reads. No host is asked.
  */
 #include <math.h>
 
@@ -51,26 +56,46 @@ __global__ void __launch_bounds__(NORM_THREADS)
     if (threadIdx.x == 0) part[blockIdx.x] = s;
 }
 
-/* norm = sqrt(sum of the partials); scale = the clipping factor */
+/* norm = sqrt(sum of the partials); scale = the clipping factor; with ls,
+ * both for the gradients divided by ls->scale, and ls updated */
 __global__ void __launch_bounds__(NORM_BLOCKS)
-    norm_final_kernel(float *norm, float *scale, const double *part, float max_norm) {
+    norm_final_kernel(float *norm, float *scale, const double *part, float max_norm,
+                      symcu_loss_scale_t *ls) {
     __shared__ double sh[32];
     double s = block_sum(part[threadIdx.x], sh);
     if (threadIdx.x == 0) {
-        double nrm = sqrt(s);
+        float S = ls ? ls->scale : 1.0f;
+        double nrm = sqrt(s) / (double)S; /* S is a power of 2: exact */
         *norm = (float)nrm;
         /* sym_grad_clip's rule, in the same precision */
-        *scale = max_norm > 0.0f && nrm > (double)max_norm ? (float)((double)max_norm / (nrm + 1e-6))
-                                                           : 1.0f;
+        float clip = max_norm > 0.0f && nrm > (double)max_norm
+                         ? (float)((double)max_norm / (nrm + 1e-6))
+                         : 1.0f;
+        *scale = ls ? clip / S : clip;
+        if (ls) {
+            if (!isfinite(s)) { /* an inf or NaN in the gradients: skip, lower S */
+                ls->skipped = 1;
+                ls->skipped_total++;
+                ls->scale = fmaxf(1.0f, 0.5f * S);
+                ls->good = 0;
+                *scale = 0.0f;
+            } else {
+                ls->skipped = 0;
+                if (++ls->good >= ls->growth) {
+                    ls->scale = fminf(SYMCU_LOSS_SCALE_MAX, 2.0f * S);
+                    ls->good = 0;
+                }
+            }
+        }
     }
 }
 
 int symcu_grad_norm(float *norm, float *scale, double *scratch, const float *g, size_t n,
-                    float max_norm, cudaStream_t stream) {
+                    float max_norm, symcu_loss_scale_t *ls, cudaStream_t stream) {
     if (!norm || !scale || !scratch) return SYMCU_INVAL("grad norm: norm, scale and scratch are needed");
     norm_part_kernel<<<NORM_BLOCKS, NORM_THREADS, 0, stream>>>(scratch, g, n, symcu__aligned16(g));
     SYMCU_LAUNCHED("norm_part_kernel");
-    norm_final_kernel<<<1, NORM_BLOCKS, 0, stream>>>(norm, scale, scratch, max_norm);
+    norm_final_kernel<<<1, NORM_BLOCKS, 0, stream>>>(norm, scale, scratch, max_norm, ls);
     SYMCU_LAUNCHED("norm_final_kernel");
     return SYM_OK;
 }
@@ -109,11 +134,14 @@ __device__ __forceinline__ void adamw_one(float &wi, float &mi, float &vi, float
     wi = __fsub_rn(wi, __fdiv_rn(__fmul_rn(k.step, mi), den));
 }
 
-/* w, m, v (n) updated from g (n) * *gscale; w16 (n) the bf16 copy. vec: the
- * fp32 arrays are 16-byte aligned and w16 8-byte, so the body goes 4 at a time. */
-__global__ void adamw_kernel(float *w, bf16 *w16, float *m, float *v, const float *g, size_t n,
-                             const float *gscale, const uint64_t *ranges, int nr, adamw_k_t k,
-                             int vec) {
+/* w, m, v (n) updated from g (n) * *gscale; w16 (n) the copy in E (bf16 or
+ * fp16). vec: the fp32 arrays are 16-byte aligned and w16 8-byte, so the body
+ * goes 4 at a time. Nothing where *skip. */
+template <typename E>
+__global__ void adamw_kernel(float *w, E *w16, float *m, float *v, const float *g, size_t n,
+                             const float *gscale, const uint32_t *skip, const uint64_t *ranges,
+                             int nr, adamw_k_t k, int vec) {
+    if (skip && *skip) return;
     float sc = gscale ? *gscale : 1.0f;
     size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x, nth = (size_t)gridDim.x * blockDim.x;
     size_t n4 = vec ? n / 4 : 0;
@@ -131,11 +159,8 @@ __global__ void adamw_kernel(float *w, bf16 *w16, float *m, float *v, const floa
         reinterpret_cast<float4 *>(m)[c] = m4;
         reinterpret_cast<float4 *>(v)[c] = v4;
         if (w16) {
-            __nv_bfloat162 lo = __floats2bfloat162_rn(w4.x, w4.y), hi = __floats2bfloat162_rn(w4.z, w4.w);
-            uint2 u;
-            u.x = *reinterpret_cast<uint32_t *>(&lo);
-            u.y = *reinterpret_cast<uint32_t *>(&hi);
-            reinterpret_cast<uint2 *>(w16)[c] = u;
+            store2(w16 + c * 4, w4.x, w4.y);
+            store2(w16 + c * 4 + 2, w4.z, w4.w);
         }
     }
     for (size_t i = n4 * 4 + tid; i < n; i += nth) {
@@ -144,13 +169,16 @@ __global__ void adamw_kernel(float *w, bf16 *w16, float *m, float *v, const floa
         m[i] = mi;
         v[i] = vi;
         w[i] = wi;
-        if (w16) w16[i] = __float2bfloat16_rn(wi);
+        if (w16) w16[i] = from_f<E>(wi);
     }
 }
 
-int symcu_adamw(float *w, symcu_bf16 *w16, float *m, float *v, const float *g, size_t n,
-                const float *grad_scale, const uint64_t *no_decay, int nr,
+int symcu_adamw(float *w, symcu_dtype_t dt, void *wc, float *m, float *v, const float *g, size_t n,
+                const float *grad_scale, const uint32_t *skip, const uint64_t *no_decay, int nr,
                 const symcu_adamw_t *hp, cudaStream_t stream) {
+    if (wc && dt != SYMCU_BF16 && dt != SYMCU_F16)
+        return SYMCU_INVAL("adamw: a working copy of compute type %d; bf16 or fp16 only (fp32 "
+                           "computes with the master weights)", (int)dt);
     if (!hp || hp->t < 1) return SYMCU_INVAL("adamw: the step count t starts at 1");
     if (nr < 0 || (nr > 0 && !no_decay)) return SYMCU_INVAL("adamw: %d no-decay ranges and no array", nr);
     if (!n) return SYM_OK;
@@ -167,12 +195,17 @@ int symcu_adamw(float *w, symcu_bf16 *w16, float *m, float *v, const float *g, s
     k.step = hp->lr / bc1;
     k.inv_sqrt_bc2 = 1.0f / sqrtf(bc2);
     int vec = symcu__aligned16(w) && symcu__aligned16(m) && symcu__aligned16(v) &&
-              symcu__aligned16(g) && ((uintptr_t)w16 & 7u) == 0;
+              symcu__aligned16(g) && ((uintptr_t)wc & 7u) == 0;
     size_t blocks = (n / (vec ? 4 : 1) + 255) / 256;
     if (blocks > 132 * 16) blocks = 132 * 16; /* a grid-stride loop past this */
     if (blocks < 1) blocks = 1;
-    adamw_kernel<<<(unsigned)blocks, 256, 0, stream>>>(w, w16, m, v, g, n, grad_scale, no_decay, nr,
-                                                       k, vec);
+    if (dt == SYMCU_F16)
+        adamw_kernel<f16><<<(unsigned)blocks, 256, 0, stream>>>(w, (f16 *)wc, m, v, g, n, grad_scale,
+                                                               skip, no_decay, nr, k, vec);
+    else
+        adamw_kernel<bf16><<<(unsigned)blocks, 256, 0, stream>>>(w, (bf16 *)wc, m, v, g, n,
+                                                                grad_scale, skip, no_decay, nr, k,
+                                                                vec);
     SYMCU_LAUNCHED("adamw_kernel");
     return SYM_OK;
 }

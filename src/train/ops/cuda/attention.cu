@@ -1,8 +1,9 @@
 /*
  * attention.cu — causal multi-head self-attention, forward and backward, as
  * flash-attention-2-style kernels on the tensor cores (mma.sync m16n8k16,
- * bf16 in, fp32 accumulate), never writing the T x T matrix. CPU reference:
- * ops/cpu/attention.c (same qkv layout, same scale 1 / sqrt(hs)).
+ * bf16 or fp16 in (the template's E), fp32 accumulate), never writing the
+ * T x T matrix; and for fp32, plain kernels of one warp per row (at the end).
+ * CPU reference: ops/cpu/attention.c (same qkv layout, same scale 1 / sqrt(hs)).
  *
  * A block of 4 warps owns one 64-row tile of one (b, h), each warp 16 of its
  * rows, and walks the 64-row tiles of the other side that the causal mask
@@ -28,7 +29,7 @@
  *             so two runs give the same bits.
  *
  * Precision. P and dS are fp32 in the registers; as the A operand of the next
- * product each is split into a bf16 head and a bf16 tail (x = hi + lo, about
+ * product each is split into an E head and an E tail (x = hi + lo, about
  * 16 significant bits), two products instead of one (SYMCU_ATTN_SPLIT=0 at
  * build time rounds them once, as other flash kernels do: bench/gpt measures
  * what the split costs). The other operands (q, k, v, dout) are bf16 inputs,
@@ -43,6 +44,8 @@
  * for the next product, so P never leaves the registers.
  */
 #include <math.h>
+
+#include <type_traits>
 
 #include "common.cuh"
 
@@ -95,28 +98,38 @@ constexpr int KC = SYMCU_ATTN_CHUNK / 16; /* 16-row steps the backward takes at 
 
 /* ---- tensor cores and shared memory ---- */
 
+/* c += a b on E operands (bf16 or fp16), fp32 accumulators. */
+template <typename E>
 __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0,
                                          uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    if constexpr (std::is_same<E, bf16>::value)
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 __device__ __forceinline__ uint32_t smem_addr(const void *p) {
     return (uint32_t)__cvta_generic_to_shared(p);
 }
 
-/* Four 8x8 bf16 matrices; lane i gives the address of row i % 8 of matrix
- * i / 8, and register j receives its part of matrix j (transposed: .trans). */
-__device__ __forceinline__ void ldsm4(uint32_t r[4], const bf16 *p) {
+/* Four 8x8 matrices of 16-bit elements; lane i gives the address of row i % 8
+ * of matrix i / 8, and register j receives its part of matrix j (transposed:
+ * .trans). */
+__device__ __forceinline__ void ldsm4(uint32_t r[4], const void *p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(smem_addr(p))
                  : "memory");
 }
-__device__ __forceinline__ void ldsm4t(uint32_t r[4], const bf16 *p) {
+__device__ __forceinline__ void ldsm4t(uint32_t r[4], const void *p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(smem_addr(p))
@@ -125,7 +138,8 @@ __device__ __forceinline__ void ldsm4t(uint32_t r[4], const bf16 *p) {
 
 /* The A fragment of rows [r0, r0+16), columns [k0, k0+16) of a row-major
  * shared tile with row stride ld. */
-__device__ __forceinline__ void load_a(uint32_t a[4], const bf16 *s, int ld, int r0, int k0,
+template <typename E>
+__device__ __forceinline__ void load_a(uint32_t a[4], const E *s, int ld, int r0, int k0,
                                        int lane) {
     ldsm4(a, s + (r0 + (lane & 15)) * ld + k0 + (lane >> 4) * 8);
 }
@@ -133,66 +147,79 @@ __device__ __forceinline__ void load_a(uint32_t a[4], const bf16 *s, int ld, int
 /* B fragments {b0, b1} of the n-tiles n0 and n0 + 8, k in [k0, k0+16), of a
  * tile stored n-major (element (k, n) at s[n * ld + k]): b[0], b[1] for n0,
  * b[2], b[3] for n0 + 8. */
-__device__ __forceinline__ void load_b(uint32_t b[4], const bf16 *s, int ld, int n0, int k0,
+template <typename E>
+__device__ __forceinline__ void load_b(uint32_t b[4], const E *s, int ld, int n0, int k0,
                                        int lane) {
     ldsm4(b, s + (n0 + (lane & 7) + ((lane >> 4) << 3)) * ld + k0 + ((lane >> 3) & 1) * 8);
 }
 
 /* The same of a tile stored k-major (element (k, n) at s[k * ld + n]). */
-__device__ __forceinline__ void load_bt(uint32_t b[4], const bf16 *s, int ld, int k0, int n0,
+template <typename E>
+__device__ __forceinline__ void load_bt(uint32_t b[4], const E *s, int ld, int k0, int n0,
                                         int lane) {
     ldsm4t(b, s + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + n0 + (lane >> 4) * 8);
 }
 
+/* (lo, hi) rounded to E, in one register; and back. */
+template <typename E>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&h);
+    if constexpr (std::is_same<E, bf16>::value) {
+        __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<uint32_t *>(&h);
+    } else {
+        __half2 h = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<uint32_t *>(&h);
+    }
+}
+template <typename E>
+__device__ __forceinline__ float2 unpack2(uint32_t r) {
+    return load2(reinterpret_cast<const E *>(&r));
 }
 
 /* The A fragment (16 x 16) made of the C fragments x0, x1 of two neighbouring
- * n-tiles, as bf16 heads (hi) and, when splitting, the bf16 rounding of what
+ * n-tiles, as E heads (hi) and, when splitting, the E rounding of what
  * the heads miss (lo). */
+template <typename E>
 __device__ __forceinline__ void a_from_c(uint32_t hi[4], uint32_t lo[4], const float x0[4],
                                          const float x1[4]) {
     const float v[8] = {x0[0], x0[1], x0[2], x0[3], x1[0], x1[1], x1[2], x1[3]};
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
-        hi[i] = *reinterpret_cast<uint32_t *>(&h);
+        hi[i] = pack2<E>(v[2 * i], v[2 * i + 1]);
         if constexpr (kSplit) {
-            float2 f = __bfloat1622float2(h);
-            lo[i] = pack2(v[2 * i] - f.x, v[2 * i + 1] - f.y);
+            float2 f = unpack2<E>(hi[i]);
+            lo[i] = pack2<E>(v[2 * i] - f.x, v[2 * i + 1] - f.y);
         }
     }
 }
 
 /* acc (16 x D) += X (16 x 16) @ Y (16 rows k0.. of a row-major shared tile, all
  * D columns): X as a_from_c gives it. */
-template <int D>
+template <typename E, int D>
 __device__ __forceinline__ void mma_rows(float acc[D / 8][4], const uint32_t hi[4],
-                                         const uint32_t lo[4], const bf16 *s, int ld, int k0,
+                                         const uint32_t lo[4], const E *s, int ld, int k0,
                                          int lane) {
 #pragma unroll
     for (int dp = 0; dp < D / 16; dp++) {
         uint32_t b[4];
         load_bt(b, s, ld, k0, dp * 16, lane);
-        mma16816(acc[2 * dp], hi, b[0], b[1]);
-        mma16816(acc[2 * dp + 1], hi, b[2], b[3]);
+        mma16816<E>(acc[2 * dp], hi, b[0], b[1]);
+        mma16816<E>(acc[2 * dp + 1], hi, b[2], b[3]);
         if constexpr (kSplit) {
-            mma16816(acc[2 * dp], lo, b[0], b[1]);
-            mma16816(acc[2 * dp + 1], lo, b[2], b[3]);
+            mma16816<E>(acc[2 * dp], lo, b[0], b[1]);
+            mma16816<E>(acc[2 * dp + 1], lo, b[2], b[3]);
         }
     }
 }
 
 /* A warp's A fragments of its 16 rows of a row-major shared tile, all KS
  * k-steps: held in registers when HOLD (the small heads), else read at each use. */
-template <int KS, bool HOLD>
+template <typename E, int KS, bool HOLD>
 struct arows {
     uint32_t r[HOLD ? KS : 1][4];
-    const bf16 *s;
+    const E *s;
     int ld, r0, lane;
-    __device__ __forceinline__ void init(const bf16 *s_, int ld_, int r0_, int lane_) {
+    __device__ __forceinline__ void init(const E *s_, int ld_, int r0_, int lane_) {
         s = s_;
         ld = ld_;
         r0 = r0_;
@@ -215,16 +242,16 @@ struct arows {
 /* c[0..2) (16 x 16 of this warp's rows against n-tiles n0, n0 + 8) += A B,
  * A the warp's rows of one tile, B^T the rows [n0, n0+16) of another (both
  * row-major, the product over their D columns). */
-template <int D, bool HOLD>
-__device__ __forceinline__ void mma_nt(float c[2][4], const arows<D / 16, HOLD> &a,
-                                       const bf16 *s, int ld, int n0, int lane) {
+template <typename E, int D, bool HOLD>
+__device__ __forceinline__ void mma_nt(float c[2][4], const arows<E, D / 16, HOLD> &a,
+                                       const E *s, int ld, int n0, int lane) {
 #pragma unroll
     for (int ks = 0; ks < D / 16; ks++) {
         uint32_t af[4], b[4];
         a.get(af, ks);
         load_b(b, s, ld, n0, ks * 16, lane);
-        mma16816(c[0], af, b[0], b[1]);
-        mma16816(c[1], af, b[2], b[3]);
+        mma16816<E>(c[0], af, b[0], b[1]);
+        mma16816<E>(c[1], af, b[2], b[3]);
     }
 }
 
@@ -244,8 +271,8 @@ __device__ __forceinline__ void cp_wait() {
 /* Start copying rows [t0, t0+BT) of a head's (T, D) slice (row stride
  * `stride` elements in global memory) into shared s (BT, D+PAD); rows past T
  * become zeros. */
-template <int D>
-__device__ __forceinline__ void stage(bf16 *s, const bf16 *g, size_t stride, int t0, int T) {
+template <typename E, int D>
+__device__ __forceinline__ void stage(E *s, const E *g, size_t stride, int t0, int T) {
     constexpr int CH = D / 8; /* 16-byte chunks per row */
 #pragma unroll
     for (int i = threadIdx.x; i < BT * CH; i += NWARPS * 32) {
@@ -264,29 +291,29 @@ __host__ __device__ constexpr int tile_elems() {
 
 template <int D>
 constexpr size_t fwd_smem() {
-    return (size_t)5 * tile_elems<D>() * sizeof(bf16); /* Q, K x 2, V x 2 */
+    return (size_t)5 * tile_elems<D>() * sizeof(uint16_t); /* Q, K x 2, V x 2 */
 }
 
 /* out (B,T,C), lse (B,NH,T) from qkv (B,T,3C); grid (ceil(T/BT), B*NH) */
-template <int D>
+template <typename E, int D>
 __global__ void FWD_BOUNDS
-    attn_fwd_kernel(bf16 *out, float *lse, const bf16 *qkv, int T, int C, int NH, float sl2) {
+    attn_fwd_kernel(E *out, float *lse, const E *qkv, int T, int C, int NH, float sl2) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     constexpr int LD = D + PAD, DT = D / 8, TE = tile_elems<D>();
-    bf16 *sQ = reinterpret_cast<bf16 *>(smem_raw), *sK = sQ + TE, *sV = sK + 2 * TE;
+    E *sQ = reinterpret_cast<E *>(smem_raw), *sK = sQ + TE, *sV = sK + 2 * TE;
     int nqt = gridDim.x, qt = nqt - 1 - blockIdx.x; /* the longest rows first */
     int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q4 = lane & 3;
     size_t stride = 3 * (size_t)C;
-    const bf16 *base = qkv + (size_t)b * T * stride + (size_t)h * D;
+    const E *base = qkv + (size_t)b * T * stride + (size_t)h * D;
 
-    stage<D>(sQ, base, stride, qt * BT, T);
-    stage<D>(sK, base + C, stride, 0, T);
-    stage<D>(sV, base + 2 * (size_t)C, stride, 0, T);
+    stage<E, D>(sQ, base, stride, qt * BT, T);
+    stage<E, D>(sK, base + C, stride, 0, T);
+    stage<E, D>(sV, base + 2 * (size_t)C, stride, 0, T);
     cp_commit();
     cp_wait<0>();
     __syncthreads();
-    arows<D / 16, true> qa;
+    arows<E, D / 16, true> qa;
     qa.init(sQ, LD, warp * 16, lane);
 
     int row0 = qt * BT + warp * 16 + g, row1 = row0 + 8; /* this thread's two rows */
@@ -296,10 +323,10 @@ __global__ void FWD_BOUNDS
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
 
     for (int kt = 0; kt <= qt; kt++) {
-        const bf16 *cK = sK + (kt & 1) * TE, *cV = sV + (kt & 1) * TE;
+        const E *cK = sK + (kt & 1) * TE, *cV = sV + (kt & 1) * TE;
         if (kt < qt) { /* the next tile into the other buffers */
-            stage<D>(sK + ((kt + 1) & 1) * TE, base + C, stride, (kt + 1) * BT, T);
-            stage<D>(sV + ((kt + 1) & 1) * TE, base + 2 * (size_t)C, stride, (kt + 1) * BT, T);
+            stage<E, D>(sK + ((kt + 1) & 1) * TE, base + C, stride, (kt + 1) * BT, T);
+            stage<E, D>(sV + ((kt + 1) & 1) * TE, base + 2 * (size_t)C, stride, (kt + 1) * BT, T);
             cp_commit();
             cp_wait<1>();
         } else {
@@ -310,7 +337,7 @@ __global__ void FWD_BOUNDS
 #pragma unroll
         for (int nt = 0; nt < 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
 #pragma unroll
-        for (int np = 0; np < 4; np++) mma_nt<D, true>(&s[2 * np], qa, cK, LD, np * 16, lane);
+        for (int np = 0; np < 4; np++) mma_nt<E, D, true>(&s[2 * np], qa, cK, LD, np * 16, lane);
         /* scale to base 2, mask (the diagonal tile holds every key past a row
          * and every key past T), and the rows' maxima over the tile */
         float mx0 = -INFINITY, mx1 = -INFINITY;
@@ -361,8 +388,8 @@ __global__ void FWD_BOUNDS
 #pragma unroll
         for (int kk = 0; kk < BT / 16; kk++) { /* O += P V, 16 keys at a time */
             uint32_t hi[4], lo[4];
-            a_from_c(hi, lo, s[2 * kk], s[2 * kk + 1]);
-            mma_rows<D>(o, hi, lo, cV, LD, kk * 16, lane);
+            a_from_c<E>(hi, lo, s[2 * kk], s[2 * kk + 1]);
+            mma_rows<E, D>(o, hi, lo, cV, LD, kk * 16, lane);
         }
         __syncthreads(); /* everyone is done with these buffers before they refill */
     }
@@ -371,16 +398,12 @@ __global__ void FWD_BOUNDS
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
     float inv0 = 1.0f / l0, inv1 = 1.0f / l1;
-    bf16 *ob = out + (size_t)b * T * C + (size_t)h * D;
+    E *ob = out + (size_t)b * T * C + (size_t)h * D;
 #pragma unroll
     for (int dt = 0; dt < DT; dt++) {
         int d = dt * 8 + 2 * q4;
-        if (row0 < T)
-            *reinterpret_cast<__nv_bfloat162 *>(ob + (size_t)row0 * C + d) =
-                __floats2bfloat162_rn(o[dt][0] * inv0, o[dt][1] * inv0);
-        if (row1 < T)
-            *reinterpret_cast<__nv_bfloat162 *>(ob + (size_t)row1 * C + d) =
-                __floats2bfloat162_rn(o[dt][2] * inv1, o[dt][3] * inv1);
+        if (row0 < T) store2(ob + (size_t)row0 * C + d, o[dt][0] * inv0, o[dt][1] * inv0);
+        if (row1 < T) store2(ob + (size_t)row1 * C + d, o[dt][2] * inv1, o[dt][3] * inv1);
     }
     if (q4 == 0) {
         float *lb = lse + (size_t)bh * T;
@@ -392,14 +415,14 @@ __global__ void FWD_BOUNDS
 /* ---- backward 0: D = rowsum(dout * out) ---- */
 
 /* dvec (B,NH,T); one thread per (b, t, h), neighbours on neighbouring heads */
-template <int D>
-__global__ void attn_dvec_kernel(float *dvec, const bf16 *dout, const bf16 *out, int B, int T,
+template <typename E, int D>
+__global__ void attn_dvec_kernel(float *dvec, const E *dout, const E *out, int B, int T,
                                  int C, int NH) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (size_t)B * T * NH) return;
     int h = (int)(i % NH);
     size_t bt = i / NH;
-    const bf16 *po = out + bt * C + (size_t)h * D, *pd = dout + bt * C + (size_t)h * D;
+    const E *po = out + bt * C + (size_t)h * D, *pd = dout + bt * C + (size_t)h * D;
     float acc = 0.0f;
 #pragma unroll
     for (int c = 0; c < D; c += 8) {
@@ -417,31 +440,31 @@ __global__ void attn_dvec_kernel(float *dvec, const bf16 *dout, const bf16 *out,
 
 template <int D>
 constexpr size_t dq_smem() {
-    return (size_t)6 * tile_elems<D>() * sizeof(bf16); /* Q, dO, K x 2, V x 2 */
+    return (size_t)6 * tile_elems<D>() * sizeof(uint16_t); /* Q, dO, K x 2, V x 2 */
 }
 
 /* dqkv's q part += (add) or = from dout, given dvec; grid (ceil(T/BT), B*NH), block =
  * query tile */
-template <int D>
+template <typename E, int D>
 __global__ void DQ_BOUNDS
-    attn_dq_kernel(bf16 *dqkv, int add, const bf16 *dout, const bf16 *qkv, const float *lse,
+    attn_dq_kernel(E *dqkv, int add, const E *dout, const E *qkv, const float *lse,
                    const float *dvec, int T, int C, int NH, float scale, float sl2) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     constexpr int LD = D + PAD, DT = D / 8, TE = tile_elems<D>();
     constexpr bool HOLD = D <= 64;
-    bf16 *sQ = reinterpret_cast<bf16 *>(smem_raw), *sO = sQ + TE, *sK = sO + TE,
+    E *sQ = reinterpret_cast<E *>(smem_raw), *sO = sQ + TE, *sK = sO + TE,
          *sV = sK + 2 * TE;
     int nqt = gridDim.x, qt = nqt - 1 - blockIdx.x;
     int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q4 = lane & 3;
     size_t stride = 3 * (size_t)C;
-    const bf16 *base = qkv + (size_t)b * T * stride + (size_t)h * D;
-    const bf16 *obase = dout + (size_t)b * T * C + (size_t)h * D;
+    const E *base = qkv + (size_t)b * T * stride + (size_t)h * D;
+    const E *obase = dout + (size_t)b * T * C + (size_t)h * D;
 
-    stage<D>(sQ, base, stride, qt * BT, T);
-    stage<D>(sO, obase, C, qt * BT, T);
-    stage<D>(sK, base + C, stride, 0, T);
-    stage<D>(sV, base + 2 * (size_t)C, stride, 0, T);
+    stage<E, D>(sQ, base, stride, qt * BT, T);
+    stage<E, D>(sO, obase, C, qt * BT, T);
+    stage<E, D>(sK, base + C, stride, 0, T);
+    stage<E, D>(sV, base + 2 * (size_t)C, stride, 0, T);
     cp_commit();
     int row0 = qt * BT + warp * 16 + g, row1 = row0 + 8;
     const float *lrow = lse + (size_t)bh * T, *drow = dvec + (size_t)bh * T;
@@ -450,7 +473,7 @@ __global__ void DQ_BOUNDS
     float D0 = row0 < T ? drow[row0] : 0.0f, D1 = row1 < T ? drow[row1] : 0.0f;
     cp_wait<0>();
     __syncthreads();
-    arows<D / 16, HOLD> qa, oa;
+    arows<E, D / 16, HOLD> qa, oa;
     qa.init(sQ, LD, warp * 16, lane);
     oa.init(sO, LD, warp * 16, lane);
 
@@ -458,10 +481,10 @@ __global__ void DQ_BOUNDS
 #pragma unroll
     for (int dt = 0; dt < DT; dt++) dq[dt][0] = dq[dt][1] = dq[dt][2] = dq[dt][3] = 0.0f;
     for (int kt = 0; kt <= qt; kt++) {
-        const bf16 *cK = sK + (kt & 1) * TE, *cV = sV + (kt & 1) * TE;
+        const E *cK = sK + (kt & 1) * TE, *cV = sV + (kt & 1) * TE;
         if (kt < qt) {
-            stage<D>(sK + ((kt + 1) & 1) * TE, base + C, stride, (kt + 1) * BT, T);
-            stage<D>(sV + ((kt + 1) & 1) * TE, base + 2 * (size_t)C, stride, (kt + 1) * BT, T);
+            stage<E, D>(sK + ((kt + 1) & 1) * TE, base + C, stride, (kt + 1) * BT, T);
+            stage<E, D>(sV + ((kt + 1) & 1) * TE, base + 2 * (size_t)C, stride, (kt + 1) * BT, T);
             cp_commit();
             cp_wait<1>();
         } else {
@@ -473,8 +496,8 @@ __global__ void DQ_BOUNDS
             float s[KC][2][4] = {}, dp[KC][2][4] = {};
 #pragma unroll
             for (int c = 0; c < KC; c++) {
-                mma_nt<D, HOLD>(s[c], qa, cK, LD, (k0 + c) * 16, lane);  /* S = Q K^T */
-                mma_nt<D, HOLD>(dp[c], oa, cV, LD, (k0 + c) * 16, lane); /* dP = dO V^T */
+                mma_nt<E, D, HOLD>(s[c], qa, cK, LD, (k0 + c) * 16, lane);  /* S = Q K^T */
+                mma_nt<E, D, HOLD>(dp[c], oa, cV, LD, (k0 + c) * 16, lane); /* dP = dO V^T */
             }
 #pragma unroll
             for (int c = 0; c < KC; c++)
@@ -491,13 +514,13 @@ __global__ void DQ_BOUNDS
 #pragma unroll
             for (int c = 0; c < KC; c++) {
                 uint32_t hi[4], lo[4];
-                a_from_c(hi, lo, s[c][0], s[c][1]);
-                mma_rows<D>(dq, hi, lo, cK, LD, (k0 + c) * 16, lane); /* dQ += dS K */
+                a_from_c<E>(hi, lo, s[c][0], s[c][1]);
+                mma_rows<E, D>(dq, hi, lo, cK, LD, (k0 + c) * 16, lane); /* dQ += dS K */
             }
         }
         __syncthreads();
     }
-    bf16 *gb = dqkv + (size_t)b * T * stride + (size_t)h * D;
+    E *gb = dqkv + (size_t)b * T * stride + (size_t)h * D;
 #pragma unroll
     for (int dt = 0; dt < DT; dt++) {
         int d = dt * 8 + 2 * q4;
@@ -505,10 +528,9 @@ __global__ void DQ_BOUNDS
         for (int r = 0; r < 2; r++) {
             int row = r ? row1 : row0;
             if (row >= T) continue;
-            __nv_bfloat162 *pq = reinterpret_cast<__nv_bfloat162 *>(gb + (size_t)row * stride + d);
-            float2 oq = add ? __bfloat1622float2(*pq) : make_float2(0.0f, 0.0f);
-            *pq = __floats2bfloat162_rn(oq.x + dq[dt][2 * r] * scale,
-                                        oq.y + dq[dt][2 * r + 1] * scale);
+            E *pq = gb + (size_t)row * stride + d;
+            float2 oq = add ? load2(pq) : make_float2(0.0f, 0.0f);
+            store2(pq, oq.x + dq[dt][2 * r] * scale, oq.y + dq[dt][2 * r + 1] * scale);
         }
     }
 }
@@ -517,19 +539,19 @@ __global__ void DQ_BOUNDS
 
 template <int D>
 constexpr size_t dkv_smem() {
-    return (size_t)6 * tile_elems<D>() * sizeof(bf16) + 4 * BT * sizeof(float);
+    return (size_t)6 * tile_elems<D>() * sizeof(uint16_t) + 4 * BT * sizeof(float);
 }
 
 /* dqkv's k and v parts += (add) or = from dout, given dvec; grid (ceil(T/BT), B*NH),
  * block = key tile */
-template <int D>
+template <typename E, int D>
 __global__ void DKV_BOUNDS
-    attn_dkv_kernel(bf16 *dqkv, int add, const bf16 *dout, const bf16 *qkv, const float *lse,
+    attn_dkv_kernel(E *dqkv, int add, const E *dout, const E *qkv, const float *lse,
                     const float *dvec, int T, int C, int NH, float scale, float sl2) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     constexpr int LD = D + PAD, DT = D / 8, TE = tile_elems<D>();
     constexpr bool HOLD = D <= 64;
-    bf16 *sK = reinterpret_cast<bf16 *>(smem_raw), *sV = sK + TE, *sQ = sV + TE,
+    E *sK = reinterpret_cast<E *>(smem_raw), *sV = sK + TE, *sQ = sV + TE,
          *sO = sQ + 2 * TE;                               /* Q and dout rows, two buffers each */
     float *sL = reinterpret_cast<float *>(sO + 2 * TE);   /* (2, BT) lse * log2 e, +inf past T */
     float *sD = sL + 2 * BT;                              /* (2, BT) D */
@@ -537,8 +559,8 @@ __global__ void DKV_BOUNDS
     int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, q4 = lane & 3;
     size_t stride = 3 * (size_t)C;
-    const bf16 *base = qkv + (size_t)b * T * stride + (size_t)h * D;
-    const bf16 *obase = dout + (size_t)b * T * C + (size_t)h * D;
+    const E *base = qkv + (size_t)b * T * stride + (size_t)h * D;
+    const E *obase = dout + (size_t)b * T * C + (size_t)h * D;
     const float *lrow = lse + (size_t)bh * T, *drow = dvec + (size_t)bh * T;
     /* thread i < 2 BT carries the lse (i < BT) or D of query i % BT of a tile */
     auto row_stat = [&](int qt) {
@@ -551,15 +573,15 @@ __global__ void DKV_BOUNDS
         else if (threadIdx.x < 2 * BT) sD[buf * BT + threadIdx.x - BT] = v;
     };
 
-    stage<D>(sK, base + C, stride, kt * BT, T);
-    stage<D>(sV, base + 2 * (size_t)C, stride, kt * BT, T);
-    stage<D>(sQ, base, stride, kt * BT, T);
-    stage<D>(sO, obase, C, kt * BT, T);
+    stage<E, D>(sK, base + C, stride, kt * BT, T);
+    stage<E, D>(sV, base + 2 * (size_t)C, stride, kt * BT, T);
+    stage<E, D>(sQ, base, stride, kt * BT, T);
+    stage<E, D>(sO, obase, C, kt * BT, T);
     cp_commit();
     put_stat(0, row_stat(kt));
     cp_wait<0>();
     __syncthreads();
-    arows<D / 16, HOLD> ka, va;
+    arows<E, D / 16, HOLD> ka, va;
     ka.init(sK, LD, warp * 16, lane);
     va.init(sV, LD, warp * 16, lane);
     int key0 = kt * BT + warp * 16 + (lane >> 2), key1 = key0 + 8;
@@ -571,12 +593,12 @@ __global__ void DKV_BOUNDS
 
     for (int qt = kt; qt < nqt; qt++) {
         int cur = (qt - kt) & 1;
-        const bf16 *cQ = sQ + cur * TE, *cO = sO + cur * TE;
+        const E *cQ = sQ + cur * TE, *cO = sO + cur * TE;
         const float *cL = sL + cur * BT, *cD = sD + cur * BT;
         float next = 0.0f;
         if (qt + 1 < nqt) {
-            stage<D>(sQ + (cur ^ 1) * TE, base, stride, (qt + 1) * BT, T);
-            stage<D>(sO + (cur ^ 1) * TE, obase, C, (qt + 1) * BT, T);
+            stage<E, D>(sQ + (cur ^ 1) * TE, base, stride, (qt + 1) * BT, T);
+            stage<E, D>(sO + (cur ^ 1) * TE, obase, C, (qt + 1) * BT, T);
             cp_commit();
             if (threadIdx.x < 2 * BT) next = row_stat(qt + 1);
             cp_wait<1>();
@@ -589,8 +611,8 @@ __global__ void DKV_BOUNDS
             float p[KC][2][4] = {}, dp[KC][2][4] = {};
 #pragma unroll
             for (int c = 0; c < KC; c++) {
-                mma_nt<D, HOLD>(p[c], ka, cQ, LD, (k0 + c) * 16, lane);  /* S^T = K Q^T */
-                mma_nt<D, HOLD>(dp[c], va, cO, LD, (k0 + c) * 16, lane); /* dP^T = V dO^T */
+                mma_nt<E, D, HOLD>(p[c], ka, cQ, LD, (k0 + c) * 16, lane);  /* S^T = K Q^T */
+                mma_nt<E, D, HOLD>(dp[c], va, cO, LD, (k0 + c) * 16, lane); /* dP^T = V dO^T */
             }
 #pragma unroll
             for (int c = 0; c < KC; c++)
@@ -610,17 +632,17 @@ __global__ void DKV_BOUNDS
 #pragma unroll
             for (int c = 0; c < KC; c++) {
                 uint32_t hi[4], lo[4];
-                a_from_c(hi, lo, p[c][0], p[c][1]);
-                mma_rows<D>(dv, hi, lo, cO, LD, (k0 + c) * 16, lane); /* dV += P^T dO */
-                a_from_c(hi, lo, dp[c][0], dp[c][1]);
-                mma_rows<D>(dk, hi, lo, cQ, LD, (k0 + c) * 16, lane); /* dK += dS^T Q */
+                a_from_c<E>(hi, lo, p[c][0], p[c][1]);
+                mma_rows<E, D>(dv, hi, lo, cO, LD, (k0 + c) * 16, lane); /* dV += P^T dO */
+                a_from_c<E>(hi, lo, dp[c][0], dp[c][1]);
+                mma_rows<E, D>(dk, hi, lo, cQ, LD, (k0 + c) * 16, lane); /* dK += dS^T Q */
             }
         }
         if (qt + 1 < nqt) put_stat(cur ^ 1, next);
         __syncthreads();
     }
     /* dqkv += : rows key0, key1 of the k part (column C + h*D) and the v part */
-    bf16 *gb = dqkv + (size_t)b * T * stride + (size_t)h * D;
+    E *gb = dqkv + (size_t)b * T * stride + (size_t)h * D;
 #pragma unroll
     for (int dt = 0; dt < DT; dt++) {
         int d = dt * 8 + 2 * q4;
@@ -628,16 +650,134 @@ __global__ void DKV_BOUNDS
         for (int r = 0; r < 2; r++) {
             int key = r ? key1 : key0;
             if (key >= T) continue;
-            __nv_bfloat162 *pk =
-                reinterpret_cast<__nv_bfloat162 *>(gb + (size_t)key * stride + C + d);
-            __nv_bfloat162 *pv =
-                reinterpret_cast<__nv_bfloat162 *>(gb + (size_t)key * stride + 2 * (size_t)C + d);
-            float2 ok = add ? __bfloat1622float2(*pk) : make_float2(0.0f, 0.0f),
-                   ov = add ? __bfloat1622float2(*pv) : make_float2(0.0f, 0.0f);
-            *pk = __floats2bfloat162_rn(ok.x + dk[dt][2 * r] * scale,
-                                        ok.y + dk[dt][2 * r + 1] * scale);
-            *pv = __floats2bfloat162_rn(ov.x + dv[dt][2 * r], ov.y + dv[dt][2 * r + 1]);
+            E *pk = gb + (size_t)key * stride + C + d;
+            E *pv = gb + (size_t)key * stride + 2 * (size_t)C + d;
+            float2 ok = add ? load2(pk) : make_float2(0.0f, 0.0f),
+                   ov = add ? load2(pv) : make_float2(0.0f, 0.0f);
+            store2(pk, ok.x + dk[dt][2 * r] * scale, ok.y + dk[dt][2 * r + 1] * scale);
+            store2(pv, ov.x + dv[dt][2 * r], ov.y + dv[dt][2 * r + 1]);
         }
+    }
+}
+
+/* ---- fp32: one warp per row, plain arithmetic ---- */
+
+/* The fp32 path is for comparing a GPU run with the CPU's (--precision
+ * fp32), not for speed: a warp per query (forward, dQ) or key (dK, dV) row,
+ * lane l owning channels l, l + 32, ... of the head, the other side's rows
+ * read from global memory in order, every dot product a butterfly sum. Still
+ * no T x T matrix, and no atomics (each output row is one warp's). */
+
+/* out (B,T,C), lse (B,NH,T) from qkv (B,T,3C); grid (T, B*NH), 32 threads */
+template <int D>
+__global__ void attn_fwd_f32_kernel(float *out, float *lse, const float *qkv, int T, int C,
+                                    int NH, float scale) {
+    constexpr int PL = D / 32;
+    int i = blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH, lane = threadIdx.x;
+    size_t stride = 3 * (size_t)C;
+    const float *base = qkv + (size_t)b * T * stride + (size_t)h * D;
+    float q[PL], o[PL];
+#pragma unroll
+    for (int k = 0; k < PL; k++) {
+        q[k] = base[(size_t)i * stride + lane + 32 * k];
+        o[k] = 0.0f;
+    }
+    float m = -INFINITY, l = 0.0f;
+    for (int j = 0; j <= i; j++) {
+        const float *kr = base + (size_t)j * stride + C, *vr = kr + C;
+        float sc = 0.0f;
+#pragma unroll
+        for (int k = 0; k < PL; k++) sc += q[k] * kr[lane + 32 * k];
+        sc = warp_sum(sc) * scale;
+        float mn = fmaxf(m, sc), al = expf(m - mn), p = expf(sc - mn); /* al = 0 at j = 0 */
+        l = l * al + p;
+#pragma unroll
+        for (int k = 0; k < PL; k++) o[k] = o[k] * al + p * vr[lane + 32 * k];
+        m = mn;
+    }
+    float *orow = out + ((size_t)b * T + i) * C + (size_t)h * D;
+#pragma unroll
+    for (int k = 0; k < PL; k++) orow[lane + 32 * k] = o[k] / l;
+    if (lane == 0) lse[(size_t)bh * T + i] = m + logf(l);
+}
+
+/* dqkv's q part (add: +=, else =) of query row blockIdx.x: dq = scale *
+ * sum over j <= i of P_ij (dP_ij - D_i) k_j, P_ij = exp(q_i k_j scale - lse_i),
+ * dP_ij = dout_i . v_j */
+template <int D>
+__global__ void attn_dq_f32_kernel(float *dqkv, int add, const float *dout, const float *qkv,
+                                   const float *lse, const float *dvec, int T, int C, int NH,
+                                   float scale) {
+    constexpr int PL = D / 32;
+    int i = blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH, lane = threadIdx.x;
+    size_t stride = 3 * (size_t)C;
+    const float *base = qkv + (size_t)b * T * stride + (size_t)h * D;
+    const float *dorow = dout + ((size_t)b * T + i) * C + (size_t)h * D;
+    float q[PL], g[PL], dq[PL];
+#pragma unroll
+    for (int k = 0; k < PL; k++) {
+        q[k] = base[(size_t)i * stride + lane + 32 * k];
+        g[k] = dorow[lane + 32 * k];
+        dq[k] = 0.0f;
+    }
+    float L = lse[(size_t)bh * T + i], Dv = dvec[(size_t)bh * T + i];
+    for (int j = 0; j <= i; j++) {
+        const float *kr = base + (size_t)j * stride + C, *vr = kr + C;
+        float sc = 0.0f, dp = 0.0f;
+#pragma unroll
+        for (int k = 0; k < PL; k++) {
+            sc += q[k] * kr[lane + 32 * k];
+            dp += g[k] * vr[lane + 32 * k];
+        }
+        float p = expf(warp_sum(sc) * scale - L), ds = p * (warp_sum(dp) - Dv);
+#pragma unroll
+        for (int k = 0; k < PL; k++) dq[k] += ds * kr[lane + 32 * k];
+    }
+    float *qrow = dqkv + ((size_t)b * T + i) * stride + (size_t)h * D;
+#pragma unroll
+    for (int k = 0; k < PL; k++)
+        qrow[lane + 32 * k] = (add ? qrow[lane + 32 * k] : 0.0f) + dq[k] * scale;
+}
+
+/* dqkv's k and v parts of key row blockIdx.x: over queries i >= j, dv +=
+ * P_ij dout_i, dk += P_ij (dP_ij - D_i) q_i (times scale) */
+template <int D>
+__global__ void attn_dkv_f32_kernel(float *dqkv, int add, const float *dout, const float *qkv,
+                                    const float *lse, const float *dvec, int T, int C, int NH,
+                                    float scale) {
+    constexpr int PL = D / 32;
+    int j = blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH, lane = threadIdx.x;
+    size_t stride = 3 * (size_t)C;
+    const float *base = qkv + (size_t)b * T * stride + (size_t)h * D;
+    float kk[PL], vv[PL], dk[PL], dv[PL];
+#pragma unroll
+    for (int k = 0; k < PL; k++) {
+        kk[k] = base[(size_t)j * stride + C + lane + 32 * k];
+        vv[k] = base[(size_t)j * stride + 2 * (size_t)C + lane + 32 * k];
+        dk[k] = dv[k] = 0.0f;
+    }
+    for (int i = j; i < T; i++) {
+        const float *qr = base + (size_t)i * stride;
+        const float *dorow = dout + ((size_t)b * T + i) * C + (size_t)h * D;
+        float sc = 0.0f, dp = 0.0f;
+#pragma unroll
+        for (int k = 0; k < PL; k++) {
+            sc += qr[lane + 32 * k] * kk[k];
+            dp += dorow[lane + 32 * k] * vv[k];
+        }
+        float p = expf(warp_sum(sc) * scale - lse[(size_t)bh * T + i]);
+        float ds = p * (warp_sum(dp) - dvec[(size_t)bh * T + i]);
+#pragma unroll
+        for (int k = 0; k < PL; k++) {
+            dv[k] += p * dorow[lane + 32 * k];
+            dk[k] += ds * qr[lane + 32 * k];
+        }
+    }
+    float *krow = dqkv + ((size_t)b * T + j) * stride + C + (size_t)h * D, *vrow = krow + C;
+#pragma unroll
+    for (int k = 0; k < PL; k++) {
+        krow[lane + 32 * k] = (add ? krow[lane + 32 * k] : 0.0f) + dk[k] * scale;
+        vrow[lane + 32 * k] = (add ? vrow[lane + 32 * k] : 0.0f) + dv[k];
     }
 }
 
@@ -655,60 +795,81 @@ static int check(const char *fn, int B, int T, int C, int NH, int *D) {
     return SYM_OK;
 }
 
-template <int D>
-static int fwd(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH,
+template <typename E, int D>
+static int fwd(E *out, float *lse, const E *qkv, int B, int T, int C, int NH,
                cudaStream_t stream) {
-    size_t sm = fwd_smem<D>();
-    SYMCU_SMEM_OPT_IN(attn_fwd_kernel<D>, sm);
-    dim3 grid((T + BT - 1) / BT, B * NH);
-    float sl2 = (float)(1.0 / sqrt((double)D)) * LOG2E;
-    attn_fwd_kernel<D><<<grid, NWARPS * 32, sm, stream>>>(out, lse, qkv, T, C, NH, sl2);
-    SYMCU_LAUNCHED("attn_fwd_kernel");
-    return SYM_OK;
-}
-
-int symcu_attention_forward(symcu_bf16 *out, float *lse, const symcu_bf16 *qkv, int B, int T,
-                            int C, int NH, cudaStream_t stream) {
-    int D = 0, rc = check("attention forward", B, T, C, NH, &D);
-    if (rc) return rc;
-    switch (D) {
-    case 32: return fwd<32>(out, lse, qkv, B, T, C, NH, stream);
-    case 64: return fwd<64>(out, lse, qkv, B, T, C, NH, stream);
-    default: return fwd<128>(out, lse, qkv, B, T, C, NH, stream);
+    if constexpr (std::is_same<E, float>::value) {
+        attn_fwd_f32_kernel<D><<<dim3(T, B * NH), 32, 0, stream>>>(
+            out, lse, qkv, T, C, NH, (float)(1.0 / sqrt((double)D)));
+        SYMCU_LAUNCHED("attn_fwd_f32_kernel");
+        return SYM_OK;
+    } else {
+        size_t sm = fwd_smem<D>();
+        SYMCU_SMEM_OPT_IN((attn_fwd_kernel<E, D>), sm);
+        dim3 grid((T + BT - 1) / BT, B * NH);
+        float sl2 = (float)(1.0 / sqrt((double)D)) * LOG2E;
+        attn_fwd_kernel<E, D><<<grid, NWARPS * 32, sm, stream>>>(out, lse, qkv, T, C, NH, sl2);
+        SYMCU_LAUNCHED("attn_fwd_kernel");
+        return SYM_OK;
     }
 }
 
-template <int D>
-static int bwd(bf16 *dqkv, int add, float *dvec, const bf16 *dout, const bf16 *out,
-               const bf16 *qkv, const float *lse, int B, int T, int C, int NH,
-               cudaStream_t stream) {
-    float scale = (float)(1.0 / sqrt((double)D)), sl2 = scale * LOG2E;
-    size_t rows = (size_t)B * T * NH;
-    attn_dvec_kernel<D><<<(unsigned)((rows + 255) / 256), 256, 0, stream>>>(dvec, dout, out, B, T,
-                                                                            C, NH);
-    SYMCU_LAUNCHED("attn_dvec_kernel");
-    dim3 grid((T + BT - 1) / BT, B * NH);
-    size_t s1 = dq_smem<D>(), s2 = dkv_smem<D>();
-    SYMCU_SMEM_OPT_IN(attn_dq_kernel<D>, s1);
-    SYMCU_SMEM_OPT_IN(attn_dkv_kernel<D>, s2);
-    attn_dq_kernel<D><<<grid, NWARPS * 32, s1, stream>>>(dqkv, add, dout, qkv, lse, dvec, T, C,
-                                                         NH, scale, sl2);
-    SYMCU_LAUNCHED("attn_dq_kernel");
-    attn_dkv_kernel<D><<<grid, NWARPS * 32, s2, stream>>>(dqkv, add, dout, qkv, lse, dvec, T, C,
-                                                          NH, scale, sl2);
-    SYMCU_LAUNCHED("attn_dkv_kernel");
+int symcu_attention_forward(symcu_dtype_t dt, void *out, float *lse, const void *qkv, int B,
+                            int T, int C, int NH, cudaStream_t stream) {
+    int D = 0, rc = check("attention forward", B, T, C, NH, &D);
+    if (rc) return rc;
+    SYMCU_DISPATCH(dt, "attention forward", switch (D) {
+        case 32: return fwd<E, 32>((E *)out, lse, (const E *)qkv, B, T, C, NH, stream);
+        case 64: return fwd<E, 64>((E *)out, lse, (const E *)qkv, B, T, C, NH, stream);
+        default: return fwd<E, 128>((E *)out, lse, (const E *)qkv, B, T, C, NH, stream);
+    });
     return SYM_OK;
 }
 
-int symcu_attention_backward(symcu_bf16 *dqkv, symcu_grad_store_t store, float *scratch,
-                             const symcu_bf16 *dout, const symcu_bf16 *out, const symcu_bf16 *qkv,
+template <typename E, int D>
+static int bwd(E *dqkv, int add, float *dvec, const E *dout, const E *out, const E *qkv,
+               const float *lse, int B, int T, int C, int NH, cudaStream_t stream) {
+    float scale = (float)(1.0 / sqrt((double)D)), sl2 = scale * LOG2E;
+    size_t rows = (size_t)B * T * NH;
+    attn_dvec_kernel<E, D><<<(unsigned)((rows + 255) / 256), 256, 0, stream>>>(dvec, dout, out, B,
+                                                                               T, C, NH);
+    SYMCU_LAUNCHED("attn_dvec_kernel");
+    if constexpr (std::is_same<E, float>::value) {
+        dim3 grid(T, B * NH);
+        attn_dq_f32_kernel<D><<<grid, 32, 0, stream>>>(dqkv, add, dout, qkv, lse, dvec, T, C, NH,
+                                                       scale);
+        SYMCU_LAUNCHED("attn_dq_f32_kernel");
+        attn_dkv_f32_kernel<D><<<grid, 32, 0, stream>>>(dqkv, add, dout, qkv, lse, dvec, T, C, NH,
+                                                        scale);
+        SYMCU_LAUNCHED("attn_dkv_f32_kernel");
+    } else {
+        dim3 grid((T + BT - 1) / BT, B * NH);
+        size_t s1 = dq_smem<D>(), s2 = dkv_smem<D>();
+        SYMCU_SMEM_OPT_IN((attn_dq_kernel<E, D>), s1);
+        SYMCU_SMEM_OPT_IN((attn_dkv_kernel<E, D>), s2);
+        attn_dq_kernel<E, D><<<grid, NWARPS * 32, s1, stream>>>(dqkv, add, dout, qkv, lse, dvec, T,
+                                                                C, NH, scale, sl2);
+        SYMCU_LAUNCHED("attn_dq_kernel");
+        attn_dkv_kernel<E, D><<<grid, NWARPS * 32, s2, stream>>>(dqkv, add, dout, qkv, lse, dvec,
+                                                                 T, C, NH, scale, sl2);
+        SYMCU_LAUNCHED("attn_dkv_kernel");
+    }
+    return SYM_OK;
+}
+
+int symcu_attention_backward(symcu_dtype_t dt, void *dqkv, symcu_grad_store_t store,
+                             float *scratch, const void *dout, const void *out, const void *qkv,
                              const float *lse, int B, int T, int C, int NH, cudaStream_t stream) {
     int D = 0, rc = check("attention backward", B, T, C, NH, &D);
     if (rc) return rc;
     int add = store == SYMCU_GRAD_ADD;
-    switch (D) {
-    case 32: return bwd<32>(dqkv, add, scratch, dout, out, qkv, lse, B, T, C, NH, stream);
-    case 64: return bwd<64>(dqkv, add, scratch, dout, out, qkv, lse, B, T, C, NH, stream);
-    default: return bwd<128>(dqkv, add, scratch, dout, out, qkv, lse, B, T, C, NH, stream);
-    }
+    SYMCU_DISPATCH(dt, "attention backward", switch (D) {
+        case 32: return bwd<E, 32>((E *)dqkv, add, scratch, (const E *)dout, (const E *)out,
+                                   (const E *)qkv, lse, B, T, C, NH, stream);
+        case 64: return bwd<E, 64>((E *)dqkv, add, scratch, (const E *)dout, (const E *)out,
+                                   (const E *)qkv, lse, B, T, C, NH, stream);
+        default: return bwd<E, 128>((E *)dqkv, add, scratch, (const E *)dout, (const E *)out,
+                                    (const E *)qkv, lse, B, T, C, NH, stream);
+    });
+    return SYM_OK;
 }

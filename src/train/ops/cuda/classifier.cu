@@ -3,6 +3,9 @@
  * in place: loss per row and dlogits over the logits (CPU reference:
  * sym_softmax_xent in ops/cpu/loss.c).
  *
+ * A template over the compute type E (common.cuh). fp16's loss scale is a
+ * device float multiplied into the gradient's scale when the kernel runs.
+ *
  * One block per row. Pass 1 reads the row once, each thread keeping a running
  * (max, sum of 2^(x - max)) of x = logit * log2 e over its 16-byte chunks
  * (exp2f is one instruction, expf several: with expf the kernel was
@@ -31,15 +34,18 @@ __device__ __forceinline__ void lse_merge(float &m, float &s, float m2, float s2
 }
 
 /* loss (N); logits (N,Vp) become dlogits; targets (N) */
+template <typename E>
 __global__ void __launch_bounds__(XENT_THREADS)
-    xent_kernel(float *loss, bf16 *logits, const int32_t *targets, int V, int Vp, float scale) {
+    xent_kernel(float *loss, E *logits, const int32_t *targets, int V, int Vp, float scale,
+                const float *dscale) {
     __shared__ float shm[32], shs[32];
     size_t row = blockIdx.x;
-    bf16 *z = logits + row * (size_t)Vp;
+    E *z = logits + row * (size_t)Vp;
+    if (dscale) scale *= *dscale;
     int tgt = targets[row];
     int valid = tgt >= 0 && tgt < V;
     float zt = 0.0f;
-    if (threadIdx.x == 0 && valid) zt = __bfloat162float(z[tgt]);
+    if (threadIdx.x == 0 && valid) zt = to_f(z[tgt]);
     /* pass 1: the thread's chunks, in base 2 (x * log2 e; exp2f is one
      * instruction where expf is several); -FLT_MAX, not -inf, so empty pairs
      * merge to 0 */
@@ -106,15 +112,17 @@ __global__ void __launch_bounds__(XENT_THREADS)
     }
 }
 
-int symcu_softmax_xent(float *loss, symcu_bf16 *logits, const int32_t *targets, int N, int V,
-                       int Vp, float scale, cudaStream_t stream) {
+int symcu_softmax_xent(symcu_dtype_t dt, float *loss, void *logits, const int32_t *targets, int N,
+                       int V, int Vp, float scale, const float *dscale, cudaStream_t stream) {
     if (N < 1 || V < 1 || V > Vp || Vp % 8)
         return SYMCU_INVAL("softmax cross-entropy: N=%d V=%d Vp=%d; needs N >= 1, 1 <= V <= Vp "
                            "and Vp a multiple of 8",
                            N, V, Vp);
     if (!symcu__aligned16(logits))
         return SYMCU_INVAL("softmax cross-entropy: logits must be 16-byte aligned");
-    xent_kernel<<<N, XENT_THREADS, 0, stream>>>(loss, logits, targets, V, Vp, scale);
+    SYMCU_DISPATCH(dt, "softmax cross-entropy",
+                   xent_kernel<E><<<N, XENT_THREADS, 0, stream>>>(loss, (E *)logits, targets, V,
+                                                                  Vp, scale, dscale));
     SYMCU_LAUNCHED("xent_kernel");
     return SYM_OK;
 }

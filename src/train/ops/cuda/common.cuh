@@ -1,7 +1,12 @@
 /*
  * common.cuh — what the .cu files of src/train/ops/cuda share: the CHECK
- * macros (each failure recorded once, with the call, file and line), 16-byte
- * bf16 loads and stores, and deterministic warp and block reductions.
+ * macros (each failure recorded once, with the call, file and line), loads
+ * and stores of 8 activations of each compute type (bf16, fp16: 16 bytes;
+ * fp32: 32), conversions, and deterministic warp and block reductions.
+ *
+ * The kernels are templates over the activation type E (bf16, f16 or
+ * float); the overloads below let one body serve the three, and
+ * SYMCU_DISPATCH turns a launcher's symcu_dtype_t into the instantiation.
  *
  * Reductions: the butterfly (__shfl_xor) leaves the same bits in every lane,
  * since each step adds the same two values (a + b == b + a in IEEE
@@ -12,6 +17,7 @@
 #define SYM_TRAIN_OPS_CUDA_COMMON_CUH
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -20,6 +26,7 @@
 #include "ops_cuda.h"
 
 typedef __nv_bfloat16 bf16;
+typedef __half f16;
 
 /* ---- errors ---- */
 
@@ -58,39 +65,119 @@ static inline int symcu__aligned16(const void *p) { return ((uintptr_t)p & 15u) 
         }                                                                                \
     } while (0)
 
-/* ---- 16-byte bf16 vectors ---- */
+/* ---- the compute types ---- */
 
-/* f[0..8) = p[0..8), p 16-byte aligned. */
-__device__ __forceinline__ void load8(float f[8], const bf16 *p) {
-    int4 r = *reinterpret_cast<const int4 *>(p);
-    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&r);
+/* Run the statements after fn (using the type name E) with E the C++ type
+ * of symcu_dtype_t dt; an unknown dt returns SYM_EINVAL with fn named. */
+#define SYMCU_DISPATCH(dt, fn, ...)                                                      \
+    do {                                                                                 \
+        switch (dt) {                                                                    \
+        case SYMCU_BF16: { typedef bf16 E; __VA_ARGS__; } break;                         \
+        case SYMCU_F16: { typedef f16 E; __VA_ARGS__; } break;                           \
+        case SYMCU_F32: { typedef float E; __VA_ARGS__; } break;                         \
+        default: return SYMCU_INVAL("%s: unknown compute type %d", fn, (int)(dt));       \
+        }                                                                                \
+    } while (0)
+
+static inline size_t symcu__dtype_size(symcu_dtype_t dt) { return dt == SYMCU_F32 ? 4 : 2; }
+
+__device__ __forceinline__ float to_f(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f(f16 x) { return __half2float(x); }
+__device__ __forceinline__ float to_f(float x) { return x; }
+
+/* x rounded to nearest even in T. */
+template <typename E> __device__ __forceinline__ E from_f(float x);
+template <> __device__ __forceinline__ bf16 from_f<bf16>(float x) { return __float2bfloat16_rn(x); }
+template <> __device__ __forceinline__ f16 from_f<f16>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
+
+/* x as E holds it: x rounded to E and back. */
+template <typename E> __device__ __forceinline__ float round_to(float x) { return to_f(from_f<E>(x)); }
+
+/* Two neighbours: p[0..2) as floats, and p[0..2) = (a, b) rounded; p 4-byte
+ * aligned (8 for float). */
+__device__ __forceinline__ float2 load2(const bf16 *p) {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(p));
+}
+__device__ __forceinline__ float2 load2(const f16 *p) {
+    return __half22float2(*reinterpret_cast<const __half2 *>(p));
+}
+__device__ __forceinline__ float2 load2(const float *p) { return *reinterpret_cast<const float2 *>(p); }
+__device__ __forceinline__ void store2(bf16 *p, float a, float b) {
+    *reinterpret_cast<__nv_bfloat162 *>(p) = __floats2bfloat162_rn(a, b);
+}
+__device__ __forceinline__ void store2(f16 *p, float a, float b) {
+    *reinterpret_cast<__half2 *>(p) = __floats2half2_rn(a, b);
+}
+__device__ __forceinline__ void store2(float *p, float a, float b) {
+    *reinterpret_cast<float2 *>(p) = make_float2(a, b);
+}
+
+/* ---- vectors of 8: 16-byte bf16 / fp16, 32-byte fp32 ---- */
+
+/* A 16-bit type's pair (__nv_bfloat162, __half2) to floats and back, nearest even. */
+__device__ __forceinline__ float2 pair_f(__nv_bfloat162 h) { return __bfloat1622float2(h); }
+__device__ __forceinline__ float2 pair_f(__half2 h) { return __half22float2(h); }
+__device__ __forceinline__ void pair_set(__nv_bfloat162 &h, float a, float b) {
+    h = __floats2bfloat162_rn(a, b);
+}
+__device__ __forceinline__ void pair_set(__half2 &h, float a, float b) { h = __floats2half2_rn(a, b); }
+
+/* f[0..8) from the 16 bytes r of four pairs P; and the 16 bytes of f rounded. */
+template <typename P>
+__device__ __forceinline__ void unpack8(float f[8], int4 r) {
+    const P *h = reinterpret_cast<const P *>(&r);
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-        float2 t = __bfloat1622float2(h[k]);
+        float2 t = pair_f(h[k]);
         f[2 * k] = t.x;
         f[2 * k + 1] = t.y;
     }
 }
-
-/* The same through the read-only, evict-first path (data read once). */
-__device__ __forceinline__ void load8_cs(float f[8], const bf16 *p) {
-    int4 r = __ldcs(reinterpret_cast<const int4 *>(p));
-    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&r);
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        float2 t = __bfloat1622float2(h[k]);
-        f[2 * k] = t.x;
-        f[2 * k + 1] = t.y;
-    }
-}
-
-/* p[0..8) = f[0..8) rounded to nearest even. */
-__device__ __forceinline__ void store8(bf16 *p, const float f[8]) {
+template <typename P>
+__device__ __forceinline__ int4 pack8(const float f[8]) {
     int4 r;
-    __nv_bfloat162 *h = reinterpret_cast<__nv_bfloat162 *>(&r);
+    P *h = reinterpret_cast<P *>(&r);
 #pragma unroll
-    for (int k = 0; k < 4; k++) h[k] = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
-    *reinterpret_cast<int4 *>(p) = r;
+    for (int k = 0; k < 4; k++) pair_set(h[k], f[2 * k], f[2 * k + 1]);
+    return r;
+}
+
+/* f[0..8) = p[0..8), p 16-byte aligned; load8_cs through the read-only,
+ * evict-first path (data read once); store8: p[0..8) = f[0..8) rounded to
+ * nearest even. */
+__device__ __forceinline__ void load8(float f[8], const bf16 *p) {
+    unpack8<__nv_bfloat162>(f, *reinterpret_cast<const int4 *>(p));
+}
+__device__ __forceinline__ void load8_cs(float f[8], const bf16 *p) {
+    unpack8<__nv_bfloat162>(f, __ldcs(reinterpret_cast<const int4 *>(p)));
+}
+__device__ __forceinline__ void store8(bf16 *p, const float f[8]) {
+    *reinterpret_cast<int4 *>(p) = pack8<__nv_bfloat162>(f);
+}
+__device__ __forceinline__ void load8(float f[8], const f16 *p) {
+    unpack8<__half2>(f, *reinterpret_cast<const int4 *>(p));
+}
+__device__ __forceinline__ void load8_cs(float f[8], const f16 *p) {
+    unpack8<__half2>(f, __ldcs(reinterpret_cast<const int4 *>(p)));
+}
+__device__ __forceinline__ void store8(f16 *p, const float f[8]) {
+    *reinterpret_cast<int4 *>(p) = pack8<__half2>(f);
+}
+
+/* And for fp32: two 16-byte moves (p 16-byte aligned). */
+__device__ __forceinline__ void load8(float f[8], const float *p) {
+    float4 a = reinterpret_cast<const float4 *>(p)[0], b = reinterpret_cast<const float4 *>(p)[1];
+    f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
+}
+__device__ __forceinline__ void load8_cs(float f[8], const float *p) {
+    float4 a = __ldcs(reinterpret_cast<const float4 *>(p)),
+           b = __ldcs(reinterpret_cast<const float4 *>(p) + 1);
+    f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
+}
+__device__ __forceinline__ void store8(float *p, const float f[8]) {
+    reinterpret_cast<float4 *>(p)[0] = make_float4(f[0], f[1], f[2], f[3]);
+    reinterpret_cast<float4 *>(p)[1] = make_float4(f[4], f[5], f[6], f[7]);
 }
 
 /* ---- reductions ---- */

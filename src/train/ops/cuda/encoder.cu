@@ -2,6 +2,8 @@
  * encoder.cu — the GPT's input embedding, wte[tok] + wpe[t], and its
  * backward (CPU reference: ops/cpu/embed.c).
  *
+ * Every kernel is a template over the compute type E (common.cuh).
+ *
  * The backward scatters rows of dout into dwte at their tokens, and a token
  * may repeat. Rather than float atomics (whose order, and so rounding, varies
  * run to run), the positions are sorted by token with CUB's radix sort, which
@@ -19,8 +21,9 @@
 /* ---- forward ---- */
 
 /* out (N,C) = wte[tok] + wpe[n % T]; one thread per 8 channels of a row */
-__global__ void enc_fwd_kernel(bf16 *out, const int32_t *tok, const bf16 *wte, const bf16 *wpe,
-                               int N, int T, int C) {
+template <typename E>
+__global__ void enc_fwd_kernel(E *out, const int32_t *tok, const E *wte, const E *wpe, int N,
+                               int T, int C) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, per = (size_t)C / 8;
     if (i >= (size_t)N * per) return;
     int n = (int)(i / per), c = (int)(i % per) * 8;
@@ -32,14 +35,16 @@ __global__ void enc_fwd_kernel(bf16 *out, const int32_t *tok, const bf16 *wte, c
     store8(out + (size_t)n * C + c, e);
 }
 
-int symcu_encoder_forward(symcu_bf16 *out, const int32_t *tok, const symcu_bf16 *wte,
-                          const symcu_bf16 *wpe, int B, int T, int C, cudaStream_t stream) {
+int symcu_encoder_forward(symcu_dtype_t dt, void *out, const int32_t *tok, const void *wte,
+                          const void *wpe, int B, int T, int C, cudaStream_t stream) {
     if (B < 1 || T < 1 || C < 8 || C % 8)
         return SYMCU_INVAL("encoder forward: B=%d T=%d C=%d; C must be a multiple of 8", B, T, C);
     if (!symcu__aligned16(out) || !symcu__aligned16(wte) || !symcu__aligned16(wpe))
         return SYMCU_INVAL("encoder forward: tensors must be 16-byte aligned");
     size_t n = (size_t)B * T * (C / 8);
-    enc_fwd_kernel<<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(out, tok, wte, wpe, B * T, T, C);
+    SYMCU_DISPATCH(dt, "encoder forward",
+                   enc_fwd_kernel<E><<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(
+                       (E *)out, tok, (const E *)wte, (const E *)wpe, B * T, T, C));
     SYMCU_LAUNCHED("enc_fwd_kernel");
     return SYM_OK;
 }
@@ -69,7 +74,8 @@ __global__ void iota_kernel(int32_t *v, int N) {
 
 /* Block i: if sorted position i starts a run of one token, dwte[token] += the
  * run's dout rows in order. keys (N) sorted tokens, pos (N) their positions. */
-__global__ void enc_bwd_wte_kernel(float *dwte, const bf16 *dout, const int32_t *keys,
+template <typename E>
+__global__ void enc_bwd_wte_kernel(float *dwte, const E *dout, const int32_t *keys,
                                    const int32_t *pos, int N, int C) {
     int i = blockIdx.x;
     int tok = keys[i];
@@ -91,17 +97,18 @@ __global__ void enc_bwd_wte_kernel(float *dwte, const bf16 *dout, const int32_t 
 }
 
 /* dwpe (T,C) += sum over b of dout (B,T,C), b in order; a thread per element */
-__global__ void enc_bwd_wpe_kernel(float *dwpe, const bf16 *dout, int B, int T, int C) {
+template <typename E>
+__global__ void enc_bwd_wpe_kernel(float *dwpe, const E *dout, int B, int T, int C) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (size_t)T * C) return;
     float acc = dwpe[i];
-    for (int b = 0; b < B; b++) acc += __bfloat162float(dout[(size_t)b * T * C + i]);
+    for (int b = 0; b < B; b++) acc += to_f(dout[(size_t)b * T * C + i]);
     dwpe[i] = acc;
 }
 
-int symcu_encoder_backward(float *dwte, float *dwpe, void *scratch, size_t scratch_bytes,
-                           const symcu_bf16 *dout, const int32_t *tok, int B, int T, int C,
-                           int V, cudaStream_t stream) {
+int symcu_encoder_backward(symcu_dtype_t dt, float *dwte, float *dwpe, void *scratch,
+                           size_t scratch_bytes, const void *dout, const int32_t *tok, int B,
+                           int T, int C, int V, cudaStream_t stream) {
     if (B < 1 || T < 1 || C < 8 || C % 8 || V < 1)
         return SYMCU_INVAL("encoder backward: B=%d T=%d C=%d V=%d; C must be a multiple of 8",
                            B, T, C, V);
@@ -124,10 +131,14 @@ int symcu_encoder_backward(float *dwte, float *dwpe, void *scratch, size_t scrat
     SYMCU_LAUNCHED("iota_kernel");
     SYMCU_CUDA(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, tok, keys, vin, vout, N, 0, bits,
                                                stream));
-    enc_bwd_wte_kernel<<<N, 128, 0, stream>>>(dwte, dout, keys, vout, N, C);
+    SYMCU_DISPATCH(dt, "encoder backward",
+                   enc_bwd_wte_kernel<E><<<N, 128, 0, stream>>>(dwte, (const E *)dout, keys, vout,
+                                                                N, C));
     SYMCU_LAUNCHED("enc_bwd_wte_kernel");
     size_t tc = (size_t)T * C;
-    enc_bwd_wpe_kernel<<<(unsigned)((tc + 255) / 256), 256, 0, stream>>>(dwpe, dout, B, T, C);
+    SYMCU_DISPATCH(dt, "encoder backward",
+                   enc_bwd_wpe_kernel<E><<<(unsigned)((tc + 255) / 256), 256, 0, stream>>>(
+                       dwpe, (const E *)dout, B, T, C));
     SYMCU_LAUNCHED("enc_bwd_wpe_kernel");
     return SYM_OK;
 }

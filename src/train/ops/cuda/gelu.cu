@@ -1,6 +1,6 @@
 /*
  * gelu.cu — GPT-2's GELU, the tanh approximation, element-wise forward and
- * backward on bf16 (CPU reference: sym_gelu_tanh_* in ops/cpu/activation.c,
+ * backward on the compute type (CPU reference: sym_gelu_tanh_* in ops/cpu/activation.c,
  * the same formulas). The forward is normally fused into the matmul's epilogue
  * (matmul.cu, GELU_AUX_BIAS); these kernels are the standalone form and the
  * backward, which overwrites (in place allowed), as element-wise activations do.
@@ -18,7 +18,8 @@ __device__ __forceinline__ float gelu_t(float x) {
 }
 
 /* out (n) = gelu(inp (n)); one thread per 8 elements */
-__global__ void gelu_fwd_kernel(bf16 *out, const bf16 *inp, size_t n8) {
+template <typename E>
+__global__ void gelu_fwd_kernel(E *out, const E *inp, size_t n8) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n8) return;
     float x[8];
@@ -29,7 +30,8 @@ __global__ void gelu_fwd_kernel(bf16 *out, const bf16 *inp, size_t n8) {
 }
 
 /* dinp (n) = dout (n) * gelu'(inp (n)); dinp may be dout */
-__global__ void gelu_bwd_kernel(bf16 *dinp, const bf16 *inp, const bf16 *dout, size_t n8) {
+template <typename E>
+__global__ void gelu_bwd_kernel(E *dinp, const E *inp, const E *dout, size_t n8) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n8) return;
     float x[8], g[8];
@@ -51,21 +53,26 @@ static int check(const char *fn, size_t n, const void *a, const void *b, const v
     return SYM_OK;
 }
 
-int symcu_gelu_forward(symcu_bf16 *out, const symcu_bf16 *inp, size_t n, cudaStream_t stream) {
+int symcu_gelu_forward(symcu_dtype_t dt, void *out, const void *inp, size_t n,
+                       cudaStream_t stream) {
     int rc = check("gelu forward", n, out, inp, NULL);
     if (rc || !n) return rc;
     size_t n8 = n / 8;
-    gelu_fwd_kernel<<<(unsigned)((n8 + 255) / 256), 256, 0, stream>>>(out, inp, n8);
+    SYMCU_DISPATCH(dt, "gelu forward",
+                   gelu_fwd_kernel<E><<<(unsigned)((n8 + 255) / 256), 256, 0, stream>>>(
+                       (E *)out, (const E *)inp, n8));
     SYMCU_LAUNCHED("gelu_fwd_kernel");
     return SYM_OK;
 }
 
-int symcu_gelu_backward(symcu_bf16 *dinp, const symcu_bf16 *inp, const symcu_bf16 *dout, size_t n,
+int symcu_gelu_backward(symcu_dtype_t dt, void *dinp, const void *inp, const void *dout, size_t n,
                         cudaStream_t stream) {
     int rc = check("gelu backward", n, dinp, inp, dout);
     if (rc || !n) return rc;
     size_t n8 = n / 8;
-    gelu_bwd_kernel<<<(unsigned)((n8 + 255) / 256), 256, 0, stream>>>(dinp, inp, dout, n8);
+    SYMCU_DISPATCH(dt, "gelu backward",
+                   gelu_bwd_kernel<E><<<(unsigned)((n8 + 255) / 256), 256, 0, stream>>>(
+                       (E *)dinp, (const E *)inp, (const E *)dout, n8));
     SYMCU_LAUNCHED("gelu_bwd_kernel");
     return SYM_OK;
 }

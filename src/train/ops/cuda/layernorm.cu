@@ -3,7 +3,9 @@
  * (forward), and the LayerNorm backward (CPU reference: ops/cpu/layernorm.c
  * and residual.c).
  *
- * Forward: one warp per row. The sum a + b is rounded to bf16 and stored (the
+ * Every kernel is a template over the compute type E (common.cuh).
+ *
+ * Forward: one warp per row. The sum a + b is rounded to E and stored (the
  * residual stream), and the statistics are taken of that rounded row, which
  * is what the backward will be given as x: mean, then the variance as the mean
  * of squared deviations (two passes, as the CPU does), rstd = 1 / sqrt(var +
@@ -29,14 +31,15 @@
 /* ---- forward ---- */
 
 /* res (N,C), out (N,C), mean (N), rstd (N) from a (N,C) [+ b (N,C)], w (C), bias (C) */
+template <typename E>
 __global__ void __launch_bounds__(LNF_ROWS * 32)
-    ln_fwd_kernel(bf16 *res, bf16 *out, float *mean, float *rstd, const bf16 *a, const bf16 *b,
-                  const bf16 *w, const bf16 *bias, int N, int C) {
+    ln_fwd_kernel(E *res, E *out, float *mean, float *rstd, const E *a, const E *b, const E *w,
+                  const E *bias, int N, int C) {
     int row = blockIdx.x * LNF_ROWS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= N) return;
     size_t off = (size_t)row * C;
-    const bf16 *pa = a + off;
-    const bf16 *x = b ? res + off : pa;
+    const E *pa = a + off;
+    const E *x = b ? res + off : pa;
     float s = 0.0f;
     for (int c = lane * 8; c < C; c += 256) {
         float f[8];
@@ -48,7 +51,7 @@ __global__ void __launch_bounds__(LNF_ROWS * 32)
             for (int k = 0; k < 8; k++) f[k] += g[k];
             store8(res + off + c, f);
 #pragma unroll
-            for (int k = 0; k < 8; k++) f[k] = __bfloat162float(__float2bfloat16_rn(f[k]));
+            for (int k = 0; k < 8; k++) f[k] = round_to<E>(f[k]);
         }
 #pragma unroll
         for (int k = 0; k < 8; k++) s += f[k];
@@ -81,10 +84,9 @@ __global__ void __launch_bounds__(LNF_ROWS * 32)
     }
 }
 
-int symcu_residual_layernorm_forward(symcu_bf16 *res, symcu_bf16 *out, float *mean, float *rstd,
-                                     const symcu_bf16 *a, const symcu_bf16 *b,
-                                     const symcu_bf16 *w, const symcu_bf16 *bias, int N, int C,
-                                     cudaStream_t stream) {
+int symcu_residual_layernorm_forward(symcu_dtype_t dt, void *res, void *out, float *mean,
+                                     float *rstd, const void *a, const void *b, const void *w,
+                                     const void *bias, int N, int C, cudaStream_t stream) {
     if (N < 1 || C < 8 || C % 8 || C > 8192)
         return SYMCU_INVAL("layernorm forward: N=%d C=%d; needs N >= 1 and C a multiple of 8 "
                            "up to 8192",
@@ -93,8 +95,10 @@ int symcu_residual_layernorm_forward(symcu_bf16 *res, symcu_bf16 *out, float *me
     if (!symcu__aligned16(a) || !symcu__aligned16(out) || (b && !symcu__aligned16(b)) ||
         (b && !symcu__aligned16(res)) || !symcu__aligned16(w) || !symcu__aligned16(bias))
         return SYMCU_INVAL("layernorm forward: tensors must be 16-byte aligned");
-    ln_fwd_kernel<<<(N + LNF_ROWS - 1) / LNF_ROWS, LNF_ROWS * 32, 0, stream>>>(
-        res, out, mean, rstd, a, b, w, bias, N, C);
+    SYMCU_DISPATCH(dt, "layernorm forward",
+                   ln_fwd_kernel<E><<<(N + LNF_ROWS - 1) / LNF_ROWS, LNF_ROWS * 32, 0, stream>>>(
+                       (E *)res, (E *)out, mean, rstd, (const E *)a, (const E *)b, (const E *)w,
+                       (const E *)bias, N, C));
     SYMCU_LAUNCHED("ln_fwd_kernel");
     return SYM_OK;
 }
@@ -116,9 +120,10 @@ size_t symcu_layernorm_backward_scratch(int N, int C) {
 __device__ __forceinline__ int swz(int c, int k) { return c + ((k + ((c >> 3) & 31) / 4) & 7); }
 
 /* dx (N,C) +=; part (gridDim.x, 2, C) = this block's dw and db partials */
+template <typename E>
 __global__ void __launch_bounds__(LNB_WARPS * 32)
-    ln_bwd_kernel(bf16 *dx, float *part, const bf16 *dout, const bf16 *x, const bf16 *w,
-                  const float *mean, const float *rstd, int N, int C, int rows_per_block) {
+    ln_bwd_kernel(E *dx, float *part, const E *dout, const E *x, const E *w, const float *mean,
+                  const float *rstd, int N, int C, int rows_per_block) {
     extern __shared__ float sh[]; /* (LNB_WARPS, 2, C) */
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float *sdw = sh + (size_t)warp * 2 * C, *sdb = sdw + C;
@@ -191,10 +196,9 @@ __global__ void __launch_bounds__(32 * FIN_GROUPS)
         db[i - C] += s;
 }
 
-int symcu_layernorm_backward(symcu_bf16 *dx, float *dw, float *db, float *scratch,
-                             const symcu_bf16 *dout, const symcu_bf16 *x, const symcu_bf16 *w,
-                             const float *mean, const float *rstd, int N, int C,
-                             cudaStream_t stream) {
+int symcu_layernorm_backward(symcu_dtype_t dt, void *dx, float *dw, float *db, float *scratch,
+                             const void *dout, const void *x, const void *w, const float *mean,
+                             const float *rstd, int N, int C, cudaStream_t stream) {
     if (N < 1 || C < 8 || C % 8 || C > 3072)
         return SYMCU_INVAL("layernorm backward: N=%d C=%d; needs N >= 1 and C a multiple of 8 "
                            "up to 3072",
@@ -204,9 +208,10 @@ int symcu_layernorm_backward(symcu_bf16 *dx, float *dw, float *db, float *scratc
         return SYMCU_INVAL("layernorm backward: tensors must be 16-byte aligned");
     int grid = lnb_grid(N), rows = (N + grid - 1) / grid;
     size_t smem = (size_t)LNB_WARPS * 2 * (size_t)C * sizeof(float);
-    SYMCU_SMEM_OPT_IN(ln_bwd_kernel, smem);
-    ln_bwd_kernel<<<grid, LNB_WARPS * 32, smem, stream>>>(dx, scratch, dout, x, w, mean, rstd, N,
-                                                          C, rows);
+    SYMCU_DISPATCH(dt, "layernorm backward", SYMCU_SMEM_OPT_IN(ln_bwd_kernel<E>, smem);
+                   ln_bwd_kernel<E><<<grid, LNB_WARPS * 32, smem, stream>>>(
+                       (E *)dx, scratch, (const E *)dout, (const E *)x, (const E *)w, mean, rstd,
+                       N, C, rows));
     SYMCU_LAUNCHED("ln_bwd_kernel");
     ln_bwd_final_kernel<<<(2 * C + 31) / 32, dim3(32, FIN_GROUPS), 0, stream>>>(dw, db, scratch,
                                                                         grid, C);

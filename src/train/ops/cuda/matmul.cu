@@ -1,8 +1,9 @@
 /*
- * matmul.cu — the linear layers' matrix products through cuBLASLt: bf16
- * operands with fp32 accumulation (bf16 out for activations, fp32 out for
- * weight gradients), the bias and GELU (tanh) fused into the epilogue, and an
- * fp32 path (fp32 multiply-add, TF32 off) for checking.
+ * matmul.cu — the linear layers' matrix products through cuBLASLt: operands
+ * of the compute type (bf16 or fp16 with fp32 accumulation; fp32 with plain
+ * fp32 multiply-adds, or TF32 where symcu_blas_use_tf32 asks), the compute
+ * type out for activations and fp32 out for weight gradients, the bias and
+ * GELU (tanh) fused into the epilogue.
  *
  * cuBLASLt is column-major; our tensors are row-major, and a row-major (R,C)
  * matrix is a column-major (C,R) one with the same leading dimension. So
@@ -24,6 +25,7 @@
  * workspace per handle, so one handle belongs to one stream at a time.
  */
 #include <cublasLt.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "common.cuh"
@@ -37,6 +39,7 @@ struct symcu_blas {
     float *bias_scratch; /* BIAS_CHUNKS * max_bias floats */
     int max_bias;
     int use_bgradb, used_bgradb;
+    int tf32; /* fp32 operands through TF32 tensor cores */
 };
 
 static const char *lt_status(cublasStatus_t s) {
@@ -105,6 +108,7 @@ void symcu_blas_destroy(symcu_blas_t *h) {
 }
 
 void symcu_blas_use_bgradb(symcu_blas_t *h, int on) { h->use_bgradb = on != 0; }
+void symcu_blas_use_tf32(symcu_blas_t *h, int on) { h->tf32 = on != 0; }
 int symcu_blas_used_bgradb(const symcu_blas_t *h) { return h->used_bgradb; }
 
 /* ---- one product ---- */
@@ -138,8 +142,10 @@ static int lt_matmul(symcu_blas_t *h, const lt_mm_t *p, cudaStream_t stream) {
     cublasOperation_t ta = p->ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb = p->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     size_t ws = WORKSPACE_BYTES;
     float alpha = 1.0f, beta = p->beta;
-    /* fp32 operands: plain fp32 (CUBLAS_COMPUTE_32F never uses TF32; _FAST_TF32 would) */
-    LT(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    /* fp32 operands: plain fp32 (CUBLAS_COMPUTE_32F never uses TF32; _FAST_TF32 does) */
+    cublasComputeType_t ct =
+        p->abt == CUDA_R_32F && h->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    LT(cublasLtMatmulDescCreate(&desc, ct, CUDA_R_32F));
     LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &p->epi, sizeof p->epi));
@@ -206,14 +212,14 @@ __global__ void add_vec_kernel(float *dbias, const float *s, int OC) {
 
 /* part (BIAS_CHUNKS,OC): part[c][o] = sum of dout[r][o] over the rows r of
  * chunk c = blockIdx.y, in row order. dout (N,OC) of type T. */
-template <typename T>
-__global__ void colsum_part_kernel(float *part, const T *dout, int N, int OC) {
+template <typename E>
+__global__ void colsum_part_kernel(float *part, const E *dout, int N, int OC) {
     int o = blockIdx.x * blockDim.x + threadIdx.x;
     if (o >= OC) return;
     int per = (N + BIAS_CHUNKS - 1) / BIAS_CHUNKS;
     int r0 = blockIdx.y * per, r1 = min(N, r0 + per);
     float s = 0.0f;
-    for (int r = r0; r < r1; r++) s += (float)dout[(size_t)r * OC + o];
+    for (int r = r0; r < r1; r++) s += to_f(dout[(size_t)r * OC + o]);
     part[(size_t)blockIdx.y * OC + o] = s;
 }
 
@@ -226,11 +232,12 @@ __global__ void colsum_final_kernel(float *dbias, const float *part, int OC) {
     dbias[o] += s;
 }
 
-template <typename T>
-static int bias_grad_kernels(symcu_blas_t *h, float *dbias, const T *dout, int N, int OC,
-                             cudaStream_t stream) {
+static int bias_grad_kernels(symcu_blas_t *h, symcu_dtype_t dt, float *dbias, const void *dout,
+                             int N, int OC, cudaStream_t stream) {
     dim3 grid((OC + 255) / 256, BIAS_CHUNKS);
-    colsum_part_kernel<T><<<grid, 256, 0, stream>>>(h->bias_scratch, dout, N, OC);
+    SYMCU_DISPATCH(dt, "matmul backward (bias)",
+                   colsum_part_kernel<E><<<grid, 256, 0, stream>>>(h->bias_scratch,
+                                                                   (const E *)dout, N, OC));
     SYMCU_LAUNCHED("colsum_part_kernel");
     colsum_final_kernel<<<(OC + 255) / 256, 256, 0, stream>>>(dbias, h->bias_scratch, OC);
     SYMCU_LAUNCHED("colsum_final_kernel");
@@ -245,9 +252,25 @@ static int check_sizes(const char *fn, int N, int C, int OC) {
     return SYM_OK;
 }
 
-static int forward(symcu_blas_t *h, void *out, const void *inp, const void *weight,
-                   const void *bias, int N, int C, int OC, void *pre_gelu, cudaDataType_t t,
-                   cudaStream_t stream, const char *fn) {
+static const char *const dt_name[] = {"bf16", "fp16", "fp32"};
+
+/* cuBLASLt's name of a compute type; -1 for one we do not know. */
+static int lt_type(symcu_dtype_t dt, cudaDataType_t *t) {
+    switch (dt) {
+    case SYMCU_BF16: *t = CUDA_R_16BF; return 0;
+    case SYMCU_F16: *t = CUDA_R_16F; return 0;
+    case SYMCU_F32: *t = CUDA_R_32F; return 0;
+    default: return -1;
+    }
+}
+
+int symcu_matmul_forward(symcu_blas_t *h, symcu_dtype_t dt, void *out, const void *inp,
+                         const void *weight, const void *bias, int N, int C, int OC,
+                         void *pre_gelu, cudaStream_t stream) {
+    cudaDataType_t t;
+    if (lt_type(dt, &t)) return SYMCU_INVAL("matmul forward: unknown compute type %d", (int)dt);
+    char fn[32];
+    snprintf(fn, sizeof fn, "matmul forward (%s)", dt_name[dt]);
     int rc = check_sizes(fn, N, C, OC);
     if (rc) return rc;
     if (pre_gelu && OC % 8)
@@ -274,11 +297,13 @@ static int forward(symcu_blas_t *h, void *out, const void *inp, const void *weig
     return lt_matmul_must(h, &p, stream, fn);
 }
 
-template <typename T>
-static int backward(symcu_blas_t *h, T *dinp, symcu_grad_store_t store, float *dweight,
-                    float *dbias, const T *dout,
-                    const T *inp, const T *weight, int N, int C, int OC, cudaDataType_t t,
-                    cudaStream_t stream, const char *fn) {
+int symcu_matmul_backward(symcu_blas_t *h, symcu_dtype_t dt, void *dinp, symcu_grad_store_t store,
+                          float *dweight, float *dbias, const void *dout, const void *inp,
+                          const void *weight, int N, int C, int OC, cudaStream_t stream) {
+    cudaDataType_t t;
+    if (lt_type(dt, &t)) return SYMCU_INVAL("matmul backward: unknown compute type %d", (int)dt);
+    char fn[32];
+    snprintf(fn, sizeof fn, "matmul backward (%s)", dt_name[dt]);
     int rc = check_sizes(fn, N, C, OC);
     if (rc) return rc;
     if (dbias && OC > h->max_bias)
@@ -329,42 +354,13 @@ static int backward(symcu_blas_t *h, T *dinp, symcu_grad_store_t store, float *d
         if (fused) {
             add_vec_kernel<<<(OC + 255) / 256, 256, 0, stream>>>(dbias, h->bias_scratch, OC);
             SYMCU_LAUNCHED("add_vec_kernel");
-        } else if (dbias && (rc = bias_grad_kernels(h, dbias, dout, N, OC, stream))) {
+        } else if (dbias && (rc = bias_grad_kernels(h, dt, dbias, dout, N, OC, stream))) {
             return rc;
         }
         if (dbias) h->used_bgradb = fused;
     } else if (dbias) {
-        if ((rc = bias_grad_kernels(h, dbias, dout, N, OC, stream))) return rc;
+        if ((rc = bias_grad_kernels(h, dt, dbias, dout, N, OC, stream))) return rc;
         h->used_bgradb = 0;
     }
     return SYM_OK;
-}
-
-int symcu_matmul_forward(symcu_blas_t *h, symcu_bf16 *out, const symcu_bf16 *inp,
-                         const symcu_bf16 *weight, const symcu_bf16 *bias, int N, int C, int OC,
-                         symcu_bf16 *pre_gelu, cudaStream_t stream) {
-    return forward(h, out, inp, weight, bias, N, C, OC, pre_gelu, CUDA_R_16BF, stream,
-                   "matmul forward (bf16)");
-}
-
-int symcu_matmul_backward(symcu_blas_t *h, symcu_bf16 *dinp, symcu_grad_store_t store,
-                          float *dweight, float *dbias, const symcu_bf16 *dout,
-                          const symcu_bf16 *inp, const symcu_bf16 *weight, int N, int C, int OC,
-                          cudaStream_t stream) {
-    return backward<bf16>(h, dinp, store, dweight, dbias, dout, inp, weight, N, C, OC,
-                          CUDA_R_16BF, stream, "matmul backward (bf16)");
-}
-
-int symcu_matmul_forward_f32(symcu_blas_t *h, float *out, const float *inp, const float *weight,
-                             const float *bias, int N, int C, int OC, float *pre_gelu,
-                             cudaStream_t stream) {
-    return forward(h, out, inp, weight, bias, N, C, OC, pre_gelu, CUDA_R_32F, stream,
-                   "matmul forward (fp32)");
-}
-
-int symcu_matmul_backward_f32(symcu_blas_t *h, float *dinp, symcu_grad_store_t store,
-                              float *dweight, float *dbias, const float *dout, const float *inp,
-                              const float *weight, int N, int C, int OC, cudaStream_t stream) {
-    return backward<float>(h, dinp, store, dweight, dbias, dout, inp, weight, N, C, OC,
-                           CUDA_R_32F, stream, "matmul backward (fp32)");
 }

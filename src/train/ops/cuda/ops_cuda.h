@@ -10,9 +10,11 @@
  *   - shapes beside every tensor argument; N = B * T rows; row-major;
  *   - every pointer is device memory, every launcher is asynchronous on
  *     `stream` and host-callable from C;
- *   - activations and weights' working copies are bf16 (symcu_bf16), with fp32
+ *   - activations and weights' working copies are of the compute type dt
+ *     (symcu_dtype_t: bf16, fp16 or fp32; `void *` below), with fp32
  *     accumulation inside every kernel; parameter gradients, the master
- *     weights and the optimizer state are fp32;
+ *     weights and the optimizer state are fp32. "Rounded" means to dt,
+ *     nearest even (nothing, for fp32);
  *   - gradients add up: a backward ADDS into dx, dw and db (the caller zeroes
  *     them first); GELU's backward is the one exception (it overwrites, and may
  *     run in place), as on the CPU;
@@ -49,6 +51,9 @@ typedef uint16_t symcu_bf16; /* the same 16 bits: sym_bf16_to_f32 / sym_f32_to_b
 extern "C" {
 #endif
 
+/* The compute type of activations and the weights' working copy. */
+typedef enum { SYMCU_BF16 = 0, SYMCU_F16 = 1, SYMCU_F32 = 2 } symcu_dtype_t;
+
 /* The calling thread's latest error sentence ("" if none yet). */
 const char *symcu_last_error(void);
 
@@ -75,47 +80,41 @@ int symcu_blas_used_bgradb(const symcu_blas_t *h);
 /* out (N,OC) = inp (N,C) @ weight^T (OC,C) + bias (OC), weight row-major as
  * nn.Linear's. bias may be NULL. pre_gelu (N,OC) not NULL: the GELU (tanh)
  * is fused into the epilogue, out = gelu(x) and pre_gelu = x = the product plus
- * bias, which the backward needs. bf16 in and out, fp32 accumulation.
+ * bias, which the backward needs. dt in and out, fp32 accumulation (for fp32:
+ * plain fp32 multiply-adds, TF32 off, unless symcu_blas_use_tf32).
  * OC % 8 == 0 when pre_gelu is given (cuBLASLt's aux leading dimension). */
-int symcu_matmul_forward(symcu_blas_t *h, symcu_bf16 *out, const symcu_bf16 *inp,
-                         const symcu_bf16 *weight, const symcu_bf16 *bias, int N, int C, int OC,
-                         symcu_bf16 *pre_gelu, cudaStream_t stream);
-/* Given dout (N,OC): dinp (N,C) += or = (store) dout @ weight (bf16, may be
+int symcu_matmul_forward(symcu_blas_t *h, symcu_dtype_t dt, void *out, const void *inp,
+                         const void *weight, const void *bias, int N, int C, int OC,
+                         void *pre_gelu, cudaStream_t stream);
+/* Given dout (N,OC): dinp (N,C) += or = (store) dout @ weight (dt, may be
  * NULL: not wanted), dweight (OC,C) += dout^T @ inp (fp32), dbias (OC) += the
  * column sums of dout (fp32; NULL: no bias). OC <= max_bias_grad when dbias
  * is given. */
-int symcu_matmul_backward(symcu_blas_t *h, symcu_bf16 *dinp, symcu_grad_store_t store,
-                          float *dweight, float *dbias, const symcu_bf16 *dout,
-                          const symcu_bf16 *inp, const symcu_bf16 *weight, int N, int C, int OC,
-                          cudaStream_t stream);
-/* The same in fp32 throughout (fp32 multiply-add, TF32 off), for checking. */
-int symcu_matmul_forward_f32(symcu_blas_t *h, float *out, const float *inp, const float *weight,
-                             const float *bias, int N, int C, int OC, float *pre_gelu,
-                             cudaStream_t stream);
-int symcu_matmul_backward_f32(symcu_blas_t *h, float *dinp, symcu_grad_store_t store,
-                              float *dweight, float *dbias, const float *dout, const float *inp,
-                              const float *weight, int N, int C, int OC, cudaStream_t stream);
+int symcu_matmul_backward(symcu_blas_t *h, symcu_dtype_t dt, void *dinp, symcu_grad_store_t store,
+                          float *dweight, float *dbias, const void *dout, const void *inp,
+                          const void *weight, int N, int C, int OC, cudaStream_t stream);
+/* fp32 products through TF32 tensor cores (on) or plain fp32 (off, the
+ * default: what the CPU comparison needs). */
+void symcu_blas_use_tf32(symcu_blas_t *h, int on);
 
 /* ---- LayerNorm (layernorm.cu) ---- */
 
-/* res (N,C) = a (N,C) + b (N,C) rounded to bf16, then out (N,C) = (res - mean)
+/* res (N,C) = a (N,C) + b (N,C) rounded, then out (N,C) = (res - mean)
  * * rstd * w (C) + bias (C), saving mean (N) and rstd (N) = 1 / sqrt(var +
  * 1e-5) (fp32, the biased variance). b == NULL: a plain LayerNorm of a (res is
  * then ignored and may be NULL). C % 8 == 0, C <= 8192. */
-int symcu_residual_layernorm_forward(symcu_bf16 *res, symcu_bf16 *out, float *mean, float *rstd,
-                                     const symcu_bf16 *a, const symcu_bf16 *b,
-                                     const symcu_bf16 *w, const symcu_bf16 *bias, int N, int C,
-                                     cudaStream_t stream);
+int symcu_residual_layernorm_forward(symcu_dtype_t dt, void *res, void *out, float *mean,
+                                     float *rstd, const void *a, const void *b, const void *w,
+                                     const void *bias, int N, int C, cudaStream_t stream);
 /* Floats of scratch symcu_layernorm_backward needs for (N, C). */
 size_t symcu_layernorm_backward_scratch(int N, int C);
-/* dx (N,C) += (bf16), dw (C) +=, db (C) += (fp32) from dout (N,C), given the
+/* dx (N,C) += (dt), dw (C) +=, db (C) += (fp32) from dout (N,C), given the
  * forward's x (N,C) (its input: the residual sum), w (C), mean (N), rstd (N).
  * dw and db are summed per block in fp32 into scratch, then block by block in
  * a fixed order. C % 8 == 0, C <= 3072. */
-int symcu_layernorm_backward(symcu_bf16 *dx, float *dw, float *db, float *scratch,
-                             const symcu_bf16 *dout, const symcu_bf16 *x, const symcu_bf16 *w,
-                             const float *mean, const float *rstd, int N, int C,
-                             cudaStream_t stream);
+int symcu_layernorm_backward(symcu_dtype_t dt, void *dx, float *dw, float *db, float *scratch,
+                             const void *dout, const void *x, const void *w, const float *mean,
+                             const float *rstd, int N, int C, cudaStream_t stream);
 
 /* ---- causal attention (attention.cu) ---- */
 
@@ -123,60 +122,81 @@ int symcu_layernorm_backward(symcu_bf16 *dx, float *dw, float *db, float *scratc
  * (B,T,3C) laid out as sym_attention_forward's; lse (B,NH,T) receives each
  * row's log-sum-exp of the scaled scores (natural log), all the backward needs
  * of the softmax: the T x T matrix is never written. hs = C / NH is 32, 64 or
- * 128. */
-int symcu_attention_forward(symcu_bf16 *out, float *lse, const symcu_bf16 *qkv, int B, int T,
-                            int C, int NH, cudaStream_t stream);
+ * 128. bf16 and fp16 run on the tensor cores; fp32 on plain fp32 arithmetic
+ * (one warp per row, for checking against the CPU: not fast). */
+int symcu_attention_forward(symcu_dtype_t dt, void *out, float *lse, const void *qkv, int B,
+                            int T, int C, int NH, cudaStream_t stream);
 /* dqkv (B,T,3C) += or = (store) the gradient through the attention of dout
  * (B,T,C), given the forward's out (B,T,C), qkv (B,T,3C) and lse (B,NH,T);
  * scratch holds B*NH*T floats (each row's D = sum_j P_ij dP_ij = dout . out). */
-int symcu_attention_backward(symcu_bf16 *dqkv, symcu_grad_store_t store, float *scratch,
-                             const symcu_bf16 *dout,
-                             const symcu_bf16 *out, const symcu_bf16 *qkv, const float *lse,
-                             int B, int T, int C, int NH, cudaStream_t stream);
+int symcu_attention_backward(symcu_dtype_t dt, void *dqkv, symcu_grad_store_t store,
+                             float *scratch, const void *dout, const void *out, const void *qkv,
+                             const float *lse, int B, int T, int C, int NH, cudaStream_t stream);
 
 /* ---- the loss (classifier.cu) ---- */
 
 /* Softmax cross-entropy over the first V columns of logits (N,Vp), in place:
  * loss (N) = -log softmax(logits)[target] (fp32) for targets (N) in [0, V)
  * (NaN for one outside), and the logits become dlogits = (softmax - onehot) *
- * scale, 0 in the padding columns [V, Vp). One block per row reads it twice
- * and writes it once. V <= Vp, Vp % 8 == 0. */
-int symcu_softmax_xent(float *loss, symcu_bf16 *logits, const int32_t *targets, int N, int V,
-                       int Vp, float scale, cudaStream_t stream);
+ * scale (times *dscale, a device float, where dscale is not NULL: fp16's loss
+ * scale, read when the kernel runs), 0 in the padding columns [V, Vp). One
+ * block per row reads it twice and writes it once. V <= Vp, Vp % 8 == 0. */
+int symcu_softmax_xent(symcu_dtype_t dt, float *loss, void *logits, const int32_t *targets, int N,
+                       int V, int Vp, float scale, const float *dscale, cudaStream_t stream);
 
 /* ---- embeddings (encoder.cu) ---- */
 
 /* out (B,T,C) = wte (V,C)[tok (B,T)] + wpe (T,C)[t]; tokens in [0, V). C % 8 == 0. */
-int symcu_encoder_forward(symcu_bf16 *out, const int32_t *tok, const symcu_bf16 *wte,
-                          const symcu_bf16 *wpe, int B, int T, int C, cudaStream_t stream);
+int symcu_encoder_forward(symcu_dtype_t dt, void *out, const int32_t *tok, const void *wte,
+                          const void *wpe, int B, int T, int C, cudaStream_t stream);
 /* Bytes of scratch symcu_encoder_backward needs for N = B * T tokens. */
 size_t symcu_encoder_backward_scratch(int N);
 /* dwte (V,C) += dout (B,T,C) rows at their tokens, dwpe (T,C) += dout summed
  * over b (fp32). The positions are sorted by token (a stable radix sort), and
  * each token's rows are added into its row of dwte in position order, the
  * order the CPU reference adds them in. C % 8 == 0. */
-int symcu_encoder_backward(float *dwte, float *dwpe, void *scratch, size_t scratch_bytes,
-                           const symcu_bf16 *dout, const int32_t *tok, int B, int T, int C,
-                           int V, cudaStream_t stream);
+int symcu_encoder_backward(symcu_dtype_t dt, float *dwte, float *dwpe, void *scratch,
+                           size_t scratch_bytes, const void *dout, const int32_t *tok, int B,
+                           int T, int C, int V, cudaStream_t stream);
 
 /* ---- GELU, tanh approximation (gelu.cu) ---- */
 
 /* out (n) = gelu(inp (n)); dinp (n) = dout (n) * gelu'(inp) (overwrites; dinp
  * may be dout). n % 8 == 0. */
-int symcu_gelu_forward(symcu_bf16 *out, const symcu_bf16 *inp, size_t n, cudaStream_t stream);
-int symcu_gelu_backward(symcu_bf16 *dinp, const symcu_bf16 *inp, const symcu_bf16 *dout, size_t n,
+int symcu_gelu_forward(symcu_dtype_t dt, void *out, const void *inp, size_t n,
+                       cudaStream_t stream);
+int symcu_gelu_backward(symcu_dtype_t dt, void *dinp, const void *inp, const void *dout, size_t n,
                         cudaStream_t stream);
 
 /* ---- the optimizer (adamw.cu) ---- */
+
+/* fp16's dynamic loss scale, in device memory: the step reads and updates it
+ * on the GPU, so it needs no host synchronisation. */
+typedef struct {
+    float scale;            /* S: the loss gradient is multiplied by it (symcu_softmax_xent's
+                             * dscale), the parameter gradients divided by it (AdamW) */
+    uint32_t good;          /* finite steps since S last changed */
+    uint32_t growth;        /* S doubles after this many finite steps in a row */
+    uint32_t skipped;       /* this step's gradients held an inf or NaN: AdamW skips it */
+    uint64_t skipped_total; /* steps skipped so far */
+} symcu_loss_scale_t;
+#define SYMCU_LOSS_SCALE_INIT 65536.0f  /* 2^16, as PyTorch's GradScaler */
+#define SYMCU_LOSS_SCALE_MAX 16777216.0f /* 2^24: S grows no further */
 
 /* Doubles of scratch symcu_grad_norm needs. */
 size_t symcu_grad_norm_scratch(void);
 /* norm (1) = the L2 norm of g (n) (fp32 of a double sum: per-block partials
  * into scratch, then a fixed-order reduction), and scale (1) = max_norm /
  * (norm + 1e-6) when max_norm > 0 and norm > max_norm, else 1: the factor
- * sym_grad_clip would multiply the gradients by. Both device floats. */
+ * sym_grad_clip would multiply the gradients by. Both device floats.
+ * ls not NULL (device): g holds the gradients times ls->scale; norm is then
+ * that of g / S and scale the clipping factor divided by S (what AdamW
+ * multiplies g by), and ls is updated: a non-finite sum of squares (an inf or
+ * NaN anywhere in g) sets ls->skipped, halves S (not below 1) and restarts
+ * the count; a finite one clears skipped and counts a good step, doubling S
+ * (up to SYMCU_LOSS_SCALE_MAX) at ls->growth of them. */
 int symcu_grad_norm(float *norm, float *scale, double *scratch, const float *g, size_t n,
-                    float max_norm, cudaStream_t stream);
+                    float max_norm, symcu_loss_scale_t *ls, cudaStream_t stream);
 
 /* The hyperparameters of one AdamW step (symtrain/optim.h's rule). */
 typedef struct {
@@ -186,13 +206,16 @@ typedef struct {
 
 /* One AdamW step over the n parameters: w (n) fp32 master weights, m (n) and
  * v (n) the moments, from g (n) times *grad_scale (device; NULL: 1, the
- * clipping factor of symcu_grad_norm); w16 (n) receives the bf16 copy of the
- * updated weights (NULL: none). Weight decay applies except in the
+ * clipping factor of symcu_grad_norm); wc (n) receives the copy of the
+ * updated weights in the compute type dt, bf16 or fp16 (NULL: none, as for
+ * fp32, which computes with w itself). Weight decay applies except in the
  * no_decay ranges: nr pairs (offset, length) of device uint64, sorted by offset
- * and disjoint (sym_optim_no_decay's ranges, merged). The arithmetic is the
- * CPU's, operation for operation (no fused multiply-adds). */
-int symcu_adamw(float *w, symcu_bf16 *w16, float *m, float *v, const float *g, size_t n,
-                const float *grad_scale, const uint64_t *no_decay, int nr,
+ * and disjoint (sym_optim_no_decay's ranges, merged). skip (device, NULL:
+ * never): where *skip is nonzero when the kernel runs, nothing is written
+ * (fp16's overflowed step). The arithmetic is the CPU's, operation for
+ * operation (no fused multiply-adds). */
+int symcu_adamw(float *w, symcu_dtype_t dt, void *wc, float *m, float *v, const float *g, size_t n,
+                const float *grad_scale, const uint32_t *skip, const uint64_t *no_decay, int nr,
                 const symcu_adamw_t *hp, cudaStream_t stream);
 
 #ifdef __cplusplus

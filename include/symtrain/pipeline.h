@@ -1,0 +1,139 @@
+/*
+ * symtrain/pipeline.h — pipeline parallelism for the GPT: its blocks split
+ * into stages over the PEs of a pipeline, micro-batches, the 1F1B schedule.
+ *
+ * A stage (sym_gpt_stage_t) holds blocks [first_layer, first_layer + layers);
+ * the first stage also the embeddings (wte, wpe), the last ln_f and the LM
+ * head. The head is tied to wte: the last stage holds its own copy of wte
+ * (drawn from the same stream, so equal to stage 0's), and after the
+ * backward the first and last stage sum their wte gradients (an all-reduce
+ * over those two PEs), so both apply the same update and the copies stay
+ * equal bit for bit.
+ *
+ * Activations go forward and their gradients backward one-sided: the sender
+ * puts a micro-batch's (rows x seq, C) tensor with shmem_putmem_signal into
+ * the receiver's symmetric inbox (a ring of slots; the signal is the
+ * message's sequence number), with no handshake. Credits bound the ring:
+ * the receiver adds one to the sender's credit counter (an atomic add) once
+ * it has copied a slot out, and the sender waits for a credit before it
+ * reuses a slot. Counters only grow, across steps, so nothing is ever reset.
+ *
+ * Symmetric memory differs by stage (the stages hold different layers), so
+ * the layout is kept the same on every PE: the inboxes (sized for the one
+ * activation shape of a GPT, the same on every stage) are allocated first, on
+ * every PE, then each stage's parameter pool is sized for the largest
+ * stage's parameters. Every later symmetric allocation of the job then lands
+ * at the same offset on every PE (docs/architecture.md).
+ *
+ * Data parallelism: with a dp dimension in the mesh, each stage's gradients
+ * are averaged over its dp team (the PEs holding the same stage), with the
+ * bucketed DDP overlapped with the last micro-batch's backward. Tensor
+ * parallelism: with a tp dimension each stage is split over its tp team
+ * (sym_model_create_tp's split); the residual stream is whole on every PE of
+ * a tp team, so tp rank r of stage s sends to tp rank r of stage s + 1.
+ */
+#ifndef SYMTRAIN_PIPELINE_H
+#define SYMTRAIN_PIPELINE_H
+
+#include <shmem.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtensor.h"
+#include "nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- a stage of the GPT ---- */
+
+typedef struct {
+    int first_layer, layers; /* blocks [first_layer, first_layer + layers) */
+    int embed;               /* holds wte and wpe (the first stage) */
+    int head;                /* holds ln_f and the LM head, with a copy of wte (the last) */
+    int slots;               /* activation sets: micro-batches between forward and backward */
+    size_t reserve;          /* floats of parameters the state pool makes room for (the
+                                largest stage's), so every PE's pool is the same size */
+} sym_gpt_stage_t;
+
+/* A GPT stage (every PE of the job calls it, collectively when symmetric;
+ * the stages differ, `reserve` is the same on all), split over the PEs of
+ * `tp` as sym_model_create_tp splits the whole model (SHMEM_TEAM_INVALID:
+ * whole). Its tensors keep the whole model's names and their index
+ * (sym_param_t.index); its weights are the 1-PE model's (or their slices). forward: a stage without the embeddings takes in->x, the
+ * previous stage's output (rows x seq, C), and one without the head returns
+ * its last block's output (rows x seq, C) in place of logits; backward then
+ * takes that output's gradient in place of dlogits. */
+int sym_model_create_stage(const sym_model_config_t *cfg, int max_rows, int symmetric,
+                           shmem_team_t tp, const sym_gpt_stage_t *st, sym_model_t **out);
+/* The activation set the next forward writes and the next backward reads,
+ * 0 <= slot < st->slots. */
+void sym_model_use_slot(sym_model_t *m, int slot);
+/* After a backward on a stage without the embeddings: the gradient of its
+ * input (rows x seq, C), valid until the next backward. */
+const float *sym_model_input_grad(const sym_model_t *m);
+
+/* ---- the pipeline ---- */
+
+typedef struct sym_pipe sym_pipe_t; /* opaque */
+
+typedef struct {
+    int micro_batches; /* M >= 1 a step */
+    int micro_rows;    /* the most sequences in a micro-batch (an inbox slot's size) */
+    int seq;           /* tokens per sequence */
+    int inbox_slots;   /* slots of each inbox (0: the number of stages) */
+    double bucket_mb;  /* the dp average's buckets */
+} sym_pipe_config_t;
+
+typedef struct {
+    uint64_t sent;         /* messages this PE has put (both directions) */
+    uint64_t credit_waits; /* of them, how many waited for a credit (the inbox was full) */
+    uint64_t max_ahead;    /* the most messages it had in a receiver's inbox at once */
+} sym_pipe_stats_t;
+
+/* Split cfg's blocks into stages (balanced by predicted FLOPs: a block's
+ * matrices and attention; the LM head on the last), one per PE of the mesh's
+ * "pp" dimension, build this PE's stage and its inboxes. Collective over
+ * SHMEM_TEAM_WORLD: the mesh spans the job. A "dp" dimension, if any, is the
+ * stage's data-parallel team, a "tp" dimension its tensor-parallel team.
+ * Needs pp <= n_layer. */
+int sym_pipe_create(const sym_model_config_t *cfg, sym_mesh_t *mesh, const sym_pipe_config_t *pc,
+                    sym_pipe_t **out);
+void sym_pipe_destroy(sym_pipe_t *p);
+sym_model_t *sym_pipe_model(sym_pipe_t *p); /* this PE's stage */
+int sym_pipe_stage(const sym_pipe_t *p);    /* 0 .. stages - 1 */
+int sym_pipe_stages(const sym_pipe_t *p);
+/* The plan: stage s holds blocks [first[s], first[s] + layers[s]). */
+void sym_pipe_layers(const sym_pipe_t *p, int s, int *first, int *layers);
+
+/* One step's forward and backward of this PE's `rows` sequences in M
+ * micro-batches (min(M, rows) when fewer; the first rows % M one sequence
+ * larger), in the 1F1B order (stage s: min(stages - s - 1, M) forwards, then
+ * one forward and one backward in turn, then the backwards left). tokens
+ * (rows, seq) are read on the first stage, labels (rows x seq) on the last,
+ * whose loss gradient is grad_scale x the summed loss. After it the
+ * gradients are zeroed-then-summed over the micro-batches, the tied wte's over
+ * the first and last stage, and averaged over the dp team. *loss_sum: the
+ * summed loss of this PE's predictions on the last stage's tp rank 0, 0
+ * elsewhere (so a sum over the job counts each prediction once). Every
+ * stage of a pipeline passes the same rows (<= M x micro_rows). */
+int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, int rows,
+                  float grad_scale, double *loss_sum);
+/* Forward only, in micro-batches of at most micro_rows: rows sequences.
+ * On the last stage's tp rank 0 *loss_sum and *correct get the summed loss
+ * and the right arg-maxes of its predictions; 0 elsewhere. */
+int sym_pipe_eval(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, int rows,
+                  double *loss_sum, int64_t *correct);
+/* The global gradient norm over the whole pipeline (the tied wte counted
+ * once, a tensor split over tp summed over it), and the gradients scaled to
+ * max_norm when larger (0: no clipping); collective over the pipeline and
+ * its tp teams. */
+int sym_pipe_clip(sym_pipe_t *p, double max_norm, double *norm);
+sym_pipe_stats_t sym_pipe_stats(const sym_pipe_t *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

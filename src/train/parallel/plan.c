@@ -1,0 +1,588 @@
+/*
+ * plan.c — the layout planner (symtrain/plan.h): memory per PE and step time
+ * of each dp x tp x pp layout of a GPT, with micro-batches, ZeRO stage and
+ * recompute; which fit; the fastest.
+ *
+ * Memory follows what our code allocates, buffer by buffer (keep the two in
+ * step: tests/train_plan_memory.c compares them with the training loop's
+ * report):
+ *  - CPU (models/gpt.c, model.c, optim/optim.c): parameters and gradients
+ *    are one buddy block each of the "parameters" pool (a power of two; the
+ *    gradients carry SYM_GRAD_CTRL control floats), AdamW's two moments (SGD's
+ *    momentum) are exact fp32 arrays, the activations are gpt_init's buffers,
+ *    each a power-of-two block, sized for the batch rows x the model's
+ *    context. Tensor parallelism splits the parameters of the column- and
+ *    row-parallel layers but not the activation buffers (gpt.c sizes them
+ *    for the whole width) nor the embeddings, LayerNorms and LM head.
+ *  - GPU (models/gpt_cuda.cu, its one region): fp32 master weights, their
+ *    bf16 compute copy, fp32 gradients and moments (18 bytes a parameter),
+ *    bf16 activations (no T x T matrix: the attention keeps its row
+ *    log-sum-exp), 256-byte aligned. Our GPU code has no TP yet: for
+ *    planning, TP splits the head-local buffers (qkv, attention output, MLP
+ *    hidden) as Megatron does, the rest stays whole.
+ *  - Pipeline stages: layers spread evenly (the first stages take the
+ *    remainder), the embeddings on the first stage, ln_f and the LM head on
+ *    the last (which keeps a copy of the tied wte); 1F1B keeps up to pp
+ *    micro-batches in flight on the first stage (min(m, pp - s) on stage s).
+ *    The heaviest PE is reported.
+ *  - ZeRO-1 shards the optimizer state over dp, ZeRO-2 the gradients too.
+ *  - Recompute (not in our code yet) keeps each block's output only, plus
+ *    one block's buffers for the recomputed forward.
+ *
+ * Time, nothing overlapped but the GPU's gradient average (on the CPU the
+ * bucketed all-reduce overlaps the backward only where a core is free, which
+ * 4 PEs on 2 cores do not have):
+ *   compute  the heaviest stage's FLOPs (6 x its parameters + 6 x layers x
+ *            context x width per token, x 4/3 with recompute) over the rate;
+ *            under TP the work split over tp is the blocks', the embeddings
+ *            and LM head are computed whole by each PE unless vocab_parallel
+ *   bubble   compute x (pp - 1) / m, i.e. a (pp-1)/(m+pp-1) share of the pipe
+ *   tp       4 all-reduces a layer a micro-batch (2 forward, 2 backward; 6
+ *            with recompute) of rows x T x C activations
+ *   pp       2 transfers a micro-batch (activation forward, gradient back)
+ *   dp       the fp32 gradients' all-reduce (ZeRO: reduce-scatter +
+ *            all-gather, the same bytes), one latency a bucket; on the GPU
+ *            (gpt_cuda.cu averages each bucket while the backward goes on)
+ *            only what outlasts the last micro-batch's backward (2/3 of its
+ *            compute), plus the embeddings' piece that goes after it (and
+ *            ZeRO's all-gather after the optimizer)
+ *   optim    AdamW's pass over its shard: 28 bytes a parameter (30 on the GPU)
+ *   collective time = latency + bytes x 2(n-1)/n / busbw (all-reduce),
+ *   (n-1)/n for reduce-scatter or all-gather, bytes / p2p_bw point to point.
+ * Placement: tp innermost, then pp, then dp (Megatron's order): a group
+ * crosses nodes when its span exceeds pes_per_node, and then runs at the
+ * inter-node link's figures.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <symtrain/nn.h>
+#include <symtrain/optim.h>
+#include <symtrain/plan.h>
+#include <symtrain/tensor.h>
+
+#include "internal.h"
+#include "models/model.h"
+#include "util/util.h"
+
+/* ---- figures ---- */
+
+/* Recorded on the lent H200 (docs/performance.md, 2026-12-01): our d12 step,
+ * batch 16 x 1024, at 441,836 tokens/s; FLOPs a token 6 x 124,475,904 + 6 x
+ * 12 x 1024 x 768 = 803,478,528: 355.0 TFLOP/s for the whole step (GEMMs,
+ * attention, LayerNorms, loss). The GEMMs' floor rate, 790 TFLOP/s, is not
+ * used: our step runs at 45% of it. */
+#define H200_TOKENS_S 441836.0
+#define H200_FLOP_TOKEN 803478528.0
+#define H200_HBM 4.3e12 /* the classifier floor's bandwidth in docs/performance.md */
+
+static const sym_plan_link_t links[] = {
+    {"nvlink", 362.0e9, 285.6e9, 3.9e-6,
+     "recorded: our GPU all-reduce on 2 H200s over NVLink, 362 GB/s busbw at 256 MiB, 3.9 us at "
+     "8 B; NVSHMEM put 286 GB/s (docs/performance.md)"},
+    {"pcie", 25.0e9, 25.0e9, 10.0e-6,
+     "assumed: PCIe Gen5 x16 through the host, 25 GB/s, 10 us (not measured here)"},
+    {"ib", 50.0e9, 50.0e9, 10.0e-6,
+     "assumed: one 400 Gb/s InfiniBand NIC per GPU, 50 GB/s, 10 us (not measured here)"},
+    {"tcp", 3.0e9, 2.8e9, 30.0e-6,
+     "recorded: our all-reduce over TCP between network namespaces, about 3.0 GB/s busbw; puts "
+     "2.8 GB/s (docs/performance.md); latency assumed 30 us"},
+    {"shm", 12.3e9, 12.3e9, 5.0e-6,
+     "recorded: our shared-memory all-reduce on 2 PEs of the 2-core VM, 12.3 GB/s busbw from 8 "
+     "MiB (docs/performance.md); latency assumed 5 us"},
+};
+
+int sym_plan_link(const char *name, sym_plan_link_t *out) {
+    for (size_t i = 0; i < sizeof links / sizeof *links; i++)
+        if (!strcmp(name, links[i].name)) {
+            *out = links[i];
+            return SYM_OK;
+        }
+    return sym__error(SYM_EINVAL, "link '%s': use nvlink, pcie, ib, tcp or shm", name);
+}
+
+void sym_plan_defaults(sym_plan_request_t *r, sym_plan_device_t device) {
+    memset(r, 0, sizeof *r);
+    r->vocab_parallel = 1; /* as our TP splits wte (sym_model_create_tp) */
+    r->device = device;
+    r->pes = 1;
+    r->batch = 16;
+    r->optimizer = SYM_OPT_ADAMW;
+    r->bucket_bytes = 25u << 20;
+    if (device == SYM_PLAN_GPU) {
+        r->flops = H200_TOKENS_S * H200_FLOP_TOKEN;
+        r->flops_source = "recorded: our gpt:d12 step on one H200, 441,836 tokens/s x 803.5 MFLOP "
+                          "a token = 355 TFLOP/s (docs/performance.md); the 790 TFLOP/s GEMM floor "
+                          "is not reached by a whole step";
+        r->mem_bw = H200_HBM;
+        r->mem_bw_source = "recorded: 4.3 TB/s H200 memory bandwidth (docs/performance.md)";
+        r->pes_per_node = 8;
+        sym_plan_link("nvlink", &r->intra);
+        sym_plan_link("ib", &r->inter);
+    } else {
+        /* sym_plan_measure_cpu replaces these with this machine's figures */
+        r->flops = 20e9;
+        r->flops_source = "assumed: 20 GFLOP/s a PE (call sym_plan_measure_cpu to measure)";
+        r->mem_bw = 10e9;
+        r->mem_bw_source = "assumed: 10 GB/s a PE";
+        sym_plan_link("shm", &r->intra);
+        sym_plan_link("tcp", &r->inter);
+    }
+}
+
+static double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One training pass (forward, loss, backward) of a one-layer GPT of the
+ * model's width, heads and vocabulary (at most 4096) on one sequence of up to
+ * 256 tokens, on `threads` BLAS threads: the rate our CPU code reaches for
+ * this model's shapes, FLOP/s (0 when it cannot be built). */
+static double pass_rate(const sym_model_config_t *full, int threads, int *tokens_out) {
+    int V = full->vocab < 4096 ? full->vocab : 4096, T = full->max_seq < 256 ? full->max_seq : 256;
+    /* about 3 GFLOP at most */
+    double per_token = 6.0 * (12.0 * full->n_embd * full->n_embd + (double)V * full->n_embd);
+    while (T > 16 && per_token * T > 3e9) T /= 2;
+    char spec[128];
+    snprintf(spec, sizeof spec, "gpt:L=1,C=%d,H=%d,V=%d,T=%d", full->n_embd, full->n_head, V, T);
+    sym_model_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    sym_model_t *m = NULL;
+    int32_t *tok = malloc((size_t)(T + 1) * sizeof *tok);
+    if (!tok || sym_model_parse(spec, &cfg) || sym_model_create(&cfg, 1, 0, &m)) {
+        free(tok);
+        return 0;
+    }
+    for (int t = 0; t <= T; t++) tok[t] = (int32_t)((t * 2654435761u) % (unsigned)V);
+    sym_blas_set_threads(threads);
+    double best = 1e30;
+    for (int rep = 0; rep < 3; rep++) { /* the first one warms up */
+        double t0 = seconds_now();
+        sym_input_t in = {1, T, NULL, tok};
+        sym_forward_t f = {1, (uint64_t)rep, 0};
+        sym_tensor_t logits;
+        if (sym_model_forward(m, &in, &f, &logits)) break;
+        sym_softmax_xent(&logits, tok + 1, V, 1.0f / T, &logits, NULL);
+        sym_model_zero_grads(m);
+        if (sym_model_backward(m, &logits, NULL, NULL)) break;
+        double dt = seconds_now() - t0;
+        if (rep && dt < best) best = dt;
+    }
+    double flops = sym_model_flops_per_token(m, T) * T;
+    sym_model_destroy(m);
+    free(tok);
+    *tokens_out = T;
+    return best < 1e30 ? flops / best : 0;
+}
+
+void sym_plan_measure_cpu(sym_plan_request_t *r, int cores) {
+    static char fsrc[256], bsrc[200];
+    if (cores < 1) cores = 1;
+    int pes = r->pes > 0 ? r->pes : 1, threads = pes <= cores ? cores / pes : 1, T = 0;
+    double share = pes <= cores ? 1.0 : (double)cores / pes; /* of a core, time-shared */
+    double rate = pass_rate(&r->model, threads, &T);
+    if (rate > 0) {
+        r->flops = rate * share;
+        snprintf(fsrc, sizeof fsrc,
+                 "measured now: a training pass of a 1-layer GPT of this width (C=%d, %d "
+                 "tokens) on %d thread%s, %.1f GFLOP/s, x %.2f for %d PEs on %d cores",
+                 r->model.n_embd, T, threads, threads == 1 ? "" : "s", rate / 1e9, share, pes,
+                 cores);
+        r->flops_source = fsrc;
+    }
+    /* memory: a 64 MiB copy (read + write) */
+    size_t bytes = 64u << 20;
+    char *s = malloc(bytes), *d = malloc(bytes);
+    double bw = 0;
+    if (s && d) {
+        memset(s, 1, bytes);
+        memset(d, 0, bytes);
+        for (int rep = 0; rep < 3; rep++) {
+            double t0 = seconds_now();
+            memcpy(d, s, bytes);
+            double rate = 2.0 * (double)bytes / (seconds_now() - t0);
+            if (rate > bw) bw = rate;
+        }
+    }
+    free(s);
+    free(d);
+    double bw_share = pes <= cores ? 1.0 : (double)cores / pes;
+    if (bw > 0) {
+        r->mem_bw = bw * bw_share;
+        snprintf(bsrc, sizeof bsrc, "measured now: a 64 MiB copy %.1f GB/s, x %.2f a PE", bw / 1e9,
+                 bw_share);
+        r->mem_bw_source = bsrc;
+    }
+}
+
+/* ---- the model's sizes ---- */
+
+static size_t up256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+/* One block's parameters on a PE of tp (the biases of the row-parallel layers whole). */
+static size_t block_params(size_t C, int tp) {
+    size_t Cl = C / (size_t)tp;
+    return 2 * C + (3 * Cl * C + 3 * Cl) + (C * Cl + C) + 2 * C + (4 * Cl * C + 4 * Cl) +
+           (C * 4 * Cl + C);
+}
+
+/* The wte parameters the heaviest PE holds: Vp x C whole, or with
+ * vocab_parallel over tp > 1 the largest block of the vocabulary's rows
+ * (sym_shard_range over the unpadded vocabulary: the first PE's, rounded up),
+ * as sym_model_create_tp splits it. */
+static size_t wte_params(const sym_model_config_t *m, int tp, int vp) {
+    size_t rows = vp && tp > 1 ? ((size_t)m->vocab + (size_t)tp - 1) / (size_t)tp
+                               : (size_t)m->padded_vocab;
+    return rows * (size_t)m->n_embd;
+}
+
+size_t sym_plan_params(const sym_model_config_t *m, int tp, int vocab_parallel) {
+    size_t C = (size_t)m->n_embd;
+    return wte_params(m, tp, vocab_parallel) + (size_t)m->max_seq * C +
+           (size_t)m->n_layer * block_params(C, tp) + 2 * C;
+}
+
+typedef struct {
+    int layers, first, last, inflight;
+} stage_t;
+
+/* Stage s of pp: its layers (the first L % pp stages one more) and in-flight micro-batches. */
+static stage_t stage_of(int L, int pp, int m, int s) {
+    stage_t st;
+    st.layers = L / pp + (s < L % pp);
+    st.first = s == 0;
+    st.last = s == pp - 1;
+    st.inflight = pp - s < m ? pp - s : m;
+    if (st.inflight < 1) st.inflight = 1;
+    return st;
+}
+
+static size_t stage_params(const sym_model_config_t *m, const stage_t *st, int tp, int vp) {
+    size_t C = (size_t)m->n_embd, p = (size_t)st->layers * block_params(C, tp);
+    if (st->first) p += wte_params(m, tp, vp) + (size_t)m->max_seq * C;
+    if (st->last) p += 2 * C + (st->first ? 0 : wte_params(m, tp, vp));
+    return p;
+}
+
+/* Activation bytes of one micro-batch of `rows` sequences on a stage. */
+static size_t stage_acts(const sym_plan_request_t *r, const stage_t *st, int rows, int tp,
+                         int recompute) {
+    const sym_model_config_t *m = &r->model;
+    size_t B = (size_t)rows, T = (size_t)m->max_seq, C = (size_t)m->n_embd, N = B * T;
+    size_t NH = (size_t)m->n_head, Vp = (size_t)m->padded_vocab, L = (size_t)st->layers;
+    if (r->device == SYM_PLAN_CPU) {
+        /* gpt_init: per block ln1, mean, rstd, qkv, att, atty, res2, ln2, mean, rstd,
+         * fch, fch_gelu, res3; then encoded, lnf, mean, rstd, logits, scratch, dres, dln,
+         * datty, dqkv, dfch, datt. Each a power-of-two block of floats. */
+        const size_t blk[] = {N * C, N, N, N * 3 * C, B * NH * T * T, N * C, N * C,
+                              N * C, N, N, N * 4 * C, N * 4 * C, N * C};
+        size_t one = 0;
+        for (size_t i = 0; i < sizeof blk / sizeof *blk; i++)
+            one += sym__pow2_at_least(blk[i] * 4);
+        size_t acts = recompute ? L * sym__pow2_at_least(N * C * 4) + one : L * one;
+        const size_t oth[] = {N * C, N * C, N, N, N * Vp, N * C, N * C, N * C, N * C,
+                              N * 3 * C, N * 4 * C, T * T};
+        for (size_t i = 0; i < sizeof oth / sizeof *oth; i++)
+            if (i != 4 || st->last) acts += sym__pow2_at_least(oth[i] * 4);
+        return acts;
+    }
+    /* gpt_cuda.cu carve(): bf16 activations, fp32 row statistics */
+    size_t t = (size_t)tp, Cl = C / t, NHl = NH / t;
+    size_t one = 4 * up256(N * C * 2)                        /* ln1, res2, ln2, res3 */
+                 + up256(N * 3 * Cl * 2) + up256(N * Cl * 2) /* qkv, atty */
+                 + 2 * up256(N * 4 * Cl * 2)                 /* fch, fch_gelu */
+                 + 4 * up256(N * 4) + up256(N * NHl * 4);    /* means, rstds, lse */
+    size_t acts = recompute ? L * up256(N * C * 2) + one : L * one;
+    size_t Vl = r->vocab_parallel ? Vp / t : Vp;
+    acts += up256(N * C * 2) * 6                                   /* encoded lnf proj dres dln datty */
+            + up256(N * 3 * Cl * 2) + up256(N * 4 * Cl * 2)        /* dqkv, dfch */
+            + (st->last ? up256(N * Vl * 2) : 0)                   /* logits */
+            + 4 * up256(N * 4) + up256(N * NHl * 4)                /* lnf stats, losses, hits, att */
+            + 3 * up256(N * 4) + 2 * up256(N * 4);                 /* encoder scratch, tok, tgt */
+    return acts;
+}
+
+/* ---- what our code does today ---- */
+
+enum { F_TP = 1, F_PP = 2, F_ZERO = 4, F_ACCUM = 8, F_RECOMPUTE = 16 };
+
+/* Features each device's training does, with the issue-17 branches merged
+ * (parcli: tp; pipe: pp; zero: ZeRO and accumulation). The GPU trains data
+ * parallel only; neither recomputes. */
+static const unsigned have[2] = {F_TP | F_PP | F_ZERO | F_ACCUM, 0};
+
+static void say_needs(const sym_plan_request_t *r, unsigned used, char *buf, size_t len) {
+    static const char *const name[] = {"tp", "pp", "zero", "micro-batches", "recompute"};
+    unsigned missing = used & ~have[r->device];
+    buf[0] = '\0';
+    for (int i = 0; i < 5; i++)
+        if (missing & (1u << i)) {
+            size_t at = strlen(buf);
+            snprintf(buf + at, len - at, "%s%s", at ? "," : "", name[i]);
+        }
+    if (buf[0]) {
+        size_t at = strlen(buf);
+        snprintf(buf + at, len - at, " (not on the %s yet)", r->device ? "GPU" : "CPU");
+    }
+}
+
+/* ---- evaluation ---- */
+
+static double allreduce_t(const sym_plan_link_t *k, int n, double bytes) {
+    if (n <= 1 || bytes <= 0) return 0;
+    return k->latency + bytes * 2.0 * (n - 1) / n / k->busbw;
+}
+
+int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
+                      sym_plan_result_t *o) {
+    memset(o, 0, sizeof *o);
+    o->layout = *l;
+    const sym_model_config_t *m = &r->model;
+    if (m->kind != SYM_MODEL_GPT)
+        return sym__error(SYM_EINVAL, "the planner plans a GPT (--model gpt:...), not %s", m->spec);
+    if (l->dp < 1 || l->tp < 1 || l->pp < 1 || l->micro < 1)
+        return sym__error(SYM_EINVAL, "dp, tp, pp and the micro-batches are at least 1");
+    if ((long long)l->dp * l->tp * l->pp != r->pes)
+        return sym__error(SYM_EINVAL, "dp=%d x tp=%d x pp=%d is %lld PEs, not the %d asked",
+                          l->dp, l->tp, l->pp, (long long)l->dp * l->tp * l->pp, r->pes);
+    if (m->n_head % l->tp || m->n_embd % l->tp)
+        return sym__error(SYM_EINVAL, "tp=%d must divide the heads (%d) and the width (%d)", l->tp,
+                          m->n_head, m->n_embd);
+    if (l->pp > m->n_layer)
+        return sym__error(SYM_EINVAL, "pp=%d is more stages than the %d layers", l->pp,
+                          m->n_layer);
+    if (l->zero < 0 || l->zero > 2) return sym__error(SYM_EINVAL, "ZeRO stage is 0, 1 or 2");
+    int local = (r->batch + l->dp - 1) / l->dp; /* sequences of a replica (the loader's split) */
+    if (r->batch < l->dp)
+        return sym__error(SYM_EINVAL, "--batch %d is smaller than dp=%d", r->batch, l->dp);
+    if (local % l->micro)
+        return sym__error(SYM_EINVAL, "%d micro-batches do not divide the replica's %d sequences",
+                          l->micro, local);
+    int rows = o->rows = local / l->micro;
+    int ppn = r->pes_per_node > 0 ? r->pes_per_node : r->pes;
+    o->tp_inter = l->tp > ppn;
+    o->pp_inter = l->pp > 1 && l->tp * l->pp > ppn;
+    o->dp_inter = l->dp > 1 && r->pes > ppn;
+    const sym_plan_link_t *ktp = o->tp_inter ? &r->inter : &r->intra;
+    const sym_plan_link_t *kpp = o->pp_inter ? &r->inter : &r->intra;
+    const sym_plan_link_t *kdp = o->dp_inter ? &r->inter : &r->intra;
+    int gpu = r->device == SYM_PLAN_GPU, adam = r->optimizer == SYM_OPT_ADAMW;
+    int vp = r->vocab_parallel;
+
+    /* memory: the heaviest stage */
+    for (int s = 0; s < l->pp; s++) {
+        stage_t st = stage_of(m->n_layer, l->pp, l->micro, s);
+        if (l->pp == 1) st.inflight = 1; /* one micro-batch's buffers, reused */
+        size_t P = stage_params(m, &st, l->tp, vp);
+        size_t Pz1 = l->zero >= 1 ? (P + (size_t)l->dp - 1) / (size_t)l->dp : P;
+        size_t Pz2 = l->zero >= 2 ? Pz1 : P;
+        sym_plan_mem_t mem;
+        if (gpu) {
+            mem.params = up256(P * 4) + up256(P * 2);
+            mem.grads = up256(Pz2 * 4);
+            mem.optim = 2 * up256(Pz1 * 4);
+        } else {
+            mem.params = sym__pow2_at_least(P * 4);
+            mem.grads = sym__pow2_at_least((Pz2 + SYM_GRAD_CTRL) * 4);
+            mem.optim = (size_t)(adam ? 2 : 1) * Pz1 * 4;
+        }
+        mem.acts = (size_t)st.inflight * stage_acts(r, &st, rows, l->tp, l->recompute);
+        mem.total = mem.params + mem.grads + mem.optim + mem.acts;
+        if (mem.total > o->mem.total) {
+            o->mem = mem;
+            o->params_local = P;
+        }
+    }
+    o->fits = !r->device_mem || o->mem.total <= r->device_mem;
+
+    /* compute: the heaviest stage's FLOPs for the replica's tokens, over the rate */
+    double T = r->seq ? r->seq : m->max_seq, C = m->n_embd, tokens = (double)local * T;
+    double worst = 0;
+    for (int s = 0; s < l->pp; s++) {
+        stage_t st = stage_of(m->n_layer, l->pp, l->micro, s);
+        double f = st.layers * (6.0 * (double)block_params((size_t)C, 1) + 6.0 * T * C) / l->tp;
+        double head = 6.0 * ((double)m->padded_vocab * C + (double)m->max_seq * C);
+        if (st.last) f += vp ? head / l->tp : head; /* the LM head, tied with wte */
+        if (st.last) f += 6.0 * 2 * C;               /* ln_f */
+        if (f > worst) worst = f;
+    }
+    double re = l->recompute ? 4.0 / 3.0 : 1.0;
+    o->t_compute = worst * tokens * re / r->flops;
+    o->bubble = (double)(l->pp - 1) / (double)(l->micro + l->pp - 1);
+    o->t_bubble = o->t_compute * (l->pp - 1) / l->micro;
+    /* communication */
+    double elt = gpu ? 2 : 4, act = (double)rows * T * C * elt;
+    int layers_stage = m->n_layer / l->pp + (m->n_layer % l->pp != 0);
+    o->t_tp = l->tp > 1 ? (double)layers_stage * l->micro * (l->recompute ? 6 : 4) *
+                              allreduce_t(ktp, l->tp, act)
+                        : 0;
+    o->t_pp = l->pp > 1 ? 2.0 * (l->micro + l->pp - 2) * (kpp->latency + act / kpp->p2p_bw) : 0;
+    double gbytes = (double)o->params_local * 4;
+    if (l->dp > 1) {
+        double nb = ceil(gbytes / (double)(r->bucket_bytes ? r->bucket_bytes : 1));
+        o->t_dp_total = allreduce_t(kdp, l->dp, gbytes) + (nb - 1) * kdp->latency;
+        if (l->zero) o->t_dp_total += kdp->latency; /* reduce-scatter + all-gather */
+        o->t_dp = o->t_dp_total;
+        if (gpu) {
+            /* Our GPU step averages each bucket on a side stream while the backward goes
+             * on; the last piece (the embeddings, after their backward) waits, and so
+             * would ZeRO's all-gather after the optimizer (half the bytes). */
+            double last = fmin(gbytes, 4.0 * ((double)wte_params(m, l->tp, vp) +
+                                              (double)m->max_seq * m->n_embd));
+            double after = l->zero ? 0.5 : 0.0, t_bwd = o->t_compute * 2.0 / 3.0 / l->micro;
+            double over = allreduce_t(kdp, l->dp, gbytes - last) +
+                          fmax(nb - 2, 0) * kdp->latency;
+            o->t_dp = (1 - after) * (fmax(over - t_bwd, 0) + allreduce_t(kdp, l->dp, last)) +
+                      after * o->t_dp_total;
+        }
+    }
+    double pz = l->zero ? (double)o->params_local / l->dp : (double)o->params_local;
+    o->t_optim = pz * (gpu ? 30.0 : adam ? 28.0 : 16.0) / r->mem_bw;
+    o->t_step = o->t_compute + o->t_bubble + o->t_tp + o->t_pp + o->t_dp + o->t_optim;
+
+    unsigned used = (l->tp > 1 ? F_TP : 0) | (l->pp > 1 ? F_PP : 0) | (l->zero ? F_ZERO : 0) |
+                    (l->pp == 1 && l->micro > 1 ? F_ACCUM : 0) | (l->recompute ? F_RECOMPUTE : 0);
+    say_needs(r, used, o->needs, sizeof o->needs);
+    return SYM_OK;
+}
+
+/* ---- the search ---- */
+
+static int faster(const void *pa, const void *pb) {
+    const sym_plan_result_t *a = pa, *b = pb;
+    if (a->fits != b->fits) return a->fits ? -1 : 1;
+    if (!a->fits) return a->mem.total < b->mem.total ? -1 : a->mem.total > b->mem.total;
+    if (a->t_step != b->t_step) return a->t_step < b->t_step ? -1 : 1;
+    /* ties: the simpler layout (less ZeRO, no recompute, less tp, less pp) */
+    const sym_plan_layout_t *x = &a->layout, *y = &b->layout;
+    if (x->zero != y->zero) return x->zero - y->zero;
+    if (x->recompute != y->recompute) return x->recompute - y->recompute;
+    if (x->tp != y->tp) return x->tp - y->tp;
+    if (x->pp != y->pp) return x->pp - y->pp;
+    return x->micro - y->micro;
+}
+
+int sym_plan_candidates(const sym_plan_request_t *r, sym_plan_result_t **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    if (r->pes < 1) return sym__error(SYM_EINVAL, "--pes must be at least 1");
+    if (r->batch < 1) return sym__error(SYM_EINVAL, "--batch must be at least 1");
+    if (!(r->flops > 0) || !(r->mem_bw > 0) || !(r->intra.busbw > 0) || !(r->inter.busbw > 0))
+        return sym__error(SYM_EINVAL, "the planner needs positive compute, memory and link rates");
+    int cap = 256, count = 0;
+    sym_plan_result_t *res = malloc((size_t)cap * sizeof *res);
+    if (!res) return sym__error(SYM_ENOMEM, "out of memory for the plan");
+    int ppn = r->pes_per_node > 0 ? r->pes_per_node : r->pes;
+    for (int tp = 1; tp <= r->pes; tp++) {
+        if (r->pes % tp || tp > ppn) continue; /* TP stays within a node */
+        for (int pp = 1; pp <= r->pes / tp; pp++) {
+            if ((r->pes / tp) % pp) continue;
+            int dp = r->pes / tp / pp;
+            int local = (r->batch + dp - 1) / dp;
+            for (int micro = 1; micro <= local; micro++) {
+                if (local % micro) continue;
+                /* micro-batches: powers of two, and the whole batch one row each */
+                if ((micro & (micro - 1)) && micro != local) continue;
+                for (int zero = 0; zero <= (dp > 1 ? 2 : 0); zero++)
+                    for (int rc = 0; rc <= 1; rc++) {
+                        sym_plan_layout_t l = {dp, tp, pp, micro, zero, rc};
+                        sym_plan_result_t e;
+                        if (sym_plan_evaluate(r, &l, &e)) continue; /* not possible */
+                        if (count == cap) {
+                            sym_plan_result_t *bigger =
+                                realloc(res, (size_t)(cap *= 2) * sizeof *res);
+                            if (!bigger) {
+                                free(res);
+                                return sym__error(SYM_ENOMEM, "out of memory for the plan");
+                            }
+                            res = bigger;
+                        }
+                        res[count++] = e;
+                    }
+            }
+        }
+    }
+    if (!count) {
+        free(res);
+        return sym__error(SYM_EINVAL, "no layout of %s on %d PEs is possible (tp must divide the "
+                          "heads %d and the width %d, pp at most the %d layers, dp at most the "
+                          "batch %d)", r->model.spec, r->pes, r->model.n_head, r->model.n_embd,
+                          r->model.n_layer, r->batch);
+    }
+    qsort(res, (size_t)count, sizeof *res, faster);
+    *out = res;
+    *n = count;
+    return SYM_OK;
+}
+
+int sym_plan_choose(const sym_plan_request_t *r, sym_plan_layout_t *out) {
+    sym_plan_result_t *res;
+    int n, rc = sym_plan_candidates(r, &res, &n);
+    if (rc) return rc;
+    int pick = -1;
+    for (int i = 0; i < n && pick < 0; i++)
+        if (res[i].fits && (!r->runnable_only || !res[i].needs[0])) pick = i;
+    if (pick < 0) {
+        /* the smallest layout, for the message */
+        const sym_plan_result_t *s = &res[0];
+        for (int i = 0; i < n; i++)
+            if (res[i].mem.total < s->mem.total) s = &res[i];
+        char need[32], have_s[32];
+        rc = sym__error(SYM_ENOMEM,
+                        "no layout of %s on %d PEs fits in %s a PE%s: the smallest, dp=%d tp=%d "
+                        "pp=%d with %d micro-batches, ZeRO-%d%s, needs %s; use more PEs, a smaller "
+                        "--batch or a smaller model",
+                        r->model.spec, r->pes, sym__fmt_size(r->device_mem, have_s, sizeof have_s),
+                        r->runnable_only ? " among the layouts our code trains" : "",
+                        s->layout.dp, s->layout.tp, s->layout.pp, s->layout.micro, s->layout.zero,
+                        s->layout.recompute ? ", recompute" : "",
+                        sym__fmt_size(s->mem.total, need, sizeof need));
+        free(res);
+        return rc;
+    }
+    *out = res[pick].layout;
+    free(res);
+    return SYM_OK;
+}
+
+void sym_plan_train_request(const sym_train_config_t *c, int npes, int gpu, size_t device_mem,
+                            sym_plan_request_t *r) {
+    sym_plan_defaults(r, gpu ? SYM_PLAN_GPU : SYM_PLAN_CPU);
+    r->model = c->model;
+    r->pes = npes;
+    r->pes_per_node = gpu ? r->pes_per_node : 0;
+    r->batch = c->global_batch;
+    r->seq = c->seq;
+    r->optimizer = c->optim.kind;
+    r->bucket_bytes = (size_t)(c->bucket_mb * 1048576.0);
+    r->device_mem = device_mem;
+    r->runnable_only = 1;
+}
+
+void sym_plan_assumptions(const sym_plan_request_t *r, char *buf, size_t len) {
+    int ppn = r->pes_per_node > 0 ? r->pes_per_node : r->pes;
+    snprintf(buf, len,
+             "compute: %.4g TFLOP/s a PE (%s)\n"
+             "optimizer pass: %.4g GB/s a PE (%s)\n"
+             "within a node (%d PEs): %s, %.4g GB/s busbw, %.3g us (%s)\n"
+             "between nodes: %s, %.4g GB/s busbw, %.3g us (%s)\n"
+             "memory: what our %s allocates; %s\n"
+             "time: nothing overlapped but the GPU's bucketed gradient average with the "
+             "backward; tp innermost, then pp, then dp; the 1F1B bubble "
+             "(pp-1)/(m+pp-1); TP never crosses a node\n",
+             r->flops / 1e12, r->flops_source, r->mem_bw / 1e9, r->mem_bw_source, ppn,
+             r->intra.name, r->intra.busbw / 1e9, r->intra.latency * 1e6, r->intra.source,
+             r->inter.name, r->inter.busbw / 1e9, r->inter.latency * 1e6, r->inter.source,
+             r->device ? "GPU code (models/gpt_cuda.cu's one region)"
+                       : "CPU code (the buddy blocks of models/gpt.c and model.c, AdamW's arrays)",
+             r->device ? "GPU TP, PP, ZeRO and recompute are not in our code yet: their rows "
+                         "assume Megatron-style splits"
+                       : "TP splits parameters, not activation buffers (gpt.c sizes those for "
+                         "the whole width)");
+}

@@ -1,0 +1,136 @@
+/*
+ * train_gpt_pp — a GPT trained in pipeline stages through symrun and the
+ * symtrain CLI (--parallel dp=N,pp=K, --micro-batches, --inbox-slots), as a
+ * user runs it: every layout gives the 1-PE run's losses.
+ *
+ * gpt:L=4,C=64,H=4,V=128,T=32 on the generated corpus, global batch 8, 20
+ * steps of AdamW with clipping, fp32 on the CPU, evaluated at steps 10 and
+ * 20. Layouts: pp=2 on 2 PEs with 8 micro-batches of one sequence; dp=2 x
+ * pp=2 on 4 PEs (each replica 4 sequences in 2 micro-batches); tp=2 x pp=2
+ * (each stage's heads split over 2 PEs, 8 sequences in 2 micro-batches);
+ * pp=4 on 4 PEs with 8 micro-batches and inboxes of one slot (a send waits
+ * for the previous message's credit). tests/train_pp checks more layouts, and the credits,
+ * inside one program. Each step's loss (from the
+ * last stages) and the validation losses must match the 1-PE run's to 1e-5
+ * relative, each step's gradient norm over the whole pipeline to 2e-5 (the
+ * metrics print 6 digits); the loss must fall, and a run with another seed
+ * must differ by far more (its gradient norm at step 2), so the comparison
+ * is not blind. What a pipeline
+ * cannot do yet (--sample, --ckpt-dir) and a mesh that does not fit the job
+ * are refused with a message saying so.
+ */
+#include "train_e2e.h"
+
+#define ARGS "--generated --model gpt:L=4,C=64,H=4,V=128,T=32 --batch 8 --max-steps 20 " \
+             "--threads 1 --lr 0.003 --warmup-steps 2 --eval-every 10 --device cpu "      \
+             "--test-samples 32"
+#define STEPS 20
+#define TOL 1e-5
+#define TOL_NORM 2e-5
+
+static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
+
+/* `key` of every step record (eval 0) or evaluation record (eval 1), in order. */
+static int values(const char *metrics, const char *key, int eval, double *out, int max) {
+    char *s = e2e_read(metrics, NULL), pat[64];
+    CHECK(s != NULL, "cannot read %s", metrics);
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    int n = 0;
+    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
+        if ((strstr(line, "\"eval\"") != NULL) != eval) continue;
+        char *p = strstr(line, pat);
+        CHECK(p && n < max, "%s: a record without %s (or too many): %s", metrics, key, line);
+        out[n++] = strtod(p + strlen(pat), NULL);
+    }
+    free(s);
+    return n;
+}
+
+typedef struct {
+    int npes;
+    const char *opts, *name;
+} layout_t;
+
+int main(int argc, char **argv) {
+    e2e_init(argc, argv, "train_gpt_pp");
+    char args[1024];
+    snprintf(args, sizeof args, ARGS " --metrics %s", e2e_path("np1.jsonl"));
+    e2e_run(1, NULL, NULL, e2e_path("np1.log"), 0, args);
+    double l1[STEPS], g1[STEPS], v1[2];
+    CHECK(values(e2e_path("np1.jsonl"), "loss", 0, l1, STEPS) == STEPS, "1 PE: %d steps", STEPS);
+    CHECK(values(e2e_path("np1.jsonl"), "grad_norm", 0, g1, STEPS) == STEPS, "1 PE: norms");
+    CHECK(values(e2e_path("np1.jsonl"), "test_loss", 1, v1, 2) == 2, "1 PE: 2 evaluations");
+    CHECK(l1[STEPS - 1] < l1[0] - 1.0, "the loss went from %.4f to %.4f: not learning", l1[0],
+          l1[STEPS - 1]);
+
+    const layout_t layouts[] = {
+        {2, "--parallel pp=2 --micro-batches 8", "pp2_m8"},
+        {4, "--parallel dp=2,pp=2", "dp2_pp2"},
+        {4, "--parallel tp=2,pp=2", "tp2_pp2"},
+        {4, "--parallel pp=4 --micro-batches 8 --inbox-slots 1", "pp4_slot1"},
+    };
+    const char *plan[] = {"pipeline: 2 stages (blocks 0-1, 2-3), 8 micro-batches of up to 1 "
+                          "sequences, 1F1B, inboxes of 2 slots; 1 data-parallel replica",
+                          "pipeline: 2 stages (blocks 0-1, 2-3), 2 micro-batches of up to 2 "
+                          "sequences, 1F1B, inboxes of 2 slots; 2 data-parallel replicas",
+                          "pipeline: 2 stages (blocks 0-1, 2-3), 2 micro-batches of up to 4 "
+                          "sequences, 1F1B, inboxes of 2 slots; 1 data-parallel replica",
+                          "pipeline: 4 stages (blocks 0-0, 1-1, 2-2, 3-3), 8 micro-batches of "
+                          "up to 1 sequences, 1F1B, inboxes of 1 slots"};
+    for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++) {
+        const layout_t *L = &layouts[i];
+        const char *metrics = e2e_path("%s.jsonl", L->name), *log = e2e_path("%s.log", L->name);
+        snprintf(args, sizeof args, ARGS " %s --metrics %s", L->opts, metrics);
+        e2e_run(L->npes, NULL, NULL, log, 0, args);
+        e2e_expect_log(log, plan[i]);
+        e2e_expect_log(log, "after 20 steps; total time");
+        double l[STEPS], g[STEPS], v[2], dl = 0, dg = 0, dv = 0;
+        CHECK(values(metrics, "loss", 0, l, STEPS) == STEPS, "%s: %d steps", L->name, STEPS);
+        CHECK(values(metrics, "grad_norm", 0, g, STEPS) == STEPS, "%s: norms", L->name);
+        CHECK(values(metrics, "test_loss", 1, v, 2) == 2, "%s: 2 evaluations", L->name);
+        for (int s = 0; s < STEPS; s++) {
+            CHECK(rel(l[s], l1[s]) <= TOL, "%s step %d: loss %.8f, 1 PE %.8f", L->name, s + 1,
+                  l[s], l1[s]);
+            CHECK(rel(g[s], g1[s]) <= TOL_NORM, "%s step %d: gradient norm %.6g, 1 PE %.6g",
+                  L->name, s + 1, g[s], g1[s]);
+            dl = fmax(dl, rel(l[s], l1[s]));
+            dg = fmax(dg, rel(g[s], g1[s]));
+        }
+        for (int k = 0; k < 2; k++) {
+            CHECK(rel(v[k], v1[k]) <= TOL, "%s: validation loss %.6f, 1 PE %.6f", L->name, v[k],
+                  v1[k]);
+            dv = fmax(dv, rel(v[k], v1[k]));
+        }
+        printf("train_gpt_pp: %-10s on %d PEs: losses within %.1e of 1 PE, norms %.1e, "
+               "validation %.1e\n", L->name, L->npes, dl, dg, dv);
+    }
+    /* not blind: another seed differs by far more than the tolerance */
+    snprintf(args, sizeof args, ARGS " --seed 2 --parallel pp=2 --max-steps 2 --metrics %s",
+             e2e_path("seed2.jsonl"));
+    e2e_run(2, NULL, NULL, e2e_path("seed2.log"), 0, args);
+    double g2[STEPS];
+    CHECK(values(e2e_path("seed2.jsonl"), "grad_norm", 0, g2, STEPS) == 2, "seed 2: 2 steps");
+    CHECK(rel(g2[1], g1[1]) > 100 * TOL_NORM, "another seed gave the same gradient norm %.6g",
+          g2[1]);
+
+    /* refused, and said */
+    const struct {
+        int npes, status; /* 2: a usage error, found before the job starts */
+        const char *opts, *says;
+    } bad[] = {
+        {2, 1, "--parallel pp=2 --sample 10", "sampling needs the whole model on one PE"},
+        {2, 1, "--parallel pp=2 --ckpt-dir %s", "train without --ckpt-dir"},
+        {2, 2, "--parallel dp=3,pp=2", "makes 6 PEs, but the job has 2"},
+        {1, 1, "--micro-batches 4", "add pp=K"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char opts[512];
+        snprintf(opts, sizeof opts, bad[i].opts, e2e_path("ck"));
+        snprintf(args, sizeof args, ARGS " %s", opts);
+        const char *log = e2e_path("bad%zu.log", i);
+        e2e_run(bad[i].npes, NULL, NULL, log, bad[i].status, args);
+        e2e_expect_log(log, bad[i].says);
+    }
+    printf("train_gpt_pp: ok\n");
+    return 0;
+}
