@@ -24,7 +24,24 @@
 static long iters = 20000, iters_large = 100;
 static int reps = 5, window = 64;
 static size_t min_size = 1, max_size = (size_t)64 << 20;
+/* --stream SPAN: transfer i of a size uses the slice i mod (SPAN / size) of
+ * buffers SPAN bytes long, so with SPAN past the last-level cache every
+ * transfer reads and writes memory (streaming); 0 (default): one slice, the
+ * same bytes again and again (cache-resident up to the cache's size). */
+static size_t stream_span = 0;
 static int me, npes, peer;
+
+/* Bytes the buffers need: the largest transfer, or the stream's span. */
+static inline size_t buffer_bytes(void) {
+    size_t b = stream_span > max_size ? stream_span : max_size;
+    return (b + 4095) & ~(size_t)4095;
+}
+
+/* Where transfer i of `size` starts in the buffers. */
+static inline size_t slice(long i, size_t size) {
+    size_t k = stream_span > size ? stream_span / size : 1;
+    return (size_t)i % k * size;
+}
 
 /* Iterations at `size`: iters up to 8 KiB, then iters_large's worth of bytes
  * at 1 MiB scaled by size, at least 4. */
@@ -114,6 +131,7 @@ static const char *parse_options(int argc, char **argv) {
         else if (!strcmp(a, "-w") || !strcmp(a, "--window")) window = atoi(v);
         else if (!strcmp(a, "--min-size")) min_size = parse_size(v);
         else if (!strcmp(a, "--max-size")) max_size = parse_size(v);
+        else if (!strcmp(a, "--stream")) stream_span = parse_size(v);
         else {
             if (!me) fprintf(stderr, BASELINE_NAME ": unknown option %s\n", a);
             baseline_abort(2);

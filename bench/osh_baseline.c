@@ -55,7 +55,7 @@ static void put_lat(size_t s, long n, void *a) {
     (void)a;
     if (me) return;
     for (long i = 0; i < n; i++) {
-        shmem_putmem(sym_buf, local_buf, s, peer);
+        shmem_putmem(sym_buf + slice(i, s), local_buf + slice(i, s), s, peer);
         shmem_quiet();
     }
 }
@@ -64,7 +64,8 @@ static void put_bw(size_t s, long n, void *a) {
     if (me) return;
     long w = win_for(s);
     for (long i = 0; i < n; i += w) {
-        for (long k = 0; k < w; k++) shmem_putmem_nbi(sym_buf, local_buf, s, peer);
+        for (long k = 0; k < w; k++)
+            shmem_putmem_nbi(sym_buf + slice(i + k, s), local_buf + slice(i + k, s), s, peer);
         shmem_quiet();
     }
 }
@@ -72,7 +73,7 @@ static void get_lat(size_t s, long n, void *a) {
     (void)a;
     if (me) return;
     for (long i = 0; i < n; i++) {
-        shmem_getmem(local_buf, sym_buf, s, peer);
+        shmem_getmem(local_buf + slice(i, s), sym_buf + slice(i, s), s, peer);
         shmem_quiet();
     }
 }
@@ -81,7 +82,8 @@ static void get_bw(size_t s, long n, void *a) {
     if (me) return;
     long w = win_for(s);
     for (long i = 0; i < n; i += w) {
-        for (long k = 0; k < w; k++) shmem_getmem_nbi(local_buf, sym_buf, s, peer);
+        for (long k = 0; k < w; k++)
+            shmem_getmem_nbi(local_buf + slice(i + k, s), sym_buf + slice(i + k, s), s, peer);
         shmem_quiet();
     }
 }
@@ -105,15 +107,15 @@ int main(int argc, char **argv) {
     npes = shmem_n_pes();
     peer = npes > 1 ? 1 : 0;
     const char *test = parse_options(argc, argv);
-    sym_buf = shmem_malloc(max_size);
-    local_buf = aligned_alloc(4096, (max_size + 4095) & ~(size_t)4095); /* as symbench */
+    sym_buf = shmem_malloc(buffer_bytes());
+    local_buf = aligned_alloc(4096, buffer_bytes()); /* as symbench */
     if (!sym_buf || !local_buf) {
         if (!me) fprintf(stderr, "osh_baseline: cannot allocate %zu bytes; raise "
                                  "SHMEM_SYMMETRIC_SIZE\n", max_size);
         shmem_global_exit(1);
     }
-    memset(sym_buf, 3, max_size);
-    memset(local_buf, 1, max_size);
+    memset(sym_buf, 3, buffer_bytes());
+    memset(local_buf, 1, buffer_bytes());
     shmem_barrier_all();
 
     if (want(test, "pingpong") && npes > 1) {

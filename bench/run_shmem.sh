@@ -14,7 +14,10 @@
 #                        load on the machine cannot land on one program only
 #   ARGS="..."           options for all three programs (symbench's names:
 #                        --iters, --iters-large, --reps, --window, --min-size,
-#                        --max-size)
+#                        --max-size, --stream)
+#   TESTS="all"          the tests, e.g. "put get memcpy"; each round runs
+#                        every test in every program before the next test
+#   MPI=1                0: leave the MPI baseline out
 #   OUTDIR=$BUILD/bench-results/<time>  where the raw outputs are kept
 #
 # Needs Open MPI (apt-get install openmpi-bin libopenmpi-dev): oshcc, oshrun,
@@ -27,6 +30,8 @@ ROOT=$PWD
 BUILD=${BUILD:-build}
 ROUNDS=${ROUNDS:-3}
 ARGS=${ARGS:-}
+TESTS=${TESTS:-all}
+MPI=${MPI:-1}
 NP=2
 STAMP=$(date +%Y%m%d-%H%M%S)
 OUTDIR=${OUTDIR:-$BUILD/bench-results/$STAMP}
@@ -62,20 +67,24 @@ export SHMEM_SYMMETRIC_SIZE=512M SYMTRAIN_SYMMETRIC_SIZE=512M
     echo "kernel:  $(uname -sr)$(systemd-detect-virt 2>/dev/null | sed 's/^/, virtualised: /')"
     echo "mpi:     $(mpirun --version 2>/dev/null | head -1)"
     echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min) at the start"
-    echo "command: ROUNDS=$ROUNDS ARGS='$ARGS' bench/run_shmem.sh"
+    echo "command: ROUNDS=$ROUNDS TESTS='$TESTS' MPI=$MPI ARGS='$ARGS' bench/run_shmem.sh"
 } | tee "$OUTDIR/machine.txt"
 
 # ---- the runs ----
 for r in $(seq 1 "$ROUNDS"); do
-    echo "round $r of $ROUNDS: symbench, OpenSHMEM, MPI" >&2
-    "$BUILD/symrun" -n $NP "$BUILD/symbench" all $ARGS >"$OUTDIR/symbench.$r" 2>&1 ||
-        die "symbench failed; see $OUTDIR/symbench.$r"
-    oshrun $ROOTFLAG --oversubscribe -np $NP "$BUILD/bench/osh_baseline" all $ARGS \
-        >"$OUTDIR/osh.$r" 2>&1
-    grep -q "^# osh_baseline: done" "$OUTDIR/osh.$r" ||
-        die "the OpenSHMEM baseline did not finish; see $OUTDIR/osh.$r"
-    mpirun $ROOTFLAG --oversubscribe -np $NP "$BUILD/bench/mpi_baseline" all $ARGS \
-        >"$OUTDIR/mpi.$r" 2>&1 || die "the MPI baseline failed; see $OUTDIR/mpi.$r"
+    echo "round $r of $ROUNDS: symbench, OpenSHMEM$([ "$MPI" = 1 ] && echo ", MPI")" >&2
+    for t in $TESTS; do
+        "$BUILD/symrun" -n $NP "$BUILD/symbench" "$t" $ARGS >"$OUTDIR/symbench.$r.$t" 2>&1 ||
+            die "symbench failed; see $OUTDIR/symbench.$r.$t"
+        [ "$t" = memcpy ] && continue # symbench's own row, for the put table
+        oshrun $ROOTFLAG --oversubscribe -np $NP "$BUILD/bench/osh_baseline" "$t" $ARGS \
+            >"$OUTDIR/osh.$r.$t" 2>&1
+        grep -q "^# osh_baseline: done" "$OUTDIR/osh.$r.$t" ||
+            die "the OpenSHMEM baseline did not finish; see $OUTDIR/osh.$r.$t"
+        [ "$MPI" = 1 ] || continue
+        mpirun $ROOTFLAG --oversubscribe -np $NP "$BUILD/bench/mpi_baseline" "$t" $ARGS \
+            >"$OUTDIR/mpi.$r.$t" 2>&1 || die "the MPI baseline failed; see $OUTDIR/mpi.$r.$t"
+    done
 done
 echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) at the end" | tee -a "$OUTDIR/machine.txt"
 
@@ -143,6 +152,6 @@ END {
     }
     if ("min" in big)
         printf "put bandwidth >= 1 MiB vs single-core memcpy: lowest ratio %.1f%% (at %d bytes): %s\n", 100 * big["min"], big["at"], (big["min"] >= 0.9 ? "met (>= 90%)" : "MISSED")
-}' "$OUTDIR"/symbench.* "$OUTDIR"/osh.* "$OUTDIR"/mpi.* | tee "$OUTDIR/side-by-side.txt"
+}' "$OUTDIR"/symbench.* "$OUTDIR"/osh.* $(ls "$OUTDIR"/mpi.* 2>/dev/null) | tee "$OUTDIR/side-by-side.txt"
 echo
 echo "raw outputs: $OUTDIR"

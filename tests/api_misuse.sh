@@ -9,10 +9,12 @@
 # collective on SHMEM_TEAM_INVALID returns non-zero as the standard says, and
 # is reported once; the child then ends the job with shmem_global_exit(3).
 # symrun must exit non-zero within seconds, stderr must hold exactly one
-# runtime line "symtrain: PE <n>: <call>: <cause>", and no PE may outlive it.
+# runtime line "<program>: PE <n>: <call>: <cause>" (the program is CHILD), and
+# no PE may outlive it.
 set -u
 SYMRUN=$1 CHILD=$2 N=$3
 V=$((N - 1))
+PROG=$(basename "$CHILD")
 . "$(dirname "$0")/shmem_lib.sh" # TMP, TOKEN, FAILS, CASES, survivors
 echo "api_misuse: $N PEs"
 
@@ -29,9 +31,9 @@ misuse() {
     [ "$rc" -ne 0 ] || why="symrun exited 0"
     [ "$rc" -ne 124 ] || why="a hang: the safety timeout ended symrun"
     [ -z "$why" ] && [ "$ms" -gt 10000 ] && why="took $ms ms"
-    local re="^symtrain: PE $V: $call: $cause"
+    local re="^$PROG: PE $V: $call: $cause"
     [ -z "$why" ] && [ "$(grep -cE -- "$re" "$TMP/err")" -ne 1 ] && why="no line matches /$re/"
-    [ -z "$why" ] && [ "$(grep -c '^symtrain:' "$TMP/err")" -ne 1 ] && why="not exactly one runtime message"
+    [ -z "$why" ] && [ "$(grep -c "^$PROG:" "$TMP/err")" -ne 1 ] && why="not exactly one runtime message"
     [ -z "$why" ] && grep -q "returned instead of ending the job" "$TMP/out" && why="the call returned"
     [ -z "$why" ] && grep -q "killed by signal" "$TMP/err" && why="a PE crashed"
     local left
@@ -43,7 +45,7 @@ misuse() {
         sed 's/^/  stdout: /' "$TMP/out" | head -5
         FAILS=$((FAILS + 1))
     else
-        echo "ok   [$mode] $(grep '^symtrain:' "$TMP/err" | cut -c1-150)"
+        echo "ok   [$mode] $(grep "^$PROG:" "$TMP/err" | cut -c1-150)"
     fi
 }
 

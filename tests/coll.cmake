@@ -13,10 +13,11 @@ add_test(NAME tools_install COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools_insta
 # (pkg-config, find_package), which cannot load a sanitizer build's library.
 set_tests_properties(tools_install PROPERTIES TIMEOUT 300 LABELS "tools;no-sanitize")
 
-# --help of symrun and symbench: usage on stdout, exit 0, every environment
+# --help of symrun, symbench and symtrain: usage on stdout, exit 0, every environment
 # variable src/ reads; usage errors on stderr with exit 2.
 add_test(NAME tools_help COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools_help.sh
-         $<TARGET_FILE:symrun> $<TARGET_FILE:symbench> ${PROJECT_SOURCE_DIR})
+         $<TARGET_FILE:symrun> $<TARGET_FILE:symbench> ${PROJECT_SOURCE_DIR}
+         $<$<TARGET_EXISTS:symtrain_cli>:$<TARGET_FILE:symtrain_cli>>)
 set_tests_properties(tools_help PROPERTIES TIMEOUT 120 LABELS tools)
 
 # The public libraries export their API only; the version macros come from the

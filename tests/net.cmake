@@ -71,6 +71,20 @@ net_test(net_order_2x2 net_order 2 2)
 add_executable(net_quiet net_quiet.c)
 target_link_libraries(net_quiet PRIVATE symshmem Threads::Threads)
 net_test(net_quiet net_quiet 2 1)
+# Tiny provider queues (a few entries) on manual-progress providers: posts
+# return -FI_EAGAIN in the progress thread and in two threads at once, and the
+# retrying thread must drive the queue (net_flood.c).
+add_executable(net_flood net_flood.c)
+target_link_libraries(net_flood PRIVATE symshmem Threads::Threads)
+net_test(net_flood net_flood 2 1)
+net_test(net_flood_2x2 net_flood 2 2)
+net_test(netprov_net_flood net_flood 2 1 net)
+set(tiny_queues FI_OFI_RXM_TX_SIZE=4 FI_OFI_RXM_RX_SIZE=4 FI_OFI_RXM_MSG_TX_SIZE=4
+    FI_OFI_RXM_MSG_RX_SIZE=4 FI_TCP_TX_SIZE=4 FI_TCP_RX_SIZE=4 FI_NET_TX_SIZE=4
+    FI_NET_RX_SIZE=4 FI_NET_DISABLE_AUTO_PROGRESS=1)
+foreach(t net_flood net_flood_2x2 netprov_net_flood)
+  set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT ${tiny_queues})
+endforeach()
 foreach(target shmem_rma shmem_amo shmem_signal coll_shmemx net_order net_quiet)
   net_test(netprov_${target} ${target} 3 2 net)
 endforeach()

@@ -157,6 +157,18 @@ static void expect_exhausted(const char *call, size_t asked, size_t free_bytes, 
               text);
         CHECK(strstr(text, h) != NULL, "%s: the message does not give the heap size %s:\n%s",
               call, h, text);
+        /* It says the size to set: enough for what is in use and the request. */
+        const char *set = strstr(text, "SYMTRAIN_SYMMETRIC_SIZE=");
+        if (strstr(text, "needs a block of")) {
+            CHECK(set != NULL, "%s: the message does not say what to set:\n%s", call, text);
+            unsigned long long m = strtoull(set + strlen("SYMTRAIN_SYMMETRIC_SIZE="), NULL, 10);
+            CHECK(m << 20 >= heap_bytes - free_bytes + asked, "%s: SYMTRAIN_SYMMETRIC_SIZE=%lluM "
+                  "cannot hold the %zu bytes in use and the %zu asked:\n%s", call, m,
+                  heap_bytes - free_bytes, asked, text);
+        } else {
+            CHECK(strstr(text, "no SYMTRAIN_SYMMETRIC_SIZE holds it"), "%s: a request no heap "
+                  "holds does not say so:\n%s", call, text);
+        }
     }
     CHECK(lines == n, "%s printed other lines besides the exhaustion message:\n%s", call, text);
     shmem_long_atomic_add(&exhaustion_count, n, 0);

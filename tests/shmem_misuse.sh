@@ -10,7 +10,8 @@
 # shmem_malloc did not return, malformed sizes in the environment. The last PE
 # misuses the API while the others wait in a barrier: symrun must exit
 # non-zero within seconds, and stderr must hold exactly one runtime line,
-# "symtrain: PE <n>: <call>: <cause>".
+# "<program>: PE <n>: <call>: <cause>", named after the program (CHILD), not
+# "symtrain".
 set -u
 NAME=shmem_misuse
 SYMRUN=$1
@@ -18,14 +19,16 @@ CHILD=$2
 N=$3
 . "$(dirname "$0")/shmem_lib.sh"
 V=$((N - 1))
+PROG=$(basename "$CHILD")
 echo "$NAME: $N PEs"
 
 # misuse MODE CALL CAUSE-REGEX
 misuse() {
     local mode=$1 call=$2 cause=$3
     run_case "$mode" nonzero 5 -n "$N" "$CHILD" "$mode" "$TOKEN"
-    expect_err "^symtrain: PE $V: $call: $cause" 1
-    expect_err "^symtrain:" 1
+    expect_err "^$PROG: PE $V: $call: $cause" 1
+    expect_err "^$PROG:" 1
+    expect_err "^symtrain:" 0
     expect_err "^symrun: PE $V "
     expect_out "returned instead of ending the job" 0
     expect_err "killed by signal" 0 # the runtime ends the job; it does not crash

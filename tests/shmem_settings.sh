@@ -26,7 +26,7 @@ bad_env() {
     unset "$var"
     expect_err "$var='$value' $re"
     local kinds
-    kinds=$(grep -F "$var=" "$ERR" | sed 's/^symtrain: PE [0-9]*: //' | sort -u | wc -l)
+    kinds=$(grep -F "$var=" "$ERR" | sed 's/^[^:]*: PE [0-9]*: //' | sort -u | wc -l)
     [ "$kinds" -eq 1 ] || fail "$var: $kinds different messages name it"
     expect_out "ok$" 0
 }

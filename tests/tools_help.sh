@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# tools_help.sh — `--help` is a request, not a mistake: symrun and symbench
-# print their usage on stdout and exit 0, and list every environment variable
-# the code under src/ reads (so a new variable must be documented). Usage
-# errors still go to stderr with exit status 2.
-#   tools_help.sh SYMRUN SYMBENCH SOURCE_DIR
+# tools_help.sh — `--help` is a request, not a mistake: symrun, symbench and
+# symtrain print their usage on stdout and exit 0, and list every environment
+# variable the code under src/ reads (so a new variable must be documented).
+# Usage errors still go to stderr with exit status 2.
+#   tools_help.sh SYMRUN SYMBENCH SOURCE_DIR [SYMTRAIN]
 set -u
-symrun=$1 symbench=$2 src=$3
+symrun=$1 symbench=$2 src=$3 symtrain=${4:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -68,6 +68,17 @@ for c in allreduce broadcast; do
     wants_help "$name" '^usage: symrun -n N symbench allreduce\|'
     lists_vars "$name" $runtime_vars
 done
+
+if [ -n "$symtrain" ]; then # symtrain too: the whole text, and train's own --help
+    for h in --help -h; do
+        run "symtrain $h" "$symtrain" "$h"
+        wants_help "$name" '^usage: symtrain train'
+        lists_vars "$name" $all_vars
+    done
+    run "symrun -n 2 symtrain train --help" "$symrun" -n 2 "$symtrain" train --help
+    wants_help "$name" '^usage: symtrain train' # PE 0 alone speaks
+    lists_vars "$name" $all_vars
+fi
 
 run "symrun --frobnicate" "$symrun" --frobnicate
 wants_usage_error "$name" "unknown option '--frobnicate'"

@@ -86,6 +86,8 @@ set_tests_properties(train_parallel_resume PROPERTIES TIMEOUT 120 SKIP_RETURN_CO
 sym_train_e2e(train_zero)    # --zero 1/2 and --accum == plain data parallelism; 1/N state
 sym_train_e2e(train_zero_resume) # --zero 1: SIGKILL + restart + resume bit-identical
 sym_train_e2e(train_errors)  # an error on one PE ends the job; a second SIGTERM ends a PE
+sym_train_e2e(train_lock)    # two jobs at once on one --ckpt-dir or --metrics: refused, holder named
+sym_train_e2e(train_tty)     # a real terminal: the bar fits its width, plain lines elsewhere, Ctrl-C
 
 # ---- fuzzing: the IDX and token-shard loaders under libFuzzer (tests/fuzz) ----
 include(${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz.cmake)

@@ -121,7 +121,9 @@ int main(int argc, char **argv) {
     CHECK(e2e_sh(log, "%s plot %s", e2e_symtrain, metrics) == 2, "plot without -o did not exit 2");
     CHECK(e2e_sh(log, "%s plot %s -o %s", e2e_symtrain, e2e_path("run.log"), svg) == 1,
           "plotting a non-metrics file did not fail");
-    e2e_expect_log(log, "holds no step records");
+    e2e_expect_log(log, "holds no step records: it is not a symtrain metrics file");
+    /* the bad path is not handed back as something to run */
+    CHECK(!e2e_log_has(log, "--metrics /"), "plot's advice echoes the bad path");
     CHECK(e2e_sh(log, "%s plot %s -o %s", e2e_symtrain, e2e_path("none.jsonl"), svg) == 1,
           "plotting a missing file did not fail");
     e2e_expect_log(log, "cannot open");

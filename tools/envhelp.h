@@ -1,6 +1,6 @@
 /*
- * envhelp.h — the environment variables a PE reads, as the --help of symrun
- * and symbench lists them: one text, so the two never disagree.
+ * envhelp.h — the environment variables a PE reads, as the --help of symrun,
+ * symbench and symtrain lists them: one text, so they never disagree.
  * tests/tools_help.sh checks it against every variable src/ reads.
  */
 #ifndef SYM_TOOLS_ENVHELP_H
@@ -54,5 +54,13 @@
     "  SYMTRAIN_GPU_BACKEND     path of libsymgpu_nvshmem.so (default: next to libsymgpu)\n"   \
     "  SYMTRAIN_CUDA_BACKEND    path of libsymtrain_cuda.so, the GPT's GPU part (default:\n" \
     "                           next to libsymtrain)\n"
+
+/* What symtrain train reads besides (symrun's and symtrain's --help). */
+#define SYM_ENV_HELP_TRAIN                                                                   \
+    " symtrain train:\n"                                                                     \
+    "  SYMTRAIN_DATA_DIR        the Fashion-MNIST files, without --data-dir (default:\n"      \
+    "                           where the Debian package puts them)\n"                       \
+    "  SYMTRAIN_METRICS_PORT    --metrics-port's default: each PE serves Prometheus\n"       \
+    "                           metrics on it plus its rank on the host (0: free ports)\n"
 
 #endif

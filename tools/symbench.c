@@ -118,7 +118,7 @@ static void put_lat_body(size_t size, long iters, void *arg) {
     (void)arg;
     if (me != 0) return;
     for (long i = 0; i < iters; i++) {
-        shmem_putmem(sym_buf, local_buf, size, peer);
+        shmem_putmem(sym_buf + slice(i, size), local_buf + slice(i, size), size, peer);
         shmem_quiet();
     }
 }
@@ -128,7 +128,9 @@ static void put_bw_body(size_t size, long iters, void *arg) {
     if (me != 0) return;
     long w = win_for(size);
     for (long i = 0; i < iters; i += w) {
-        for (long k = 0; k < w; k++) shmem_putmem_nbi(sym_buf, local_buf, size, peer);
+        for (long k = 0; k < w; k++)
+            shmem_putmem_nbi(sym_buf + slice(i + k, size), local_buf + slice(i + k, size), size,
+                             peer);
         shmem_quiet();
     }
 }
@@ -137,7 +139,7 @@ static void get_lat_body(size_t size, long iters, void *arg) {
     (void)arg;
     if (me != 0) return;
     for (long i = 0; i < iters; i++) {
-        shmem_getmem(local_buf, sym_buf, size, peer);
+        shmem_getmem(local_buf + slice(i, size), sym_buf + slice(i, size), size, peer);
         shmem_quiet();
     }
 }
@@ -147,7 +149,9 @@ static void get_bw_body(size_t size, long iters, void *arg) {
     if (me != 0) return;
     long w = win_for(size);
     for (long i = 0; i < iters; i += w) {
-        for (long k = 0; k < w; k++) shmem_getmem_nbi(local_buf, sym_buf, size, peer);
+        for (long k = 0; k < w; k++)
+            shmem_getmem_nbi(local_buf + slice(i + k, size), sym_buf + slice(i + k, size), size,
+                             peer);
         shmem_quiet();
     }
 }
@@ -156,7 +160,7 @@ static void memcpy_body(size_t size, long iters, void *arg) {
     (void)arg;
     if (me != 0) return;
     for (long i = 0; i < iters; i++) {
-        memcpy(local_buf2, local_buf, size);
+        memcpy(local_buf2 + slice(i, size), local_buf + slice(i, size), size);
         __asm__ __volatile__("" ::: "memory"); /* every copy happens */
     }
 }
@@ -242,6 +246,8 @@ static noreturn void usage(const char *why) {
                 "  -w, --window N       _nbi transfers per quiet below 1 MiB (default %d)\n"
                 "  --min-size SIZE      smallest transfer, e.g. 1, 4K (default %zu)\n"
                 "  --max-size SIZE      largest transfer, e.g. 64M (default %zu)\n"
+                "  --stream SPAN        put/get/memcpy: each transfer on the next slice of\n"
+                "                       SPAN-byte buffers (past the cache: streaming)\n"
                 "  --no-bind            do not bind each PE to a CPU\n"
                 "  -h, --help           this text, with the environment variables\n",
                 "all", iters, iters_large, reps, window, min_size, max_size);
@@ -316,6 +322,8 @@ int main(int argc, char **argv) {
             if (sym__parse_size(v, &s) || s == 0) usage("sizes are positive, e.g. 1, 4K, 64M");
             if (!strcmp(a, "--min-size")) min_size = s;
             else max_size = s;
+        } else if (!strcmp(a, "--stream")) {
+            if (sym__parse_size(v, &stream_span)) usage("--stream takes a size, e.g. 256M");
         } else if (!takes) usage(NULL);
         else {
             char msg[96];
@@ -339,19 +347,19 @@ int main(int argc, char **argv) {
     /* Private buffers page-aligned like the symmetric one (OSU does the same):
      * a copy into a destination 16 bytes off a cache line runs at half speed
      * here at 4 KiB, which would be measuring malloc, not the transfer. */
-    size_t span = (max_size + 4095) & ~(size_t)4095;
-    sym_buf = shmem_malloc(max_size);
+    size_t span = buffer_bytes();
+    sym_buf = shmem_malloc(span);
     local_buf = aligned_alloc(4096, span);
     local_buf2 = aligned_alloc(4096, span);
     if (!sym_buf || !local_buf || !local_buf2) {
         if (me == 0)
             fprintf(stderr, "symbench: cannot allocate %zu bytes (symmetric heap: raise "
-                    "SYMTRAIN_SYMMETRIC_SIZE)\n", max_size);
+                    "SYMTRAIN_SYMMETRIC_SIZE)\n", span);
         shmem_global_exit(1);
     }
-    memset(local_buf, 1, max_size);
-    memset(local_buf2, 2, max_size);
-    memset(sym_buf, 3, max_size);
+    memset(local_buf, 1, span);
+    memset(local_buf2, 2, span);
+    memset(sym_buf, 3, span);
     shmem_barrier_all();
 
     if (run) {

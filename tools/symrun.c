@@ -19,9 +19,11 @@
  * of each pipe before symrun exits. symrun's own line comes after the grace.
  *
  * Signals: the first SIGINT, SIGTERM or SIGHUP is passed to the PEs (training
- * saves a checkpoint and stops); a second one kills them (SIGKILL) and symrun
- * exits 128+N at once, so a PE that cannot stop (stopped, wedged) never holds
- * the job.
+ * saves a checkpoint and stops), unless it came from the terminal (Ctrl-C),
+ * which sent it to the PEs as well: passing it on would be their second. A
+ * second one kills them (SIGKILL) and symrun exits 128+N at once, so a PE that
+ * cannot stop (stopped, wedged) never holds the job. PEs stopped that way
+ * exit 0 (they saved a checkpoint) or 130 (nothing saved), and so does symrun.
  *
  * Liveness (--hang-timeout S): each PE bumps a counter in a memory file symrun
  * shares with it (src/bootstrap/wire.h) whenever it waits, enters a barrier or
@@ -100,6 +102,9 @@ typedef struct {
 static int sig_pipe[2] = {-1, -1};
 static volatile sig_atomic_t got_signal; /* the last of SIGINT, SIGTERM, SIGHUP */
 static volatile sig_atomic_t signals;    /* how many of them arrived */
+/* The last one came from the terminal (Ctrl-C, a hang-up): the kernel sent it
+ * to the terminal's whole foreground process group, the PEs included. */
+static volatile sig_atomic_t from_terminal;
 
 static void note(const char *fmt, ...) {
     char buf[512];
@@ -112,6 +117,22 @@ static void note(const char *fmt, ...) {
     if (len < sizeof buf - 1) buf[len++] = '\n';
     ssize_t w = write(STDERR_FILENO, buf, len);
     (void)w;
+}
+
+/* note() for what a signal started: on a new line when stderr is a terminal,
+ * where a PE's progress bar (and the terminal's ^C) may end the current one. */
+static void note_after_signal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note_after_signal(const char *fmt, ...) {
+    char buf[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (isatty(STDERR_FILENO)) {
+        ssize_t w = write(STDERR_FILENO, "\n", 1);
+        (void)w;
+    }
+    note("%s", buf);
 }
 
 static void print_usage(FILE *f) {
@@ -143,13 +164,9 @@ static noreturn void help(void) {
     print_usage(stdout);
     fputs("\nsymrun exits 0 when every PE exits 0; otherwise with the first failing PE's\n"
           "status (128+N for signal N), 124 after --timeout or --hang-timeout, 128+N when a\n"
-          "second signal N killed the job, 2 for its own usage errors.\n\n"
-          SYM_ENV_HELP_RUNTIME
-          " symtrain train:\n"
-          "  SYMTRAIN_DATA_DIR        the Fashion-MNIST files, without --data-dir (default:\n"
-          "                           where the Debian package puts them)\n"
-          "  SYMTRAIN_METRICS_PORT    --metrics-port's default: each PE serves Prometheus\n"
-          "                           metrics on it plus its rank on the host (0: free ports)\n",
+          "second signal N killed the job, 2 for its own usage errors; PEs stopped by a\n"
+          "signal that exit 130 (symtrain train with nothing saved) make it 130.\n\n"
+          SYM_ENV_HELP_RUNTIME SYM_ENV_HELP_TRAIN,
           stdout);
     exit(0);
 }
@@ -267,10 +284,12 @@ static void parse_args(int argc, char **argv, options_t *o) {
 
 /* ---- signals ---- */
 
-static void on_signal(int sig) {
+static void on_signal(int sig, siginfo_t *info, void *uctx) {
+    (void)uctx;
     int saved = errno;
     if (sig != SIGCHLD) {
         got_signal = sig;
+        from_terminal = info && info->si_code == SI_KERNEL;
         signals++;
     }
     char c = (char)sig;
@@ -286,8 +305,8 @@ static void setup_signals(void) {
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESTART;
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGCHLD, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
@@ -450,6 +469,7 @@ typedef struct {
     double grace_until;     /* 0: no grace running */
     const volatile uint64_t *beats; /* the heartbeat file, slot per PE; NULL: unwatched */
     double gather_since;    /* when the first part of the pending all-gather came */
+    int stop_code;          /* a PE stopped by our signal exited with it (130: nothing saved) */
 } job_t;
 
 static void describe_end(const pe_t *p, int rank, char *buf, size_t len) {
@@ -669,6 +689,12 @@ static void check_ended(job_t *j, int *seen) {
         }
         int code = WIFEXITED(p->status) ? WEXITSTATUS(p->status)
                                         : 128 + (WIFSIGNALED(p->status) ? WTERMSIG(p->status) : 0);
+        if (got_signal && WIFEXITED(p->status) && code == 130) {
+            /* Stopped by the signal with nothing saved (symtrain train's
+             * status for it): a stop, not a failure; the job ends with it. */
+            j->stop_code = code;
+            continue;
+        }
         pe_failed(j, i, 0, code);
     }
 }
@@ -777,7 +803,7 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
         if (signals >= 2) {
             /* The first one did not end the job (a PE stopped, wedged or slow
              * to save): end it now. */
-            note("received %s again; killing the PEs", strsignal(got_signal));
+            note_after_signal("received %s again; killing the PEs", strsignal(got_signal));
             for (int i = 0; i < j.npes; i++)
                 if (j.pes[i].running) kill(j.pes[i].pid, SIGKILL);
             fail(&j, JOB_KILLED, 128 + got_signal);
@@ -786,10 +812,15 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
         if (got_signal && !forwarded) {
             /* Pass it on (training saves a checkpoint on SIGTERM/SIGINT). */
             forwarded = got_signal;
-            note("received %s; passing it to the PEs (a second signal kills them)",
-                 strsignal(got_signal));
-            for (int i = 0; i < j.npes; i++)
-                if (j.pes[i].running) kill(j.pes[i].pid, got_signal);
+            if (from_terminal) { /* they have it already: a second one would kill them */
+                note_after_signal("received %s from the terminal, as the PEs did (a second one "
+                                  "kills them)", strsignal(got_signal));
+            } else {
+                note_after_signal("received %s; passing it to the PEs (a second signal kills "
+                                  "them)", strsignal(got_signal));
+                for (int i = 0; i < j.npes; i++)
+                    if (j.pes[i].running) kill(j.pes[i].pid, got_signal);
+            }
         }
         check_liveness(&j, o->hang_timeout);
         if (j.outcome == JOB_HUNG) break;
@@ -861,9 +892,10 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
         check_ended(&j, seen); /* a last look at exit statuses */
     }
     if (j.outcome == JOB_OK && got_signal) {
-        /* Every PE ended cleanly after our signal: graceful stop. */
+        /* Every PE ended cleanly after our signal: graceful stop (130 where
+         * one saved nothing). */
         j.outcome = JOB_SIGNALLED;
-        j.exit_code = 0;
+        j.exit_code = j.stop_code;
     }
     *exit_code = j.exit_code;
     outcome_t out = j.outcome;
@@ -886,8 +918,9 @@ int main(int argc, char **argv) {
         int code = 0;
         outcome_t out = run_job(&o, restart, &code);
         if (out == JOB_OK || out == JOB_SIGNALLED) {
-            if (restart) note("the job succeeded after %d restart%s", restart, restart == 1 ? "" : "s");
-            return 0;
+            if (restart && !code)
+                note("the job succeeded after %d restart%s", restart, restart == 1 ? "" : "s");
+            return code;
         }
         int restartable = out == JOB_FAILED || out == JOB_HUNG;
         if (restartable && restart < o.max_restarts && !got_signal) {

@@ -23,6 +23,7 @@
 
 #include <symtrain/symtrain.h>
 
+#include "envhelp.h"
 #include "symtrain_cli.h"
 
 #define EXIT_USAGE 2
@@ -128,11 +129,20 @@ static const char usage_text[] =
     "  --metrics-port PORT          every PE serves Prometheus metrics at /metrics on PORT\n"
     "                               plus its rank on the host; 0 picks free ports (each\n"
     "                               logged). Default: $SYMTRAIN_METRICS_PORT, else off\n"
-    "  --log-interval S             seconds between progress lines when stdout is not a\n"
-    "                               terminal (default 10)\n"
+    "  --progress MODE              while an epoch runs: bar (redrawn, fitted to the\n"
+    "                               terminal), plain (a line every --log-interval) or off\n"
+    "                               (epoch summaries only); auto (default): the bar on\n"
+    "                               your terminal, plain lines in a file, a pipe, mpirun\n"
+    "  --log-interval S             seconds between plain progress lines (default 10)\n"
     "  --quiet                      only errors and the outcome (accuracy, time, checkpoint)\n"
     "  --sample N                   GPT: generate N tokens at the end (PE 0)\n"
     "  --prompt TEXT                their prompt (default: a new line)\n";
+
+/* --help: the options, then the environment every PE reads. */
+static void print_help(void) {
+    fputs(usage_text, stdout);
+    fputs("\n" SYM_ENV_HELP_RUNTIME SYM_ENV_HELP_TRAIN, stdout);
+}
 
 static int runtime_started; /* shmem_init was called */
 static int speaker = 1;     /* this process prints (PE 0) */
@@ -239,9 +249,9 @@ static const char *const valued[] = {
     "--threads", "--balance", "--balance-every", "--balance-hysteresis", "--balance-weights",
     "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--ckpt-format", "--metrics",
     "--metrics-port",
-    "--log-interval", "--device", "--precision", "--recompute", "--loss-scale-growth", "--steps",
-    "--val-data", "--seq", "--warmup-steps", "--eval-every", "--sample", "--prompt", "--parallel",
-    "--micro-batches", "--inbox-slots", NULL};
+    "--log-interval", "--progress", "--device", "--precision", "--recompute",
+    "--loss-scale-growth", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every",
+    "--sample", "--prompt", "--parallel", "--micro-batches", "--inbox-slots", NULL};
 
 static const char *const flags[] = {"--generated", "--resume", "--quiet", "--help", NULL};
 
@@ -303,7 +313,7 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             usage_error("%s takes no value", opt); /* --resume=auto: the one flag with a value */
         }
         if (!strcmp(opt, "--help")) {
-            if (speaker) fputs(usage_text, stdout);
+            if (speaker) print_help();
             leave(0);
         } else if (!strcmp(opt, "--parallel")) {
             parallel_value(v, &c->parallel);
@@ -435,6 +445,12 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->metrics_path = v;
         } else if (!strcmp(opt, "--metrics-port")) {
             c->metrics_port = (int)int_value(opt, v, 0, 65535);
+        } else if (!strcmp(opt, "--progress")) {
+            if (!strcmp(v, "auto")) c->progress = SYM_PROGRESS_AUTO;
+            else if (!strcmp(v, "plain")) c->progress = SYM_PROGRESS_PLAIN;
+            else if (!strcmp(v, "bar")) c->progress = SYM_PROGRESS_BAR;
+            else if (!strcmp(v, "off")) c->progress = SYM_PROGRESS_OFF;
+            else usage_error("--progress '%s': use auto, plain, bar or off", v);
         } else if (!strcmp(opt, "--log-interval")) {
             c->log_interval_s = num_value(opt, v, 0.01, 1e6);
         } else if (!strcmp(opt, "--quiet")) {
@@ -505,7 +521,7 @@ int main(int argc, char **argv) {
     if (argc < 2) usage_error("say what to do: train, tokenize, sample, plan, ckpt or plot");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
-        fputs(usage_text, stdout);
+        print_help();
         return 0;
     }
     if (!strcmp(cmd, "train")) return train_main(argc - 2, argv + 2);

@@ -86,6 +86,13 @@ typedef struct {
 
 /* ---- writing ---- */
 
+/* Hold `dir` (created if missing) for this process alone: an exclusive flock
+ * on dir/.lock, which says who holds it (host and pid). Another job holding it
+ * is SYM_EBUSY, named; the lock goes with the process, or with
+ * sym_ckpt_unlock. Returns the lock's descriptor in *fd. */
+int sym_ckpt_lock(const char *dir, int *fd);
+void sym_ckpt_unlock(int fd);
+
 typedef struct sym_ckpt_writer sym_ckpt_writer_t; /* opaque */
 
 /* Write into `dir` (created if missing), keeping the newest `keep` (>= 1). */

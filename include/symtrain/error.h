@@ -23,7 +23,8 @@ extern "C" {
     X(EIO, -4, "input/output error")                                                 \
     X(ECORRUPT, -5, "corrupt or truncated data")                                     \
     X(EMISMATCH, -6, "does not match this run")                                      \
-    X(ECOMM, -7, "communication failed")
+    X(ECOMM, -7, "communication failed")                                             \
+    X(EBUSY, -8, "in use by another job")
 
 #define SYM_ERRNO_DEF(name, code, msg) SYM_##name = code,
 enum { SYM_OK = 0, SYM_ERRNO_MAP(SYM_ERRNO_DEF) };

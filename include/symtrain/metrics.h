@@ -60,7 +60,8 @@ typedef struct {
     int rebalanced;        /* the shares change after this step */
 } sym_step_record_t;
 
-/* Open `path` for appending (created if missing). */
+/* Open `path` for appending (created if missing), holding a write lock on it
+ * until closed: a file another running job holds is SYM_EBUSY. */
 int sym_metrics_open(const char *path, sym_metrics_t **out);
 int sym_metrics_step(sym_metrics_t *m, const sym_step_record_t *r);
 int sym_metrics_eval(sym_metrics_t *m, int64_t step, int64_t epoch, double test_loss,

@@ -126,6 +126,7 @@ typedef struct {
     int metrics_port;       /* every PE serves Prometheus metrics on this port plus its
                                rank on the host; 0: free ports, each logged; -1: off */
     double log_interval_s;  /* progress lines when stdout is not a terminal */
+    int progress;           /* SYM_PROGRESS_*: how progress shows while an epoch runs */
     int quiet;              /* no banner or progress; errors and the outcome still print */
     int sample_tokens;      /* GPT: tokens PE 0 generates at the end (0 = none) */
     const char *sample_prompt; /* their prompt (NULL: a new line) */
@@ -136,6 +137,12 @@ typedef struct {
  * error (MUST), or start from the beginning (AUTO, for a job that restarts
  * itself). A checkpoint that cannot be read is an error either way. */
 enum { SYM_RESUME_NO = 0, SYM_RESUME_MUST = 1, SYM_RESUME_AUTO = 2 };
+
+/* How progress shows while an epoch runs (--progress): AUTO, a bar on the
+ * user's terminal and plain lines elsewhere (a file, a pipe, the pseudo-
+ * terminal a launcher such as mpirun gives each rank); PLAIN, a line every
+ * log_interval_s; BAR, a bar redrawn in place; OFF, only each epoch's summary. */
+enum { SYM_PROGRESS_AUTO = 0, SYM_PROGRESS_PLAIN = 1, SYM_PROGRESS_BAR = 2, SYM_PROGRESS_OFF = 3 };
 
 typedef struct {
     int64_t steps;          /* steps done in all (including before a resume) */

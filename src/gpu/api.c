@@ -46,7 +46,8 @@ static int agree(int status, const char *reason) {
     if (!tab) {
         /* Same size on every PE, so every PE fails here together. */
         sym__warn("shmemx_gpu_init", "symmetric heap exhausted (asked %zu bytes for start-up); "
-                  "raise SYMTRAIN_SYMMETRIC_SIZE", sizeof(int) * (size_t)(npes + 2));
+                  "raise SYMTRAIN_SYMMETRIC_SIZE as PE 0's line before says",
+                  sizeof(int) * (size_t)(npes + 2));
         return SHMEMX_ENOMEM;
     }
     shmem_putmem(&tab[me], &status, sizeof(int), 0);

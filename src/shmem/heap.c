@@ -43,21 +43,30 @@ static size_t block_for(size_t size, size_t align) {
 }
 
 static void exhausted(const char *fn, size_t size, size_t align) {
-    char want[32], have[32], big[32], now[32], b32[32], blk[48];
+    char want[32], have[32], big[32], now[32], b32[32], blk[48], fix[96];
     /* Every PE fails the same way; one message is enough. */
     if (sym__world.me != 0) return;
     size_t b = block_for(size, align);
-    if (b)
+    const size_t mib = (size_t)1 << 20;
+    /* What is in use now and the block, rounded up to a power of two: a buddy
+     * heap that size has a free aligned block for the request beside what the
+     * program holds (the same run, started again, asks the same), in MiB to
+     * type back. */
+    size_t used = heap.size - heap.free_bytes;
+    size_t need = b && b <= SIZE_MAX / 4 - used ? block_for(used + b, mib) : 0;
+    if (need) {
         snprintf(blk, sizeof blk, "needs a block of %s", sym__fmt_size(b, b32, sizeof b32));
-    else
+        snprintf(fix, sizeof fix, "set SYMTRAIN_SYMMETRIC_SIZE=%zuM (now %s)", need / mib,
+                 sym__fmt_size(sym__rt.heap_user_size, now, sizeof now));
+    } else {
         snprintf(blk, sizeof blk, "is larger than any block can be");
-    sym__warn(fn,
-              "symmetric heap exhausted: asked %s, %s free (largest block %s; the request %s); "
-              "raise SYMTRAIN_SYMMETRIC_SIZE (now %s)",
+        snprintf(fix, sizeof fix, "no SYMTRAIN_SYMMETRIC_SIZE holds it (now %s); check the size "
+                 "passed", sym__fmt_size(sym__rt.heap_user_size, now, sizeof now));
+    }
+    sym__warn(fn, "symmetric heap exhausted: asked %s, %s free (largest block %s; the request %s); %s",
               sym__fmt_size(size, want, sizeof want),
               sym__fmt_size(heap.free_bytes, have, sizeof have),
-              sym__fmt_size(sym_buddy_largest_free(&heap), big, sizeof big), blk,
-              sym__fmt_size(sym__rt.heap_user_size, now, sizeof now));
+              sym__fmt_size(sym_buddy_largest_free(&heap), big, sizeof big), blk, fix);
 }
 
 /* Allocate without the closing barrier; NULL on exhaustion (reported). */

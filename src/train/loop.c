@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -309,6 +310,7 @@ typedef struct {
     sym_pe_record_t *pes; /* (npes) the metrics' per-PE part */
     sym_ckpt_writer_t *writer;   /* PE 0's, format 2; or */
     sym_ckpt_dist_t *dist;       /* every PE's, --ckpt-format sharded */
+    int ckpt_lock;               /* PE 0: its hold on --ckpt-dir (sym_ckpt_lock), or -1 */
     sym_metrics_t *metrics;
     sym_prom_t *prom;            /* this PE's Prometheus endpoint (NULL: none) */
     int prom_share, prom_speed, prom_straggler; /* the balancer's gauge families */
@@ -583,8 +585,12 @@ static void resumed(run_t *r, const sym_ckpt_meta_t *m, const char *path) {
     r->epoch = m->epoch;
     r->sample = m->sample;
     r->saved_step = m->step;
-    note(r, "resumed from %s: step %lld, epoch %lld, sample %lld of %lld", path,
-         (long long)m->step, (long long)m->epoch + 1, (long long)m->sample, (long long)r->task.n_train);
+    /* Epochs as the progress lines count them (from 1), and as the manifest
+     * holds them (from 0), so the two never seem to disagree. */
+    note(r, "resumed from %s: step %lld, epoch %lld of %lld, sample %lld of %lld (\"epoch\": %lld "
+            "in its manifest, which counts from 0)",
+         path, (long long)m->step, (long long)m->epoch + 1, (long long)r->epochs,
+         (long long)m->sample, (long long)r->task.n_train, (long long)m->epoch);
     /* Settings the run may change: said, so a changed one is never a surprise. */
     if (m->lr > 0 && (float)m->lr != c->lr)
         note(r, "the checkpoint was trained with --lr %g and this run asks for %g: the schedule "
@@ -1277,6 +1283,16 @@ static int setup(run_t *r) {
         return report(r, sym__error(SYM_ENOMEM, "out of memory for the batch buffers"), 0);
 
     r->saved_step = -1;
+    /* PE 0 holds --ckpt-dir before anyone reads it: two jobs saving into one
+     * directory would prune and shadow each other's checkpoints. (Not made
+     * for a --resume that will find nothing there and stop.) Every PE learns
+     * whether it could, before the collective reads of a resume. */
+    struct stat ck_st;
+    int ck_missing = c->ckpt_dir && stat(c->ckpt_dir, &ck_st) != 0;
+    if (r->me == 0 && c->ckpt_dir && !(ck_missing && c->resume == SYM_RESUME_MUST) &&
+        (rc = sym_ckpt_lock(c->ckpt_dir, &r->ckpt_lock)))
+        report(r, rc, 0);
+    if ((rc = agree(r, rc))) return rc;
     if (c->resume && (rc = sharded_on_disk(r) ? resume_sharded(r) : resume(r))) return rc;
     if (r->gpu && (rc = gpu_create(r))) return rc;
     /* Starting over in a directory of checkpoints would remove them as it
@@ -1380,6 +1396,7 @@ static void teardown(run_t *r) {
     sym__prom_stop(r->prom);
     if (r->writer) sym_ckpt_writer_destroy(r->writer);
     sym_ckpt_dist_destroy(r->dist);
+    sym_ckpt_unlock(r->ckpt_lock);
     sym__balance_destroy(r->bal);
     free(r->pes);
     if (r->metrics && sym_metrics_close(r->metrics))
@@ -1655,11 +1672,12 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     double t_start = sym__now_s();
     run_t r;
     memset(&r, 0, sizeof r);
+    r.ckpt_lock = -1;
     r.cfg = cfg;
     r.me = shmem_my_pe();
     r.npes = shmem_n_pes();
     r.speak = r.me == 0 && !cfg->quiet;
-    sym__progress_init(&r.progress, r.speak, cfg->log_interval_s);
+    sym__progress_init(&r.progress, r.speak, cfg->progress, cfg->log_interval_s);
     read_kill_spec();
 
     struct sigaction sa, old_term, old_int;

@@ -62,6 +62,9 @@
  * progress thread per PE serves the rest, blocked in the provider's wait: it
  * applies incoming batches and active messages, and sleeps while a waiting
  * thread polls busily.
+ * A post the provider refuses for a full queue (-FI_EAGAIN) drives the
+ * completion queue from the retrying thread, also inside the progress thread
+ * or a flush (POST).
  *
  * libfabric is loaded (dlopen) only when a job spans hosts: single-host jobs
  * never load it or the provider libraries it pulls in (some of which install
@@ -241,6 +244,7 @@ static struct {
     uint64_t msg_key, *msg_key_of; /* this PE's message key; every PE's */
     uint64_t dropped;              /* messages dropped for want of the key */
     int virt_addr, native_atomics, wait_cq, ordered;
+    int n_recvs; /* receive slots posted: AM_RECVS, or fewer where the queue is shorter */
     size_t inject_size;
     struct {
         op_t op;
@@ -344,7 +348,7 @@ static void take_batch(int slot) {
         done[ndone++] = next;
         uint32_t want = ++g.expect[h.from];
         next = -1;
-        for (int i = 0; i < AM_RECVS; i++)
+        for (int i = 0; i < g.n_recvs; i++)
             if (g.deferred[i] && batch_of(i).from == h.from && batch_of(i).seq == want) {
                 g.deferred[i] = 0;
                 next = i;
@@ -460,7 +464,7 @@ static void progress_once(int busy) {
 
 static void *progress_main(void *arg) {
     (void)arg;
-    in_progress = 1; /* this thread's own waits (posting retries) must not recurse */
+    in_progress = 1; /* its refused posts drive the queue themselves (POST), never flushing */
     struct fi_cq_data_entry e[16];
     sym_backoff_t b = {0};
     while (!__atomic_load_n(&g.stop, __ATOMIC_ACQUIRE)) {
@@ -496,13 +500,35 @@ static void *progress_main(void *arg) {
 
 /* ---- posting ---- */
 
-/* Post with retries: a full queue (-FI_EAGAIN) drains as the progress thread
- * reads completions. */
+/* While a post is refused (-FI_EAGAIN: the provider's queue is full), the
+ * retrying thread drives the completion queue itself: on a manual-progress
+ * provider (tcp;ofi_rxm, net without its own thread) nothing moves otherwise.
+ * A thread outside the fabric's progress does so through its wait's hook; one
+ * inside it (the progress thread, a waiting thread handling completions, a
+ * flush holding send_lock) has no hook to call, and every thread of a PE could
+ * be one of those at once. So it reads and handles completions here, nested:
+ * handling takes no lock a post holds (c->lock, send_lock) and never flushes;
+ * a nested level is the handling of a received message, which keeps its slot
+ * until its own post is done, so nesting goes no deeper than the receive
+ * slots (tests/net_flood.c). */
+static void drive_while_refused(void) {
+    if (!in_progress) return; /* the back-off's hook polls */
+    struct fi_cq_data_entry e[4];
+    ssize_t n = fi_cq_read(g.cq, e, 4);
+    if (n > 0)
+        handle(e, n);
+    else if (n == -FI_EAVAIL)
+        cq_failed();
+}
+
 #define POST(call)                                                                   \
     do {                                                                             \
         sym_backoff_t b_ = {0};                                                      \
         ssize_t rc_;                                                                 \
-        while ((rc_ = (call)) == -FI_EAGAIN) sym__backoff(&b_);                      \
+        while ((rc_ = (call)) == -FI_EAGAIN) {                                       \
+            drive_while_refused();                                                   \
+            sym__backoff(&b_);                                                       \
+        }                                                                            \
         if (rc_) ofi_fail(#call, (int)rc_, __FILE__, __LINE__);                      \
     } while (0)
 
@@ -585,8 +611,8 @@ static void flush_locked(ofi_ctx_t *c, int ack) {
         note_unacked_locked(c, pe, UNACKED_BATCH);
     }
     /* Numbered and posted in one step, so numbers follow the endpoint's order.
-     * Not progressing from inside (in_progress): that could flush, and lock
-     * send_lock again; the progress thread drains the queue meanwhile. */
+     * Not progressing through the hook (in_progress): that could flush, and
+     * lock send_lock again; a refused post drives the queue itself (POST). */
     int was = in_progress;
     in_progress = 1;
     pthread_mutex_lock(&g.send_lock);
@@ -1174,7 +1200,11 @@ const sym_remote_ops_t *sym__ofi_init(sym_boot_t *boot, void **default_ctx) {
     pthread_mutex_init(&g.send_lock, NULL);
     pthread_mutex_init(&g.apply_lock, NULL);
     if (ctx_init(&g.default_ctx)) sym__fatal("shmem_init", "out of memory");
-    for (int i = 0; i < AM_RECVS; i++) post_recv(i);
+    /* No more receives than the provider's queue holds: a receive past it
+     * returns -FI_EAGAIN until one completes, and none would at init. */
+    size_t rx = fi->rx_attr->size;
+    g.n_recvs = rx && rx < AM_RECVS ? (int)rx : AM_RECVS;
+    for (int i = 0; i < g.n_recvs; i++) post_recv(i);
     if (pthread_create(&g.progress, NULL, progress_main, NULL))
         sym__fatal("shmem_init", "cannot start the fabric progress thread");
     sym__progress_hook = progress_once;

@@ -1,6 +1,7 @@
 /*
  * error.c — the one way symtrain reports a problem: a single line that names the
- * PE, the call, the cause and the fix, then (for fatal errors) the whole job ends.
+ * program, the PE, the call, the cause and the fix, then (for fatal errors) the
+ * whole job ends.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -16,13 +17,28 @@ int sym__log_pe = -1;
 static void default_abort(int status) { _exit(status); }
 void (*sym__abort_hook)(int status) = default_abort;
 
+/* Whose message it is: the program's name (symtrain, symbench, a user's
+ * OpenSHMEM program), "symshmem" where it has none. */
+static const char *program(void) {
+    extern char *program_invocation_short_name; /* glibc's, from argv[0] */
+    const char *p = program_invocation_short_name;
+    return p && *p ? p : "symshmem";
+}
+
+/* "PROG: PE n: WHERE: " — or "WHERE: PE n: " where WHERE already starts with
+ * the program's name ("symtrain train"), which would otherwise come twice. */
 static void vreport(const char *where, const char *fmt, va_list ap) {
     char msg[1024];
+    const char *prog = program();
+    size_t pl = strlen(prog);
+    int named = !strncmp(where, prog, pl) && (where[pl] == ' ' || where[pl] == '\0');
+    const char *head = named ? where : prog, *tail = named ? "" : where;
     int n = 0;
     if (sym__log_pe >= 0)
-        n = snprintf(msg, sizeof msg, "symtrain: PE %d: %s: ", sym__log_pe, where);
+        n = snprintf(msg, sizeof msg, "%s: PE %d: %s%s", head, sym__log_pe, tail,
+                     *tail ? ": " : "");
     else
-        n = snprintf(msg, sizeof msg, "symtrain: %s: ", where);
+        n = snprintf(msg, sizeof msg, "%s: %s%s", head, tail, *tail ? ": " : "");
     if (n < 0 || (size_t)n >= sizeof msg) n = 0;
     vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
     /* One write, so lines from several PEs never interleave mid-line. */

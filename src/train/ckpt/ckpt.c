@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -821,6 +822,46 @@ static void *writer_main(void *arg) {
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
+}
+
+#define LOCK_NAME ".lock"
+
+int sym_ckpt_lock(const char *dir, int *fd_out) {
+    *fd_out = -1;
+    char path[PATH_MAX];
+    int rc = sym__ckpt_mkdir_p(dir);
+    if (!rc) rc = sym__ckpt_join(path, sizeof path, dir, LOCK_NAME);
+    if (rc) return rc;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return sym__error(SYM_EIO, "cannot open the lock file %s: %s", path, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        char who[256] = "";
+        ssize_t n = e == EWOULDBLOCK ? pread(fd, who, sizeof who - 1, 0) : -1;
+        close(fd);
+        if (e != EWOULDBLOCK)
+            return sym__error(SYM_EIO, "cannot lock %s: %s", path, strerror(e));
+        who[n > 0 ? n : 0] = '\0';
+        who[strcspn(who, "\n")] = '\0';
+        return sym__error(SYM_EBUSY, "checkpoint directory %s is in use by another running job "
+                          "(%s); give this run another --ckpt-dir, or end that job first",
+                          dir, who[0] ? who : "its host and pid not yet written");
+    }
+    char host[128] = "?", who[256];
+    gethostname(host, sizeof host - 1);
+    int n = snprintf(who, sizeof who, "host %s, pid %d\n", host, (int)getpid());
+    if (ftruncate(fd, 0) < 0 || pwrite(fd, who, (size_t)n, 0) != n) {
+        int e = errno;
+        close(fd);
+        return sym__error(SYM_EIO, "cannot write the lock file %s: %s", path, strerror(e));
+    }
+    *fd_out = fd;
+    return SYM_OK;
+}
+
+void sym_ckpt_unlock(int fd) {
+    if (fd >= 0) close(fd); /* the flock goes with the last descriptor */
 }
 
 int sym_ckpt_writer_create(const char *dir, int keep, sym_ckpt_writer_t **out) {

@@ -46,7 +46,7 @@ int sym_pool_create(const char *name, size_t bytes, int symmetric, sym_pool_t **
             free(p);
             return sym__error(SYM_ENOMEM,
                               "the symmetric heap has no room for pool '%s' (%s); raise "
-                              "SYMTRAIN_SYMMETRIC_SIZE (default 512M)",
+                              "SYMTRAIN_SYMMETRIC_SIZE as the line before says",
                               name, sym__fmt_size(size, want, sizeof want));
         }
     } else {

@@ -3,10 +3,12 @@
  * line by line, so a plot or a test can read it while training runs.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <symtrain/metrics.h>
 
@@ -27,6 +29,24 @@ int sym_metrics_open(const char *path, sym_metrics_t **out) {
         int e = errno;
         free(m);
         return sym__error(SYM_EIO, "cannot open metrics file %s: %s", path, strerror(e));
+    }
+    /* Two jobs appending to one file would interleave their records: a write
+     * lock on the whole file (POSIX, so whoever is refused learns its pid),
+     * held until the file is closed. */
+    struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(fileno(m->f), F_SETLK, &lk) < 0) {
+        int e = errno;
+        struct flock who = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        int known = fcntl(fileno(m->f), F_GETLK, &who) == 0 && who.l_type != F_UNLCK;
+        fclose(m->f);
+        free(m);
+        if (e != EACCES && e != EAGAIN)
+            return sym__error(SYM_EIO, "cannot lock metrics file %s: %s", path, strerror(e));
+        char pid[48] = "";
+        if (known) snprintf(pid, sizeof pid, " (pid %d on this host)", (int)who.l_pid);
+        return sym__error(SYM_EBUSY, "metrics file %s is being written by another running job%s; "
+                          "give this run another --metrics file, or end that job first",
+                          path, pid);
     }
     setvbuf(m->f, NULL, _IOLBF, 0);
     snprintf(m->path, sizeof m->path, "%s", path);

@@ -121,9 +121,13 @@ int sym_plot_svg(const char *in, const char *out, const char *title) {
     if (!loss.n) {
         free(loss.p);
         free(acc.p);
+        /* Never the path back as advice: it may be any file (/etc/passwd). */
         return sym__error(SYM_EINVAL,
-                          "%s holds no step records%s; write one with symtrain train --metrics %s",
-                          in, bad ? " (only lines that are not symtrain metrics)" : "", in);
+                          bad ? "%s holds no step records: it is not a symtrain metrics file; "
+                                "plot one that symtrain train --metrics FILE wrote"
+                              : "%s holds no step records yet; plot it once symtrain train "
+                                "--metrics FILE has written some",
+                          in);
     }
 
     /* Scales. */

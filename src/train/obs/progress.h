@@ -1,8 +1,10 @@
 /*
- * progress.h — what PE 0 shows while training: a progress bar per epoch on a
- * terminal (redrawn in place, at most ten times a second), or one plain line
- * per interval when stdout is a file or a pipe; both end each epoch with a
- * summary line (with this PE's peak resident memory).
+ * progress.h — what PE 0 shows while training: a progress bar per epoch on the
+ * user's terminal (redrawn in place, at most ten times a second, fitted to the
+ * terminal's width), or one plain line per interval when stdout is a file, a
+ * pipe, or a launcher's pseudo-terminal (mpirun's, output to a log); both end
+ * each epoch with a summary line (with this PE's peak resident memory).
+ * SYM_PROGRESS_* (--progress) picks one, or neither (off: summaries only).
  */
 #ifndef SYM_TRAIN_PROGRESS_H
 #define SYM_TRAIN_PROGRESS_H
@@ -10,8 +12,9 @@
 #include <stdint.h>
 
 typedef struct {
-    int enabled;
-    int tty;
+    int enabled;        /* lines while an epoch runs */
+    int summaries;      /* the line at each epoch's end */
+    int tty;            /* lines are a bar redrawn in place */
     double interval_s;  /* plain lines: one per interval */
     int64_t epoch, epochs;
     int64_t total;      /* samples in the epoch */
@@ -23,7 +26,8 @@ typedef struct {
     double peak_flops;
 } sym_progress_t;
 
-void sym__progress_init(sym_progress_t *p, int enabled, double interval_s);
+/* mode: SYM_PROGRESS_* (include/symtrain/train.h); enabled 0: nothing at all. */
+void sym__progress_init(sym_progress_t *p, int enabled, int mode, double interval_s);
 void sym__progress_epoch(sym_progress_t *p, int64_t epoch, int64_t epochs, int64_t total,
                          int64_t done);
 /* done: samples of the epoch done; loss: the epoch's running mean loss. */

@@ -175,7 +175,8 @@ int sym__mesh_scratch(sym_mesh_t *m, size_t bytes, void **buf) {
     m->scratch_bytes = m->scratch ? want : 0;
     if (!m->scratch)
         return sym__error(SYM_ENOMEM, "mesh: no %zu bytes of symmetric memory for the "
-                          "redistribution's scratch: raise SYMTRAIN_SYMMETRIC_SIZE", want);
+                          "redistribution's scratch: raise SYMTRAIN_SYMMETRIC_SIZE as PE 0's line "
+                          "before says", want);
     *buf = m->scratch;
     return SYM_OK;
 }
