@@ -315,9 +315,10 @@ static size_t stage_acts(const sym_plan_request_t *r, const stage_t *st, int row
 
 enum { F_TP = 1, F_PP = 2, F_ZERO = 4, F_ACCUM = 8, F_RECOMPUTE = 16 };
 
-/* Features each device's training does, with the issue-17 branches merged
- * (parcli: tp; pipe: pp; zero: ZeRO and accumulation). The GPU trains data
- * parallel only; neither recomputes. */
+/* Features each device's training does (tp, pp, ZeRO and accumulation on
+ * the CPU). The GPU trains data parallel only. Neither does the planner's
+ * whole-block recompute: the GPU's --recompute gelu,ln keeps each block's
+ * other buffers. */
 static const unsigned have[2] = {F_TP | F_PP | F_ZERO | F_ACCUM, 0};
 
 static void say_needs(const sym_plan_request_t *r, unsigned used, char *buf, size_t len) {
@@ -588,8 +589,9 @@ void sym_plan_assumptions(const sym_plan_request_t *r, char *buf, size_t len) {
              r->inter.name, r->inter.busbw / 1e9, r->inter.latency * 1e6, r->inter.source,
              r->device ? "GPU code (models/gpt_cuda.cu's one region)"
                        : "CPU code (the buddy blocks of models/gpt.c and model.c, AdamW's arrays)",
-             r->device ? "GPU TP, PP, ZeRO and recompute are not in our code yet: their rows "
-                         "assume Megatron-style splits"
+             r->device ? "GPU TP, PP, ZeRO and whole-block recompute are not in our code yet "
+                         "(its --recompute gelu,ln keeps more): their rows assume Megatron-style "
+                         "splits"
                        : "TP splits parameters, not activation buffers (gpt.c sizes those for "
                          "the whole width)");
 }
