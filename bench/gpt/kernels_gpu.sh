@@ -22,14 +22,7 @@ build() { # DIR CUDA_FLAGS
         cmake --build "$1" -j "$jobs" "${targets[@]}" >"$out/$(basename "$1").build.log" 2>&1 ||
         { tail -30 "$out/$(basename "$1").build.log"; return 1; }
 }
-rate() { # JSONL: tokens/s over the steps after the first 3
-    python3 - "$1" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if '"tokens_per_s"' in l]
-rows = [r for r in rows if r["step"] > 3]
-print(f"{len(rows) / sum(1.0 / r['tokens_per_s'] for r in rows):.0f}" if rows else "none")
-PY
-}
+rate() { python3 "$(dirname "$0")/rate.py" "$1"; } # JSONL: tokens/s after the first 3 steps
 pids=()
 for v in "$@"; do
     build "build-k-${v%%=*}" "${v#*=}" &

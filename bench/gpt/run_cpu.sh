@@ -36,16 +36,7 @@ row() { # spec L C H V T batch ranks steps
         --batch "$batch" --steps "$n" --threads "$t" --test-samples 1 --metrics "$tmp/m.jsonl" \
         --quiet >"$tmp/sym.log" 2>&1 || { cat "$tmp/sym.log"; exit 1; }
     local sym
-    sym=$(python3 - "$tmp/m.jsonl" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if '"tokens_per_s"' in l]
-rows = [r for r in rows if r["step"] > 3]
-# every step moves the same global batch: N steps over the sum of their
-# durations (1 / rate each, in units of the batch) is the rate over the run
-dur = sum(1.0 / r["tokens_per_s"] for r in rows)
-print(f"{len(rows) / dur:.0f}")
-PY
-)
+    sym=$(python3 "$here/rate.py" "$tmp/m.jsonl")
     local pt="-" ratio="-"
     if [ $have_torch = 1 ]; then
         pt=$("$py" "$here/torch_gpt.py" --L "$L" --C "$C" --H "$H" --V "$V" --T "$T" \

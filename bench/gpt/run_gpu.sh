@@ -51,14 +51,7 @@ launch=()
 cp "$tmp/sym.log" "${SYM_BENCH_LOG:-/dev/null}" 2>/dev/null
 params=$(sed -n 's/.*), \([0-9]*\) parameters;.*/\1/p' "$tmp/sym.log" | head -1)
 smem=$(sed -n 's/.*; \([0-9.]* [KMGT]iB\) of GPU memory per PE.*/\1/p' "$tmp/sym.log" | head -1)
-sym=$(python3 - "$tmp/m.jsonl" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if '"tokens_per_s"' in l]
-rows = [r for r in rows if r["step"] > 3]
-dur = sum(1.0 / r["tokens_per_s"] for r in rows)
-print(f"{len(rows) / dur:.0f}")
-PY
-)
+sym=$(python3 "$here/rate.py" "$tmp/m.jsonl")
 mfu() { python3 -c "print(f'{100 * $1 / $gpus * (6 * $2 + 6 * $L * $T * $C) / $peak:.1f}%')"; }
 printf "%-22s %12s %8s %8s %12s %10s\n" run tokens_per_s MFU vs_sym gpu_memory step_ms
 step_ms() { python3 -c "print(f'{1e3 * $GB * $T / $1:.1f}')"; }

@@ -85,11 +85,7 @@ if want layouts 90; then
             --parallel "$lay" --batch $((16 * ngpu)) --steps 23 --test-samples 1 --log-interval 1000 \
             --metrics "$out/layout.jsonl" >"$out/layout_$lay.log" 2>&1
         rc=$?
-        r=$(python3 -c "
-import json,sys
-rows=[json.loads(l) for l in open('$out/layout.jsonl') if '\"tokens_per_s\"' in l]
-rows=[r for r in rows if r['step']>3]
-print(f'{len(rows)/sum(1/r[\"tokens_per_s\"] for r in rows):.0f} tok/s' if rows else 'no steps')" 2>/dev/null)
+        r="$(python3 bench/gpt/rate.py "$out/layout.jsonl" 2>/dev/null) tok/s"
         [ $rc -eq 0 ] && say "$lay: $r" || say "$lay: exit $rc: $(grep -m1 -i 'symtrain' "$out/layout_$lay.log" | tail -c 200)"
         rm -f "$out/layout.jsonl"
     done
