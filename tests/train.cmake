@@ -44,6 +44,12 @@ endfunction()
 sym_train_e2e(train_npes)    # N-PE == 1-PE with the same global batch
 sym_train_e2e(train_resume)  # SIGKILL + symrun --max-restarts: bit-identical
 sym_train_e2e(train_sigterm) # SIGTERM / SIGINT: checkpoint, exit 0, exact resume
+sym_train_e2e(train_ckpt_async) # background checkpoint writes == --ckpt-async off, byte for byte; exact resume
+foreach(part signals failures) # SIGTERM / SIGKILL during a write; a write that fails ends the job
+  add_test(NAME train_ckpt_async_${part}
+    COMMAND train_ckpt_async $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> ${part})
+  set_tests_properties(train_ckpt_async_${part} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+endforeach()
 sym_train_e2e(train_corrupt) # damaged checkpoints: named, previous one used
 sym_train_e2e(train_ckpt_safety) # unreadable, linked, edited checkpoints: nothing lost or trusted
 sym_train_e2e(train_resize)  # resume on another PE count

@@ -120,6 +120,9 @@ static const char usage_text[] =
     "  --ckpt-format single|sharded single: PE 0 writes model.bin and optim.bin (the\n"
     "                               default); sharded: every PE writes its slice of every\n"
     "                               tensor, and a resume reads them at any PE count\n"
+    "  --ckpt-async on|off          on (default): snapshot after the step, a background\n"
+    "                               thread writes it while training goes on; off: every\n"
+    "                               checkpoint is on disk before the next step\n"
     "  --resume                     continue from the newest good checkpoint in --ckpt-dir;\n"
     "                               an error when there is none\n"
     "  --resume=auto                the same, but start from the beginning when there is\n"
@@ -247,7 +250,7 @@ static const char *const valued[] = {
     "--final-lr-ratio", "--momentum", "--weight-decay", "--clip", "--max-steps", "--bucket-mb",
     "--zero", "--accum",
     "--threads", "--balance", "--balance-every", "--balance-hysteresis", "--balance-weights",
-    "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--ckpt-format", "--metrics",
+    "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--ckpt-format", "--ckpt-async", "--metrics",
     "--metrics-port",
     "--log-interval", "--progress", "--device", "--precision", "--recompute",
     "--loss-scale-growth", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every",
@@ -435,6 +438,10 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             if (strcmp(v, "single") && strcmp(v, "sharded"))
                 usage_error("--ckpt-format '%s': write single or sharded", v);
             c->ckpt_sharded = !strcmp(v, "sharded");
+        } else if (!strcmp(opt, "--ckpt-async")) {
+            if (strcmp(v, "on") && strcmp(v, "off"))
+                usage_error("--ckpt-async '%s': write on (background writes) or off", v);
+            c->ckpt_sync = !strcmp(v, "off");
         } else if (!strcmp(opt, "--resume")) {
             if (eq && strcmp(eq + 1, "auto"))
                 usage_error("--resume=%s: write --resume (continue from a checkpoint, an error "

@@ -120,6 +120,9 @@ typedef struct {
     int64_t ckpt_steps;     /* 0 = not by step count */
     int ckpt_keep;
     int ckpt_sharded;       /* every PE writes its shards (format 3); 0: PE 0 writes all */
+    int ckpt_sync;          /* --ckpt-async off: each checkpoint is written and committed
+                               before the next step; 0 (the default): a snapshot is taken
+                               after the step and a background thread writes it */
     int resume;             /* SYM_RESUME_* */
     /* what a person sees */
     const char *metrics_path;

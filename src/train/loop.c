@@ -59,6 +59,7 @@
 #include <symtrain/zero.h>
 
 #include "balance/balance.h"
+#include "ckpt/async.h"
 #include "core/device.h"
 #include "data/task.h"
 #include "internal.h"
@@ -325,6 +326,13 @@ typedef struct {
     sym_pipe_t *pipe;            /* NULL: no pipeline; r->model is then its stage */
     int dp_n, dp_me;             /* data-parallel replicas and this PE's (npes, me without pp) */
     /* ---- end pipe ---- */
+    /* ---- async: checkpoints written in the background (ckpt/async.c) ---- */
+    sym__ckpt_async_t *ckasync;  /* with --ckpt-dir: the per-step agreement, the stall figures */
+    float *snap_params;          /* GPU: the pinned snapshot (host_alloc, once): P floats, */
+    void *snap_ostate;           /* and optim.bin's bytes */
+    double step_s;               /* this run's steps' time, step_n of them (the stall's yardstick) */
+    int64_t step_n;
+    /* ---- end async ---- */
 } run_t;
 
 static int gpu_sync_host(run_t *r);
@@ -505,14 +513,13 @@ static int ckpt_state_put(run_t *r, const float *params, const void *ostate, siz
 }
 
 /* A checkpoint is due after this step (--ckpt-steps, or --ckpt-every by PE
- * 0's clock, which with tp > 1 agree_tp told its tp group); only ever true
- * on the PEs that take part in saving. */
+ * 0's clock, which ckpt_agree told every PE); only ever true on the PEs
+ * that take part in saving. */
 static int ckpt_due(const run_t *r) {
     const sym_train_config_t *c = r->cfg;
     if (!c->ckpt_dir || !ckpt_member(r)) return 0;
     if (c->ckpt_steps && r->step % c->ckpt_steps == 0) return 1;
-    if (r->lay.tp > 1) return r->time_due;
-    return c->ckpt_every_s > 0 && sym__now_s() - r->last_save >= c->ckpt_every_s;
+    return r->time_due; /* PE 0's --ckpt-every verdict, ckpt_agree's */
 }
 
 /* The load failed with rc: with nothing to resume from (SYM_ENOENT) or only
@@ -742,20 +749,72 @@ static int resume_sharded(run_t *r) {
     return SYM_OK;
 }
 
+/* ---- async: the GPU's snapshot, copied to pinned host memory on a side stream ----
+ * With --ckpt-async on and the whole-tensor format (tp = 1), PE 0 does not
+ * copy the GPU's state to the host model synchronously (gpu_sync_host):
+ * the backend copies the fp32 master weights and AdamW's moments into
+ * pinned buffers (allocated once) on a side stream after the step, and
+ * returns; the next step's forward and backward run meanwhile (its AdamW,
+ * the first kernel to change them, waits for the copy). The writer thread
+ * waits for the copy (gpu_snapshot_ready) and writes those buffers
+ * themselves: the bytes gpu_sync_host + ckpt_state_get make. */
+
+static int gpu_pinned(const run_t *r) {
+    return r->gpu && !r->cfg->ckpt_sync && r->writer && r->lay.tp == 1 && !r->zero && !r->pipe;
+}
+
+/* On the writer thread, before it reads the buffers. */
+static int gpu_snapshot_ready(void *user) {
+    run_t *r = user;
+    int rc = r->gpu->snapshot_wait(r->gm);
+    return rc ? sym__error(rc, "GPU snapshot: %s", r->gpu->error()) : SYM_OK;
+}
+
+/* Start the copy: *params (P floats) and *ostate (*osize bytes: optim.bin,
+ * sym_optim_state_save's format) are the pinned buffers. */
+static int gpu_snapshot(run_t *r, float **params, void **ostate, size_t *osize) {
+    size_t P = r->P, bytes = P * sizeof(float);
+    *osize = sym_optim_state_size(r->opt);
+    size_t hdr = *osize - 2 * bytes; /* AdamW: the header, m, v */
+    if (!r->snap_params) {
+        r->snap_params = r->gpu->host_alloc(r->gm, bytes);
+        r->snap_ostate = r->gpu->host_alloc(r->gm, *osize);
+        if (!r->snap_params || !r->snap_ostate)
+            return report(r, sym__error(SYM_ENOMEM, "GPU snapshot: %s; --ckpt-async off copies "
+                                        "the state to the host synchronously instead",
+                                        r->gpu->error()), 0);
+    }
+    /* the write before reads these buffers until it is done */
+    sym__ckpt_async_poll(r->ckasync, r->writer, NULL, 1);
+    char *o = r->snap_ostate;
+    uint64_t t = 0;
+    int rc = r->gpu->snapshot_start(r->gm, r->snap_params, (float *)(o + hdr),
+                                    (float *)(o + hdr + bytes), &t);
+    if (rc) return report(r, sym__error(rc, "GPU snapshot: %s", r->gpu->error()), 0);
+    sym_optim_set_steps(r->opt, t);
+    sym_optim_state_header(r->opt, o);
+    *params = r->snap_params;
+    *ostate = o;
+    return SYM_OK;
+}
+
 /* Hand a snapshot of the current state to the writer: PE 0 (with tp > 1 its
  * tp group gathers the snapshot with it), or every PE with sharded checkpoints. */
 static int save(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     if (r->saved_step == r->step || (!r->dist && (!ckpt_member(r) || !c->ckpt_dir)))
         return SYM_OK;
-    if (r->gpu) {
+    int pinned = gpu_pinned(r); /* async: the GPU's snapshot in pinned memory */
+    if (r->gpu && !pinned) {
         int rc = gpu_sync_host(r);
         if (rc) return rc;
     }
     float *params = NULL;
     void *ostate = NULL;
     size_t osize = 0, W = sym_model_full_num_params(r->model);
-    int owned = 0, rc = r->dist ? SYM_OK : ckpt_state_get(r, &params, &owned, &ostate, &osize);
+    int owned = 0, rc = r->dist ? SYM_OK
+                        : pinned ? gpu_snapshot(r, &params, &ostate, &osize)
+                                 : ckpt_state_get(r, &params, &owned, &ostate, &osize);
     if (rc || (!r->dist && r->me != 0)) {
         if (owned) free(params);
         free(ostate);
@@ -800,7 +859,7 @@ static int save(run_t *r) {
         if (!mine) return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);
         rc = sym_ckpt_dist_save(r->dist, &m, mine, n);
         free(mine);
-        if (rc) sym__warn("symtrain train", "a checkpoint could not be written: %s", sym_last_error());
+        sym__ckpt_async_failed(r->ckasync, rc, 1); /* an earlier save's: ckpt_agree ends the run */
         r->saved_step = r->step;
         r->last_save = sym__now_s();
         return SYM_OK;
@@ -817,7 +876,7 @@ static int save(run_t *r) {
     sym_ckpt_tensor_t *tab = calloc((size_t)nt * (size_t)(1 + nstate), sizeof *tab);
     if (!tab) {
         if (owned) free(params);
-        free(ostate);
+        if (!pinned) free(ostate);
         return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);
     }
     for (int i = 0; i < nt; i++) {
@@ -838,12 +897,12 @@ static int save(run_t *r) {
     }
     m.tensors = tab;
     m.ntensors = nt * (1 + nstate);
-    rc = sym_ckpt_save(r->writer, &m, files, 2);
+    rc = pinned ? sym__ckpt_save_borrowed(r->writer, &m, files, 2, gpu_snapshot_ready, r)
+                : sym_ckpt_save(r->writer, &m, files, 2);
     free(tab);
     if (owned) free(params);
-    free(ostate);
-    if (rc) /* the previous save failed; say so, keep training */
-        sym__warn("symtrain train", "a checkpoint could not be written: %s", sym_last_error());
+    if (!pinned) free(ostate);
+    sym__ckpt_async_failed(r->ckasync, rc, 1); /* the previous save's: ckpt_agree ends the run */
     r->saved_step = r->step;
     r->last_save = sym__now_s();
     return SYM_OK;
@@ -1395,6 +1454,8 @@ static int setup(run_t *r) {
 static void teardown(run_t *r) {
     sym__prom_stop(r->prom);
     if (r->writer) sym_ckpt_writer_destroy(r->writer);
+    if (r->snap_params) r->gpu->host_free(r->gm, r->snap_params); /* the writer is done with them */
+    if (r->snap_ostate) r->gpu->host_free(r->gm, r->snap_ostate);
     sym_ckpt_dist_destroy(r->dist);
     sym_ckpt_unlock(r->ckpt_lock);
     sym__balance_destroy(r->bal);
@@ -1402,6 +1463,7 @@ static void teardown(run_t *r) {
     if (r->metrics && sym_metrics_close(r->metrics))
         sym__warn("symtrain train", "%s", sym_last_error());
     if (r->evalbuf) shmem_free(r->evalbuf);
+    sym__ckpt_async_destroy(r->ckasync);
     free(r->x);
     free(r->tok);
     free(r->y);
@@ -1650,18 +1712,63 @@ static void prom_ckpt(run_t *r) {
 }
 
 /* A checkpoint is due after this step: ckpt_due's verdict for the
- * whole-tensor format; with sharded checkpoints every --ckpt-steps, or
- * --ckpt-every seconds since the last by PE 0's clock (a sharded save needs
- * every PE, so PE 0's verdict is shared: one small all-reduce per step). */
+ * whole-tensor format; with sharded checkpoints every --ckpt-steps, or PE
+ * 0's --ckpt-every verdict, which ckpt_agree shared (a sharded save needs
+ * every PE). */
 static int save_due(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     if (!r->dist) return ckpt_due(r);
-    int due = (c->ckpt_steps && r->step % c->ckpt_steps == 0) ||
-              (c->ckpt_every_s > 0 && sym__now_s() - r->last_save >= c->ckpt_every_s);
-    if (!r->dist || c->ckpt_every_s <= 0) return due;
-    r->evalbuf[0] = r->me == 0 && due ? 1.0f : 0.0f;
-    if (sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 1)) return 0;
-    return r->evalbuf[0] > 0.0f;
+    return (c->ckpt_steps && r->step % c->ckpt_steps == 0) || r->time_due;
+}
+
+/* ---- async: the step loop's side of background checkpoints (ckpt/async.c) ---- */
+
+/* After every step and at the end, on every PE (with --ckpt-dir): a
+ * finished write's failure is collected (`wait`: the write in flight is
+ * waited for first, the run's end), PE 0's --ckpt-every verdict (due by its
+ * clock and no write in flight: async.c's policy) becomes every PE's
+ * r->time_due, and a write that failed on any PE ends the run here, on
+ * every PE, said once. */
+static int ckpt_agree(run_t *r, int wait) {
+    const sym_train_config_t *c = r->cfg;
+    if (!r->ckasync) return SYM_OK;
+    sym__ckpt_async_poll(r->ckasync, r->writer, r->dist, wait);
+    int here = r->me == 0 && c->ckpt_every_s > 0 &&
+               sym__now_s() - r->last_save >= c->ckpt_every_s &&
+               !sym__ckpt_in_flight(r->writer, r->dist);
+    int teller, rc = sym__ckpt_async_agree(r->ckasync, here, &r->time_due, &teller);
+    if (rc && teller)
+        sym__warn("symtrain train", "%s", sym_last_error());
+    else if (rc)
+        wait_for_the_end();
+    return rc;
+}
+
+/* save(), timed for the stall figures: the step loop's time lost to a
+ * checkpoint. With --ckpt-async off the write is waited for here too (the
+ * same bytes, written before the next step: the baseline). */
+static void checkpoint(run_t *r) {
+    if (!r->ckasync || r->saved_step == r->step) return;
+    double t0 = sym__now_s();
+    save(r);
+    if (r->cfg->ckpt_sync) sym__ckpt_async_poll(r->ckasync, r->writer, r->dist, 1);
+    sym__ckpt_async_stall(r->ckasync, sym__now_s() - t0);
+}
+
+/* What checkpoints cost the step loop, said at the end (PE 0). */
+static void say_stall(run_t *r) {
+    int64_t n;
+    double total, largest;
+    if (!r->ckasync || !r->speak || (!r->writer && !r->dist)) return;
+    sym__ckpt_async_figures(r->ckasync, &n, &total, &largest);
+    if (!n) return;
+    sym_ckpt_stats_t cs = r->dist ? sym_ckpt_dist_stats(r->dist) : sym_ckpt_writer_stats(r->writer);
+    note(r, "checkpoints: %lld taken (--ckpt-async %s); they stalled the step loop %.1f ms each "
+            "(largest %.1f ms), against %.1f ms a step; each took %.1f ms on disk%s",
+         (long long)n, r->cfg->ckpt_sync ? "off" : "on", 1e3 * total / (double)n, 1e3 * largest,
+         r->step_n ? 1e3 * r->step_s / (double)r->step_n : 0.0,
+         cs.saves ? 1e3 * cs.seconds / (double)cs.saves : 0.0,
+         r->cfg->ckpt_sync ? ", in the stall" : ", in the background");
 }
 
 /* ---- the loop ---- */
@@ -1690,6 +1797,10 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     sigaction(SIGINT, &sa, &old_int);
 
     int rc = agree(&r, setup(&r)), stopped = 0;
+    if (!rc && cfg->ckpt_dir) { /* collective */
+        int e = sym__ckpt_async_create(&r.ckasync);
+        rc = agree(&r, e ? report(&r, e, 0) : SYM_OK);
+    }
     if (!rc && !r.gpu) rc = memory_report(&r); /* the planner's check */
     r.progress.seq = r.task.seq;
     if (!rc && r.gpu) {
@@ -1722,7 +1833,10 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             sym_step_record_t rec;
             int stop = 0;
             int64_t before = r.sample;
+            double ts = sym__now_s();
             if ((rc = step(&r, &loss, &norm, &rec, &stop))) break;
+            r.step_s += sym__now_s() - ts;
+            r.step_n++;
             epoch_loss += (double)loss * (double)(r.sample - before);
             epoch_rows += r.sample - before;
             if (r.metrics && sym_metrics_step(r.metrics, &rec))
@@ -1732,8 +1846,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             if (r.prom) prom_ckpt(&r);
             sym__progress_update(&r.progress, r.sample, epoch_loss / (double)epoch_rows);
             if (r.me == kill_pe && r.step == kill_step) raise(SIGKILL);
-            if (r.dist && sym_ckpt_dist_poll(r.dist, 0)) /* commit once every shard is in */
-                sym__warn("symtrain train", "a checkpoint could not be written: %s", sym_last_error());
+            if ((rc = ckpt_agree(&r, 0))) break; /* a failed write ends the run; sharded: commit */
             /* Where a checkpoint taken now would resume. */
             if (r.sample >= r.task.n_train) break; /* the epoch's end: evaluate first */
             if (cfg->eval_every && r.step % cfg->eval_every == 0) {
@@ -1746,7 +1859,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
                 stopped = 1;
                 break;
             }
-            if (save_due(&r)) save(&r);
+            if (save_due(&r)) checkpoint(&r);
         }
         if (rc) break;
         if (r.sample >= r.task.n_train) { /* the epoch is complete */
@@ -1760,7 +1873,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             /* The stop flag of the epoch's last step, or a step-count checkpoint due there. */
             const float *g = sym_model_grads(r.model);
             if (g[r.P + CTRL_STOP] > 0.0f) stopped = 1;
-            if (!stopped && r.epoch < r.epochs && save_due(&r)) save(&r);
+            if (!stopped && r.epoch < r.epochs && save_due(&r)) checkpoint(&r);
         }
     }
     if (!rc && !evaluated && !stopped && eval_step != r.step) {
@@ -1769,16 +1882,13 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         rc = evaluate(&r, &test_loss, &test_acc);
         if (!rc) record_eval(&r, test_loss, test_acc);
     }
-    if (!rc) save(&r); /* the final (or preemption) checkpoint, if --ckpt-dir */
-    if (!rc && (r.writer || r.dist)) { /* committed before the end */
-        if ((rc = r.dist ? sym_ckpt_dist_poll(r.dist, 1) : sym_ckpt_wait(r.writer)))
-            sym__warn("symtrain train", "the last checkpoint could not be written: %s",
-                      sym_last_error());
-        else
-            snprintf(res->checkpoint, sizeof res->checkpoint, "%s",
-                     r.dist ? sym_ckpt_dist_last_path(r.dist) : sym_ckpt_last_path(r.writer));
-        prom_ckpt(&r);
-    }
+    if (!rc) checkpoint(&r); /* the final (or preemption) checkpoint, if --ckpt-dir */
+    /* every PE: the writes committed before the end, or the run fails here */
+    if (!rc && !(rc = ckpt_agree(&r, 1)) && (r.writer || r.dist))
+        snprintf(res->checkpoint, sizeof res->checkpoint, "%s",
+                 r.dist ? sym_ckpt_dist_last_path(r.dist) : sym_ckpt_last_path(r.writer));
+    if (r.writer || r.dist) prom_ckpt(&r);
+    if (!rc) say_stall(&r);
     double secs = sym__now_s() - t_start;
     float *whole = NULL; /* tp > 1: the sample's weights, gathered by PE 0's tp group */
     int sample = !rc && r.task.text && cfg->sample_tokens > 0 && !stopped;

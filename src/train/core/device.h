@@ -25,7 +25,7 @@
 #include <symtrain/nn.h>
 #include <symtrain/optim.h>
 
-#define SYM_CUDA_BACKEND_ABI 4
+#define SYM_CUDA_BACKEND_ABI 5
 #define SYM_CUDA_BACKEND_SYMBOL "sym_cuda_backend"
 #define SYM_CUDA_BACKEND_FILE "libsymtrain_cuda.so"
 
@@ -111,6 +111,20 @@ struct sym_cuda_backend {
     /* Bytes of GPU memory --recompute spares the model (memory() is that much
      * smaller than with every activation kept; 0 when nothing is recomputed). */
     size_t (*memory_saved)(sym_gpu_model_t *m);
+    /* ---- asynchronous snapshots (--ckpt-async on) ----
+     * Pinned host memory for them (cudaHostAlloc: the copies run at the link's
+     * speed and overlap the kernels); NULL with error() saying why. */
+    void *(*host_alloc)(sym_gpu_model_t *m, size_t bytes);
+    void (*host_free)(sym_gpu_model_t *m, void *p);
+    /* Start copying the fp32 master weights and AdamW's m and v (P floats
+     * each) into host_alloc'd buffers on a side stream, after everything the
+     * step's stream holds now; return at once with the optimizer's step count.
+     * The next train_step's forward and backward run while it copies; its
+     * AdamW (the first kernel to change them) waits for the copy. */
+    int (*snapshot_start)(sym_gpu_model_t *m, float *params, float *exp_avg, float *exp_avg_sq,
+                          uint64_t *steps);
+    /* Wait until that copy is in the buffers; any thread (the checkpoint writer's). */
+    int (*snapshot_wait)(sym_gpu_model_t *m);
 };
 
 typedef const struct sym_cuda_backend *(*sym_cuda_backend_fn)(void);

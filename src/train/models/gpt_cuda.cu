@@ -187,6 +187,12 @@ struct sym_gpu_model {
     size_t dp_hi;                         /* during backward: the gradients [dp_hi, P) are sent */
     char desc[256];
     char pci[32];
+    /* asynchronous snapshots (be_snapshot_start): the copy's stream, the
+     * event it starts after, the event of its end; snap_pending until the
+     * next AdamW has waited for it */
+    cudaStream_t s_snap;
+    cudaEvent_t ev_snap_from, ev_snap;
+    int snap_pending;
 };
 
 /* ---- small kernels of this model: loss sums, arg-max, the weights' copy ---- */
@@ -591,6 +597,10 @@ static void be_destroy(sym_gpu_model_t *m) {
     if (m->ev_fork) cudaEventDestroy(m->ev_fork);
     if (m->ev_join) cudaEventDestroy(m->ev_join);
     if (m->s_dp) cudaStreamDestroy(m->s_dp);
+    if (m->s_snap) cudaStreamSynchronize(m->s_snap);
+    if (m->ev_snap_from) cudaEventDestroy(m->ev_snap_from);
+    if (m->ev_snap) cudaEventDestroy(m->ev_snap);
+    if (m->s_snap) cudaStreamDestroy(m->s_snap);
     if (m->blas) symcu_blas_destroy(m->blas);
     if (m->region) cudaFree(m->region);
     if (m->tok_h) cudaFreeHost(m->tok_h);
@@ -863,6 +873,10 @@ static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *
     hp.eps = m->opts.optim.eps;
     hp.weight_decay = m->opts.optim.weight_decay;
     hp.t = m->steps + 1;
+    if (m->snap_pending) { /* a snapshot is still copying the weights and moments */
+        CK(cudaStreamWaitEvent(m->s, m->ev_snap, 0));
+        m->snap_pending = 0;
+    }
     OP(symcu_adamw(m->w, m->dt, m->dt == SYMCU_F32 ? NULL : m->wc, m->m, m->v, m->g, m->P,
                    m->clip_scale, m->ls ? &m->ls->skipped : NULL, m->nodecay, m->nr, &hp, m->s));
     CK(cudaMemcpyAsync(m->out_h->sums, m->sums, sizeof(double), cudaMemcpyDeviceToHost, m->s));
@@ -929,6 +943,7 @@ static int be_set_state(sym_gpu_model_t *m, const float *params, const float *ex
                         const float *exp_avg_sq, uint64_t steps) {
     CK(cudaSetDevice(m->dev));
     CK(cudaStreamSynchronize(m->s));
+    if (m->s_snap) CK(cudaStreamSynchronize(m->s_snap));
     size_t b = m->P * sizeof(float);
     if (params) CK(cudaMemcpy(m->w, params, b, cudaMemcpyHostToDevice));
     if (exp_avg) CK(cudaMemcpy(m->m, exp_avg, b, cudaMemcpyHostToDevice));
@@ -937,6 +952,55 @@ static int be_set_state(sym_gpu_model_t *m, const float *params, const float *ex
     int rc = refresh_copy(m);
     if (rc) return rc;
     CK(cudaStreamSynchronize(m->s));
+    return SYM_OK;
+}
+
+/* ---- asynchronous snapshots ---- */
+
+static void *be_host_alloc(sym_gpu_model_t *m, size_t bytes) {
+    void *p = NULL;
+    cudaError_t e = cudaSetDevice(m->dev);
+    if (e == cudaSuccess) e = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        fail(SYM_ENOMEM, "cudaHostAlloc of %zu bytes of pinned memory failed: %s", bytes,
+             cudaGetErrorString(e));
+        return NULL;
+    }
+    return p;
+}
+
+static void be_host_free(sym_gpu_model_t *m, void *p) {
+    (void)m;
+    if (p) cudaFreeHost(p);
+}
+
+/* The copy runs on s_snap after ev_snap_from (recorded on the step's stream:
+ * the last step's AdamW is in it), ending with ev_snap. */
+static int be_snapshot_start(sym_gpu_model_t *m, float *params, float *exp_avg,
+                             float *exp_avg_sq, uint64_t *steps) {
+    CK(cudaSetDevice(m->dev));
+    if (!m->s_snap) {
+        CK(cudaStreamCreateWithFlags(&m->s_snap, cudaStreamNonBlocking));
+        CK(cudaEventCreateWithFlags(&m->ev_snap_from, cudaEventDisableTiming));
+        CK(cudaEventCreateWithFlags(&m->ev_snap, cudaEventDisableTiming));
+    }
+    size_t b = m->P * sizeof(float);
+    CK(cudaEventRecord(m->ev_snap_from, m->s));
+    CK(cudaStreamWaitEvent(m->s_snap, m->ev_snap_from, 0));
+    CK(cudaMemcpyAsync(params, m->w, b, cudaMemcpyDeviceToHost, m->s_snap));
+    CK(cudaMemcpyAsync(exp_avg, m->m, b, cudaMemcpyDeviceToHost, m->s_snap));
+    CK(cudaMemcpyAsync(exp_avg_sq, m->v, b, cudaMemcpyDeviceToHost, m->s_snap));
+    CK(cudaEventRecord(m->ev_snap, m->s_snap));
+    m->snap_pending = 1;
+    *steps = m->steps;
+    return SYM_OK;
+}
+
+static int be_snapshot_wait(sym_gpu_model_t *m) {
+    if (!m->ev_snap) return fail(SYM_EINVAL, "GPU snapshot: none was started");
+    CK(cudaSetDevice(m->dev)); /* this thread's device (the writer's thread) */
+    CK(cudaEventSynchronize(m->ev_snap));
     return SYM_OK;
 }
 
@@ -964,7 +1028,8 @@ static const char *be_pci_bus_id(sym_gpu_model_t *m) { return m->pci; }
 static const struct sym_cuda_backend table = {
     SYM_CUDA_BACKEND_ABI, be_error,     be_device_count, be_create,   be_destroy,
     be_train_step,        be_eval,      be_get_state,    be_set_state, be_memory,
-    be_peak_flops,        be_describe,  be_pci_bus_id,   be_memory_saved};
+    be_peak_flops,        be_describe,  be_pci_bus_id,   be_memory_saved,
+    be_host_alloc,        be_host_free, be_snapshot_start, be_snapshot_wait};
 
 extern "C" __attribute__((visibility("default"))) const struct sym_cuda_backend *
 sym_cuda_backend(void) {
