@@ -760,7 +760,8 @@ static int resume_sharded(run_t *r) {
  * themselves: the bytes gpu_sync_host + ckpt_state_get make. */
 
 static int gpu_pinned(const run_t *r) {
-    return r->gpu && !r->cfg->ckpt_sync && r->writer && r->lay.tp == 1 && !r->zero && !r->pipe;
+    return r->gpu && !r->cfg->ckpt_sync && r->writer && r->lay.tp == 1 && !r->zero && !r->pipe &&
+           r->cfg->optim.kind == SYM_OPT_ADAMW; /* the GPU's optimizer: optim.bin's m and v */
 }
 
 /* On the writer thread, before it reads the buffers. */
