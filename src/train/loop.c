@@ -328,7 +328,7 @@ typedef struct {
     /* ---- end pipe ---- */
     /* ---- async: checkpoints written in the background (ckpt/async.c) ---- */
     sym__ckpt_async_t *ckasync;  /* with --ckpt-dir: the per-step agreement, the stall figures */
-    float *snap_params;          /* GPU: the pinned snapshot (host_alloc, once): P floats, */
+    float *snap_params;          /* the snapshot buffers (snap_take; GPU: pinned): P floats, */
     void *snap_ostate;           /* and optim.bin's bytes */
     double step_s;               /* this run's steps' time, step_n of them (the stall's yardstick) */
     int64_t step_n;
@@ -749,51 +749,80 @@ static int resume_sharded(run_t *r) {
     return SYM_OK;
 }
 
-/* ---- async: the GPU's snapshot, copied to pinned host memory on a side stream ----
- * With --ckpt-async on and the whole-tensor format (tp = 1), PE 0 does not
- * copy the GPU's state to the host model synchronously (gpu_sync_host):
- * the backend copies the fp32 master weights and AdamW's moments into
- * pinned buffers (allocated once) on a side stream after the step, and
- * returns; the next step's forward and backward run meanwhile (its AdamW,
- * the first kernel to change them, waits for the copy). The writer thread
- * waits for the copy (gpu_snapshot_ready) and writes those buffers
- * themselves: the bytes gpu_sync_host + ckpt_state_get make. */
+/* ---- async: the snapshot buffers ----
+ * With the whole-tensor format and tp = 1 (PE 0 writes the model's own
+ * arrays), the snapshot goes into two buffers allocated at the first
+ * checkpoint and kept (no page faults after it), and the writer thread
+ * writes those buffers themselves (sym__ckpt_save_borrowed): one copy of
+ * the state in all, the bytes ckpt_state_get makes. The CPU copies the
+ * parameters and the optimizer state into them (snap_cpu). The GPU, with
+ * --ckpt-async on, copies the fp32 master weights and AdamW's moments into
+ * them (pinned memory) on a side stream after the step, and returns
+ * (snap_gpu): the next step's forward and backward run meanwhile (its AdamW,
+ * the first kernel to change them, waits for the copy), and the writer
+ * thread waits for the copy (snap_gpu_ready) before it reads them. Either
+ * way the write before is waited for first: it reads the same buffers. */
 
-static int gpu_pinned(const run_t *r) {
-    return r->gpu && !r->cfg->ckpt_sync && r->writer && r->lay.tp == 1 && !r->zero && !r->pipe &&
-           r->cfg->optim.kind == SYM_OPT_ADAMW; /* the GPU's optimizer: optim.bin's m and v */
+static int snap_direct(const run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    return r->writer && r->lay.tp == 1 && !r->zero && !r->pipe &&
+           (!r->gpu || (!c->ckpt_sync && c->optim.kind == SYM_OPT_ADAMW));
 }
 
 /* On the writer thread, before it reads the buffers. */
-static int gpu_snapshot_ready(void *user) {
+static int snap_gpu_ready(void *user) {
     run_t *r = user;
     int rc = r->gpu->snapshot_wait(r->gm);
     return rc ? sym__error(rc, "GPU snapshot: %s", r->gpu->error()) : SYM_OK;
 }
 
-/* Start the copy: *params (P floats) and *ostate (*osize bytes: optim.bin,
- * sym_optim_state_save's format) are the pinned buffers. */
-static int gpu_snapshot(run_t *r, float **params, void **ostate, size_t *osize) {
-    size_t P = r->P, bytes = P * sizeof(float);
-    *osize = sym_optim_state_size(r->opt);
-    size_t hdr = *osize - 2 * bytes; /* AdamW: the header, m, v */
-    if (!r->snap_params) {
-        r->snap_params = r->gpu->host_alloc(r->gm, bytes);
-        r->snap_ostate = r->gpu->host_alloc(r->gm, *osize);
-        if (!r->snap_params || !r->snap_ostate)
-            return report(r, sym__error(SYM_ENOMEM, "GPU snapshot: %s; --ckpt-async off copies "
-                                        "the state to the host synchronously instead",
-                                        r->gpu->error()), 0);
+/* The buffers (pinned on the GPU), once: P floats and osize bytes. */
+static int snap_buffers(run_t *r, size_t osize) {
+    size_t bytes = r->P * sizeof(float);
+    if (r->snap_params) return SYM_OK;
+    r->snap_params = r->gpu ? r->gpu->host_alloc(r->gm, bytes) : malloc(bytes);
+    r->snap_ostate = r->gpu ? r->gpu->host_alloc(r->gm, osize) : malloc(osize);
+    if (r->snap_params && r->snap_ostate) return SYM_OK;
+    if (r->gpu)
+        return report(r, sym__error(SYM_ENOMEM, "GPU snapshot: %s; --ckpt-async off copies "
+                                    "the state to the host synchronously instead",
+                                    r->gpu->error()), 0);
+    return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint's snapshot (%zu "
+                                "bytes)", bytes + osize), 0);
+}
+
+static void snap_free(run_t *r) {
+    if (r->gpu) {
+        if (r->snap_params) r->gpu->host_free(r->gm, r->snap_params);
+        if (r->snap_ostate) r->gpu->host_free(r->gm, r->snap_ostate);
+    } else {
+        free(r->snap_params);
+        free(r->snap_ostate);
     }
-    /* the write before reads these buffers until it is done */
-    sym__ckpt_async_poll(r->ckasync, r->writer, NULL, 1);
+}
+
+/* The snapshot into the buffers: *params (P floats) and *ostate (*osize
+ * bytes: optim.bin, sym_optim_state_save's format). On the GPU the copy is
+ * only started. */
+static int snap_take(run_t *r, float **params, void **ostate, size_t *osize) {
+    size_t bytes = r->P * sizeof(float);
+    *osize = sym_optim_state_size(r->opt);
+    int rc = snap_buffers(r, *osize);
+    if (rc) return rc;
+    sym__ckpt_async_poll(r->ckasync, r->writer, NULL, 1); /* the write before is done with them */
     char *o = r->snap_ostate;
-    uint64_t t = 0;
-    int rc = r->gpu->snapshot_start(r->gm, r->snap_params, (float *)(o + hdr),
-                                    (float *)(o + hdr + bytes), &t);
-    if (rc) return report(r, sym__error(rc, "GPU snapshot: %s", r->gpu->error()), 0);
-    sym_optim_set_steps(r->opt, t);
-    sym_optim_state_header(r->opt, o);
+    if (r->gpu) {
+        size_t hdr = *osize - 2 * bytes; /* AdamW: the header, m, v */
+        uint64_t t = 0;
+        if ((rc = r->gpu->snapshot_start(r->gm, r->snap_params, (float *)(o + hdr),
+                                         (float *)(o + hdr + bytes), &t)))
+            return report(r, sym__error(rc, "GPU snapshot: %s", r->gpu->error()), 0);
+        sym_optim_set_steps(r->opt, t);
+        sym_optim_state_header(r->opt, o);
+    } else {
+        memcpy(r->snap_params, sym_model_params(r->model), bytes);
+        sym_optim_state_save(r->opt, o);
+    }
     *params = r->snap_params;
     *ostate = o;
     return SYM_OK;
@@ -805,8 +834,8 @@ static int save(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     if (r->saved_step == r->step || (!r->dist && (!ckpt_member(r) || !c->ckpt_dir)))
         return SYM_OK;
-    int pinned = gpu_pinned(r); /* async: the GPU's snapshot in pinned memory */
-    if (r->gpu && !pinned) {
+    int direct = snap_direct(r); /* into the kept buffers, written from there */
+    if (r->gpu && !direct) {
         int rc = gpu_sync_host(r);
         if (rc) return rc;
     }
@@ -814,7 +843,7 @@ static int save(run_t *r) {
     void *ostate = NULL;
     size_t osize = 0, W = sym_model_full_num_params(r->model);
     int owned = 0, rc = r->dist ? SYM_OK
-                        : pinned ? gpu_snapshot(r, &params, &ostate, &osize)
+                        : direct ? snap_take(r, &params, &ostate, &osize)
                                  : ckpt_state_get(r, &params, &owned, &ostate, &osize);
     if (rc || (!r->dist && r->me != 0)) {
         if (owned) free(params);
@@ -877,7 +906,7 @@ static int save(run_t *r) {
     sym_ckpt_tensor_t *tab = calloc((size_t)nt * (size_t)(1 + nstate), sizeof *tab);
     if (!tab) {
         if (owned) free(params);
-        if (!pinned) free(ostate);
+        if (!direct) free(ostate);
         return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);
     }
     for (int i = 0; i < nt; i++) {
@@ -898,11 +927,12 @@ static int save(run_t *r) {
     }
     m.tensors = tab;
     m.ntensors = nt * (1 + nstate);
-    rc = pinned ? sym__ckpt_save_borrowed(r->writer, &m, files, 2, gpu_snapshot_ready, r)
+    rc = direct ? sym__ckpt_save_borrowed(r->writer, &m, files, 2,
+                                          r->gpu ? snap_gpu_ready : NULL, r)
                 : sym_ckpt_save(r->writer, &m, files, 2);
     free(tab);
     if (owned) free(params);
-    if (!pinned) free(ostate);
+    if (!direct) free(ostate);
     sym__ckpt_async_failed(r->ckasync, rc, 1); /* the previous save's: ckpt_agree ends the run */
     r->saved_step = r->step;
     r->last_save = sym__now_s();
@@ -1455,8 +1485,7 @@ static int setup(run_t *r) {
 static void teardown(run_t *r) {
     sym__prom_stop(r->prom);
     if (r->writer) sym_ckpt_writer_destroy(r->writer);
-    if (r->snap_params) r->gpu->host_free(r->gm, r->snap_params); /* the writer is done with them */
-    if (r->snap_ostate) r->gpu->host_free(r->gm, r->snap_ostate);
+    snap_free(r); /* the writer is done with them */
     sym_ckpt_dist_destroy(r->dist);
     sym_ckpt_unlock(r->ckpt_lock);
     sym__balance_destroy(r->bal);
