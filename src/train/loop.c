@@ -295,7 +295,7 @@ typedef struct {
     int dp_rank, tp_rank; /* this PE's coordinates */
     sym_mesh_t *mesh;     /* tp > 1: the dp x tp mesh (its teams), else NULL */
     shmem_team_t tp_team; /* tp > 1: the tensor-parallel group, else SHMEM_TEAM_INVALID */
-    int time_due;         /* tp > 1: PE 0's clock says a --ckpt-every checkpoint is due */
+    int time_due;         /* PE 0's clock says a --ckpt-every checkpoint is due (ckpt_agree) */
     sym_loader_t loader;
     sym_lr_schedule_t sched;
     int64_t steps_per_epoch;
@@ -1603,19 +1603,13 @@ static int pipe_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
 
 /* With tp > 1, after the gradient average: the stop flag (*stop, agreed over
  * each dp group by the average) agreed over the tp group too, so over the
- * job; and PE 0's verdict on a --ckpt-every checkpoint, for its tp group
- * (the PEs that gather the checkpoint with it). */
+ * job. (PE 0's verdict on a --ckpt-every checkpoint reaches every PE in
+ * ckpt_agree, after the step.) */
 static int agree_tp(run_t *r, float *stop) {
-    const sym_train_config_t *c = r->cfg;
-    float v[2] = {*stop > 0.0f ? 1.0f : 0.0f,
-                  r->writer && c->ckpt_every_s > 0 &&
-                          sym__now_s() - r->last_save >= c->ckpt_every_s
-                      ? 1.0f
-                      : 0.0f};
-    int rc = sym__comm_sum(r->tp_team, v, 2);
+    float v = *stop > 0.0f ? 1.0f : 0.0f;
+    int rc = sym__comm_sum(r->tp_team, &v, 1);
     if (rc) return rc;
-    *stop = v[0] > 0.0f ? 1.0f : 0.0f;
-    r->time_due = v[1] > 0.0f;
+    *stop = v > 0.0f ? 1.0f : 0.0f;
     return SYM_OK;
 }
 
