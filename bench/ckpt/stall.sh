@@ -9,17 +9,19 @@
 #   [MODEL=d12] [BATCH=..] [SEQ=..] [NPES=1] [EVERY=K] bench/ckpt/stall.sh BUILD_DIR cpu|gpu [STEPS]
 #
 # cpu: gpt:MODEL on the CPU, BATCH sequences (default 1) of SEQ tokens
-# (default 128: a step of a few seconds on a small machine; the checkpoint is
-# the whole model's state whatever the batch), on NPES PEs; gpu: --device gpu
-# (bf16), BATCH 16 x 1024 tokens. A checkpoint every EVERY steps (default: 2
-# on the CPU, 10 on the GPU) in the stall rows, whole-tensor format, in a
+# (default 128: the checkpoint is the whole model's state whatever the batch),
+# on NPES PEs; gpu: --device gpu (bf16), BATCH 16 x 1024 tokens. A checkpoint
+# every EVERY steps (default: 2 on the CPU, 20 on the GPU) in the stall rows,
+# whole-tensor format, in a
 # directory under $TMPDIR (default /tmp: the disk the figures are of).
 # The stall is symtrain's own figure (the step loop's time in taking and, with
-# --ckpt-async off, writing each checkpoint, the last one's included), the step
-# time its mean step; "tok/s steps" is bench/gpt/rate.py's rate over the steps
-# after the first 3 (a background write that slows the steps shows there),
-# "tok/s loop" counts the stalls in too. On the GPU the next step's AdamW
-# waits for the snapshot's copy, so part of a stall shows as step time.
+# --ckpt-async off, writing each checkpoint, the last one's included; "max" the
+# largest), the step time its mean step, stall/step their ratio (the target:
+# under 1); tok/s_steps is bench/gpt/rate.py's rate over the steps after the
+# first 3 (a background write that slows the steps shows there), tok/s_loop
+# the rate over every step with every stall added in (the first, slow, step
+# in every row alike). On the GPU the next step's AdamW waits for the
+# snapshot's copy, so part of a stall shows as step time.
 set -u
 build=$1
 dev=${2:-cpu}
@@ -35,15 +37,15 @@ cpu) steps=${3:-8} every=${EVERY:-2} B=${BATCH:-1} T=${SEQ:-128}
      export SYMTRAIN_SYMMETRIC_SIZE=${SYMTRAIN_SYMMETRIC_SIZE:-4G}
      echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs);" \
           "load average $(cut -d' ' -f1-3 /proc/loadavg) at the start" ;;
-gpu) steps=${3:-60} every=${EVERY:-10} B=${BATCH:-16} T=${SEQ:-1024}
+gpu) steps=${3:-60} every=${EVERY:-20} B=${BATCH:-16} T=${SEQ:-1024}
      echo "# machine: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null |
           head -1); $(nproc) cores" ;;
 *) echo "usage: bench/ckpt/stall.sh BUILD_DIR cpu|gpu [STEPS]" >&2; exit 2 ;;
 esac
 echo "# gpt:$model on $npes PE(s) ($dev), batch $B x $T tokens; $steps steps; checkpoints in" \
      "$(df -h --output=source,fstype "$tmp" | tail -1 | xargs) under $tmp"
-printf "%-26s %5s %11s %11s %10s %10s %11s %11s\n" run ckpts stall_ms max_ms step_ms disk_ms \
-    "tok/s_steps" "tok/s_loop"
+printf "%-24s %5s %9s %9s %10s %10s %10s %11s %11s\n" run ckpts stall_ms max_ms step_ms \
+    stall/step disk_ms "tok/s_steps" "tok/s_loop"
 
 # run NAME ARGS...: one training run and its row
 run() {
@@ -77,8 +79,10 @@ PY
 )
     [ "$step" = - ] && step=${loop#* }
     loop=${loop% *}
-    printf "%-26s %5s %11s %11s %10s %10s %11s %11s\n" "$name" "$n" "$stall" "$max" "$step" \
-        "$disk" "$tps" "$loop"
+    local ratio=-
+    [ "$stall" != - ] && ratio=$(python3 -c "print(f'{$stall / $step:.2f}')")
+    printf "%-24s %5s %9s %9s %10s %10s %10s %11s %11s\n" "$name" "$n" "$stall" "$max" "$step" \
+        "$ratio" "$disk" "$tps" "$loop"
 }
 
 run "none"
