@@ -162,17 +162,6 @@ static void kill_in_flight(void) {
            "10, the half-written one ignored; step 40 == uninterrupted\n");
 }
 
-/* Can a child become nobody here (or is the test not root)? */
-static int can_drop(void) {
-    fflush(stdout);
-    pid_t pid = fork();
-    CHECK(pid >= 0, "fork");
-    if (pid == 0) _exit(test_become_nobody() < 0 ? 1 : 0);
-    int st;
-    CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
 /* The directory becomes unwritable after the first checkpoint: the job ends. */
 static void write_fails(const char *fmt, int n) {
     const char *ck = e2e_path("fail-%s", fmt), *out = e2e_path("out-%s", fmt);
@@ -237,7 +226,7 @@ int main(int argc, char **argv) {
         sigterm_in_flight("sharded", 2);
         kill_in_flight();
     } else if (!strcmp(part, "failures")) {
-        if (!can_drop()) {
+        if (!test_can_drop()) {
             printf("train_ckpt_async: root cannot become nobody here: SKIP (an unwritable "
                    "directory denies root nothing)\n");
             e2e_cleanup();
