@@ -28,7 +28,10 @@
  * all-reduce after it.
  *
  * Checkpoints: PE 0 snapshots weights, optimizer state and position after a
- * step and hands them to the background writer; every PE reads one on --resume.
+ * step and hands them to the background writer (--ckpt-async off: and waits
+ * for the write); after every step the PEs agree on PE 0's --ckpt-every
+ * verdict and on any failed write, which ends the run (ckpt_agree,
+ * ckpt/async.c); every PE reads one on --resume.
  * The position (epoch, sample) plus the seed fix everything else: the
  * permutation, the dropout masks and the learning rate are functions of them;
  * the shares of the next step travel in the manifest.
