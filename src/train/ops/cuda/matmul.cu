@@ -125,6 +125,7 @@ typedef struct {
     const void *bias;      /* BIAS: (m) of the bias type; BGRADB: (n) written */
     cudaDataType_t biast;
     void *aux;             /* GELU_AUX: (m,n) ld m, D's type */
+    int ldb, ldd;          /* B's and D's leading dimensions where not the packed ones (0) */
 } lt_mm_t;
 
 #define LT_NO_ALGO 1 /* lt_matmul's "no algorithm for this", distinct from the errors */
@@ -166,8 +167,8 @@ static int lt_matmul(symcu_blas_t *h, const lt_mm_t *p, cudaStream_t stream) {
     LT(cublasLtMatrixLayoutCreate(&la, p->abt, p->ta ? p->k : p->m, p->ta ? p->m : p->k,
                                   p->ta ? p->k : p->m));
     LT(cublasLtMatrixLayoutCreate(&lb, p->abt, p->tb ? p->n : p->k, p->tb ? p->k : p->n,
-                                  p->tb ? p->n : p->k));
-    LT(cublasLtMatrixLayoutCreate(&ld, p->dt, p->m, p->n, p->m));
+                                  p->ldb ? p->ldb : p->tb ? p->n : p->k));
+    LT(cublasLtMatrixLayoutCreate(&ld, p->dt, p->m, p->n, p->ldd ? p->ldd : p->m));
     LT(cublasLtMatmulPreferenceCreate(&pref));
     LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                             sizeof ws));
@@ -361,6 +362,82 @@ int symcu_matmul_backward(symcu_blas_t *h, symcu_dtype_t dt, void *dinp, symcu_g
     } else if (dbias) {
         if ((rc = bias_grad_kernels(h, dt, dbias, dout, N, OC, stream))) return rc;
         h->used_bgradb = 0;
+    }
+    return SYM_OK;
+}
+
+/* ---- products whose out rows are padded (the vocabulary-parallel LM head) ---- */
+
+static int check_ld(const char *fn, int OC, int ld) {
+    if (ld < OC || ld % 8)
+        return SYMCU_INVAL("%s: leading dimension %d for OC=%d; it must be at least OC and a "
+                           "multiple of 8 (16-byte rows)", fn, ld, OC);
+    return SYM_OK;
+}
+
+int symcu_matmul_forward_ld(symcu_blas_t *h, symcu_dtype_t dt, void *out, int ld, const void *inp,
+                            const void *weight, int N, int C, int OC, cudaStream_t stream) {
+    cudaDataType_t t;
+    if (lt_type(dt, &t)) return SYMCU_INVAL("matmul forward: unknown compute type %d", (int)dt);
+    char fn[40];
+    snprintf(fn, sizeof fn, "matmul forward, ld (%s)", dt_name[dt]);
+    int rc = check_sizes(fn, N, C, OC);
+    if (rc || (rc = check_ld(fn, OC, ld))) return rc;
+    lt_mm_t p = {};
+    p.D = out; /* out' (OC,N), ld = ld */
+    p.dt = t;
+    p.A = weight;
+    p.B = inp;
+    p.abt = t;
+    p.ta = 1;
+    p.m = OC;
+    p.n = N;
+    p.k = C;
+    p.ldd = ld;
+    p.epi = CUBLASLT_EPILOGUE_DEFAULT;
+    return lt_matmul_must(h, &p, stream, fn);
+}
+
+int symcu_matmul_backward_ld(symcu_blas_t *h, symcu_dtype_t dt, void *dinp,
+                             symcu_grad_store_t store, float *dweight, const void *dout, int ld,
+                             const void *inp, const void *weight, int N, int C, int OC,
+                             cudaStream_t stream) {
+    cudaDataType_t t;
+    if (lt_type(dt, &t)) return SYMCU_INVAL("matmul backward: unknown compute type %d", (int)dt);
+    char fn[40];
+    snprintf(fn, sizeof fn, "matmul backward, ld (%s)", dt_name[dt]);
+    int rc = check_sizes(fn, N, C, OC);
+    if (rc || (rc = check_ld(fn, OC, ld))) return rc;
+    if (dinp) { /* dinp' (C,N) += or = W' (C,OC) dout' (OC,N; ld) */
+        lt_mm_t p = {};
+        p.D = dinp;
+        p.dt = t;
+        p.A = weight;
+        p.B = dout;
+        p.abt = t;
+        p.m = C;
+        p.n = N;
+        p.k = OC;
+        p.ldb = ld;
+        p.beta = store == SYMCU_GRAD_ADD ? 1.0f : 0.0f;
+        p.epi = CUBLASLT_EPILOGUE_DEFAULT;
+        if ((rc = lt_matmul_must(h, &p, stream, fn))) return rc;
+    }
+    if (dweight) { /* dW' (C,OC) += inp' (C,N) dout'^T (N,OC), dout' stored (OC,N; ld) */
+        lt_mm_t p = {};
+        p.D = dweight;
+        p.dt = CUDA_R_32F;
+        p.A = inp;
+        p.B = dout;
+        p.abt = t;
+        p.tb = 1;
+        p.m = C;
+        p.n = OC;
+        p.k = N;
+        p.ldb = ld;
+        p.beta = 1.0f;
+        p.epi = CUBLASLT_EPILOGUE_DEFAULT;
+        if ((rc = lt_matmul_must(h, &p, stream, fn))) return rc;
     }
     return SYM_OK;
 }
