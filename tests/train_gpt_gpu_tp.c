@@ -36,33 +36,16 @@
 
 static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
 
-/* The number after `key` in each record of a metrics file: the step records'
- * (evals 0) or the evaluations' (evals 1), in file order; how many. */
-static int field(const char *metrics, const char *key, int evals, double *out, int cap) {
-    char *s = e2e_read(metrics, NULL);
-    CHECK(s != NULL, "cannot read %s", metrics);
-    int n = 0;
-    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
-        if (!strstr(line, "\"eval\"") != !evals) continue;
-        char *p = strstr(line, key);
-        CHECK(p != NULL, "%s: a record without %s: %s", metrics, key, line);
-        CHECK(n < cap, "%s: more than %d records", metrics, cap);
-        out[n++] = strtod(p + strlen(key), NULL);
-    }
-    free(s);
-    return n;
-}
-
 /* Records from..STEPS (1-based) of `got` match those of `ref` (a full run) to
  * tol: losses, gradient norms, and the evaluations they both hold. */
 static void match(const char *what, const char *got, const char *ref, int from, double tol) {
     double rl[STEPS], gl[STEPS], rn[STEPS], gn[STEPS], rv[2], gv[2];
     int k = STEPS - from + 1;
-    CHECK(field(ref, "\"loss\":", 0, rl, STEPS) == STEPS, "%s: not %d steps", ref, STEPS);
-    CHECK(field(ref, "\"grad_norm\":", 0, rn, STEPS) == STEPS, "%s: norms", ref);
-    CHECK(field(ref, "\"test_loss\":", 1, rv, 2) == 2, "%s: not 2 evaluations", ref);
-    CHECK(field(got, "\"loss\":", 0, gl, STEPS) == k, "%s: not %d step records", what, k);
-    CHECK(field(got, "\"grad_norm\":", 0, gn, STEPS) == k, "%s: norms", what);
+    CHECK(e2e_fields(ref, "\"loss\":", 0, rl, STEPS) == STEPS, "%s: not %d steps", ref, STEPS);
+    CHECK(e2e_fields(ref, "\"grad_norm\":", 0, rn, STEPS) == STEPS, "%s: norms", ref);
+    CHECK(e2e_fields(ref, "\"test_loss\":", 1, rv, 2) == 2, "%s: not 2 evaluations", ref);
+    CHECK(e2e_fields(got, "\"loss\":", 0, gl, STEPS) == k, "%s: not %d step records", what, k);
+    CHECK(e2e_fields(got, "\"grad_norm\":", 0, gn, STEPS) == k, "%s: norms", what);
     double worst = 0, worst_n = 0;
     for (int i = 0; i < k; i++) {
         int s = from - 1 + i;
@@ -73,7 +56,7 @@ static void match(const char *what, const char *got, const char *ref, int from, 
         worst = fmax(worst, rel(gl[i], rl[s]));
         worst_n = fmax(worst_n, rel(gn[i], rn[s]));
     }
-    int ne = field(got, "\"test_loss\":", 1, gv, 2);
+    int ne = e2e_fields(got, "\"test_loss\":", 1, gv, 2);
     CHECK(ne == (from <= 10 ? 2 : 1), "%s: %d evaluations", what, ne);
     for (int i = 0; i < ne; i++)
         CHECK(rel(gv[i], rv[2 - ne + i]) <= tol, "%s: validation loss %.9g, the reference's %.9g",
@@ -111,7 +94,7 @@ int main(int argc, char **argv) {
     if (rc != 0) e2e_show(log1);
     CHECK(rc == 0, "symtrain train %s: exit status %d", args, rc);
     double l1[STEPS];
-    CHECK(field(e2e_path("gpu1.jsonl"), "\"loss\":", 0, l1, STEPS) == STEPS, "gpu1: steps");
+    CHECK(e2e_fields(e2e_path("gpu1.jsonl"), "\"loss\":", 0, l1, STEPS) == STEPS, "gpu1: steps");
     CHECK(l1[STEPS - 1] < l1[0] - 0.5, "1 GPU PE: the loss went from %.4f to %.4f: not learning",
           l1[0], l1[STEPS - 1]);
     setenv("SYMTRAIN_GPU_SHARE", "1", 1); /* several PEs on the one GPU */
@@ -180,8 +163,8 @@ int main(int argc, char **argv) {
     train("bf16_tp2", 2, "gpu", "tp=2", "--precision bf16");
     e2e_expect_log(e2e_path("bf16_tp2.log"), "bf16 (fp32 master weights)");
     double lb[STEPS], lc[STEPS], worst = 0;
-    CHECK(field(e2e_path("bf16_tp2.jsonl"), "\"loss\":", 0, lb, STEPS) == STEPS, "bf16: steps");
-    CHECK(field(e2e_path("cpu_tp2.jsonl"), "\"loss\":", 0, lc, STEPS) == STEPS, "cpu tp2: steps");
+    CHECK(e2e_fields(e2e_path("bf16_tp2.jsonl"), "\"loss\":", 0, lb, STEPS) == STEPS, "bf16: steps");
+    CHECK(e2e_fields(e2e_path("cpu_tp2.jsonl"), "\"loss\":", 0, lc, STEPS) == STEPS, "cpu tp2: steps");
     for (int k = 0; k < STEPS; k++) {
         CHECK(isfinite(lb[k]) && fabs(lb[k] - lc[k]) < 0.05 + 0.02 * fabs(lc[k]), "bf16 tp=2 on "
               "the GPU, step %d: loss %.6f, the fp32 CPU's %.6f (tolerance 0.05 + 2%%)", k + 1,

@@ -756,6 +756,18 @@ static int check_config(const sym_model_config_t *c, const sym_gpu_opts_t *o, in
     return SYM_OK;
 }
 
+/* (off, len) appended to the n ranges r (pairs, in offset order), merged with
+ * the last where they touch. */
+static void add_range(uint64_t *r, int *n, size_t off, size_t len) {
+    if (*n && r[2 * *n - 2] + r[2 * *n - 1] == off) {
+        r[2 * *n - 1] += len;
+        return;
+    }
+    r[2 * *n] = off;
+    r[2 * *n + 1] = len;
+    (*n)++;
+}
+
 static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
                      const float *params) {
     int C = m->C;
@@ -780,40 +792,24 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
             snprintf(name, sizeof name, "h.%d.%s", l, names[k]);
             if ((rc = find(table, ntable, name, numel[k], &m->blk[l].off[k]))) return rc;
         }
-    /* AdamW's no-decay ranges, merged where adjacent */
-    m->nodecay_h = (uint64_t *)malloc(sizeof(uint64_t) * 2 * (size_t)(ntable ? ntable : 1));
-    if (!m->nodecay_h) return fail(SYM_ENOMEM, "out of host memory for the GPU model");
+    /* AdamW's no-decay ranges; with tp the whole (unsplit) tensors', which the
+     * norm counts once */
+    size_t slots = 2 * (size_t)(ntable ? ntable : 1);
+    m->nodecay_h = (uint64_t *)malloc(sizeof(uint64_t) * slots);
+    m->whole_h = (uint64_t *)malloc(sizeof(uint64_t) * slots);
+    if (!m->nodecay_h || !m->whole_h) return fail(SYM_ENOMEM, "out of host memory for the GPU model");
     size_t prev_end = 0;
     for (int i = 0; i < ntable; i++) {
         if (i && table[i].offset < prev_end)
             return fail(SYM_EINVAL, "GPU GPT: the parameter table is not in layout order");
         prev_end = table[i].offset + table[i].numel;
-        if (table[i].decay) continue;
-        if (m->nr && m->nodecay_h[2 * m->nr - 2] + m->nodecay_h[2 * m->nr - 1] == table[i].offset)
-            m->nodecay_h[2 * m->nr - 1] += table[i].numel;
-        else {
-            m->nodecay_h[2 * m->nr] = table[i].offset;
-            m->nodecay_h[2 * m->nr + 1] = table[i].numel;
-            m->nr++;
-        }
+        if (!table[i].decay) add_range(m->nodecay_h, &m->nr, table[i].offset, table[i].numel);
+        if (m->tp > 1 && table[i].tp_dim < 0)
+            add_range(m->whole_h, &m->nw, table[i].offset, table[i].numel);
     }
     if (prev_end != m->P)
         return fail(SYM_EINVAL, "GPU GPT: the table covers %zu floats, the parameters are %zu",
                     prev_end, m->P);
-    if (m->tp > 1) { /* the whole tensors (tp_dim -1), merged where adjacent: the norm counts them once */
-        m->whole_h = (uint64_t *)malloc(sizeof(uint64_t) * 2 * (size_t)(ntable ? ntable : 1));
-        if (!m->whole_h) return fail(SYM_ENOMEM, "out of host memory for the GPU model");
-        for (int i = 0; i < ntable; i++) {
-            if (table[i].tp_dim >= 0) continue;
-            if (m->nw && m->whole_h[2 * m->nw - 2] + m->whole_h[2 * m->nw - 1] == table[i].offset)
-                m->whole_h[2 * m->nw - 1] += table[i].numel;
-            else {
-                m->whole_h[2 * m->nw] = table[i].offset;
-                m->whole_h[2 * m->nw + 1] = table[i].numel;
-                m->nw++;
-            }
-        }
-    }
 
     CK(cudaSetDevice(m->dev));
     CK(cudaStreamCreateWithFlags(&m->s, cudaStreamNonBlocking));

@@ -33,6 +33,26 @@ __device__ __forceinline__ void lse_merge(float &m, float &s, float m2, float s2
     m = mm;
 }
 
+/* Pass 2 of a row z (len, a multiple of 8) whose first `valid` columns count:
+ * each thread's chunks become (softmax - onehot at tgt) * scale, from the
+ * row's log2 of the sum of e^z, and the columns from `valid` on zeros. */
+template <typename E>
+__device__ __forceinline__ void dlogits_row(E *z, int valid, int len, int tgt, float lse2,
+                                            float scale) {
+    for (int c = threadIdx.x * 8; c < len; c += blockDim.x * 8) {
+        float f[8];
+        load8_cs(f, z + c);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            int col = c + k;
+            float p = col < valid ? exp2f(f[k] * LOG2E - lse2) : 0.0f;
+            if (col == tgt) p -= 1.0f;
+            f[k] = col < valid ? p * scale : 0.0f;
+        }
+        store8(z + c, f);
+    }
+}
+
 /* loss (N); logits (N,Vp) become dlogits; targets (N) */
 template <typename E>
 __global__ void __launch_bounds__(XENT_THREADS)
@@ -97,19 +117,7 @@ __global__ void __launch_bounds__(XENT_THREADS)
     __syncthreads();
     float lse2 = shm[0] + log2f(shs[0]); /* log2 of the sum of e^x */
     if (threadIdx.x == 0) loss[row] = valid ? lse2 * LN2 - zt : NAN;
-    /* pass 2 */
-    for (int c = threadIdx.x * 8; c < Vp; c += XENT_THREADS * 8) {
-        float f[8];
-        load8_cs(f, z + c);
-#pragma unroll
-        for (int k = 0; k < 8; k++) {
-            int col = c + k;
-            float p = col < V ? exp2f(f[k] * LOG2E - lse2) : 0.0f;
-            if (col == tgt) p -= 1.0f;
-            f[k] = col < V ? p * scale : 0.0f;
-        }
-        store8(z + c, f);
-    }
+    dlogits_row(z, V, Vp, tgt, lse2, scale); /* pass 2 */
 }
 
 int symcu_softmax_xent(symcu_dtype_t dt, float *loss, void *logits, const int32_t *targets, int N,
@@ -209,20 +217,8 @@ __global__ void __launch_bounds__(SHARD_THREADS)
     E *z = logits + row * ld;
     if (dscale) scale *= *dscale;
     float lse2 = rowmax[row] * LOG2E + log2f(sums[row]); /* log2 of the row's sum of e^z */
-    int t = targets[row] - v0;
     if (threadIdx.x == 0) loss[row] = lse2 * LN2 - sums[N + row];
-    for (int c = threadIdx.x * 8; c < ld; c += SHARD_THREADS * 8) {
-        float f[8];
-        load8_cs(f, z + c);
-#pragma unroll
-        for (int k = 0; k < 8; k++) {
-            int col = c + k;
-            float p = col < nv ? exp2f(f[k] * LOG2E - lse2) : 0.0f;
-            if (col == t) p -= 1.0f;
-            f[k] = col < nv ? p * scale : 0.0f;
-        }
-        store8(z + c, f);
-    }
+    dlogits_row(z, nv, ld, targets[row] - v0, lse2, scale);
 }
 
 /* first (N) = v0 + the first column of [0, nv) holding rowmax (the team's

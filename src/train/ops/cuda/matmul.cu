@@ -265,15 +265,19 @@ static int lt_type(symcu_dtype_t dt, cudaDataType_t *t) {
     }
 }
 
-int symcu_matmul_forward(symcu_blas_t *h, symcu_dtype_t dt, void *out, const void *inp,
-                         const void *weight, const void *bias, int N, int C, int OC,
-                         void *pre_gelu, cudaStream_t stream) {
+/* out (N,ld) = inp @ W^T + bias [GELU]; ld == OC but for the padded forms. */
+static int matmul_forward(symcu_blas_t *h, symcu_dtype_t dt, void *out, int ld, const void *inp,
+                          const void *weight, const void *bias, int N, int C, int OC,
+                          void *pre_gelu, cudaStream_t stream) {
     cudaDataType_t t;
     if (lt_type(dt, &t)) return SYMCU_INVAL("matmul forward: unknown compute type %d", (int)dt);
-    char fn[32];
-    snprintf(fn, sizeof fn, "matmul forward (%s)", dt_name[dt]);
+    char fn[40];
+    snprintf(fn, sizeof fn, "matmul forward%s (%s)", ld != OC ? ", ld" : "", dt_name[dt]);
     int rc = check_sizes(fn, N, C, OC);
     if (rc) return rc;
+    if (ld < OC || (ld != OC && ld % 8))
+        return SYMCU_INVAL("%s: leading dimension %d for OC=%d; it must be OC, or more and a "
+                           "multiple of 8 (16-byte rows)", fn, ld, OC);
     if (pre_gelu && OC % 8)
         return SYMCU_INVAL("%s: with GELU, OC=%d must be a multiple of 8 (cuBLASLt's aux "
                            "leading dimension)",
@@ -289,6 +293,7 @@ int symcu_matmul_forward(symcu_blas_t *h, symcu_dtype_t dt, void *out, const voi
     p.m = OC;
     p.n = N;
     p.k = C;
+    p.ldd = ld;
     p.beta = 0.0f;
     p.bias = bias;
     p.biast = t;
@@ -298,15 +303,31 @@ int symcu_matmul_forward(symcu_blas_t *h, symcu_dtype_t dt, void *out, const voi
     return lt_matmul_must(h, &p, stream, fn);
 }
 
-int symcu_matmul_backward(symcu_blas_t *h, symcu_dtype_t dt, void *dinp, symcu_grad_store_t store,
-                          float *dweight, float *dbias, const void *dout, const void *inp,
-                          const void *weight, int N, int C, int OC, cudaStream_t stream) {
+int symcu_matmul_forward(symcu_blas_t *h, symcu_dtype_t dt, void *out, const void *inp,
+                         const void *weight, const void *bias, int N, int C, int OC,
+                         void *pre_gelu, cudaStream_t stream) {
+    return matmul_forward(h, dt, out, OC, inp, weight, bias, N, C, OC, pre_gelu, stream);
+}
+
+int symcu_matmul_forward_ld(symcu_blas_t *h, symcu_dtype_t dt, void *out, int ld, const void *inp,
+                            const void *weight, int N, int C, int OC, cudaStream_t stream) {
+    return matmul_forward(h, dt, out, ld, inp, weight, NULL, N, C, OC, NULL, stream);
+}
+
+/* The backward of matmul_forward; dout (N,ld), ld == OC where dbias is given. */
+static int matmul_backward(symcu_blas_t *h, symcu_dtype_t dt, void *dinp, symcu_grad_store_t store,
+                           float *dweight, float *dbias, const void *dout, int ld,
+                           const void *inp, const void *weight, int N, int C, int OC,
+                           cudaStream_t stream) {
     cudaDataType_t t;
     if (lt_type(dt, &t)) return SYMCU_INVAL("matmul backward: unknown compute type %d", (int)dt);
-    char fn[32];
-    snprintf(fn, sizeof fn, "matmul backward (%s)", dt_name[dt]);
+    char fn[40];
+    snprintf(fn, sizeof fn, "matmul backward%s (%s)", ld != OC ? ", ld" : "", dt_name[dt]);
     int rc = check_sizes(fn, N, C, OC);
     if (rc) return rc;
+    if (ld < OC || (ld != OC && (ld % 8 || dbias)))
+        return SYMCU_INVAL("%s: leading dimension %d for OC=%d; it must be OC, or more and a "
+                           "multiple of 8 (16-byte rows) without a bias", fn, ld, OC);
     if (dbias && OC > h->max_bias)
         return SYMCU_INVAL("%s: a bias gradient of OC=%d elements; the handle was made for at "
                            "most %d (symcu_blas_create's max_bias_grad)",
@@ -321,6 +342,7 @@ int symcu_matmul_backward(symcu_blas_t *h, symcu_dtype_t dt, void *dinp, symcu_g
         p.m = C;
         p.n = N;
         p.k = OC;
+        p.ldb = ld;
         p.beta = store == SYMCU_GRAD_ADD ? 1.0f : 0.0f;
         p.epi = CUBLASLT_EPILOGUE_DEFAULT;
         if ((rc = lt_matmul_must(h, &p, stream, fn))) return rc;
@@ -336,6 +358,7 @@ int symcu_matmul_backward(symcu_blas_t *h, symcu_dtype_t dt, void *dinp, symcu_g
         p.m = C;
         p.n = OC;
         p.k = N;
+        p.ldb = ld;
         p.beta = 1.0f;
         p.epi = CUBLASLT_EPILOGUE_DEFAULT;
         int fused = 0;
@@ -366,78 +389,17 @@ int symcu_matmul_backward(symcu_blas_t *h, symcu_dtype_t dt, void *dinp, symcu_g
     return SYM_OK;
 }
 
-/* ---- products whose out rows are padded (the vocabulary-parallel LM head) ---- */
-
-static int check_ld(const char *fn, int OC, int ld) {
-    if (ld < OC || ld % 8)
-        return SYMCU_INVAL("%s: leading dimension %d for OC=%d; it must be at least OC and a "
-                           "multiple of 8 (16-byte rows)", fn, ld, OC);
-    return SYM_OK;
-}
-
-int symcu_matmul_forward_ld(symcu_blas_t *h, symcu_dtype_t dt, void *out, int ld, const void *inp,
-                            const void *weight, int N, int C, int OC, cudaStream_t stream) {
-    cudaDataType_t t;
-    if (lt_type(dt, &t)) return SYMCU_INVAL("matmul forward: unknown compute type %d", (int)dt);
-    char fn[40];
-    snprintf(fn, sizeof fn, "matmul forward, ld (%s)", dt_name[dt]);
-    int rc = check_sizes(fn, N, C, OC);
-    if (rc || (rc = check_ld(fn, OC, ld))) return rc;
-    lt_mm_t p = {};
-    p.D = out; /* out' (OC,N), ld = ld */
-    p.dt = t;
-    p.A = weight;
-    p.B = inp;
-    p.abt = t;
-    p.ta = 1;
-    p.m = OC;
-    p.n = N;
-    p.k = C;
-    p.ldd = ld;
-    p.epi = CUBLASLT_EPILOGUE_DEFAULT;
-    return lt_matmul_must(h, &p, stream, fn);
+int symcu_matmul_backward(symcu_blas_t *h, symcu_dtype_t dt, void *dinp, symcu_grad_store_t store,
+                          float *dweight, float *dbias, const void *dout, const void *inp,
+                          const void *weight, int N, int C, int OC, cudaStream_t stream) {
+    return matmul_backward(h, dt, dinp, store, dweight, dbias, dout, OC, inp, weight, N, C, OC,
+                           stream);
 }
 
 int symcu_matmul_backward_ld(symcu_blas_t *h, symcu_dtype_t dt, void *dinp,
                              symcu_grad_store_t store, float *dweight, const void *dout, int ld,
                              const void *inp, const void *weight, int N, int C, int OC,
                              cudaStream_t stream) {
-    cudaDataType_t t;
-    if (lt_type(dt, &t)) return SYMCU_INVAL("matmul backward: unknown compute type %d", (int)dt);
-    char fn[40];
-    snprintf(fn, sizeof fn, "matmul backward, ld (%s)", dt_name[dt]);
-    int rc = check_sizes(fn, N, C, OC);
-    if (rc || (rc = check_ld(fn, OC, ld))) return rc;
-    if (dinp) { /* dinp' (C,N) += or = W' (C,OC) dout' (OC,N; ld) */
-        lt_mm_t p = {};
-        p.D = dinp;
-        p.dt = t;
-        p.A = weight;
-        p.B = dout;
-        p.abt = t;
-        p.m = C;
-        p.n = N;
-        p.k = OC;
-        p.ldb = ld;
-        p.beta = store == SYMCU_GRAD_ADD ? 1.0f : 0.0f;
-        p.epi = CUBLASLT_EPILOGUE_DEFAULT;
-        if ((rc = lt_matmul_must(h, &p, stream, fn))) return rc;
-    }
-    if (dweight) { /* dW' (C,OC) += inp' (C,N) dout'^T (N,OC), dout' stored (OC,N; ld) */
-        lt_mm_t p = {};
-        p.D = dweight;
-        p.dt = CUDA_R_32F;
-        p.A = inp;
-        p.B = dout;
-        p.abt = t;
-        p.tb = 1;
-        p.m = C;
-        p.n = OC;
-        p.k = N;
-        p.ldb = ld;
-        p.beta = 1.0f;
-        p.epi = CUBLASLT_EPILOGUE_DEFAULT;
-        if ((rc = lt_matmul_must(h, &p, stream, fn))) return rc;
-    }
-    return SYM_OK;
+    return matmul_backward(h, dt, dinp, store, dweight, NULL, dout, ld, inp, weight, N, C, OC,
+                           stream);
 }
