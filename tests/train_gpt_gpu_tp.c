@@ -8,11 +8,17 @@
  *
  *   (a) --precision fp32: tp=2 on 2 PEs and dp=2,tp=2 on 4 PEs each match the
  *       CPU run of the same layout and the 1-PE GPU run to 1e-4 relative in
- *       every step's loss, every gradient norm before clipping (the norm that
- *       counts each element of the split model once: a split tensor's squares
- *       left out, or a whole one's counted twice, moves it by far more) and
- *       both validation losses (the vocabulary-parallel arg-max and loss of
- *       the evaluation);
+ *       every step's loss and both validation losses (the vocabulary-parallel
+ *       arg-max and loss of the evaluation), and in step 1's gradient norm
+ *       before clipping (the same weights and batch: the norm that counts
+ *       each element of the split model once; a split tensor's squares left
+ *       out, or a whole one's counted twice, moves it by percents); later
+ *       norms to 1e-3, since they see the weights' fp32 drift, which the
+ *       gradient amplifies (on the H200, tp=2 kept every loss within 2e-7 of
+ *       its CPU twin's and every norm within 4e-5, while dp=2,tp=2's norm at
+ *       step 18 was 1.9e-4 from its CPU twin's, its losses within 1e-4);
+ *       and a second dp=2,tp=2 GPU run repeats the first's losses and norms
+ *       exactly (the streams' collectives do not race);
  *   (b) checkpoints at tp=2 on the GPU hold whole tensors: the run's step-10
  *       checkpoint, resumed by 1 CPU PE with no --parallel, goes on with the
  *       uninterrupted GPU run's losses (1e-4); resumed by tp=2 on the GPU it
@@ -32,12 +38,14 @@
              "--eval-every 10 --test-samples 16"
 #define STEPS 20
 #define TOL 1e-4
+#define NORM_DRIFT 1e-3
 #define SAMPLE " --sample 30 --prompt KING"
 
 static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
 
 /* Records from..STEPS (1-based) of `got` match those of `ref` (a full run) to
- * tol: losses, gradient norms, and the evaluations they both hold. */
+ * tol: losses and the evaluations they both hold; gradient norms to tol at
+ * step 1, to NORM_DRIFT after it. */
 static void match(const char *what, const char *got, const char *ref, int from, double tol) {
     double rl[STEPS], gl[STEPS], rn[STEPS], gn[STEPS], rv[2], gv[2];
     int k = STEPS - from + 1;
@@ -46,23 +54,25 @@ static void match(const char *what, const char *got, const char *ref, int from, 
     CHECK(e2e_fields(ref, "\"test_loss\":", 1, rv, 2) == 2, "%s: not 2 evaluations", ref);
     CHECK(e2e_fields(got, "\"loss\":", 0, gl, STEPS) == k, "%s: not %d step records", what, k);
     CHECK(e2e_fields(got, "\"grad_norm\":", 0, gn, STEPS) == k, "%s: norms", what);
-    double worst = 0, worst_n = 0;
+    double worst = 0, worst_n = 0, first_n = -1;
     for (int i = 0; i < k; i++) {
         int s = from - 1 + i;
         CHECK(rel(gl[i], rl[s]) <= tol, "%s, step %d: loss %.9g, the reference's %.9g (%.2g "
               "relative, tolerance %g)", what, s + 1, gl[i], rl[s], rel(gl[i], rl[s]), tol);
-        CHECK(rel(gn[i], rn[s]) <= tol, "%s, step %d: gradient norm %.7g, the reference's %.7g "
-              "(%.2g relative)", what, s + 1, gn[i], rn[s], rel(gn[i], rn[s]));
+        double tn = s == 0 ? tol : NORM_DRIFT;
+        CHECK(rel(gn[i], rn[s]) <= tn, "%s, step %d: gradient norm %.7g, the reference's %.7g "
+              "(%.2g relative, tolerance %g)", what, s + 1, gn[i], rn[s], rel(gn[i], rn[s]), tn);
         worst = fmax(worst, rel(gl[i], rl[s]));
         worst_n = fmax(worst_n, rel(gn[i], rn[s]));
+        if (s == 0) first_n = rel(gn[i], rn[s]);
     }
     int ne = e2e_fields(got, "\"test_loss\":", 1, gv, 2);
     CHECK(ne == (from <= 10 ? 2 : 1), "%s: %d evaluations", what, ne);
     for (int i = 0; i < ne; i++)
         CHECK(rel(gv[i], rv[2 - ne + i]) <= tol, "%s: validation loss %.9g, the reference's %.9g",
               what, gv[i], rv[2 - ne + i]);
-    printf("train_gpt_gpu_tp: %s: steps %d-%d within %.2e (losses) and %.2e (norms) relative\n",
-           what, from, STEPS, worst, worst_n);
+    printf("train_gpt_gpu_tp: %s: steps %d-%d within %.2e (losses) and %.2e (norms; step 1's "
+           "%.2e) relative\n", what, from, STEPS, worst, worst_n, first_n);
 }
 
 /* One run of `npes` PEs: the layout (NULL: none) on `device`, metrics into
@@ -122,6 +132,20 @@ int main(int argc, char **argv) {
         match(what, e2e_path("%s.jsonl", gpu), e2e_path("%s.jsonl", cpu), 1, TOL);
         snprintf(what, sizeof what, "%s on the GPU vs 1 GPU PE", runs[i].name);
         match(what, e2e_path("%s.jsonl", gpu), e2e_path("gpu1.jsonl"), 1, TOL);
+    }
+
+    { /* dp=2,tp=2 again: the same bits (no race between the streams' collectives) */
+        train("gpu_dp2xtp2_again", 4, "gpu", "dp=2,tp=2", "--precision fp32");
+        double a[STEPS], b[STEPS], na[STEPS], nb[STEPS];
+        CHECK(e2e_fields(e2e_path("gpu_dp2xtp2.jsonl"), "\"loss\":", 0, a, STEPS) == STEPS &&
+              e2e_fields(e2e_path("gpu_dp2xtp2_again.jsonl"), "\"loss\":", 0, b, STEPS) == STEPS &&
+              e2e_fields(e2e_path("gpu_dp2xtp2.jsonl"), "\"grad_norm\":", 0, na, STEPS) == STEPS &&
+              e2e_fields(e2e_path("gpu_dp2xtp2_again.jsonl"), "\"grad_norm\":", 0, nb, STEPS) ==
+                  STEPS, "dp2xtp2 on the GPU: not %d steps", STEPS);
+        for (int k = 0; k < STEPS; k++)
+            CHECK(a[k] == b[k] && na[k] == nb[k], "two dp=2,tp=2 GPU runs, step %d: loss %.9g and "
+                  "%.9g, gradient norm %.9g and %.9g", k + 1, a[k], b[k], na[k], nb[k]);
+        printf("train_gpt_gpu_tp: two dp2xtp2 runs on the GPU: the same losses and norms\n");
     }
 
     /* (b) the tp=2 GPU checkpoint holds whole tensors */
