@@ -1,12 +1,14 @@
 /*
  * train_gpt_gpu_tp — tensor parallelism on GPU PEs (--device gpu --parallel
- * tp=2 and dp=2,tp=2), several PEs sharing the one GPU (SYMTRAIN_GPU_SHARE=1),
- * through symrun and the symtrain CLI, on gpt:L=2,C=128,H=4,V=126,T=64 (two
- * heads per tp PE; the vocabulary of 126 splits into 63 + 63 rows, so each
- * PE's logits are padded to 64 columns), global batch 8, 20 steps of AdamW at
- * lr 0.001, evaluated at steps 10 and 20:
+ * tp=2, dp=2,tp=2 and tp=4), several PEs sharing the one GPU
+ * (SYMTRAIN_GPU_SHARE=1), through symrun and the symtrain CLI, on
+ * gpt:L=2,C=128,H=4,V=126,T=64 (at tp=2 two heads per PE, and the vocabulary
+ * of 126 splits into 63 + 63 rows, so each PE's logits are padded to 64
+ * columns), global batch 8, 20 steps of AdamW at lr 0.001, evaluated at steps
+ * 10 and 20:
  *
- *   (a) --precision fp32: tp=2 on 2 PEs and dp=2,tp=2 on 4 PEs each match the
+ *   (a) --precision fp32: tp=2 on 2 PEs, dp=2,tp=2 and tp=4 on 4 PEs (one
+ *       head a PE; 32, 32, 31 and 31 vocabulary rows) each match the
  *       CPU run of the same layout and the 1-PE GPU run to 1e-4 relative in
  *       every step's loss and both validation losses (the vocabulary-parallel
  *       arg-max and loss of the evaluation), and in step 1's gradient norm
@@ -27,9 +29,10 @@
  *       ends with model.bin and optim.bin byte-identical to the uninterrupted
  *       run's; and the sample the tp=2 GPU run prints from its gathered
  *       weights is the text `symtrain sample` draws from its last checkpoint;
- *   (c) bf16 at tp=2 (the tp sums in bf16, summed in fp32 and rounded once):
- *       a smoke check, within train_gpt_gpu's bf16 tolerance (0.05 + 2%) of
- *       the fp32 CPU tp=2 run, and learning.
+ *   (c) bf16 and fp16 at tp=2 (the tp sums in the compute type, summed in
+ *       fp32 and rounded once; fp16 with its dynamic loss scale): smoke
+ *       checks, within train_gpt_gpu's bf16 tolerance (0.05 + 2%) of the fp32
+ *       CPU tp=2 run, and learning.
  *
  * SKIP (77) where the GPU part is not built or no GPU is visible.
  */
@@ -117,7 +120,8 @@ int main(int argc, char **argv) {
         int npes;
         const char *layout, *name, *says;
     } runs[] = {{2, "tp=2", "tp2", "layout dp=1 tp=2 pp=1: 1 data-parallel group of 2 PEs"},
-                {4, "dp=2,tp=2", "dp2xtp2", "layout dp=2 tp=2 pp=1: 2 data-parallel groups"}};
+                {4, "dp=2,tp=2", "dp2xtp2", "layout dp=2 tp=2 pp=1: 2 data-parallel groups"},
+                {4, "tp=4", "tp4", "layout dp=1 tp=4 pp=1: 1 data-parallel group of 4 PEs"}};
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         char cpu[64], gpu[64], extra[600] = "--precision fp32";
         snprintf(cpu, sizeof cpu, "cpu_%s", runs[i].name);
@@ -125,7 +129,7 @@ int main(int argc, char **argv) {
         if (i == 0) /* the tp=2 run also saves (b) and samples */
             snprintf(extra, sizeof extra, "--precision fp32 --ckpt-dir %s" SAMPLE,
                      e2e_path("ck_full"));
-        else /* a bucket per block: their averages overlap backward between the tp sums */
+        else if (i == 1) /* a bucket per block: their averages overlap backward between the tp sums */
             snprintf(extra, sizeof extra, "--precision fp32 " BUCKETS);
         train(cpu, runs[i].npes, "cpu", runs[i].layout, NULL);
         train(gpu, runs[i].npes, "gpu", runs[i].layout, extra);
@@ -188,21 +192,39 @@ int main(int argc, char **argv) {
     free(want);
     free(said);
 
-    /* (c) bf16 at tp=2: a smoke check */
-    train("bf16_tp2", 2, "gpu", "tp=2", "--precision bf16");
-    e2e_expect_log(e2e_path("bf16_tp2.log"), "bf16 (fp32 master weights)");
-    double lb[STEPS], lc[STEPS], worst = 0;
-    CHECK(e2e_fields(e2e_path("bf16_tp2.jsonl"), "\"loss\":", 0, lb, STEPS) == STEPS, "bf16: steps");
+    /* (c) bf16 and fp16 at tp=2: smoke checks against the fp32 CPU run */
+    static const struct {
+        const char *prec, *name, *says;
+    } low[] = {{"bf16", "bf16_tp2", "bf16 (fp32 master weights)"},
+               {"fp16", "fp16_tp2", "fp16 (dynamic loss scaling)"}};
+    double lc[STEPS];
     CHECK(e2e_fields(e2e_path("cpu_tp2.jsonl"), "\"loss\":", 0, lc, STEPS) == STEPS, "cpu tp2: steps");
-    for (int k = 0; k < STEPS; k++) {
-        CHECK(isfinite(lb[k]) && fabs(lb[k] - lc[k]) < 0.05 + 0.02 * fabs(lc[k]), "bf16 tp=2 on "
-              "the GPU, step %d: loss %.6f, the fp32 CPU's %.6f (tolerance 0.05 + 2%%)", k + 1,
-              lb[k], lc[k]);
-        worst = fmax(worst, fabs(lb[k] - lc[k]));
+    for (size_t i = 0; i < sizeof low / sizeof low[0]; i++) {
+        char prec[32];
+        snprintf(prec, sizeof prec, "--precision %s", low[i].prec);
+        train(low[i].name, 2, "gpu", "tp=2", prec);
+        e2e_expect_log(e2e_path("%s.log", low[i].name), low[i].says);
+        double lb[STEPS], worst = 0;
+        const char *met = e2e_path("%s.jsonl", low[i].name);
+        CHECK(e2e_fields(met, "\"loss\":", 0, lb, STEPS) == STEPS, "%s: steps", low[i].prec);
+        for (int k = 0; k < STEPS; k++) {
+            CHECK(isfinite(lb[k]) && fabs(lb[k] - lc[k]) < 0.05 + 0.02 * fabs(lc[k]), "%s tp=2 on "
+                  "the GPU, step %d: loss %.6f, the fp32 CPU's %.6f (tolerance 0.05 + 2%%)",
+                  low[i].prec, k + 1, lb[k], lc[k]);
+            worst = fmax(worst, fabs(lb[k] - lc[k]));
+        }
+        CHECK(lb[STEPS - 1] < lb[0] - 0.5, "%s tp=2: the loss went from %.4f to %.4f", low[i].prec,
+              lb[0], lb[STEPS - 1]);
+        printf("train_gpt_gpu_tp: %s tp=2 on the GPU within %.4f of the fp32 CPU run\n",
+               low[i].prec, worst);
     }
-    CHECK(lb[STEPS - 1] < lb[0] - 0.5, "bf16 tp=2: the loss went from %.4f to %.4f", lb[0],
-          lb[STEPS - 1]);
-    printf("train_gpt_gpu_tp: bf16 tp=2 on the GPU within %.4f of the fp32 CPU run\n", worst);
+    { /* fp16's loss scale is in every step's record, within its bounds */
+        double sc[STEPS];
+        CHECK(e2e_fields(e2e_path("fp16_tp2.jsonl"), "\"loss_scale\":", 0, sc, STEPS) == STEPS,
+              "fp16 tp=2: not %d loss scales", STEPS);
+        for (int k = 0; k < STEPS; k++)
+            CHECK(sc[k] >= 1 && sc[k] <= 16777216, "fp16 tp=2, step %d: loss scale %g", k + 1, sc[k]);
+    }
 
     e2e_cleanup();
     printf("train_gpt_gpu_tp: ok\n");
