@@ -19,10 +19,8 @@
  *       gradient amplifies (on the H200, tp=2 kept every loss within 2e-7 of
  *       its CPU twin's and every norm within 4e-5, while dp=2,tp=2's norm at
  *       step 18 was 1.9e-4 from its CPU twin's, its losses within 1e-4);
- *       dp=2,tp=2 on the GPU averages its gradients in a bucket per block
- *       (--bucket-mb 0.25), each overlapping backward between its tp sums,
- *       and a second such run repeats the first's losses and norms exactly
- *       (the streams' collectives do not race);
+ *       and a second dp=2,tp=2 GPU run repeats the first's losses and norms
+ *       exactly (the streams' collectives do not race);
  *   (b) checkpoints at tp=2 on the GPU hold whole tensors: the run's step-10
  *       checkpoint, resumed by 1 CPU PE with no --parallel, goes on with the
  *       uninterrupted GPU run's losses (1e-4); resumed by tp=2 on the GPU it
@@ -45,7 +43,6 @@
 #define TOL 1e-4
 #define NORM_DRIFT 1e-3
 #define SAMPLE " --sample 30 --prompt KING"
-#define BUCKETS "--bucket-mb 0.25" /* a block's gradients are 0.4 MB per PE at tp=2 */
 
 static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
 
@@ -129,8 +126,6 @@ int main(int argc, char **argv) {
         if (i == 0) /* the tp=2 run also saves (b) and samples */
             snprintf(extra, sizeof extra, "--precision fp32 --ckpt-dir %s" SAMPLE,
                      e2e_path("ck_full"));
-        else if (i == 1) /* a bucket per block: their averages overlap backward between the tp sums */
-            snprintf(extra, sizeof extra, "--precision fp32 " BUCKETS);
         train(cpu, runs[i].npes, "cpu", runs[i].layout, NULL);
         train(gpu, runs[i].npes, "gpu", runs[i].layout, extra);
         const char *glog = e2e_path("%s.log", gpu);
@@ -144,7 +139,7 @@ int main(int argc, char **argv) {
     }
 
     { /* dp=2,tp=2 again: the same bits (no race between the streams' collectives) */
-        train("gpu_dp2xtp2_again", 4, "gpu", "dp=2,tp=2", "--precision fp32 " BUCKETS);
+        train("gpu_dp2xtp2_again", 4, "gpu", "dp=2,tp=2", "--precision fp32");
         double a[STEPS], b[STEPS], na[STEPS], nb[STEPS];
         CHECK(e2e_fields(e2e_path("gpu_dp2xtp2.jsonl"), "\"loss\":", 0, a, STEPS) == STEPS &&
               e2e_fields(e2e_path("gpu_dp2xtp2_again.jsonl"), "\"loss\":", 0, b, STEPS) == STEPS &&

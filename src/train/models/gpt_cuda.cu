@@ -75,13 +75,9 @@
  *   norm      the split tensors' sum of squares (one float; the whole ones'
  *             are the same on every PE and counted once).
  * The GPU collectives run one at a time per PE whatever their team
- * (shmemx_gpu.h), so with tp a bucket's average on the side stream overlaps
- * backward's products but not its tp sums: the bucket starts after the tp sums
- * before it (the fork event), and the next tp sum waits for its end (an event
- * the step's stream waits on). Every PE thus runs its collectives in one
- * order, the same on every PE (tp sums of block l, the bucket of block l, the
- * tp sums of block l - 1, ...), and each team's in the same order on all its
- * members.
+ * (shmemx_gpu.h), so with tp the data-parallel average does not overlap
+ * backward's tp sums: it is one average after backward (bucket 0), ordered
+ * after them by the fork event, as every PE orders them alike.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -218,8 +214,6 @@ struct sym_gpu_model {
     /* data parallelism (see the top): the side stream, its fork and join events */
     cudaStream_t s_dp;
     cudaEvent_t ev_fork, ev_join;
-    cudaEvent_t ev_dp_done;               /* tp: the latest bucket's average is done */
-    int dp_pending;                       /* tp: the next tp sum waits for ev_dp_done */
     size_t bucket;                        /* floats per bucket (0: one average at the end) */
     size_t dp_hi;                         /* during backward: the gradients [dp_hi, P) are sent */
     char desc[256];
@@ -436,10 +430,6 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
  * step's stream (nothing without tensor parallelism). */
 static int tp_reduce(sym_gpu_model_t *m, void *x, size_t n, shmemx_dtype_t dtype, shmemx_op_t op) {
     if (m->tp < 2) return SYM_OK;
-    if (m->dp_pending) { /* a bucket's average is on the side stream: after it */
-        CK(cudaStreamWaitEvent(m->s, m->ev_dp_done, 0));
-        m->dp_pending = 0;
-    }
     int e = shmemx_gpu_allreduce_team(m->opts.tp_team, x, x, n, dtype, op, m->s);
     if (e)
         return fail(SYM_EIO, "PE %d: a tensor-parallel reduction (shmemx_gpu_allreduce_team of "
@@ -551,10 +541,6 @@ static int dp_send(sym_gpu_model_t *m, size_t lo) {
                              "floats) failed: %s",
                     shmem_my_pe(), m->dp_hi - lo, shmemx_gpu_strerror(e));
     m->dp_hi = lo;
-    if (m->tp > 1) { /* the next tp sum waits for it (one GPU collective at a time) */
-        CK(cudaEventRecord(m->ev_dp_done, m->s_dp));
-        m->dp_pending = 1;
-    }
     return SYM_OK;
 }
 
@@ -625,7 +611,6 @@ static int backward(sym_gpu_model_t *m, int B, int T) {
         if ((rc = dp_send(m, 0))) return rc;
         CK(cudaEventRecord(m->ev_join, m->s_dp));
         CK(cudaStreamWaitEvent(s, m->ev_join, 0));
-        m->dp_pending = 0; /* the join waited for it */
     }
     return SYM_OK;
 }
@@ -634,7 +619,6 @@ static int backward(sym_gpu_model_t *m, int B, int T) {
  * loss sum. */
 static int step_body(sym_gpu_model_t *m, int B, int T, float scale) {
     size_t N = (size_t)B * T;
-    m->dp_pending = 0; /* the step before joined its averages (or its capture was dropped) */
     stamp_kernel<<<1, 1, 0, m->s>>>(m->stamp); /* the compute's start */
     CK(cudaGetLastError());
     CK(cudaMemcpyAsync(m->tok, m->tok_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
@@ -720,7 +704,6 @@ static void be_destroy(sym_gpu_model_t *m) {
         if (m->graph[i].exec) cudaGraphExecDestroy(m->graph[i].exec);
     if (m->ev_fork) cudaEventDestroy(m->ev_fork);
     if (m->ev_join) cudaEventDestroy(m->ev_join);
-    if (m->ev_dp_done) cudaEventDestroy(m->ev_dp_done);
     if (m->s_dp) cudaStreamDestroy(m->s_dp);
     if (m->blas) symcu_blas_destroy(m->blas);
     if (m->region) cudaFree(m->region);
@@ -833,7 +816,6 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     CK(cudaStreamCreateWithFlags(&m->s_dp, cudaStreamNonBlocking));
     CK(cudaEventCreateWithFlags(&m->ev_fork, cudaEventDisableTiming));
     CK(cudaEventCreateWithFlags(&m->ev_join, cudaEventDisableTiming));
-    CK(cudaEventCreateWithFlags(&m->ev_dp_done, cudaEventDisableTiming));
     /* buckets need the blocks contiguous, in order, between wpe and ln_f (gpt.c's layout) */
     m->bucket = m->opts.bucket_bytes / sizeof(float);
     size_t at = m->off_wpe + (size_t)m->T * uC;
@@ -843,6 +825,7 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
             at += numel[k];
         }
     if (at != m->off_lnfw || m->off_wte >= m->off_wpe) m->bucket = 0;
+    if (m->tp > 1) m->bucket = 0; /* one GPU collective at a time: after backward's tp sums */
     OP(symcu_blas_create(&m->blas, 4 * C));
     symcu_blas_use_tf32(m->blas, m->opts.precision == SYM_PREC_TF32);
     carver_t cv = {NULL, 0};
