@@ -112,7 +112,7 @@ int main(int argc, char **argv) {
           l1[0], l1[STEPS - 1]);
     setenv("SYMTRAIN_GPU_SHARE", "1", 1); /* several PEs on the one GPU */
 
-    /* (a) fp32: tp=2, dp=2 x tp=2, each against its CPU twin and the 1-PE GPU run */
+    /* (a) fp32: tp=2, dp=2 x tp=2 and tp=4, each against its CPU twin and the 1-PE GPU run */
     static const struct {
         int npes;
         const char *layout, *name, *says;
