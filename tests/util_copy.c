@@ -1,17 +1,16 @@
 /*
  * util_copy — the copy of same-host puts and gets (src/util/copy.c).
  *
- * sym__copy_nt (streaming stores), sym__copy_probed (from 4 KiB, both ways),
- * and sym__copy at thresholds of 0, 1000
+ * sym__copy_nt (streaming stores) and sym__copy at thresholds of 0, 1000
  * bytes and never: every size 0-320, and around each line and page multiple
- * and the measured thresholds (512 KiB - 8 MiB) up to 8 MiB + 1, at source and
+ * and the measured thresholds (512 KiB - 4 MiB) up to 8 MiB + 1, at source and
  * destination offsets 0-63 apart within a line; random source bytes, a
  * destination poisoned with 64 guard bytes on each side that must stay, and
  * every byte compared. Then the threshold: the measurement returns a measured
  * power of two or its fallback (and the fallback when it cannot map its
- * buffers); the probed copy, made to stream and not to; shmem_init's setup
- * takes SYMTRAIN_COPY_NT_MIN as given (0 turns streaming off) and otherwise
- * measures at the first copy of 32 KiB or more, and copies right after.
+ * buffers); shmem_init's setup takes SYMTRAIN_COPY_NT_MIN as given (0 turns
+ * streaming off) and otherwise measures at the first copy of 512 KiB or more,
+ * and copies on both sides of what it measured are right.
  */
 #include "test.h"
 #include "util/util.h"
@@ -43,12 +42,6 @@ static void one(const char *what, void (*fn)(void *, const void *, size_t), size
 }
 
 static void copy_default(void *d, const void *s, size_t n) { sym__copy(d, s, n); }
-static void probed_cold(void *d, const void *s, size_t n) {
-    CHECK(sym__copy_probed(d, s, n, 0) == 1, "a probe of limit 0 did not stream");
-}
-static void probed_warm(void *d, const void *s, size_t n) {
-    CHECK(sym__copy_probed(d, s, n, UINT64_MAX) == 0, "a probe of no limit streamed");
-}
 
 /* Every function and threshold at size n and a few offset pairs (all 64x64
  * pairs below 4 KiB, where it is cheap). */
@@ -67,9 +60,6 @@ static void sizes_at(size_t n) {
     }
     for (size_t p = 0; p < SYM_ARRAY_LEN(pairs); p++) {
         one("sym__copy_nt", sym__copy_nt, n, pairs[p][0], pairs[p][1]);
-        if (n < 4096) continue;
-        one("sym__copy_probed (streaming)", probed_cold, n, pairs[p][0], pairs[p][1]);
-        one("sym__copy_probed (memcpy)", probed_warm, n, pairs[p][0], pairs[p][1]);
     }
 }
 
@@ -108,11 +98,11 @@ int main(void) {
     unsetenv("SYMTRAIN_COPY_NT_MIN");
     sym__copy_init();
     size_t before = sym__copy_nt_min;
-    CHECK(before >= ((size_t)32 << 10), "before measuring, copies from %zu bytes stream", before);
+    CHECK(before >= ((size_t)512 << 10), "before measuring, copies from %zu bytes stream", before);
     one("the first large sym__copy", copy_default, (size_t)512 << 10, 3, 5);
     size_t after = sym__copy_nt_min;
-    CHECK(after >= ((size_t)32 << 10), "after measuring, copies from %zu bytes may stream", after);
-    for (size_t n = (size_t)32 << 10; n <= ((size_t)4 << 20); n *= 2) /* probe and stream paths */
+    CHECK(after >= ((size_t)512 << 10), "after measuring, copies from %zu bytes stream", after);
+    for (size_t n = (size_t)256 << 10; n <= ((size_t)8 << 20); n *= 2) /* both sides of it */
         for (long dn = -1; dn <= 1; dn++) one("sym__copy (measured)", copy_default, n + dn, 5, 60);
     printf("shmem_init's threshold: %zu before the first large copy, %zu after\n", before, after);
     sym__copy_init(); /* a second shmem_init keeps what was measured */

@@ -152,22 +152,17 @@ static inline void sym__beat(void) {
 
 /* ---- copying the data of a put or get (copy.c) ---- */
 
-/* Copies of at least this many bytes go to sym__copy_large (copy.c): the
- * smallest that may stream; SIZE_MAX = none. */
+/* Copies of at least this many bytes go to sym__copy_large: streaming stores
+ * from the size measured at the first large copy (copy.c), or
+ * SYMTRAIN_COPY_NT_MIN; SIZE_MAX = never. */
 extern size_t sym__copy_nt_min;
 /* Set sym__copy_nt_min (shmem_init; until then nothing streams). */
 void sym__copy_init(void);
 /* memcpy with non-temporal stores, fenced: for copies too large to cache. */
 void sym__copy_nt(void *dst, const void *src, size_t n);
 /* A copy of at least sym__copy_nt_min bytes: the first one measures the
- * streaming threshold and the probe's clock (once per process); then it
- * streams from the threshold up, and below it where the probe finds the data
- * in memory (sym__copy_probed), else memcpy. */
+ * threshold (once per process), then streams if n is still above it. */
 void sym__copy_large(void *dst, const void *src, size_t n);
-/* Copy n >= 4096 bytes: the first 4096 with memcpy, timed; the rest with
- * streaming stores if that took more than limit TSC ticks (returns 1), else
- * memcpy (returns 0). */
-int sym__copy_probed(void *dst, const void *src, size_t n, uint64_t limit);
 /* The measurement: the first power of two n from lo to hi (hi a power-of-two
  * multiple of lo) at which streaming stores copy cached buffers 10% faster
  * than memcpy, there and at 2n (at hi: twice at hi), else fallback (also when
