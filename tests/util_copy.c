@@ -8,7 +8,8 @@
  * destination poisoned with 64 guard bytes on each side that must stay, and
  * every byte compared. Then the threshold: the measurement returns a measured
  * power of two or its fallback (and the fallback when it cannot map its
- * buffers); shmem_init's setup takes SYMTRAIN_COPY_NT_MIN as given (0 turns
+ * buffers; a largest size that is no power-of-two multiple of the smallest
+ * stays inside its buffers); shmem_init's setup takes SYMTRAIN_COPY_NT_MIN as given (0 turns
  * streaming off) and otherwise measures at the first copy of 512 KiB or more,
  * and copies on both sides of what it measured are right.
  */
@@ -94,6 +95,12 @@ int main(void) {
     printf("measured from 64 KiB to 1 MiB: %zu (cached memcpy %.1f us, streaming %.1f us at the "
            "last size)\n", v, tc, ts);
     CHECK_EQ_INT(sym__copy_measure(lo, (size_t)1 << 62, 777, &tc, &ts), 777);
+    /* hi not a power-of-two multiple of lo (half of a 6 MiB L3 is 3 MiB): the
+     * confirmation at twice 128 KiB once copied past the 2 x 192 KiB mapping. */
+    uint32_t crc = sym__crc32c(0, src_buf, max + 64); /* a mapping it may land next to */
+    v = sym__copy_measure(lo, 3 * lo, 999, &tc, &ts);
+    CHECK(v == 999 || v == lo || v == 2 * lo, "the measurement up to 192 KiB gave %zu", v);
+    CHECK(sym__crc32c(0, src_buf, max + 64) == crc, "the measurement wrote outside its buffers");
 
     unsetenv("SYMTRAIN_COPY_NT_MIN");
     sym__copy_init();

@@ -163,11 +163,11 @@ void sym__copy_nt(void *dst, const void *src, size_t n);
 /* A copy of at least sym__copy_nt_min bytes: the first one measures the
  * threshold (once per process), then streams if n is still above it. */
 void sym__copy_large(void *dst, const void *src, size_t n);
-/* The measurement: the first power of two n from lo to hi (hi a power-of-two
- * multiple of lo) at which streaming stores copy cached buffers 10% faster
- * than memcpy, there and at 2n (at hi: twice at hi), else fallback (also when
- * its 2*hi bytes cannot be mapped); *t_cached and *t_stream: the best times
- * of each at the first of those sizes last measured, in us. */
+/* The measurement: the first n of lo, 2lo, 4lo ... up to hi at which
+ * streaming stores copy cached buffers 10% faster than memcpy, there and at
+ * 2n (where 2n > hi: at n again), else fallback (also when its 2*hi bytes
+ * cannot be mapped); *t_cached and *t_stream: the best times of each at the
+ * first of those sizes last measured, in us. */
 size_t sym__copy_measure(size_t lo, size_t hi, size_t fallback, double *t_cached,
                          double *t_stream);
 /* The copy of a same-host put or get. A small constant size (p, g) compiles
