@@ -1045,7 +1045,7 @@ static int choose_device(run_t *r) {
         return report(r, sym__error(SYM_EINVAL, "--recompute is for the GPU (--device gpu); the "
                                                 "CPU keeps every activation"), 1);
     if (c->device == SYM_TRAIN_CPU || r->lay.tp > 1) return SYM_OK; /* tp > 1: the CPU's */
-    if (c->zero || c->micro_batches > 1) { /* the sharded step and micro-batches are the CPU loop's */
+    if (c->zero || c->micro_batches > 1) { /* the sharded step, micro-batches: the CPU loop's */
         if (c->device == SYM_TRAIN_GPU)
             return report(r, sym__error(SYM_EINVAL, "--zero and --micro-batches train on CPU PEs "
                                                     "for now; drop them, or pass --device cpu"), 1);
@@ -1428,7 +1428,8 @@ static int setup(run_t *r) {
                          "its part's whole state", c->zero);
             else
                 snprintf(how, sizeof how, "ZeRO-%d: %s sharded over the %d PEs of each dp team",
-                         c->zero, c->zero == 1 ? "the state" : "the state and the gradients", r->lay.dp);
+                         c->zero, c->zero == 1 ? "the state" : "the state and the gradients",
+                         r->lay.dp);
             note(r, "optimizer state %zu bytes per PE (%s); %d micro-batch%s of %d per step%s",
                  optim_state_bytes(r), how, M, M == 1 ? "" : "es",
                  (c->global_batch + M - 1) / M,
@@ -1535,6 +1536,15 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     return SYM_OK;
 }
 
+/* What ZeRO-2 frees, said once (after step 1): st, the step's buckets. */
+static void say_zero2(run_t *r, const sym_ddp_stats_t *st) {
+    if (r->cfg->zero == 2 && r->step == 1 && r->speak)
+        note(r, "ZeRO-2: step 1 handed %llu of the %zu bytes of full gradients back to the OS "
+                "as their buckets were reduced; this PE keeps a %zu-byte shard",
+             (unsigned long long)st->bytes_released, r->P * sizeof(float),
+             sym_zero_shard_len(r->zero) * sizeof(float));
+}
+
 /* pipe: the step through the pipeline; the last stages' loss and the stop
  * flag summed over the job (so PE 0 has them), the norm over the pipeline. */
 static int pipe_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
@@ -1563,6 +1573,10 @@ static int pipe_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     if (!r->zero) sym_optim_step(r->opt, sym_model_params(r->model), g, lr);
     r->step++;
     r->sample += b->gsize;
+    if (r->zero) {
+        sym_ddp_stats_t st = sym_ddp_stats(sym_pipe_ddp(r->pipe));
+        say_zero2(r, &st);
+    }
     double now = sym__now_s();
     record(r, rec, *loss_out, lr, *norm_out, b->gsize, now - t0, now - t1, 0);
     return SYM_OK;
@@ -1680,11 +1694,7 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
 
     double dt = sym__now_s() - t0;
     sym_ddp_stats_t st = sym_ddp_stats(r->ddp);
-    if (c->zero == 2 && r->step == 1 && r->speak) /* what ZeRO-2 frees, said once */
-        note(r, "ZeRO-2: step 1 handed %llu of the %zu bytes of full gradients back to the OS "
-                "as their buckets were reduced; this PE keeps a %zu-byte shard",
-             (unsigned long long)st.bytes_released, r->P * sizeof(float),
-             sym_zero_shard_len(r->zero) * sizeof(float));
+    say_zero2(r, &st);
     record(r, rec, *loss_out, lr, *norm_out, gsize, dt, st.wait_s + st.issue_s + tz,
            st.bytes_reduced);
     return SYM_OK;
