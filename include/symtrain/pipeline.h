@@ -123,9 +123,10 @@ void sym_pipe_layers(const sym_pipe_t *p, int s, int *first, int *layers);
  * (rows, seq) are read on the first stage, labels (rows x seq) on the last,
  * whose loss gradient is grad_scale x the summed loss. After it the
  * gradients are zeroed-then-summed over the micro-batches, the tied wte's over
- * the first and last stage, and averaged over the dp team. *loss_sum: the
- * summed loss of this PE's predictions on the last stage's tp rank 0, 0
- * elsewhere (so a sum over the job counts each prediction once). Every
+ * the first and last stage, and averaged over the dp team (with shard:
+ * reduce-scattered into the shards of the zero object over sym_pipe_ddp).
+ * *loss_sum: the summed loss of this PE's predictions on the last stage's tp
+ * rank 0, 0 elsewhere (so a sum over the job counts each prediction once). Every
  * stage of a pipeline passes the same rows (<= M x micro_rows). */
 int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, int rows,
                   float grad_scale, double *loss_sum);
