@@ -84,10 +84,10 @@ add_test(NAME train_parallel_resume # tp checkpoints: SIGKILL + restart exact; t
   COMMAND train_parallel $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> resume)
 set_tests_properties(train_parallel_resume PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 sym_train_e2e(train_zero)    # --zero 1/2 and --micro-batches == plain data parallelism; 1/N state
-# every layout of 4 PEs x ZeRO 0/1/2 x micro-batches == 1 PE (issue 17's matrix), two cases
+# every layout of 4 PEs x ZeRO 0/1/2 x micro-batches == 1 PE (issue 17's matrix), three cases
 add_executable(train_layouts train_layouts.c)
 target_link_libraries(train_layouts PRIVATE m)
-foreach(part tp pp)
+foreach(part dp dptp pp)
   add_test(NAME train_layouts_${part}
            COMMAND train_layouts $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> ${part})
   set_tests_properties(train_layouts_${part} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)

@@ -225,6 +225,23 @@ static inline float *e2e_weights(const char *ckdir, const char *file, size_t *n)
     return (float *)buf;
 }
 
+/* `key` of every step record (eval 0) or evaluation record (eval 1) of a
+ * metrics file, in order, into out (at most max); how many. */
+static inline int e2e_values(const char *metrics, const char *key, int eval, double *out, int max) {
+    char *s = e2e_read(metrics, NULL), pat[64];
+    CHECK(s != NULL, "cannot read %s", metrics);
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    int n = 0;
+    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
+        if ((strstr(line, "\"eval\"") != NULL) != eval) continue;
+        char *p = strstr(line, pat);
+        CHECK(p && n < max, "%s: a record without %s (or too many): %s", metrics, key, line);
+        out[n++] = strtod(p + strlen(pat), NULL);
+    }
+    free(s);
+    return n;
+}
+
 /* Loss per step from a metrics file: loss[step - 1], the last record of a step
  * winning; *n = the highest step. Every step 1..n must be present. */
 static inline double *e2e_losses(const char *metrics, long long *n) {

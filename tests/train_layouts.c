@@ -5,30 +5,34 @@
  *
  * The GPT of tests/train_gpt_pp (gpt:L=4,C=64,H=4,V=128,T=32, generated
  * corpus, global batch 8, 20 steps of AdamW with weight decay on the
- * matrices and clipping at 1, which acts on the first steps, fp32 on the
- * CPU), with gradient buckets of 50 KB so that every part of the model is
- * reduced (or reduce-scattered) in many buckets while backward runs. Each
+ * matrices, fp32 on the CPU) at lr 0.001 (at 0.003 step 14's norm jumps to
+ * 80, which carries tp=4's fp32 rounding past 2e-5), so clipping at 1 acts
+ * on nearly every step; gradient buckets of 50 KB, so every part of the
+ * model is reduced (or reduce-scattered) in many buckets while backward
+ * runs. Each
  * run's every step's loss and both validation losses (steps 10 and 20) must
  * match the 1-PE run's to 1e-5 relative, and every gradient norm (the whole
  * model's, from the shards under ZeRO) to 2e-5 (the metrics print 6
  * digits). The comparison is not blind: the norm decides the clipping of
  * the early steps, and a run with another seed must differ by far more.
  *
- * Two cases of one program, each running its own 1-PE reference:
- *   `train_layouts SYMRUN SYMTRAIN tp` — dp=4, dp=2 x tp=2 (ZeRO 0, 1, 2),
- *   tp=4 (ZeRO 0, and 2 over dp=1, which shards nothing and says so);
- *   gradient accumulation (--micro-batches) with dp, with tp, and with dp x
- *   tp under ZeRO; and checkpoints of dp=2 x tp=2 under ZeRO-1, which hold
- *   the gathered state: its optimizer state equal element for element to
- *   the unsharded run's, resumed at --zero 2 and at tp=2 on 2 PEs with the
- *   reference's losses.
+ * Three cases of one program (each short on a loaded machine), each
+ * running its own 1-PE reference:
+ *   `train_layouts SYMRUN SYMTRAIN dp` — the one-dimensional layouts: dp=4
+ *   (ZeRO 0, 1, 2, and 2 micro-batches of gradient accumulation under
+ *   ZeRO-2), tp=4 (ZeRO 0, ZeRO-2 over dp=1, which shards nothing and says
+ *   so, and 4 micro-batches).
+ *   `... dptp` — dp=2 x tp=2 (ZeRO 0, 1, 2, and 2 micro-batches under
+ *   ZeRO-1); its checkpoints under ZeRO-1 hold the gathered state: weights
+ *   and optimizer state equal element for element to the unsharded run's,
+ *   resumed at --zero 2 and at tp=2 on 2 PEs with the reference's losses;
+ *   the old --accum refused with a pointer to --micro-batches.
  *   `... pp` — dp=2 x pp=2 (ZeRO 0, 1, 2, and 4 micro-batches under
  *   ZeRO-2), tp=2 x pp=2 and pp=4 (ZeRO 0 and 1 or 2 over dp=1), a 2-PE
  *   pipeline with 8 micro-batches (ZeRO 0 and 1).
  * Under ZeRO the start line's optimizer state per PE is its layout's
  * unsharded state over dp (up to one element per bucket), and ZeRO-2 says
  * it handed most of the full gradients back to the OS.
- * The old --accum is refused with a pointer to --micro-batches.
  */
 #include "train_e2e.h"
 
@@ -40,22 +44,6 @@
 #define TOL_NORM 2e-5
 
 static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
-
-/* `key` of every step record (eval 0) or evaluation record (eval 1), in order. */
-static int values(const char *metrics, const char *key, int eval, double *out, int max) {
-    char *s = e2e_read(metrics, NULL), pat[64];
-    CHECK(s != NULL, "cannot read %s", metrics);
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    int n = 0;
-    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
-        if ((strstr(line, "\"eval\"") != NULL) != eval) continue;
-        char *p = strstr(line, pat);
-        CHECK(p && n < max, "%s: a record without %s (or too many): %s", metrics, key, line);
-        out[n++] = strtod(p + strlen(pat), NULL);
-    }
-    free(s);
-    return n;
-}
 
 /* The 1-PE run's losses, norms and validation losses. */
 static double l1[STEPS], g1[STEPS], v1[2];
@@ -87,9 +75,9 @@ static void check(const layout_t *L, const char *extra, int from) {
     e2e_expect_log(log, "after 20 steps; total time");
     int n = STEPS - from;
     double l[STEPS], g[STEPS], v[2], dl = 0, dg = 0, dv = 0;
-    CHECK(values(metrics, "loss", 0, l, STEPS) == n, "%s: %d steps", L->name, n);
-    CHECK(values(metrics, "grad_norm", 0, g, STEPS) == n, "%s: norms", L->name);
-    int ne = values(metrics, "test_loss", 1, v, 2);
+    CHECK(e2e_values(metrics, "loss", 0, l, STEPS) == n, "%s: %d steps", L->name, n);
+    CHECK(e2e_values(metrics, "grad_norm", 0, g, STEPS) == n, "%s: norms", L->name);
+    int ne = e2e_values(metrics, "test_loss", 1, v, 2);
     CHECK(ne == (from < 10 ? 2 : 1), "%s: %d evaluations", L->name, ne);
     for (int i = 0; i < n; i++) {
         int s = from + i;
@@ -114,12 +102,14 @@ static void check(const layout_t *L, const char *extra, int from) {
 /* ZeRO's state per PE: the same layout's unsharded state over dp, up to one
  * element per bucket (at most 40 of 50 KB) and state array (AdamW: 2). */
 static void check_state(const char *name0, const char *name, int dp, int zero) {
-    long long b0 = state_bytes(e2e_path("%s.log", name0)), b = state_bytes(e2e_path("%s.log", name));
+    long long b0 = state_bytes(e2e_path("%s.log", name0));
+    long long b = state_bytes(e2e_path("%s.log", name));
     CHECK(b0 > 0 && b * dp >= b0 && b * dp <= b0 + (long long)dp * 40 * 2 * 4,
           "%s: optimizer state %lld bytes per PE, %s %lld unsharded: expected 1/%d", name, b,
           name0, b0, dp);
     if (zero == 2) {
-        char *s = e2e_read(e2e_path("%s.log", name), NULL), *at = s ? strstr(s, "step 1 handed ") : NULL;
+        char *s = e2e_read(e2e_path("%s.log", name), NULL);
+        char *at = s ? strstr(s, "step 1 handed ") : NULL;
         CHECK(at != NULL, "%s: ZeRO-2 did not say what it freed", name);
         long long freed = atoll(at + 14);
         char *of = strstr(at, " of the ");
@@ -181,36 +171,39 @@ static void checkpoints(void) {
 
 int main(int argc, char **argv) {
     e2e_init(argc, argv, "train_layouts");
-    CHECK(argc == 4 && (!strcmp(argv[3], "tp") || !strcmp(argv[3], "pp")),
-          "usage: train_layouts SYMRUN SYMTRAIN tp|pp");
-    int pp = !strcmp(argv[3], "pp");
+    CHECK(argc == 4, "usage: train_layouts SYMRUN SYMTRAIN dp|dptp|pp");
+    int which = !strcmp(argv[3], "dp") ? 0 : !strcmp(argv[3], "dptp") ? 1 : 2;
+    CHECK(which < 2 || !strcmp(argv[3], "pp"), "usage: train_layouts SYMRUN SYMTRAIN dp|dptp|pp");
     char args[1024];
     snprintf(args, sizeof args, ARGS " --metrics %s", e2e_path("np1.jsonl"));
     e2e_run(1, NULL, NULL, e2e_path("np1.log"), 0, args);
-    CHECK(values(e2e_path("np1.jsonl"), "loss", 0, l1, STEPS) == STEPS, "1 PE: %d steps", STEPS);
-    CHECK(values(e2e_path("np1.jsonl"), "grad_norm", 0, g1, STEPS) == STEPS, "1 PE: norms");
-    CHECK(values(e2e_path("np1.jsonl"), "test_loss", 1, v1, 2) == 2, "1 PE: 2 evaluations");
+    CHECK(e2e_values(e2e_path("np1.jsonl"), "loss", 0, l1, STEPS) == STEPS, "1 PE: %d steps",
+          STEPS);
+    CHECK(e2e_values(e2e_path("np1.jsonl"), "grad_norm", 0, g1, STEPS) == STEPS, "1 PE: norms");
+    CHECK(e2e_values(e2e_path("np1.jsonl"), "test_loss", 1, v1, 2) == 2, "1 PE: 2 evaluations");
     CHECK(l1[STEPS - 1] < l1[0] - 1.0, "the loss went from %.4f to %.4f: not learning", l1[0],
           l1[STEPS - 1]);
     int clipped = 0;
     for (int s = 0; s < STEPS; s++) clipped += g1[s] > 1.0;
     CHECK(clipped >= 3, "only %d steps clip at --clip 1: the norm is not tested", clipped);
 
-    static const layout_t tp_layouts[] = {
+    /* micro-batches without pp: gradient accumulation, the same option as a pipeline's */
+    static const layout_t dp_layouts[] = {
         {4, 4, "--parallel dp=4", "dp4_z0", NULL},
         {4, 4, "--parallel dp=4 --zero 1", "dp4_z1", NULL},
         {4, 4, "--parallel dp=4 --zero 2", "dp4_z2", NULL},
+        {4, 4, "--parallel dp=4 --micro-batches 2 --zero 2", "dp4_m2_z2",
+         "2 micro-batches of 4 per step (gradients accumulated)"},
+        {4, 1, "--parallel tp=4", "tp4_z0", NULL},
+        {4, 1, "--parallel tp=4 --zero 2", "tp4_z2", "ZeRO-2 over dp=1: nothing to shard"},
+        {4, 1, "--parallel tp=4 --micro-batches 4", "tp4_m4",
+         "4 micro-batches of 2 per step (gradients accumulated)"},
+    };
+    static const layout_t dptp_layouts[] = {
         {4, 2, "--parallel dp=2,tp=2", "dp2tp2_z0", NULL},
         {4, 2, "--parallel dp=2,tp=2 --zero 1", "dp2tp2_z1",
          "ZeRO-1: the state sharded over the 2 PEs of each dp team"},
         {4, 2, "--parallel dp=2,tp=2 --zero 2", "dp2tp2_z2", NULL},
-        {4, 1, "--parallel tp=4", "tp4_z0", NULL},
-        {4, 1, "--parallel tp=4 --zero 2", "tp4_z2", "ZeRO-2 over dp=1: nothing to shard"},
-        /* gradient accumulation: the same option as a pipeline's micro-batches */
-        {4, 4, "--parallel dp=4 --micro-batches 2 --zero 2", "dp4_m2_z2",
-         "2 micro-batches of 4 per step (gradients accumulated)"},
-        {4, 1, "--parallel tp=4 --micro-batches 4", "tp4_m4",
-         "4 micro-batches of 2 per step (gradients accumulated)"},
         {4, 2, "--parallel dp=2,tp=2 --micro-batches 2 --zero 1", "dp2tp2_m2_z1", NULL},
     };
     static const layout_t pp_layouts[] = {
@@ -228,8 +221,11 @@ int main(int argc, char **argv) {
          "8 micro-batches of up to 1 sequences"},
         {2, 1, "--parallel pp=2 --micro-batches 8 --zero 1", "pp2_m8_z1", NULL},
     };
-    const layout_t *ls = pp ? pp_layouts : tp_layouts;
-    size_t nl = pp ? sizeof pp_layouts / sizeof *pp_layouts : sizeof tp_layouts / sizeof *tp_layouts;
+    const layout_t *const all[3] = {dp_layouts, dptp_layouts, pp_layouts}, *ls = all[which];
+    const size_t count[3] = {sizeof dp_layouts / sizeof *dp_layouts,
+                             sizeof dptp_layouts / sizeof *dptp_layouts,
+                             sizeof pp_layouts / sizeof *pp_layouts};
+    size_t nl = count[which];
     for (size_t i = 0; i < nl; i++) check(&ls[i], "", 0);
     /* ZeRO over dp > 1 holds 1/dp of its layout's state, the first run of the layout */
     for (size_t i = 0; i < nl; i++) {
@@ -240,7 +236,7 @@ int main(int argc, char **argv) {
         check_state(ls[base].name, ls[i].name, ls[i].dp, atoi(z + 7));
     }
 
-    if (!pp) {
+    if (which == 1) {
         checkpoints();
         /* the old option's name, refused with where it went */
         snprintf(args, sizeof args, ARGS " --accum 2");
@@ -248,11 +244,12 @@ int main(int argc, char **argv) {
         e2e_expect_log(e2e_path("accum.log"), "--accum is now --micro-batches 2");
     }
     /* not blind: another seed differs by far more than the tolerance */
+    static const char *const seed2[3] = {"dp=4", "dp=2,tp=2", "dp=2,pp=2"};
     snprintf(args, sizeof args, ARGS " --seed 2 --parallel %s --zero 1 --max-steps 2 --metrics %s",
-             pp ? "dp=2,pp=2" : "dp=2,tp=2", e2e_path("seed2.jsonl"));
+             seed2[which], e2e_path("seed2.jsonl"));
     e2e_run(4, NULL, NULL, e2e_path("seed2.log"), 0, args);
     double g2[STEPS];
-    CHECK(values(e2e_path("seed2.jsonl"), "grad_norm", 0, g2, STEPS) == 2, "seed 2: 2 steps");
+    CHECK(e2e_values(e2e_path("seed2.jsonl"), "grad_norm", 0, g2, STEPS) == 2, "seed 2: 2 steps");
     CHECK(rel(g2[1], g1[1]) > 100 * TOL_NORM, "another seed gave the same gradient norm %.6g",
           g2[1]);
     printf("train_layouts: ok\n");
