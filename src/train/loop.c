@@ -444,9 +444,10 @@ static int tp_all_have(run_t *r, int have, size_t W) {
 /* This PE takes part in saving checkpoints: PE 0, and with tp > 1 its tp group. */
 static int ckpt_member(const run_t *r) { return r->lay.tp > 1 ? r->dp_rank == 0 : r->me == 0; }
 
-/* With tp > 1 and ZeRO: an unsharded optimizer of this PE's P parameters
- * (its tp slice) holding the state its dp team's shards hold (get), or
- * giving it to this PE's shard (put); r->opt itself without ZeRO. */
+/* For the tp gather: with ZeRO an unsharded optimizer of this PE's P
+ * parameters (its tp slice) holding the state of its dp team's shards, read
+ * one-sidedly (the caller destroys it); r->opt itself without ZeRO; NULL
+ * when out of memory. */
 static sym_optim_t *tp_local_optim(run_t *r) {
     sym_optim_t *o = r->opt;
     if (r->zero && sym_optim_create(&r->cfg->optim, r->P, &o)) o = NULL;
