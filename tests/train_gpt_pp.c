@@ -39,15 +39,8 @@ typedef struct {
 int main(int argc, char **argv) {
     e2e_init(argc, argv, "train_gpt_pp");
     char args[1024];
-    snprintf(args, sizeof args, ARGS " --metrics %s", e2e_path("np1.jsonl"));
-    e2e_run(1, NULL, NULL, e2e_path("np1.log"), 0, args);
     double l1[STEPS], g1[STEPS], v1[2];
-    CHECK(e2e_values(e2e_path("np1.jsonl"), "loss", 0, l1, STEPS) == STEPS, "1 PE: %d steps",
-          STEPS);
-    CHECK(e2e_values(e2e_path("np1.jsonl"), "grad_norm", 0, g1, STEPS) == STEPS, "1 PE: norms");
-    CHECK(e2e_values(e2e_path("np1.jsonl"), "test_loss", 1, v1, 2) == 2, "1 PE: 2 evaluations");
-    CHECK(l1[STEPS - 1] < l1[0] - 1.0, "the loss went from %.4f to %.4f: not learning", l1[0],
-          l1[STEPS - 1]);
+    e2e_reference(ARGS, STEPS, l1, g1, 2, v1);
 
     const layout_t layouts[] = {
         {2, "--parallel pp=2 --micro-batches 8", "pp2_m8"},

@@ -175,14 +175,7 @@ int main(int argc, char **argv) {
     int which = !strcmp(argv[3], "dp") ? 0 : !strcmp(argv[3], "dptp") ? 1 : 2;
     CHECK(which < 2 || !strcmp(argv[3], "pp"), "usage: train_layouts SYMRUN SYMTRAIN dp|dptp|pp");
     char args[1024];
-    snprintf(args, sizeof args, ARGS " --metrics %s", e2e_path("np1.jsonl"));
-    e2e_run(1, NULL, NULL, e2e_path("np1.log"), 0, args);
-    CHECK(e2e_values(e2e_path("np1.jsonl"), "loss", 0, l1, STEPS) == STEPS, "1 PE: %d steps",
-          STEPS);
-    CHECK(e2e_values(e2e_path("np1.jsonl"), "grad_norm", 0, g1, STEPS) == STEPS, "1 PE: norms");
-    CHECK(e2e_values(e2e_path("np1.jsonl"), "test_loss", 1, v1, 2) == 2, "1 PE: 2 evaluations");
-    CHECK(l1[STEPS - 1] < l1[0] - 1.0, "the loss went from %.4f to %.4f: not learning", l1[0],
-          l1[STEPS - 1]);
+    e2e_reference(ARGS, STEPS, l1, g1, 2, v1);
     int clipped = 0;
     for (int s = 0; s < STEPS; s++) clipped += g1[s] > 1.0;
     CHECK(clipped >= 3, "only %d steps clip at --clip 1: the norm is not tested", clipped);
