@@ -96,7 +96,15 @@ sym_train_e2e(train_parallel) # --parallel dp x tp layouts == 1 PE; bad layouts 
 add_test(NAME train_parallel_resume # tp checkpoints: SIGKILL + restart exact; tp=4 -> tp=2
   COMMAND train_parallel $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> resume)
 set_tests_properties(train_parallel_resume PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
-sym_train_e2e(train_zero)    # --zero 1/2 and --accum == plain data parallelism; 1/N state
+sym_train_e2e(train_zero)    # --zero 1/2 and --micro-batches == plain data parallelism; 1/N state
+# every layout of 4 PEs x ZeRO 0/1/2 x micro-batches == 1 PE (issue 17's matrix), three cases
+add_executable(train_layouts train_layouts.c)
+target_link_libraries(train_layouts PRIVATE m)
+foreach(part dp dptp pp)
+  add_test(NAME train_layouts_${part}
+           COMMAND train_layouts $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> ${part})
+  set_tests_properties(train_layouts_${part} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+endforeach()
 sym_train_e2e(train_zero_resume) # --zero 1: SIGKILL + restart + resume bit-identical
 sym_train_e2e(train_errors)  # an error on one PE ends the job; a second SIGTERM ends a PE
 sym_train_e2e(train_lock)    # two jobs at once on one --ckpt-dir or --metrics: refused, holder named

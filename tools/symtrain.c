@@ -93,13 +93,15 @@ static const char usage_text[] =
     "                               vocabulary) in K pipeline stages of its blocks (1F1B).\n"
     "                               Any subset, a size not given is 1, and N x M x K must\n"
     "                               be the PE count (default: dp over all)\n"
-    "  --micro-batches M            with pp: micro-batches a step (default K)\n"
+    "  --micro-batches M            split each replica's share of a step into M micro-\n"
+    "                               batches: with pp the pipeline's (default K), else\n"
+    "                               gradient accumulation, the gradients reduced after the\n"
+    "                               last only (default 1; CPU). Any layout, any --zero\n"
     "  --inbox-slots S              with pp: slots of each stage's inboxes (default K)\n"
     "  --bucket-mb MB               gradient all-reduce bucket size (default 25)\n"
-    "  --zero 0|1|2                 ZeRO: 1 shards the optimizer state over the PEs, 2 the\n"
-    "                               gradients too (default 0: every PE holds all; CPU)\n"
-    "  --accum N                    N micro-batches of --batch per optimizer step, the\n"
-    "                               gradients reduced after the last only (default 1; CPU)\n"
+    "  --zero 0|1|2                 ZeRO: 1 shards the optimizer state over the dp team\n"
+    "                               (each tp/pp PE its own part), 2 the gradients too\n"
+    "                               (default 0: every PE holds all of its part; CPU)\n"
     "  --threads N                  BLAS threads per PE (default: cores, or the container's\n"
     "                               CPU limit, / PEs on the host)\n"
     "load balancing (the global batch and the math stay; which PE computes which sample moves)\n"
@@ -397,8 +399,9 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->inbox_slots = (int)int_value(opt, v, 1, 1 << 16);
         } else if (!strcmp(opt, "--zero")) {
             c->zero = (int)int_value(opt, v, 0, 2);
-        } else if (!strcmp(opt, "--accum")) {
-            c->accum = (int)int_value(opt, v, 1, 1 << 16);
+        } else if (!strcmp(opt, "--accum")) { /* the earlier name: said where it went */
+            usage_error("--accum is now --micro-batches %s: one option splits a step into "
+                        "micro-batches, a pipeline's with pp, gradient accumulation without", v);
         } else if (!strcmp(opt, "--threads")) {
             c->threads = (int)int_value(opt, v, 1, 1024);
         } else if (!strcmp(opt, "--balance")) {

@@ -123,6 +123,13 @@ static sym_parallel_t layout_of(const sym_train_config_t *c, int npes) {
     return l;
 }
 
+/* --micro-batches: a step's micro-batches per data-parallel replica, one
+ * option for both kinds: with pp > 1 the pipeline's (default: one per
+ * stage), else gradient accumulation (default 1). */
+static int micro_of(const sym_train_config_t *c, sym_parallel_t l) {
+    return c->micro_batches > 0 ? c->micro_batches : l.pp;
+}
+
 /* --parallel against the job and the model. */
 static int validate_layout(const sym_train_config_t *c, int npes) {
     sym_parallel_t l = layout_of(c, npes);
@@ -133,11 +140,6 @@ static int validate_layout(const sym_train_config_t *c, int npes) {
                           "--parallel dp=%d,tp=%d,pp=%d makes %ld PEs, but the job has %d: make "
                           "dp x tp x pp = %d (a size not given is 1)",
                           l.dp, l.tp, l.pp, (long)l.dp * l.tp * l.pp, npes, npes);
-    if ((c->zero || c->accum > 1) && (l.tp > 1 || l.pp > 1))
-        return sym__error(SYM_EINVAL, "--zero and --accum shard and split the data-parallel "
-                                      "work; with --parallel tp or pp they are not in this build "
-                                      "(a pipeline splits its batch with --micro-batches): use "
-                                      "dp alone with them");
     if (c->zero && c->ckpt_sharded)
         return sym__error(SYM_EINVAL, "--zero with --ckpt-format sharded: not in this build; the "
                                       "default format holds the gathered optimizer state, which "
@@ -204,13 +206,16 @@ int sym_train_validate(const sym_train_config_t *c, int npes) {
     if (c->zero < 0 || c->zero > 2)
         return sym__error(SYM_EINVAL, "--zero %d: use 0 (plain data parallelism), 1 (sharded "
                                       "optimizer state) or 2 (sharded gradients too)", c->zero);
-    if (c->accum < 0) return sym__error(SYM_EINVAL, "--accum must be at least 1");
-    if (c->accum > 1 && c->global_batch < (int64_t)c->accum * npes)
+    int micro = micro_of(c, layout_of(c, npes));
+    if (c->micro_batches < 0) return sym__error(SYM_EINVAL, "--micro-batches must be at least 1");
+    if (micro > 1 && c->global_batch < (int64_t)micro * dp)
         return sym__error(SYM_EINVAL,
-                          "--accum %d splits --batch %d into micro-batches of fewer samples than "
-                          "there are PEs (%d), and every PE needs at least one of each; lower "
-                          "--accum or raise --batch to %lld or more",
-                          c->accum, c->global_batch, npes, (long long)c->accum * npes);
+                          "--micro-batches %d%s splits --batch %d into micro-batches of fewer "
+                          "samples than there are data-parallel replicas (%d), and every replica "
+                          "needs at least one of each; lower --micro-batches or raise --batch to "
+                          "%lld or more",
+                          micro, c->micro_batches ? "" : " (pp's default: one per stage)",
+                          c->global_batch, dp, (long long)micro * dp);
     if (c->max_steps < 0 || c->train_samples < 0 || c->test_samples < 0 || c->threads < 0 ||
         c->eval_every < 0 || c->seq < 0 || c->sample_tokens < 0 || c->warmup_steps < -1)
         return sym__error(SYM_EINVAL, "step, sample, token and thread counts cannot be negative");
@@ -447,6 +452,20 @@ static int tp_all_have(run_t *r, int have, size_t W) {
 /* This PE takes part in saving checkpoints: PE 0, and with tp > 1 its tp group. */
 static int ckpt_member(const run_t *r) { return r->lay.tp > 1 ? r->dp_rank == 0 : r->me == 0; }
 
+/* For the tp gather: with ZeRO an unsharded optimizer of this PE's P
+ * parameters (its tp slice) holding the state of its dp team's shards, read
+ * one-sidedly (the caller destroys it); r->opt itself without ZeRO; NULL
+ * when out of memory. */
+static sym_optim_t *tp_local_optim(run_t *r) {
+    sym_optim_t *o = r->opt;
+    if (r->zero && sym_optim_create(&r->cfg->optim, r->P, &o)) o = NULL;
+    if (o && r->zero && sym_zero_state_get(r->zero, o)) {
+        sym_optim_destroy(o);
+        o = NULL;
+    }
+    return o;
+}
+
 /* The whole parameters (*params, sym_model_full_num_params floats: the
  * model's own array without tp, else malloc'd; *owned says which) and the
  * optimizer state (*ostate, malloc'd, *osize bytes, sym_optim_state_save's
@@ -461,19 +480,22 @@ static int ckpt_state_get(run_t *r, float **params, int *owned, void **ostate, s
     *osize = 0;
     if (r->lay.tp > 1) { /* the whole tensors, and an optimizer of the whole model to save them */
         size_t W = sym_model_full_num_params(m);
+        sym_optim_t *mine = tp_local_optim(r); /* ZeRO: gathered over the dp team first */
         *params = malloc(W * sizeof **params);
         *owned = *params != NULL;
-        if (!*params) o = NULL;
+        if (!*params || !mine) o = NULL;
         else if ((rc = sym_optim_create(&r->cfg->optim, W, &o))) o = NULL;
         if ((rc = tp_all_have(r, o != NULL, W))) {
             sym_optim_destroy(o);
+            if (mine != r->opt) sym_optim_destroy(mine);
             return rc;
         }
         rc = sym_model_gather(m, sym_model_params(m), *params);
         for (int k = 0; k < 2 && !rc; k++)
-            if (sym_optim_buffer(r->opt, k))
-                rc = sym_model_gather(m, sym_optim_buffer(r->opt, k), sym_optim_buffer(o, k));
-        sym_optim_set_steps(o, sym_optim_steps(r->opt));
+            if (sym_optim_buffer(mine, k))
+                rc = sym_model_gather(m, sym_optim_buffer(mine, k), sym_optim_buffer(o, k));
+        sym_optim_set_steps(o, sym_optim_steps(mine));
+        if (mine != r->opt) sym_optim_destroy(mine);
         if (rc) {
             sym_optim_destroy(o);
             return rc;
@@ -498,16 +520,19 @@ static int ckpt_state_put(run_t *r, const float *params, const void *ostate, siz
         if (!rc) memcpy(sym_model_params(r->model), params, r->P * sizeof *params);
         return rc;
     }
-    sym_optim_t *o;
+    sym_optim_t *o, *mine = r->opt; /* ZeRO: this PE's slice whole, then its shard of it */
     int rc = sym_optim_create(&r->cfg->optim, sym_model_full_num_params(r->model), &o);
     if (!rc) rc = sym_optim_state_load(o, ostate, osize);
+    if (!rc && r->zero) rc = sym_optim_create(&r->cfg->optim, r->P, &mine);
     if (!rc) {
         sym_model_scatter(r->model, params, sym_model_params(r->model));
         for (int k = 0; k < 2; k++)
             if (sym_optim_buffer(o, k))
-                sym_model_scatter(r->model, sym_optim_buffer(o, k), sym_optim_buffer(r->opt, k));
-        sym_optim_set_steps(r->opt, sym_optim_steps(o));
+                sym_model_scatter(r->model, sym_optim_buffer(o, k), sym_optim_buffer(mine, k));
+        sym_optim_set_steps(mine, sym_optim_steps(o));
+        if (r->zero) sym_zero_state_put(r->zero, mine);
     }
+    if (r->zero && mine != r->opt) sym_optim_destroy(mine);
     sym_optim_destroy(o);
     return rc;
 }
@@ -1112,10 +1137,10 @@ static int choose_device(run_t *r) {
                                                 "CPU keeps every activation"), 1);
     /* tp > 1: the CPU's, unless --device gpu asks for the GPU */
     if (c->device == SYM_TRAIN_CPU || (r->lay.tp > 1 && c->device != SYM_TRAIN_GPU)) return SYM_OK;
-    if (c->zero || c->accum > 1) { /* the sharded step and micro-batches are the CPU loop's */
+    if (c->zero || c->micro_batches > 1) { /* the sharded step, micro-batches: the CPU loop's */
         if (c->device == SYM_TRAIN_GPU)
-            return report(r, sym__error(SYM_EINVAL, "--zero and --accum train on CPU PEs for "
-                                                    "now; drop them, or pass --device cpu"), 1);
+            return report(r, sym__error(SYM_EINVAL, "--zero and --micro-batches train on CPU PEs "
+                                                    "for now; drop them, or pass --device cpu"), 1);
         return SYM_OK;
     }
     int gpt = c->model.kind == SYM_MODEL_GPT;
@@ -1214,14 +1239,14 @@ static int memory_report(run_t *r) {
 /* ---- pipe: pipeline parallelism (--parallel dp=N,pp=K; symtrain/pipeline.h) ---- */
 
 /* With pp > 1: the pipeline's mesh (dp, pp, and tp inside each stage), and
- * what a pipeline cannot do yet; --micro-batches or --inbox-slots without a
- * pipeline are refused. Every PE reaches the same verdict (the same options). */
+ * what a pipeline cannot do yet; --inbox-slots without a pipeline is
+ * refused. Every PE reaches the same verdict (the same options). */
 static int pipe_plan(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     const sym_parallel_t *l = &r->lay;
     const char *why = NULL;
     if (l->pp == 1)
-        why = "--micro-batches and --inbox-slots are for a pipeline; add pp=K (K > 1)";
+        why = "--inbox-slots is for a pipeline; add pp=K (K > 1)";
     else if (c->model.kind != SYM_MODEL_GPT)
         why = "pp: pipeline stages split a GPT's blocks; pass --model gpt:...";
     else if (c->device == SYM_TRAIN_GPU)
@@ -1243,22 +1268,15 @@ static int pipe_plan(run_t *r) {
     int rc = sym_mesh_create(SHMEM_TEAM_WORLD, spec, &r->pipe_mesh);
     if (rc) return report(r, rc, 1);
     r->dp_rank = sym_mesh_coord(r->pipe_mesh, sym_mesh_dim(r->pipe_mesh, "dp"));
-    int M = c->micro_batches ? c->micro_batches : l->pp;
-    if (c->global_batch < l->dp * M)
-        return report(r, sym__error(SYM_EINVAL, "--batch %d over dp=%d replicas is less than "
-                                    "%d micro-batches of one sequence each; raise --batch to %d "
-                                    "or lower --micro-batches", c->global_batch, l->dp, M,
-                                    l->dp * M), 1);
     return SYM_OK;
 }
 
 /* This PE's stage (r->model) and the pipeline's inboxes. */
 static int pipe_create(run_t *r) {
     const sym_train_config_t *c = r->cfg;
-    int M = c->micro_batches ? c->micro_batches : sym_mesh_size(r->pipe_mesh,
-                                                                sym_mesh_dim(r->pipe_mesh, "pp"));
+    int M = micro_of(c, r->lay);
     sym_pipe_config_t pc = {M, (r->max_local + M - 1) / M, r->task.seq, c->inbox_slots,
-                            c->bucket_mb};
+                            c->bucket_mb, c->zero != 0};
     int rc = sym_pipe_create(&c->model, r->pipe_mesh, &pc, &r->pipe);
     if (rc) return report(r, rc, 1);
     r->model = sym_pipe_model(r->pipe);
@@ -1280,6 +1298,33 @@ static int pipe_create(run_t *r) {
 
 /* ---- end pipe ---- */
 
+/* ---- ZeRO inside a mesh (tp, pp) ----
+ * Each PE shards its own part of the model (its tp slice of its stage) over
+ * its dp team; the clipping norm must still be the whole model's: a tensor
+ * whole on every PE of a tp team counts on tp rank 0 alone, the last
+ * stage's copy of the tied wte nowhere (stage 0 counts it), and the dp
+ * teams' sums are summed over tp, then over the pipeline. */
+static int zero_norm(run_t *r) {
+    sym_mesh_t *mesh = r->pipe_mesh ? r->pipe_mesh : r->mesh;
+    if (!mesh) return SYM_OK; /* dp alone: the team's sum is the norm */
+    int nt = sym_model_num_tensors(r->model), n = 0, rc;
+    int tpd = sym_mesh_dim(mesh, "tp"), tp_rank = r->lay.tp > 1 ? sym_mesh_coord(mesh, tpd) : 0;
+    int last = r->pipe && sym_pipe_stages(r->pipe) > 1 &&
+               sym_pipe_stage(r->pipe) == sym_pipe_stages(r->pipe) - 1;
+    unsigned char *counted = malloc((size_t)nt);
+    if (!counted) return sym__error(SYM_ENOMEM, "out of memory for ZeRO");
+    for (int i = 0; i < nt; i++) {
+        const sym_param_t *p = sym_model_param(r->model, i);
+        counted[i] = (p->tp_dim >= 0 || tp_rank == 0) && !(last && p->index == 0);
+    }
+    shmem_team_t teams[2];
+    if (r->lay.tp > 1) teams[n++] = sym_mesh_team(mesh, tpd);
+    if (r->pipe && r->lay.pp > 1) teams[n++] = sym_mesh_team(mesh, sym_mesh_dim(mesh, "pp"));
+    rc = sym_zero_norm_over(r->zero, counted, teams, n);
+    free(counted);
+    return rc;
+}
+
 static int setup(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     int rc = sym_train_validate(c, r->npes);
@@ -1294,7 +1339,7 @@ static int setup(run_t *r) {
     const sym__task_t *t = &r->task;
     r->evalbuf = shmem_calloc(4, sizeof(float)); /* collective */
     if (!r->evalbuf) return report(r, sym__error(SYM_ENOMEM, "symmetric heap exhausted"), 1);
-    if ((c->parallel.pp > 1 || c->micro_batches || c->inbox_slots) && (rc = pipe_plan(r)))
+    if ((c->parallel.pp > 1 || c->inbox_slots) && (rc = pipe_plan(r)))
         return rc;
     if (r->lay.tp > 1 && r->lay.pp == 1) { /* the mesh: a tp group of consecutive PEs in each dp row */
         char spec[64];
@@ -1315,11 +1360,12 @@ static int setup(run_t *r) {
         cap = 2 * r->max_local;
         if (cap > c->global_batch - r->npes + 1) cap = c->global_batch - r->npes + 1;
     }
-    /* --accum: the model holds one micro-batch's rows (the even split of the
-     * largest; balanced, a PE's share scaled to a micro-batch stays within cap) */
-    int accum = c->accum > 1 ? c->accum : 1, step_rows = cap;
+    /* --micro-batches without a pipeline (accumulation): the model holds one
+     * micro-batch's rows (the even split of the largest over dp; balanced, a
+     * PE's share scaled to a micro-batch stays within cap) */
+    int accum = r->pipe_mesh ? 1 : micro_of(c, r->lay), step_rows = cap;
     if (accum > 1 && c->balance.policy == SYM_BALANCE_OFF)
-        step_rows = ((c->global_batch + accum - 1) / accum + r->npes - 1) / r->npes;
+        step_rows = ((c->global_batch + accum - 1) / accum + r->lay.dp - 1) / r->lay.dp;
     int rows = r->rows = t->text || step_rows > EVAL_ROWS ? step_rows : EVAL_ROWS;
     r->pes = calloc((size_t)r->npes, sizeof *r->pes);
     if (!r->pes) return report(r, sym__error(SYM_ENOMEM, "out of memory"), 1);
@@ -1335,7 +1381,7 @@ static int setup(run_t *r) {
         return report(r, rc, 1);
     }
     r->P = sym_model_num_params(r->model);
-    r->accum = c->accum > 1 ? c->accum : 1;
+    r->accum = accum;
     if (!c->zero && (rc = sym_optim_create(&c->optim, r->P, &r->opt))) return report(r, rc, 1);
     int nt = sym_model_num_tensors(r->model);
     size_t *cuts = malloc((size_t)nt * sizeof *cuts);
@@ -1352,9 +1398,12 @@ static int setup(run_t *r) {
         rc = sym_ddp_create(r->dp_team, sym_model_grads(r->model),
                             r->P + (c->zero ? 0 : SYM_GRAD_CTRL), cuts, nt, bucket, &r->ddp);
     free(cuts);
-    if (!rc && c->zero)
-        rc = sym_zero_create(c->zero, r->ddp, r->dp_team, &c->optim, r->P,
-                             sym_model_param(r->model, 0), nt, &r->zero);
+    if (!rc && c->zero) /* a pipeline's: the stage's buckets over its dp team */
+        rc = sym_zero_create(c->zero, r->pipe ? sym_pipe_ddp(r->pipe) : r->ddp,
+                             r->pipe ? sym_mesh_team(r->pipe_mesh, sym_mesh_dim(r->pipe_mesh, "dp"))
+                                     : r->dp_team,
+                             &c->optim, r->P, sym_model_param(r->model, 0), nt, &r->zero);
+    if (!rc && r->zero) rc = zero_norm(r);
     if (rc) return report(r, rc, 1);
     if ((rc = sym_loader_init(&r->loader, t->n_train, c->global_batch, r->lay.dp, r->dp_rank,
                               c->model.seed)))
@@ -1468,14 +1517,23 @@ static int setup(run_t *r) {
                  r->lay.tp > 1 ? "dp group" : "PE", sym_optim_name(c->optim.kind),
                  (double)c->lr, len, nb, nb == 1 ? "" : "s",
                  sym__fmt_size((r->P + SYM_GRAD_CTRL) * 4, bsz, sizeof bsz));
-        if (!r->gpu) /* the bytes, exactly: tests compare them across --zero */
-            note(r, "optimizer state %zu bytes per PE (%s); %d micro-batch%s of %d per step",
-                 optim_state_bytes(r),
-                 c->zero == 1   ? "ZeRO-1: sharded over the PEs"
-                 : c->zero == 2 ? "ZeRO-2: it and the gradients sharded over the PEs"
-                                : "not sharded",
-                 r->accum, r->accum == 1 ? "" : "es",
-                 (c->global_batch + r->accum - 1) / r->accum);
+        if (!r->gpu) { /* the bytes, exactly: tests compare them across --zero */
+            char how[160];
+            int M = micro_of(c, r->lay);
+            if (!c->zero)
+                snprintf(how, sizeof how, "not sharded");
+            else if (r->lay.dp == 1) /* a layout without dp replicas: nothing to shard over */
+                snprintf(how, sizeof how, "ZeRO-%d over dp=1: nothing to shard, each PE holds "
+                         "its part's whole state", c->zero);
+            else
+                snprintf(how, sizeof how, "ZeRO-%d: %s sharded over the %d PEs of each dp team",
+                         c->zero, c->zero == 1 ? "the state" : "the state and the gradients",
+                         r->lay.dp);
+            note(r, "optimizer state %zu bytes per PE (%s); %d micro-batch%s of %d per step%s",
+                 optim_state_bytes(r), how, M, M == 1 ? "" : "es",
+                 (c->global_batch + M - 1) / M,
+                 r->pipe ? " (the pipeline's)" : M > 1 ? " (gradients accumulated)" : "");
+        }
         const sym_balance_config_t *bc = &c->balance;
         char every[32];
         if (bc->every_s > 0)
@@ -1582,6 +1640,15 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     return SYM_OK;
 }
 
+/* What ZeRO-2 frees, said once (after step 1): st, the step's buckets. */
+static void say_zero2(run_t *r, const sym_ddp_stats_t *st) {
+    if (r->cfg->zero == 2 && r->step == 1 && r->speak)
+        note(r, "ZeRO-2: step 1 handed %llu of the %zu bytes of full gradients back to the OS "
+                "as their buckets were reduced; this PE keeps a %zu-byte shard",
+             (unsigned long long)st->bytes_released, r->P * sizeof(float),
+             sym_zero_shard_len(r->zero) * sizeof(float));
+}
+
 /* pipe: the step through the pipeline; the last stages' loss and the stop
  * flag summed over the job (so PE 0 has them), the norm over the pipeline. */
 static int pipe_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
@@ -1597,16 +1664,23 @@ static int pipe_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     r->evalbuf[1] = stop_signal ? 1.0f : 0.0f;
     if ((rc = sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 2)) ||
         (rc = sym__balance_exchange(r->bal, r->step + 1)) ||
-        (rc = sym_pipe_clip(r->pipe, c->clip, norm_out)))
+        (rc = r->zero ? sym_zero_clip(r->zero, NULL, 0, c->clip, norm_out) /* from the shards */
+                      : sym_pipe_clip(r->pipe, c->clip, norm_out)))
         return report(r, rc, 0);
     float *g = sym_model_grads(r->model);
     *loss_out = r->evalbuf[0];
     *stop = r->evalbuf[1] > 0.0f;
     g[r->P + CTRL_STOP] = r->evalbuf[1]; /* read again at the epoch's end */
     float lr = sym_lr_at(&r->sched, r->step);
-    sym_optim_step(r->opt, sym_model_params(r->model), g, lr);
+    if (r->zero && (rc = sym_zero_step(r->zero, sym_model_params(r->model), lr)))
+        return report(r, rc, 0);
+    if (!r->zero) sym_optim_step(r->opt, sym_model_params(r->model), g, lr);
     r->step++;
     r->sample += b->gsize;
+    if (r->zero) {
+        sym_ddp_stats_t st = sym_ddp_stats(sym_pipe_ddp(r->pipe));
+        say_zero2(r, &st);
+    }
     double now = sym__now_s();
     record(r, rec, *loss_out, lr, *norm_out, b->gsize, now - t0, now - t1, 0);
     return SYM_OK;
@@ -1625,7 +1699,8 @@ static int agree_tp(run_t *r, float *stop) {
 }
 
 /* Returns 0 or an error; *stop gets the agreed stop flag.
- * With --accum N the step's global batch is split into N micro-batches
+ * With --micro-batches N and no pipeline (gradient accumulation), with or
+ * without tp, the step's global batch is split into N micro-batches
  * (sym_shard_range: the first take one sample more); each one's backward adds
  * into the same gradients, and only the last one's starts the buckets'
  * reductions, so the others communicate nothing. The loss gradient's scale
@@ -1717,11 +1792,7 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
 
     double dt = sym__now_s() - t0;
     sym_ddp_stats_t st = sym_ddp_stats(r->ddp);
-    if (c->zero == 2 && r->step == 1 && r->speak) /* what ZeRO-2 frees, said once */
-        note(r, "ZeRO-2: step 1 handed %llu of the %zu bytes of full gradients back to the OS "
-                "as their buckets were reduced; this PE keeps a %zu-byte shard",
-             (unsigned long long)st.bytes_released, r->P * sizeof(float),
-             sym_zero_shard_len(r->zero) * sizeof(float));
+    say_zero2(r, &st);
     record(r, rec, *loss_out, lr, *norm_out, gsize, dt, st.wait_s + st.issue_s + tz,
            st.bytes_reduced);
     return SYM_OK;
