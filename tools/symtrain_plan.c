@@ -51,6 +51,7 @@ static const char plan_usage[] =
     "  --no-measure          cpu: use the assumed rates (20 GFLOP/s, 10 GB/s a PE) instead\n"
     "                        of measuring this machine (about a second)\n"
     "  --layout L            only this layout: dp=N,tp=M,pp=K[,micro=M,zero=Z,recompute=0|1]\n"
+    "                        (micro: micro-batches, default K as in symtrain train)\n"
     "  --all                 list every layout (default: the 20 fastest that fit and the 5\n"
     "                        smallest that do not)\n"
     "  --json                one JSON document instead of the table\n";
@@ -95,9 +96,10 @@ static int size_value(const char *s, size_t *out) {
     return 0;
 }
 
-/* "dp=2,tp=2,pp=1,micro=2,zero=1,recompute=0" (any subset; missing 1, zero 0) */
+/* "dp=2,tp=2,pp=1,micro=2,zero=1,recompute=0" (any subset; missing 1, zero 0;
+ * micro missing: pp, the micro-batches `symtrain train --parallel` takes) */
 static int layout_value(const char *s, sym_plan_layout_t *l) {
-    *l = (sym_plan_layout_t){1, 1, 1, 1, 0, 0};
+    *l = (sym_plan_layout_t){1, 1, 1, 0, 0, 0};
     const char *p = s;
     while (*p) {
         char key[16];
@@ -120,6 +122,7 @@ static int layout_value(const char *s, sym_plan_layout_t *l) {
         if (*p == ',') p++;
         else if (*p) return -1;
     }
+    if (!l->micro) l->micro = l->pp;
     return 0;
 }
 
