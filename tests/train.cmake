@@ -71,6 +71,7 @@ sym_train_e2e(train_gpt_gpu_precision) # --precision fp32 vs the CPU, fp16 vs fp
 set_tests_properties(train_gpt_gpu_precision PROPERTIES LABELS gpu TIMEOUT 300 RUN_SERIAL TRUE)
 sym_train_e2e(train_plan)    # symtrain plan: parameters, memory, times and choices by hand
 sym_train_e2e(train_plan_memory) # the planner's memory per PE vs symtrain train's allocators
+sym_train_e2e(train_plan_auto) # --parallel auto on 4 PEs: symtrain plan's choice, trained as by hand
 # The layouts of 4 PEs the other issue-17 branches train, once merged, checked the same way:
 # a list of LAYOUT[:TRAIN ARGS] (tests/train_plan_memory.c), e.g. "dp=2,tp=2;tp=4;dp=2,zero=1:--zero 1"
 set(SYM_PLAN_LAYOUTS "" CACHE STRING "more layouts for train_plan_memory_layouts")

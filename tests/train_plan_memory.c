@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
                                    pp > 1 ? "--micro-batches" : "--accum", micro);
         if (zero) snprintf(par + at, sizeof par - at, " --zero %d", zero);
         snprintf(args, sizeof args,
-                 "--generated --model " MODEL " --batch %d --max-steps 2 --threads 1 --lr 0.01%s %s",
+                 "--generated --model " MODEL " --batch %d --max-steps 1 --test-samples 4 --threads 1 --lr 0.01%s %s",
                  BATCH, par, extra);
         const char *log = e2e_path("train-%d.log", li);
         e2e_run(pes, NULL, NULL, log, 0, args);

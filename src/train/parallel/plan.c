@@ -323,19 +323,21 @@ static size_t stage_acts(const sym_plan_request_t *r, const stage_t *st, int row
 
 /* ---- what our code does today ---- */
 
-enum { F_TP = 1, F_PP = 2, F_ZERO = 4, F_ACCUM = 8, F_RECOMPUTE = 16 };
+enum { F_TP = 1, F_PP = 2, F_ZERO = 4, F_ACCUM = 8, F_RECOMPUTE = 16, F_DP_MESH = 32 };
 
 /* Features each device's training does (tp, pp, ZeRO and accumulation on
- * the CPU). The GPU trains data parallel only. Neither does the planner's
- * whole-block recompute: the GPU's --recompute gelu,ln keeps each block's
- * other buffers. */
+ * the CPU, but ZeRO and --accum only without tp and pp: F_DP_MESH, which
+ * the training loop's validate_layout refuses). The GPU trains data
+ * parallel only. Neither does the planner's whole-block recompute: the
+ * GPU's --recompute gelu,ln keeps each block's other buffers. */
 static const unsigned have[2] = {F_TP | F_PP | F_ZERO | F_ACCUM, 0};
 
 static void say_needs(const sym_plan_request_t *r, unsigned used, char *buf, size_t len) {
-    static const char *const name[] = {"tp", "pp", "zero", "micro-batches", "recompute"};
+    static const char *const name[] = {"tp",        "pp",        "zero",
+                                       "micro-batches", "recompute", "zero/accum with tp or pp"};
     unsigned missing = used & ~have[r->device];
     buf[0] = '\0';
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (missing & (1u << i)) {
             size_t at = strlen(buf);
             snprintf(buf + at, len - at, "%s%s", at ? "," : "", name[i]);
@@ -467,6 +469,7 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
 
     unsigned used = (l->tp > 1 ? F_TP : 0) | (l->pp > 1 ? F_PP : 0) | (l->zero ? F_ZERO : 0) |
                     (l->pp == 1 && l->micro > 1 ? F_ACCUM : 0) | (l->recompute ? F_RECOMPUTE : 0);
+    if ((l->zero || (l->pp == 1 && l->micro > 1)) && (l->tp > 1 || l->pp > 1)) used |= F_DP_MESH;
     say_needs(r, used, o->needs, sizeof o->needs);
     return SYM_OK;
 }
