@@ -10,6 +10,7 @@
  *    planner must split the model: tp or pp);
  *  - with --ckpt-dir beside it (a pipeline does not checkpoint in every
  *    build) it still picks a layout that trains;
+ *  - the rate is measured on the BLAS threads the run trains with (--threads);
  *  - --zero, --accum or --micro-batches beside auto: one clear message, the
  *    whole job ends.
  */
@@ -118,6 +119,12 @@ int main(int argc, char **argv) {
     e2e_run(4, NULL, NULL, log, 0, args);
     chosen(log);
     CHECK(e2e_newest(ck, NULL, 0) == STEPS, "no checkpoint of step %d in %s", STEPS, ck);
+
+    /* one PE: its rate measured on the --threads it trains with, not the host's cores */
+    log = e2e_path("one.log");
+    e2e_run(1, NULL, NULL, log, 0, "--generated --model " MODEL " --device cpu --test-samples 4 "
+            "--batch 2 --max-steps 1 --threads 1 --parallel auto");
+    e2e_expect_log(log, "GB/s a PE (1 BLAS thread, 1 PE on ");
 
     /* what auto chooses may not be given beside it */
     static const char *const fixed[] = {"--zero 1", "--accum 2", "--micro-batches 2"};

@@ -7,7 +7,8 @@
  * CPU PE 0 measures a training pass of the model's width and a copy while
  * the other PEs wait in the broadcast (they sleep there, so the measurement
  * has the cores to itself, and sym_plan_measure_cpu shares them out over the
- * PEs of this host); on the GPU the recorded H200 figures. PE 0 walks the
+ * PEs of this host, on --threads each where that is fewer than their share);
+ * on the GPU the recorded H200 figures. PE 0 walks the
  * candidates fastest first and takes the first that fits and that the
  * training loop trains beside the job's other options, then broadcasts the
  * layout and the rates: one decision, so no PE can reach another.
@@ -79,13 +80,16 @@ static int choose(const sym_train_config_t *c, int npes, sym_plan_request_t *r,
     }
     int cores, local;
     host_share(&cores, &local);
+    /* the PEs sharing this host's cores, on --threads each where given */
+    int use = c->threads && c->threads * local < cores ? c->threads * local : cores;
+    int threads = local <= use ? use / local : 1; /* as sym_plan_measure_cpu divides them */
     size_t mem = 0; /* the GPU's free memory is known once a model is built: no limit */
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (!gpu && pages > 0 && page > 0) mem = (size_t)pages * (size_t)page / (size_t)local;
     sym_plan_train_request(c, npes, gpu, mem, r);
     if (!gpu) {
-        r->pes = local; /* the PEs sharing this host's cores */
-        sym_plan_measure_cpu(r, cores);
+        r->pes = local;
+        sym_plan_measure_cpu(r, use);
         r->pes = npes;
     }
     sym_plan_result_t *res;
@@ -120,8 +124,9 @@ static int choose(const sym_train_config_t *c, int npes, sym_plan_request_t *r,
         snprintf(rates, sizeof rates, "GPU figures recorded on an H200 (symtrain plan --device "
                  "gpu lists them)");
     else
-        snprintf(rates, sizeof rates, "CPU measured on PE 0: %.6g GFLOP/s, %.6g GB/s a PE",
-                 r->flops / 1e9, r->mem_bw / 1e9);
+        snprintf(rates, sizeof rates, "CPU measured on PE 0: %.6g GFLOP/s, %.6g GB/s a PE "
+                 "(%d BLAS thread%s, %d PE%s on %d cores)", r->flops / 1e9, r->mem_bw / 1e9,
+                 threads, threads == 1 ? "" : "s", local, local == 1 ? "" : "s", cores);
     snprintf(why, len, "--parallel auto: %s, the planner's fastest of the %d layouts that fit and "
              "train here: %.2f ms a step predicted, %s a PE%s; %s", a, ok, res[pick].t_step * 1e3,
              sym__fmt_size(res[pick].mem.total, m, sizeof m), b, rates);
