@@ -11,8 +11,15 @@
  *  - with --ckpt-dir beside it (a pipeline does not checkpoint in every
  *    build) it still picks a layout that trains;
  *  - the rate is measured on the BLAS threads the run trains with (--threads);
+ *  - a PE killed mid-run, the job restarted by symrun with --resume=auto: the
+ *    restart keeps the layout the job started with (--ckpt-dir's
+ *    parallel-auto) and ends with the weights and losses of that layout run
+ *    by hand without a kill; a file there that is not a layout, or a layout
+ *    this job cannot train, is said and planned again;
  *  - --zero, --accum or --micro-batches beside auto: one clear message, the
  *    whole job ends.
+ *
+ *   train_plan_auto SYMRUN SYMTRAIN [restart]   (restart: the kill and restart only)
  */
 #include "train_e2e.h"
 
@@ -102,8 +109,66 @@ static choice_t auto_run(int batch, int tag) {
     return c;
 }
 
+/* Kill PE 1 at step 3 of 6 (checkpoints every 2), symrun restarts the job. */
+static void restart_keeps_layout(void) {
+    const char *ck = e2e_path("crash"), *log = e2e_path("crash.log"), *met = e2e_path("crash.jsonl");
+    char args[1024];
+    snprintf(args, sizeof args, "--generated --model " MODEL " --device cpu --test-samples 4 "
+             "--batch 2 --steps 6 --threads 1 --lr 0.01 --parallel auto --ckpt-dir %s "
+             "--ckpt-steps 2 --resume=auto --metrics %s", ck, met);
+    e2e_run(4, "--max-restarts 1", "SYMTRAIN_TEST_KILL_AT=1:3", log, 0, args);
+    e2e_expect_log(log, "restarting the job (restart 1 of 1)");
+    choice_t c = chosen(log); /* the first attempt's */
+    char kept[256];
+    snprintf(kept, sizeof kept, "--parallel auto: dp=%d,tp=%d,pp=%d, %d micro-batch%s, ZeRO-%d, "
+             "kept from %s/parallel-auto", c.dp, c.tp, c.pp, c.micro, c.micro == 1 ? "" : "es",
+             c.zero, ck);
+    e2e_expect_log(log, kept);
+    CHECK(e2e_count(log, "--parallel auto: ") == 2, "%s: not one choice an attempt", log);
+
+    const char *ref = e2e_path("ref"), *rmet = e2e_path("ref.jsonl");
+    char by_hand[128];
+    snprintf(by_hand, sizeof by_hand, "--parallel dp=%d,tp=%d,pp=%d%s", c.dp, c.tp, c.pp,
+             c.zero ? (c.zero == 1 ? " --zero 1" : " --zero 2") : "");
+    CHECK(c.micro == 1, "batch 2: %d micro-batches", c.micro);
+    snprintf(args, sizeof args, "--generated --model " MODEL " --device cpu --test-samples 4 "
+             "--batch 2 --steps 6 --threads 1 --lr 0.01 %s --ckpt-dir %s --metrics %s", by_hand,
+             ref, rmet);
+    e2e_run(4, NULL, NULL, e2e_path("ref.log"), 0, args);
+    CHECK(e2e_newest(ck, NULL, 0) == 6 && e2e_newest(ref, NULL, 0) == 6, "not both at step 6");
+    e2e_same_ckpt_file(ref, ck, "model.bin");
+    e2e_same_losses(rmet, met, 6, 0);
+
+    /* what parallel-auto holds is checked, not trusted */
+    static const char *const bad[] = {"tp=4\n", "dp=8,tp=1,pp=1,micro=1,zero=0\n"};
+    static const char *const said[] = {"is not a layout", "which does not train this job"};
+    for (int i = 0; i < 2; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/parallel-auto", ck);
+        FILE *f = fopen(path, "w");
+        CHECK(f && fputs(bad[i], f) >= 0 && fclose(f) == 0, "cannot write %s", path);
+        log = e2e_path("bad-%d.log", i);
+        snprintf(args, sizeof args, "--generated --model " MODEL " --device cpu --test-samples 4 "
+                 "--batch 2 --steps %d --threads 1 --lr 0.01 --parallel auto --ckpt-dir %s "
+                 "--ckpt-steps 2 --resume", 8 + 2 * i, ck);
+        e2e_run(4, NULL, NULL, log, 0, args);
+        e2e_expect_log(log, said[i]);
+        chosen(log);
+        char *s = e2e_read(path, NULL);
+        CHECK(s && !strncmp(s, "dp=", 3) && strstr(s, ",zero="), "%s holds '%s' after planning "
+              "again", path, s ? s : "");
+        free(s);
+    }
+}
+
 int main(int argc, char **argv) {
     e2e_init(argc, argv, "train_plan_auto");
+    if (argc > 3 && !strcmp(argv[3], "restart")) { /* ctest train_plan_auto_restart */
+        restart_keeps_layout();
+        e2e_cleanup();
+        printf("train_plan_auto restart: ok\n");
+        return 0;
+    }
 
     auto_run(8, 0);
     choice_t small = auto_run(2, 1);

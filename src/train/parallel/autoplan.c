@@ -12,15 +12,27 @@
  * candidates fastest first and takes the first that fits and that the
  * training loop trains beside the job's other options, then broadcasts the
  * layout and the rates: one decision, so no PE can reach another.
+ *
+ * With --ckpt-dir the choice is kept in DIR/parallel-auto (one line, the
+ * planner's spelling: dp=2,tp=2,pp=1,micro=1,zero=0), and a --resume takes
+ * the layout from there while it still fits the job: a restarted job trains
+ * the layout it started with (measured rates move from run to run, and a
+ * different layout would sum in another order). PE 0 reads and writes it
+ * holding the directory's lock (sym_ckpt_lock), released before the loop
+ * takes it for the run.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <symtrain/ckpt.h>
 #include <symtrain/plan.h>
 #include <symtrain/train.h>
 
@@ -70,8 +82,45 @@ static int say_layout(char *buf, size_t len, const sym_plan_layout_t *l) {
                     l->micro, l->micro == 1 ? "" : "es", l->zero);
 }
 
-/* PE 0: the choice into *l and the rates into r; the line into why. */
-static int choose(const sym_train_config_t *c, int npes, sym_plan_request_t *r,
+/* ---- DIR/parallel-auto: the layout a job started with ---- */
+
+static const char keep_name[] = "parallel-auto";
+
+/* The layout kept in dir: 1, 0 when there is none, -1 when it cannot be read. */
+static int keep_read(const char *dir, sym_plan_layout_t *l) {
+    char path[4096], text[128];
+    snprintf(path, sizeof path, "%s/%s", dir, keep_name);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? 0 : -1;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    text[n] = '\0';
+    *l = (sym_plan_layout_t){0};
+    return sscanf(text, "dp=%d,tp=%d,pp=%d,micro=%d,zero=%d", &l->dp, &l->tp, &l->pp, &l->micro,
+                  &l->zero) == 5 ? 1 : -1;
+}
+
+/* Keep l in dir (written beside, then renamed over); 0 or errno. */
+static int keep_write(const char *dir, const sym_plan_layout_t *l) {
+    char path[4096], tmp[4096], text[128];
+    snprintf(path, sizeof path, "%s/%s", dir, keep_name);
+    snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, keep_name);
+    int n = snprintf(text, sizeof text, "dp=%d,tp=%d,pp=%d,micro=%d,zero=%d\n", l->dp, l->tp, l->pp,
+                     l->micro, l->zero);
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return errno;
+    int e = write(fd, text, (size_t)n) == n && fsync(fd) == 0 ? 0 : (errno ? errno : EIO);
+    if (close(fd) && !e) e = errno;
+    if (!e && rename(tmp, path)) e = errno;
+    if (e) unlink(tmp);
+    return e;
+}
+
+/* PE 0: the choice into *l and the rates into r; the line into why. keep:
+ * the directory whose parallel-auto is read (on --resume) and written, or NULL. */
+static int choose(const sym_train_config_t *c, const char *keep, int npes, sym_plan_request_t *r,
                   sym_plan_layout_t *l, char *why, size_t len) {
     int gpu = c->device == SYM_TRAIN_GPU;
     if (c->device == SYM_TRAIN_AUTO) {
@@ -87,6 +136,24 @@ static int choose(const sym_train_config_t *c, int npes, sym_plan_request_t *r,
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (!gpu && pages > 0 && page > 0) mem = (size_t)pages * (size_t)page / (size_t)local;
     sym_plan_train_request(c, npes, gpu, mem, r);
+    char note[4600] = "";
+    int kept = keep && c->resume ? keep_read(keep, l) : 0;
+    if (kept < 0)
+        snprintf(note, sizeof note, "; %s/%s is not a layout (dp=N,tp=M,pp=K,micro=M,zero=Z): "
+                 "planned again", keep, keep_name);
+    if (kept > 0) {
+        sym_plan_result_t e;
+        char a[96];
+        say_layout(a, sizeof a, l);
+        if ((long long)l->dp * l->tp * l->pp == npes && !sym_plan_evaluate(r, l, &e) &&
+            !e.needs[0] && trains_here(c, l, npes)) {
+            snprintf(why, len, "--parallel auto: %s, kept from %s/%s (the layout this job "
+                     "started with; remove the file to plan again)", a, keep, keep_name);
+            return SYM_OK;
+        }
+        snprintf(note, sizeof note, "; %s/%s held %s, which does not train this job: planned "
+                 "again", keep, keep_name, a);
+    }
     if (!gpu) {
         r->pes = local;
         sym_plan_measure_cpu(r, use);
@@ -128,9 +195,15 @@ static int choose(const sym_train_config_t *c, int npes, sym_plan_request_t *r,
                  "(%d BLAS thread%s, %d PE%s on %d cores)", r->flops / 1e9, r->mem_bw / 1e9,
                  threads, threads == 1 ? "" : "s", local, local == 1 ? "" : "s", cores);
     snprintf(why, len, "--parallel auto: %s, the planner's fastest of the %d layouts that fit and "
-             "train here: %.2f ms a step predicted, %s a PE%s; %s", a, ok, res[pick].t_step * 1e3,
-             sym__fmt_size(res[pick].mem.total, m, sizeof m), b, rates);
+             "train here: %.2f ms a step predicted, %s a PE%s; %s%s", a, ok, res[pick].t_step * 1e3,
+             sym__fmt_size(res[pick].mem.total, m, sizeof m), b, rates, note);
     free(res);
+    int e = keep ? keep_write(keep, l) : 0;
+    if (e) {
+        size_t at = strlen(why);
+        snprintf(why + at, len - at, "; not kept in %s/%s (%s): a restart plans again", keep,
+                 keep_name, strerror(e));
+    }
     return SYM_OK;
 }
 
@@ -158,7 +231,15 @@ int sym__train_autoplan(const sym_train_config_t *c, sym_train_config_t *out, ch
     sym_plan_layout_t l = {0};
     char err[512] = "";
     if (me == 0) {
-        int rc = choose(c, npes, &r, &l, why, len);
+        /* the directory held while its parallel-auto is read and written (not
+         * made for a --resume that will find nothing there and stop) */
+        struct stat st;
+        int lock = -1;
+        if (c->ckpt_dir && !(stat(c->ckpt_dir, &st) && c->resume == SYM_RESUME_MUST) &&
+            sym_ckpt_lock(c->ckpt_dir, &lock))
+            lock = -2; /* another job holds it: the loop says so; nothing kept here */
+        int rc = choose(c, lock >= 0 ? c->ckpt_dir : NULL, npes, &r, &l, why, len);
+        if (lock >= 0) sym_ckpt_unlock(lock);
         if (rc) snprintf(err, sizeof err, "%s", sym_last_error());
         double v[9] = {rc, l.dp, l.tp, l.pp, l.micro, l.zero, l.recompute, r.flops, r.mem_bw};
         memcpy(buf + 9, v, sizeof v);
