@@ -15,7 +15,8 @@
  *    restart keeps the layout the job started with (--ckpt-dir's
  *    parallel-auto) and ends with the weights and losses of that layout run
  *    by hand without a kill; a file there that is not a layout, or a layout
- *    this job cannot train, is said and planned again;
+ *    this job cannot train, is said and planned again; a fresh run into
+ *    that directory (refused: it holds checkpoints) leaves the file as it was;
  *  - --zero, --accum or --micro-batches beside auto: one clear message, the
  *    whole job ends.
  *
@@ -159,6 +160,19 @@ static void restart_keeps_layout(void) {
               "again", path, s ? s : "");
         free(s);
     }
+    /* a fresh run into that directory is refused, and leaves what its job kept */
+    char path[600];
+    snprintf(path, sizeof path, "%s/parallel-auto", ck);
+    char *before = e2e_read(path, NULL);
+    snprintf(args, sizeof args, "--generated --model " MODEL " --device cpu --test-samples 4 "
+             "--batch 8 --steps 2 --threads 1 --parallel auto --ckpt-dir %s", ck);
+    e2e_run(4, NULL, NULL, e2e_path("fresh.log"), 1, args);
+    e2e_expect_log(e2e_path("fresh.log"), "holds checkpoints of an earlier run");
+    char *after = e2e_read(path, NULL);
+    CHECK(before && after && !strcmp(before, after), "%s changed from '%s' to '%s'", path,
+          before ? before : "", after ? after : "");
+    free(before);
+    free(after);
 }
 
 int main(int argc, char **argv) {

@@ -198,7 +198,9 @@ static int choose(const sym_train_config_t *c, const char *keep, int npes, sym_p
              "train here: %.2f ms a step predicted, %s a PE%s; %s%s", a, ok, res[pick].t_step * 1e3,
              sym__fmt_size(res[pick].mem.total, m, sizeof m), b, rates, note);
     free(res);
-    int e = keep ? keep_write(keep, l) : 0;
+    /* a fresh run into a directory of checkpoints is refused by the loop: what
+     * their job kept stays */
+    int e = keep && (c->resume || !sym_ckpt_format(keep)) ? keep_write(keep, l) : 0;
     if (e) {
         size_t at = strlen(why);
         snprintf(why + at, len - at, "; not kept in %s/%s (%s): a restart plans again", keep,
