@@ -40,7 +40,9 @@
  *   compute  the heaviest stage's FLOPs (6 x its parameters + 6 x layers x
  *            context x width per token, x 4/3 with recompute) over the rate;
  *            under TP the work split over tp is the blocks', the embeddings
- *            and LM head are computed whole by each PE unless vocab_parallel
+ *            and LM head are computed whole by each PE unless vocab_parallel,
+ *            and the blocks' LayerNorms and residual adds stay whole: 24
+ *            passes of a micro-batch's activation a layer at the memory rate
  *   bubble   compute x (pp - 1) / m, i.e. a (pp-1)/(m+pp-1) share of the pipe
  *   tp       4 all-reduces a layer a micro-batch (2 forward, 2 backward; 6
  *            with recompute) of rows x T x C activations
@@ -435,11 +437,18 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
     }
     double re = l->recompute ? 4.0 / 3.0 : 1.0;
     o->t_compute = worst * tokens * re / r->flops;
+    double elt = gpu ? 2 : 4, act = (double)rows * T * C * elt;
+    int layers_stage = m->n_layer / l->pp + (m->n_layer % l->pp != 0);
+    /* Under TP every PE of the group still does the blocks' LayerNorms and
+     * residual adds on the whole width (gpt.c; Megatron without sequence
+     * parallelism): about 24 passes over a (rows x T, C) activation a layer,
+     * forward and backward, at the memory rate. The rate above has them split
+     * over tp with the rest; the (1 - 1/tp) left is added back. */
+    if (l->tp > 1)
+        o->t_compute += (1.0 - 1.0 / l->tp) * layers_stage * l->micro * 24.0 * act / r->mem_bw;
     o->bubble = (double)(l->pp - 1) / (double)(l->micro + l->pp - 1);
     o->t_bubble = o->t_compute * (l->pp - 1) / l->micro;
     /* communication */
-    double elt = gpu ? 2 : 4, act = (double)rows * T * C * elt;
-    int layers_stage = m->n_layer / l->pp + (m->n_layer % l->pp != 0);
     o->t_tp = l->tp > 1 ? (double)layers_stage * l->micro * (l->recompute ? 6 : 4) *
                               allreduce_t(ktp, l->tp, act)
                         : 0;
