@@ -226,10 +226,11 @@ int sym__train_autoplan(const sym_train_config_t *c, sym_train_config_t *out, ch
                  "parallel)", npes, c->model.spec);
         return SYM_OK;
     }
-    /* [0] status, [1..6] the layout, [7] FLOP/s, [8] bytes/s: PE 0's to all */
+    /* [0] status, [1..6] the layout, [7] planned for the GPU, [8] bytes/s: PE 0's to all */
     double *buf = shmem_calloc(18, sizeof(double)); /* collective */
     if (!buf) return sym__error(SYM_ENOMEM, "--parallel auto: symmetric heap exhausted");
     sym_plan_request_t r;
+    memset(&r, 0, sizeof r);
     sym_plan_layout_t l = {0};
     char err[512] = "";
     if (me == 0) {
@@ -243,7 +244,8 @@ int sym__train_autoplan(const sym_train_config_t *c, sym_train_config_t *out, ch
         int rc = choose(c, lock >= 0 ? c->ckpt_dir : NULL, npes, &r, &l, why, len);
         if (lock >= 0) sym_ckpt_unlock(lock);
         if (rc) snprintf(err, sizeof err, "%s", sym_last_error());
-        double v[9] = {rc, l.dp, l.tp, l.pp, l.micro, l.zero, l.recompute, r.flops, r.mem_bw};
+        double v[9] = {rc, l.dp, l.tp, l.pp, l.micro, l.zero, l.recompute,
+                       r.device == SYM_PLAN_GPU, r.mem_bw};
         memcpy(buf + 9, v, sizeof v);
         memcpy(buf, v, sizeof v); /* the root's own copy */
     }
@@ -255,8 +257,12 @@ int sym__train_autoplan(const sym_train_config_t *c, sym_train_config_t *out, ch
     } else {
         rc = sym__error(SYM_ECOMM, "--parallel auto: the broadcast of PE 0's layout failed");
     }
+    int gpu = buf[7] > 0;
     shmem_free(buf);
     if (rc) return me == 0 && err[0] ? sym__error(rc, "%s", err) : rc;
     apply(c, &l, out);
+    /* planned for the GPU: where --device auto would train a tp layout on the
+     * CPU (the loop's choose_device), say the GPU the plan is for */
+    if (gpu && l.tp > 1) out->device = SYM_TRAIN_GPU;
     return SYM_OK;
 }
