@@ -93,6 +93,9 @@ static const char usage_text[] =
     "                               vocabulary) in K pipeline stages of its blocks (1F1B).\n"
     "                               Any subset, a size not given is 1, and N x M x K must\n"
     "                               be the PE count (default: dp over all)\n"
+    "  --parallel auto              the layout planner's fastest for this job (symtrain\n"
+    "                               plan --runnable): dp, tp, pp, micro-batches and ZeRO\n"
+    "                               stage, said in one line with why\n"
     "  --micro-batches M            split each replica's share of a step into M micro-\n"
     "                               batches: with pp the pipeline's (default K), else\n"
     "                               gradient accumulation, the gradients reduced after the\n"
@@ -217,11 +220,12 @@ static double duration_value(const char *opt, const char *s) {
  * checked against the job by sym_train_validate). */
 static void parallel_value(const char *v, sym_parallel_t *p) {
     static const char *const form = "write dp=N,tp=M,pp=K (any of them, sizes >= 1 multiplying "
-                                    "to the PE count), e.g. --parallel dp=2,tp=2";
+                                    "to the PE count), e.g. --parallel dp=2,tp=2, or auto";
     memset(p, 0, sizeof *p);
-    if (!strcmp(v, "auto"))
-        usage_error("--parallel auto: reserved for the layout planner, which is not in this "
-                    "build; %s", form);
+    if (!strcmp(v, "auto")) {
+        p->plan = 1;
+        return;
+    }
     const char *s = v;
     if (!*v || v[strlen(v) - 1] == ',') usage_error("--parallel '%s': %s", v, form);
     do {
