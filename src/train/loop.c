@@ -287,7 +287,6 @@ typedef struct {
     int dp_rank, tp_rank; /* this PE's coordinates */
     sym_mesh_t *mesh;     /* tp > 1: the dp x tp mesh (its teams), else NULL */
     shmem_team_t tp_team; /* tp > 1: the tensor-parallel group, else SHMEM_TEAM_INVALID */
-    int time_due;         /* tp > 1: PE 0's clock says a --ckpt-every checkpoint is due */
     sym_loader_t loader;
     sym_lr_schedule_t sched;
     int64_t steps_per_epoch;
@@ -448,8 +447,8 @@ static void set_optim_steps(run_t *r, uint64_t t) {
 
 static int agree(run_t *r, int rc);
 
-/* pp > 1: the whole parameters and optimizer state, as ckpt_state_get gives
- * them, on PE 0 (*params malloc'd), from every stage's slices (collective
+/* tp or pp > 1: the whole parameters and optimizer state, as ckpt_state_get
+ * gives them, on PE 0 (*params malloc'd), from every PE's slices (collective
  * over the job; the other PEs get nothing). */
 static int ckpt_state_gather(run_t *r, float **params, int *owned, void **ostate, size_t *osize) {
     size_t W = sym_model_full_num_params(r->model);
@@ -487,13 +486,11 @@ static int ckpt_state_gather(run_t *r, float **params, int *owned, void **ostate
 /* ---- end ckptlay ---- */
 
 /* ---- checkpoint state, whatever the layout ----
- * A checkpoint holds every tensor whole, laid out as the 1-PE model lays it
- * out (sym_model_full_param), so it does not depend on --parallel and a
- * resume into any layout is exact. With tp > 1 the PEs of PE 0's tp group
- * gather the split tensors with it (sym_model_gather); the other tp groups
- * hold the same weights and take no part. ckpt_state_get and ckpt_state_put
- * are the layout's whole part in checkpoints: a sharded format (each PE
- * writing its own slices) replaces these two. */
+ * A single-writer checkpoint holds every tensor whole, laid out as the 1-PE
+ * model lays it out (sym_model_whole_table), so it does not depend on
+ * --parallel and a resume into any layout is exact. With tp or pp > 1 every
+ * PE sends PE 0 its slices (ckpt_state_gather); else PE 0 holds them all
+ * (ckpt_state_get; with ZeRO it reads the other shards one-sidedly). */
 
 /* Before a gather of the whole model (W floats) into buffers each PE of the
  * tp group allocated: every one has them (have), or none gathers and all
@@ -506,52 +503,24 @@ static int tp_all_have(run_t *r, int have, size_t W) {
                       "%g PE%s of a tp group", W, (double)missing, missing > 1.0f ? "s" : "");
 }
 
-/* This PE takes part in saving checkpoints: PE 0, with tp > 1 its tp group,
- * and with pp > 1 every PE (ckpt_state_gather). */
-static int ckpt_member(const run_t *r) {
-    return r->pipe || (r->lay.tp > 1 ? r->dp_rank == 0 : r->me == 0);
-}
+/* Single-writer saves gather every PE's slices (collective over the job). */
+static int ckpt_gathers(const run_t *r) { return r->lay.tp > 1 || r->lay.pp > 1; }
 
-/* The whole parameters (*params, sym_model_full_num_params floats: the
- * model's own array without tp, else malloc'd; *owned says which) and the
- * optimizer state (*ostate, malloc'd, *osize bytes, sym_optim_state_save's
- * format for the whole model). With tp > 1 collective over the tp group. */
+/* This PE takes part in saving checkpoints: PE 0, or every PE when they gather. */
+static int ckpt_member(const run_t *r) { return ckpt_gathers(r) || r->me == 0; }
+
+/* dp alone, PE 0: the whole parameters (*params: the model's own array,
+ * *owned 0) and the optimizer state (*ostate, malloc'd, *osize bytes,
+ * sym_optim_state_save's format; ZeRO: gathered, the same bytes). */
 static int ckpt_state_get(run_t *r, float **params, int *owned, void **ostate, size_t *osize) {
-    sym_model_t *m = r->model;
-    sym_optim_t *o = r->opt;
     int rc = SYM_OK;
-    *params = sym_model_params(m);
+    *params = sym_model_params(r->model);
     *owned = 0;
-    *ostate = NULL;
-    *osize = 0;
-    if (r->lay.tp > 1) { /* the whole tensors, and an optimizer of the whole model to save them */
-        size_t W = sym_model_full_num_params(m);
-        *params = malloc(W * sizeof **params);
-        *owned = *params != NULL;
-        if (!*params) o = NULL;
-        else if ((rc = sym_optim_create(&r->cfg->optim, W, &o))) o = NULL;
-        if ((rc = tp_all_have(r, o != NULL, W))) {
-            sym_optim_destroy(o);
-            return rc;
-        }
-        rc = sym_model_gather(m, sym_model_params(m), *params);
-        for (int k = 0; k < 2 && !rc; k++)
-            if (sym_optim_buffer(r->opt, k))
-                rc = sym_model_gather(m, sym_optim_buffer(r->opt, k), sym_optim_buffer(o, k));
-        sym_optim_set_steps(o, sym_optim_steps(r->opt));
-        if (rc) {
-            sym_optim_destroy(o);
-            return rc;
-        }
-    }
-    *osize = o == r->opt ? optim_state_size(r) : sym_optim_state_size(o);
+    *osize = optim_state_size(r);
     if (!(*ostate = malloc(*osize)))
         rc = sym__error(SYM_ENOMEM, "out of memory for a checkpoint");
-    else if (o == r->opt)
-        rc = optim_state_save(r, *ostate); /* ZeRO: gathered, the same bytes */
     else
-        sym_optim_state_save(o, *ostate);
-    if (o != r->opt) sym_optim_destroy(o);
+        rc = optim_state_save(r, *ostate);
     return rc;
 }
 
@@ -576,14 +545,12 @@ static int ckpt_state_put(run_t *r, const float *params, const void *ostate, siz
     return rc;
 }
 
-/* A checkpoint is due after this step (--ckpt-steps, or --ckpt-every by PE
- * 0's clock, which with tp > 1 agree_tp told its tp group); only ever true
- * on the PEs that take part in saving. */
+/* dp alone, single writer: a checkpoint is due after this step (--ckpt-steps,
+ * or --ckpt-every by PE 0's clock); only ever true on PE 0. */
 static int ckpt_due(const run_t *r) {
     const sym_train_config_t *c = r->cfg;
     if (!c->ckpt_dir || !ckpt_member(r)) return 0;
     if (c->ckpt_steps && r->step % c->ckpt_steps == 0) return 1;
-    if (r->lay.tp > 1) return r->time_due;
     return c->ckpt_every_s > 0 && sym__now_s() - r->last_save >= c->ckpt_every_s;
 }
 
@@ -778,8 +745,8 @@ static int resume_sharded(run_t *r) {
     return SYM_OK;
 }
 
-/* Hand a snapshot of the current state to the writer: PE 0 (with tp > 1 its
- * tp group gathers the snapshot with it), or every PE with sharded checkpoints. */
+/* Hand a snapshot of the current state to the writer: PE 0 (with tp or pp > 1
+ * every PE gathers the snapshot to it), or every PE with sharded checkpoints. */
 static int save(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     if (r->saved_step == r->step || (!r->dist && (!ckpt_member(r) || !c->ckpt_dir)))
@@ -792,7 +759,7 @@ static int save(run_t *r) {
     void *ostate = NULL;
     size_t osize = 0, W = sym_model_full_num_params(r->model);
     int owned = 0, rc = r->dist   ? SYM_OK
-                        : r->pipe ? ckpt_state_gather(r, &params, &owned, &ostate, &osize)
+                        : ckpt_gathers(r) ? ckpt_state_gather(r, &params, &owned, &ostate, &osize)
                                   : ckpt_state_get(r, &params, &owned, &ostate, &osize);
     if (rc || (!r->dist && r->me != 0)) {
         if (owned) free(params);
@@ -1548,19 +1515,12 @@ static int pipe_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
 
 /* With tp > 1, after the gradient average: the stop flag (*stop, agreed over
  * each dp group by the average) agreed over the tp group too, so over the
- * job; and PE 0's verdict on a --ckpt-every checkpoint, for its tp group
- * (the PEs that gather the checkpoint with it). */
+ * job. */
 static int agree_tp(run_t *r, float *stop) {
-    const sym_train_config_t *c = r->cfg;
-    float v[2] = {*stop > 0.0f ? 1.0f : 0.0f,
-                  r->writer && c->ckpt_every_s > 0 &&
-                          sym__now_s() - r->last_save >= c->ckpt_every_s
-                      ? 1.0f
-                      : 0.0f};
-    int rc = sym__comm_sum(r->tp_team, v, 2);
+    float v = *stop > 0.0f ? 1.0f : 0.0f;
+    int rc = sym__comm_sum(r->tp_team, &v, 1);
     if (rc) return rc;
-    *stop = v[0] > 0.0f ? 1.0f : 0.0f;
-    r->time_due = v[1] > 0.0f;
+    *stop = v > 0.0f ? 1.0f : 0.0f;
     return SYM_OK;
 }
 
@@ -1687,13 +1647,13 @@ static void prom_ckpt(run_t *r) {
 }
 
 /* A checkpoint is due after this step: ckpt_due's verdict for the
- * whole-tensor format (but with pp > 1, where every PE gathers it); with
- * sharded checkpoints every --ckpt-steps, or
+ * whole-tensor format at dp alone; with tp or pp (every PE gathers it) and
+ * with sharded checkpoints every --ckpt-steps, or
  * --ckpt-every seconds since the last by PE 0's clock (a sharded save needs
  * every PE, so PE 0's verdict is shared: one small all-reduce per step). */
 static int save_due(run_t *r) {
     const sym_train_config_t *c = r->cfg;
-    if (!r->dist && !r->pipe) return ckpt_due(r);
+    if (!r->dist && !ckpt_gathers(r)) return ckpt_due(r);
     if (!c->ckpt_dir) return 0;
     int due = (c->ckpt_steps && r->step % c->ckpt_steps == 0) ||
               (c->ckpt_every_s > 0 && sym__now_s() - r->last_save >= c->ckpt_every_s);
