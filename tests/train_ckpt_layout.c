@@ -57,17 +57,6 @@ static void train(const layout_t *l, const char *opts, const char *env, const ch
     e2e_run(l->npes, opts, env, log, 0, line);
 }
 
-/* The step the restarted run of `log` resumed from. */
-static long long resumed_from(const char *log) {
-    char *text = e2e_read(log, NULL), *at = text ? strstr(text, "resumed from ") : NULL;
-    if (at) at = strstr(at, "/step-");
-    if (!at) e2e_show(log);
-    CHECK(at != NULL, "the restarted job did not say where it resumed");
-    long long s = atoll(at + 6);
-    free(text);
-    return s;
-}
-
 static void resume_case(const layout_t *l) {
     char extra[1024], env[64];
     snprintf(extra, sizeof extra, "--ckpt-format sharded --max-steps %d --ckpt-steps 4 --metrics %s",
@@ -82,7 +71,7 @@ static void resume_case(const layout_t *l) {
         train(l, "--max-restarts 1", env, dir, extra, log);
         e2e_expect_log(log, "was killed by signal 9");
         e2e_expect_log(log, "the job succeeded after 1 restart");
-        long long from = resumed_from(log);
+        long long from = e2e_resumed_from(log);
         CHECK(from == 2 || from == 4, "%s: resumed from step %lld after a kill at step 5", l->name,
               from);
         CHECK(e2e_newest(dir, NULL, 0) == STEPS, "the restarted run ended at step %lld",
