@@ -9,8 +9,9 @@
  * (range_boxes: a partial first row, whole rows, a partial last row, and so
  * on down the dimensions); each box is then intersected with the tensor's
  * tensor-parallel pieces and moved to where that piece lies in the whole
- * tensor. Replicated parts are split by rows (or, inside a ZeRO block, by
- * elements) between the PEs that hold them, so each element is written once.
+ * tensor. Replicated parts are split by rows between the PEs that hold them
+ * (ZeRO's blocks are this PE's alone; of a tensor whole on every PE of a tp
+ * group, tp rank 0 writes its blocks), so each element is written once.
  */
 #define _GNU_SOURCE
 #include <shmem.h>
@@ -181,11 +182,13 @@ int sym__ckpt_layout_slices(const sym__ckpt_layout_t *L, int save, sym__ckpt_sli
                 const sym_param_t *p = sym_model_param(m, i);
                 size_t a = blo > p->offset ? blo : p->offset;
                 size_t e = blo + len < p->offset + p->numel ? blo + len : p->offset + p->numel;
-                if (a >= e || (save && L->skip_tied && !strcmp(p->name, "wte"))) continue;
-                int64_t lo = 0, hi = (int64_t)(e - a);
-                if (save && tp_whole(L, p)) split(hi, 1, tp, L->tp_rank, &lo, &hi);
-                rc = add_run(L, out, kind, i, (int64_t)(a - p->offset) + lo,
-                             (int64_t)(a - p->offset) + hi, shard + soff + (a - blo) + lo);
+                /* a tensor whole on the tp group: tp rank 0's blocks (the tp ranks'
+                 * ZeRO partitions differ where their parts of wte do) */
+                if (a >= e || (save && L->skip_tied && !strcmp(p->name, "wte")) ||
+                    (save && tp_whole(L, p) && L->tp_rank))
+                    continue;
+                rc = add_run(L, out, kind, i, (int64_t)(a - p->offset), (int64_t)(e - p->offset),
+                             shard + soff + (a - blo));
             }
         }
     }
