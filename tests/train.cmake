@@ -55,7 +55,7 @@ target_link_libraries(train_dckpt_fault PRIVATE symtrain)
 # single-writer, bit-identical; each layout's save loaded in every other one
 add_executable(train_ckpt_layout train_ckpt_layout.c)
 target_link_libraries(train_ckpt_layout PRIVATE symtrain m)
-foreach(lay dp4 dp2tp2 dp2pp2 tp2pp2 tp4 pp4 pe1 zero1 zero2)
+foreach(lay dp4 dp2tp2 dp2pp2 tp2pp2 tp4 pp4 pe1 zero1 zero2 dp2tp2z1 dp2pp2z2)
   foreach(mode resume reshard)
     add_test(NAME train_ckpt_layout_${mode}_${lay} COMMAND train_ckpt_layout
              $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> ${mode} ${lay})
