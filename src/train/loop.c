@@ -741,6 +741,12 @@ static int resume_sharded(run_t *r) {
     if (m->world_size != r->npes || sym_dckpt_version(ck) != SYM_CKPT_SHARDED_VERSION ||
         strcmp(sym_dckpt_layout(ck), lay))
         r->saved_step = -1;
+    if (m->world_size == r->npes && sym_dckpt_version(ck) == SYM_CKPT_SHARDED_VERSION &&
+        strcmp(sym_dckpt_layout(ck), lay))
+        note(r, "the checkpoint was written in layout %s and this run's is %s: the same global "
+                "tensors, loaded bit for bit; training continues equal up to fp32 rounding where "
+                "the new layout sums in another order (tp, pp; --zero at the same dp is exact)",
+             sym_dckpt_layout(ck), lay);
     sym_dckpt_close(ck);
     return SYM_OK;
 }
