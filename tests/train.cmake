@@ -62,6 +62,9 @@ foreach(lay dp4 dp2tp2 dp2pp2 tp2pp2 tp4 pp4 pe1 zero1 zero2 dp2tp2z1 dp2pp2z2)
     set_tests_properties(train_ckpt_layout_${mode}_${lay} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
   endforeach()
 endforeach()
+add_test(NAME train_ckpt_layout_window COMMAND train_ckpt_layout $<TARGET_FILE:symrun>
+         $<TARGET_FILE:symtrain_cli> window)
+set_tests_properties(train_ckpt_layout_window PROPERTIES TIMEOUT 120)
 sym_train_e2e(train_ckpt_full) # a disk full mid-write (tmpfs in a private mount namespace; root)
 sym_train_e2e(train_balance) # load balancing: 1 of 4 PEs slowed; same losses, ideal step, resume
 # Not under the sanitizers: its checks are of measured speeds and CPU use, and

@@ -258,61 +258,96 @@ void sym__ckpt_slices_copy(const sym__ckpt_slices_t *s, float *const *whole, int
 
 /* A packed slice: kind, whole offset, ndim, shape, start, count; then its floats. */
 #define HDR_WORDS (3 + 3 * SYM_MAX_DIMS)
+#define WINDOW ((size_t)4 << 20) /* bytes of the symmetric window a gather goes through */
 
-int sym__ckpt_slices_gather(const sym__ckpt_slices_t *s, float *const *whole) {
-    int me = shmem_my_pe(), npes = shmem_n_pes();
+/* The slices packed (a count, then each slice's header and floats), malloc'd. */
+static char *pack(const sym__ckpt_slices_t *s, size_t *len) {
     size_t bytes = sizeof(int64_t);
     for (int i = 0; i < s->n; i++)
         bytes += HDR_WORDS * sizeof(int64_t) + (size_t)sym_ckpt_slice_elems(&s->s[i]) * sizeof(float);
-    long long *size = shmem_malloc(2 * sizeof *size); /* collective */
-    if (!size) return sym__error(SYM_ENOMEM, "symmetric heap exhausted gathering a checkpoint");
-    size[0] = (long long)bytes;
-    shmem_longlong_max_reduce(SHMEM_TEAM_WORLD, size + 1, size, 1);
-    size_t most = (size_t)size[1];
-    shmem_free(size);
-    char *buf = shmem_malloc(most); /* collective: NULL on every PE alike */
-    if (!buf)
-        return sym__error(SYM_ENOMEM, "symmetric heap exhausted gathering a checkpoint (%zu "
-                          "bytes per PE); raise SYMTRAIN_SYMMETRIC_SIZE or use --ckpt-format "
-                          "sharded", most);
+    char *buf = malloc(bytes);
+    if (!buf) return NULL;
     int64_t *h = (int64_t *)buf;
     *h++ = s->n;
     for (int i = 0; i < s->n; i++) {
         const sym_ckpt_slice_t *e = &s->s[i];
-        int64_t *w = h;
-        w[0] = s->kind[i];
-        w[1] = (int64_t)s->woff[i];
-        w[2] = e->ndim;
-        memcpy(w + 3, e->shape, sizeof e->shape);
-        memcpy(w + 3 + SYM_MAX_DIMS, e->start, sizeof e->start);
-        memcpy(w + 3 + 2 * SYM_MAX_DIMS, e->count, sizeof e->count);
+        h[0] = s->kind[i];
+        h[1] = (int64_t)s->woff[i];
+        h[2] = e->ndim;
+        memcpy(h + 3, e->shape, sizeof e->shape);
+        memcpy(h + 3 + SYM_MAX_DIMS, e->start, sizeof e->start);
+        memcpy(h + 3 + 2 * SYM_MAX_DIMS, e->count, sizeof e->count);
         size_t n = (size_t)sym_ckpt_slice_elems(e);
-        memcpy(w + HDR_WORDS, e->data, n * sizeof(float));
-        h = (int64_t *)((char *)(w + HDR_WORDS) + n * sizeof(float));
+        memcpy(h + HDR_WORDS, e->data, n * sizeof(float));
+        h = (int64_t *)((char *)(h + HDR_WORDS) + n * sizeof(float));
     }
-    shmem_barrier_all();
-    int rc = SYM_OK;
-    char *tmp = me == 0 ? malloc(most) : NULL;
-    if (me == 0 && !tmp) rc = sym__error(SYM_ENOMEM, "out of memory gathering a checkpoint");
-    for (int pe = 0; pe < npes && tmp; pe++) {
-        shmem_getmem(tmp, buf, most, pe);
-        const int64_t *r = (const int64_t *)tmp;
-        int64_t n = *r++;
-        for (int64_t i = 0; i < n; i++) {
-            sym_ckpt_slice_t e;
-            memset(&e, 0, sizeof e);
-            e.ndim = (int)r[2];
-            memcpy(e.shape, r + 3, sizeof e.shape);
-            memcpy(e.start, r + 3 + SYM_MAX_DIMS, sizeof e.start);
-            memcpy(e.count, r + 3 + 2 * SYM_MAX_DIMS, sizeof e.count);
-            e.data = (void *)(r + HDR_WORDS);
-            box_copy(&e, whole[r[0]] + r[1], 1);
-            r = (const int64_t *)((const char *)(r + HDR_WORDS) +
-                                  (size_t)sym_ckpt_slice_elems(&e) * sizeof(float));
+    *len = bytes;
+    return buf;
+}
+
+/* Each packed slice into the whole arrays. */
+static void unpack(const char *buf, float *const *whole) {
+    const int64_t *r = (const int64_t *)buf;
+    int64_t n = *r++;
+    for (int64_t i = 0; i < n; i++) {
+        sym_ckpt_slice_t e;
+        memset(&e, 0, sizeof e);
+        e.ndim = (int)r[2];
+        memcpy(e.shape, r + 3, sizeof e.shape);
+        memcpy(e.start, r + 3 + SYM_MAX_DIMS, sizeof e.start);
+        memcpy(e.count, r + 3 + 2 * SYM_MAX_DIMS, sizeof e.count);
+        e.data = (void *)(r + HDR_WORDS);
+        box_copy(&e, whole[r[0]] + r[1], 1);
+        r = (const int64_t *)((const char *)(r + HDR_WORDS) +
+                              (size_t)sym_ckpt_slice_elems(&e) * sizeof(float));
+    }
+}
+
+/* Every PE packs its slices; the sizes are all-gathered; then PE by PE, a
+ * window's worth at a time, the PE copies into the symmetric window and PE 0
+ * reads it (a barrier before and after each read), so the symmetric memory
+ * taken is one window whatever the model's size. */
+int sym__ckpt_slices_gather(const sym__ckpt_slices_t *s, float *const *whole) {
+    int me = shmem_my_pe(), npes = shmem_n_pes(), rc = SYM_OK;
+    size_t len = 0, most = 0;
+    char *mine = pack(s, &len), *tmp = NULL;
+    double *size = shmem_malloc((size_t)(npes + 1) * sizeof *size); /* collective */
+    char *win = size ? shmem_malloc(WINDOW) : NULL;
+    if (!size || !win) {
+        if (size) shmem_free(size);
+        free(mine);
+        return sym__error(SYM_ENOMEM, "symmetric heap exhausted gathering a checkpoint (a %zu-byte "
+                          "window); raise SYMTRAIN_SYMMETRIC_SIZE or use --ckpt-format sharded",
+                          WINDOW);
+    }
+    size[npes] = mine ? (double)len : -1.0; /* -1: this PE is out of memory */
+    if ((rc = sym__comm_allgather_f64(SHMEM_TEAM_WORLD, size, size + npes, 1))) goto out;
+    for (int pe = 0; pe < npes; pe++) {
+        if (size[pe] < 0) {
+            rc = sym__error(SYM_ENOMEM, "PE %d is out of memory packing its part of a checkpoint",
+                            pe);
+            goto out;
         }
+        if ((size_t)size[pe] > most) most = (size_t)size[pe];
     }
+    if (me == 0 && !(tmp = malloc(most))) /* said after the rounds, which every PE runs */
+        rc = sym__error(SYM_ENOMEM, "out of memory gathering a checkpoint (%zu bytes)", most);
+    if (me == 0 && !rc) unpack(mine, whole);
+    for (int pe = 1; pe < npes; pe++) {
+        size_t n = (size_t)size[pe];
+        for (size_t off = 0; off < n; off += WINDOW) {
+            size_t k = n - off < WINDOW ? n - off : WINDOW;
+            if (me == pe) memcpy(win, mine + off, k);
+            shmem_barrier_all();
+            if (me == 0 && tmp) shmem_getmem(tmp + off, win, k, pe);
+            shmem_barrier_all();
+        }
+        if (me == 0 && tmp) unpack(tmp, whole);
+    }
+out:
     free(tmp);
-    shmem_barrier_all();
-    shmem_free(buf);
+    free(mine);
+    shmem_free(win);
+    shmem_free(size);
     return rc;
 }

@@ -55,8 +55,8 @@ void sym__ckpt_slices_free(sym__ckpt_slices_t *s);
  * model's flat array), either way. Local. */
 void sym__ckpt_slices_copy(const sym__ckpt_slices_t *s, float *const *whole, int to_whole);
 /* Every PE (collective over SHMEM_TEAM_WORLD) with its save slices: PE 0's
- * whole arrays (whole[kind], the others pass NULLs) get every PE's, through a
- * symmetric buffer the size of the largest PE's slices. */
+ * whole arrays (whole[kind], the others pass NULLs) get every PE's, PE by
+ * PE through a symmetric window of a few MiB. */
 int sym__ckpt_slices_gather(const sym__ckpt_slices_t *s, float *const *whole);
 
 #endif
