@@ -119,7 +119,7 @@ static const char usage_text[] =
     "  --ckpt-keep K                keep the newest K (default 3)\n"
     "  --ckpt-format single|sharded single: PE 0 writes model.bin and optim.bin (the\n"
     "                               default); sharded: every PE writes its slice of every\n"
-    "                               tensor, and a resume reads them at any PE count\n"
+    "                               tensor it holds, read back in any layout or PE count\n"
     "  --resume                     continue from the newest good checkpoint in --ckpt-dir;\n"
     "                               an error when there is none\n"
     "  --resume=auto                the same, but start from the beginning when there is\n"
