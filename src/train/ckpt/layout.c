@@ -197,10 +197,11 @@ int sym__ckpt_layout_slices(const sym__ckpt_layout_t *L, int save, sym__ckpt_sli
     const sym_param_t *wte = sym_model_find_param(m, "wte");
     if (!rc && save && L->pad_owner && tp > 1 && wte && c->padded_vocab > c->vocab) {
         int64_t C = wte->shape[1], pad = (int64_t)(c->padded_vocab - c->vocab);
+        size_t whole_off = sym_model_full_param(m, (int)(wte - sym_model_param(m, 0)))->offset;
         if (!(out->zeros = calloc((size_t)(pad * C), sizeof(float))))
             rc = sym__error(SYM_ENOMEM, "out of memory for a checkpoint's slices");
         for (int kind = 0; kind <= L->nstate && !rc; kind++) {
-            sym_ckpt_slice_t *s = push(out, kind, sym_model_full_param(m, 0)->offset);
+            sym_ckpt_slice_t *s = push(out, kind, whole_off);
             if (!s) {
                 rc = sym__error(SYM_ENOMEM, "out of memory for a checkpoint's slices");
                 break;
