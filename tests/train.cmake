@@ -84,6 +84,9 @@ sym_train_e2e(train_gpt_gpu_recompute) # --recompute gelu|ln on the GPU: the sam
 set_tests_properties(train_gpt_gpu_recompute PROPERTIES LABELS gpu TIMEOUT 300 RUN_SERIAL TRUE)
 sym_train_e2e(train_gpt_gpu_precision) # --precision fp32 vs the CPU, fp16 vs fp32, a forced fp16 overflow
 set_tests_properties(train_gpt_gpu_precision PROPERTIES LABELS gpu TIMEOUT 300 RUN_SERIAL TRUE)
+sym_train_e2e(train_gpt_gpu_tp) # --parallel tp=2 / dp=2,tp=2 on GPU PEs sharing the GPU vs the CPU, checkpoints, bf16
+set_tests_properties(train_gpt_gpu_tp PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
+  ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
 sym_train_e2e(train_plan)    # symtrain plan: parameters, memory, times and choices by hand
 sym_train_e2e(train_plan_memory) # the planner's memory per PE vs symtrain train's allocators
 # The layouts of 4 PEs the other issue-17 branches train, once merged, checked the same way:

@@ -263,6 +263,25 @@ static inline int e2e_no_gpu(const char *log) {
            e2e_log_has(log, "GPU part of symtrain is not available");
 }
 
+/* The number after `key` in each record of a metrics file: the step records'
+ * (evals 0) or the evaluations' (evals 1), in file order, into out (cap at
+ * most); how many. */
+static inline int e2e_fields(const char *metrics, const char *key, int evals, double *out,
+                             int cap) {
+    char *s = e2e_read(metrics, NULL);
+    CHECK(s != NULL, "cannot read %s", metrics);
+    int n = 0;
+    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strstr(line, "\"eval\"") != !evals) continue;
+        char *p = strstr(line, key);
+        CHECK(p != NULL, "%s: a record without %s: %s", metrics, key, line);
+        CHECK(n < cap, "%s: more than %d records", metrics, cap);
+        out[n++] = strtod(p + strlen(key), NULL);
+    }
+    free(s);
+    return n;
+}
+
 /* Byte-identical files. */
 static inline void e2e_same_file(const char *a, const char *b) {
     size_t la, lb;

@@ -150,10 +150,6 @@ static int validate_layout(const sym_train_config_t *c, int npes) {
         return sym__error(SYM_EINVAL, "--parallel tp=%d: the vocabulary (%d tokens) is split "
                                       "over tp, so it needs at least %d tokens",
                           l.tp, m->vocab, l.tp);
-    if (c->device == SYM_TRAIN_GPU)
-        return sym__error(SYM_EINVAL, "--parallel tp=%d trains on the CPU in this build; pass "
-                                      "--device cpu (or auto), or tp=1 for the GPU",
-                          l.tp);
     if (c->balance.policy != SYM_BALANCE_OFF)
         return sym__error(SYM_EINVAL, "--balance moves samples between PEs; with --parallel "
                                       "tp=%d the PEs of a tp group share theirs: use --balance "
@@ -320,6 +316,7 @@ typedef struct {
 } run_t;
 
 static int gpu_sync_host(run_t *r);
+static int agree_tp(run_t *r, float *stop);
 
 /* Errors every PE sees alike are printed by PE 0 alone. The other PEs then
  * wait for the job to be ended (PE 0's own failure ends it), at most
@@ -949,7 +946,7 @@ static int say_sample(run_t *r, const float *whole) {
     sym_model_t *m = r->model, *host = NULL;
     int rc = SYM_OK;
     if (r->gpu || whole) { /* the GPU's or the whole weights, in a host model that can run forward */
-        if (r->gpu && !(rc = gpu_sync_host(r))) whole = sym_model_params(r->model);
+        if (r->gpu && !whole && !(rc = gpu_sync_host(r))) whole = sym_model_params(r->model);
         if (!rc && !(rc = sym_model_create(&c->model, 1, 0, &host)))
             memcpy(sym_model_params(host), whole, sym_model_num_params(host) * sizeof(float));
         if (rc) {
@@ -1033,7 +1030,8 @@ static int choose_device(run_t *r) {
     if (c->device == SYM_TRAIN_CPU && (c->recompute_gelu || c->recompute_ln))
         return report(r, sym__error(SYM_EINVAL, "--recompute is for the GPU (--device gpu); the "
                                                 "CPU keeps every activation"), 1);
-    if (c->device == SYM_TRAIN_CPU || r->lay.tp > 1) return SYM_OK; /* tp > 1: the CPU's */
+    /* tp > 1: the CPU's, unless --device gpu asks for the GPU */
+    if (c->device == SYM_TRAIN_CPU || (r->lay.tp > 1 && c->device != SYM_TRAIN_GPU)) return SYM_OK;
     if (c->zero || c->accum > 1) { /* the sharded step and micro-batches are the CPU loop's */
         if (c->device == SYM_TRAIN_GPU)
             return report(r, sym__error(SYM_EINVAL, "--zero and --accum train on CPU PEs for "
@@ -1078,6 +1076,13 @@ static int gpu_create(run_t *r) {
     o.dp_team = r->dp_team;
     o.use_graph = 1;
     o.bucket_bytes = (size_t)(c->bucket_mb * 1024 * 1024);
+    o.tp_team = r->tp_team; /* tp > 1: the model is split over it (this PE's table) */
+    if (r->lay.tp > 1) {
+        int64_t lo, len;
+        sym_shard_range(c->model.vocab, r->lay.tp, r->tp_rank, &lo, &len);
+        o.vocab_lo = (int)lo;
+        o.vocab_len = (int)len;
+    }
     int nt = sym_model_num_tensors(r->model);
     const sym_param_t *table = sym_model_param(r->model, 0);
     int rc = r->gpu->create(&c->model, r->rows, table, nt, sym_model_params(r->model), r->P, &o,
@@ -1368,10 +1373,10 @@ static int setup(run_t *r) {
         }
         if (r->gpu)
             note(r, "%d PE%s on the GPU: %s; %s; %s of GPU memory per PE%s; global batch %d (%d "
-                    "per PE); adamw, lr %g; %s",
+                    "per %s); adamw, lr %g; %s",
                  r->npes, r->npes == 1 ? "" : "s", r->gpu->describe(r->gm), prec[c->precision % 4],
                  sym__fmt_size(r->gpu->memory(r->gm), gmem, sizeof gmem), saved, c->global_batch,
-                 r->max_local, (double)c->lr, len);
+                 r->max_local, r->lay.tp > 1 ? "dp group" : "PE", (double)c->lr, len);
         else
             note(r, "%d PE%s x %d BLAS thread%s (%s); global batch %d (%d per %s); %s, lr %g; "
                     "%s; %d gradient bucket%s (%s)",
@@ -1458,14 +1463,17 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     double predictions = (double)b->gsize * r->task.seq;
     float lr = sym_lr_at(&r->sched, r->step);
     sym_gpu_step_t st;
+    /* scaled so that the average over the dp team is the mean over the batch */
     int rc = r->gpu->train_step(r->gm, r->tok, r->y, b->count, r->task.seq, lr,
-                                (float)(r->npes / predictions), c->clip, &st);
+                                (float)(r->lay.dp / predictions), c->clip, &st);
     if (rc) return report(r, sym__error(rc, "GPU step: %s", r->gpu->error()), 0);
     sym__balance_computed(r->bal, t0, b->count, st.compute_s);
     double t1 = sym__now_s();
-    r->evalbuf[0] = (float)(st.loss_sum / predictions);
+    /* a tp group's PEs hold the same loss: its tp PE 0 counts it */
+    r->evalbuf[0] = r->tp_rank == 0 ? (float)(st.loss_sum / predictions) : 0.0f;
     r->evalbuf[1] = stop_signal ? 1.0f : 0.0f;
     if ((rc = sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 2))) return report(r, rc, 1);
+    if (r->lay.tp > 1 && (rc = agree_tp(r, &r->evalbuf[1]))) return report(r, rc, 0);
     if ((rc = sym__balance_exchange(r->bal, r->step + 1))) return report(r, rc, 1);
     *loss_out = r->evalbuf[0];
     *stop = r->evalbuf[1] > 0.0f;
@@ -1790,7 +1798,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     if (sample && r.lay.tp > 1 && r.dp_rank == 0) {
         size_t W = sym_model_full_num_params(r.model);
         whole = malloc(W * sizeof *whole);
-        if ((rc = tp_all_have(&r, whole != NULL, W)) ||
+        if ((r.gpu && (rc = gpu_sync_host(&r))) || (rc = tp_all_have(&r, whole != NULL, W)) ||
             (rc = sym_model_gather(r.model, sym_model_params(r.model), whole)))
             report(&r, rc, 0);
     }
