@@ -5,9 +5,13 @@
  * becomes visible, the one before it stays whole, and --resume uses it.
  *
  * The test enters a private mount namespace (unshare, as root; SKIP with a
- * one-line notice where that is not allowed) and mounts a tmpfs of 1000 KiB
- * for each format: room for one checkpoint of the GPT below (about 670 KiB) but not for
- * a second beside it. A 4-PE pipeline (dp=2,pp=2) saves at steps 2, 4 and 6
+ * one-line notice where that is not allowed) and mounts a tmpfs for each
+ * format: room for one checkpoint of the GPT below but not for a second
+ * beside it. Single-writer: 1000 KiB, a checkpoint about 690 KiB. Sharded:
+ * 1350 KiB; a checkpoint is 650 KiB of shards and 47 KiB of manifest (and
+ * while it is committed 48 KiB of indexes), and the PEs other than PE 0 may
+ * already write their shards of the next save (up to 510 KiB) while PE 0
+ * commits this one, so step 2 always fits and step 4 (1450 KiB) never. A 4-PE pipeline (dp=2,pp=2) saves at steps 2, 4 and 6
  * with --ckpt-keep 1, once sharded (every PE writes its shard) and once
  * single-writer (PE 0 gathers the stages): step 2 is written, step 4's write
  * runs out of space, the job ends with the message, step 2 verifies, and a
@@ -32,13 +36,15 @@ int main(int argc, char **argv) {
     CHECK(mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, "mount --make-rprivate /: %s",
           strerror(errno));
     e2e_init(argc, argv, "train_ckpt_full");
-    const char *format[2] = {"sharded", "single"};
+    const char *format[2] = {"sharded", "single"}, *size[2] = {"1350k", "1000k"};
     for (int f = 0; f < 2; f++) {
         char line[2048];
         const char *small = e2e_path("small-%s", format[f]);
         CHECK(mkdir(small, 0700) == 0, "mkdir %s: %s", small, strerror(errno));
-        CHECK(mount("tmpfs", small, "tmpfs", 0, "size=1000k,mode=0700") == 0,
-              "mount tmpfs on %s: %s", small, strerror(errno));
+        char opts[64];
+        snprintf(opts, sizeof opts, "size=%s,mode=0700", size[f]);
+        CHECK(mount("tmpfs", small, "tmpfs", 0, opts) == 0, "mount tmpfs on %s: %s", small,
+              strerror(errno));
         const char *dir = e2e_path("small-%s/ck", format[f]), *log = e2e_path("%s.log", format[f]);
         snprintf(line, sizeof line, GPT " --ckpt-format %s --ckpt-dir %s --ckpt-keep 1 "
                  "--ckpt-steps 2 --max-steps 6", format[f], dir);
