@@ -61,6 +61,21 @@ sym_train_e2e(train_dckpt)   # sharded checkpoints: 4 -> 4 exact; 4 -> 2, 1 and 
 target_link_libraries(train_dckpt PRIVATE symtrain)
 sym_train_e2e(train_dckpt_fault) # sharded: a PE killed before the commit, damaged shards, show / verify
 target_link_libraries(train_dckpt_fault PRIVATE symtrain)
+# checkpoints in every layout (ckptlay): same-layout SIGKILL + restart, sharded and
+# single-writer, bit-identical; each layout's save loaded in every other one
+add_executable(train_ckpt_layout train_ckpt_layout.c)
+target_link_libraries(train_ckpt_layout PRIVATE symtrain m)
+foreach(lay dp4 dp2tp2 dp2pp2 tp2pp2 tp4 pp4 pe1 zero1 zero2 dp2tp2z1 dp2pp2z2)
+  foreach(mode resume reshard)
+    add_test(NAME train_ckpt_layout_${mode}_${lay} COMMAND train_ckpt_layout
+             $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> ${mode} ${lay})
+    set_tests_properties(train_ckpt_layout_${mode}_${lay} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  endforeach()
+endforeach()
+add_test(NAME train_ckpt_layout_window COMMAND train_ckpt_layout $<TARGET_FILE:symrun>
+         $<TARGET_FILE:symtrain_cli> window)
+set_tests_properties(train_ckpt_layout_window PROPERTIES TIMEOUT 120)
+sym_train_e2e(train_ckpt_full) # a disk full mid-write (tmpfs in a private mount namespace; root)
 sym_train_e2e(train_balance) # load balancing: 1 of 4 PEs slowed; same losses, ideal step, resume
 # Not under the sanitizers: its checks are of measured speeds and CPU use, and
 # under ASan on 2 loaded cores its score case saw no PE stand apart (no work

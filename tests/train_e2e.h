@@ -382,6 +382,17 @@ static inline void e2e_same_losses(const char *ref, const char *other, long long
     free(a);
 }
 
+/* The step the (restarted) run of `log` says it resumed from. */
+static inline long long e2e_resumed_from(const char *log) {
+    char *text = e2e_read(log, NULL), *at = text ? strstr(text, "resumed from ") : NULL;
+    if (at) at = strstr(at, "/step-");
+    if (!at) e2e_show(log);
+    CHECK(at != NULL, "the restarted job did not say where it resumed");
+    long long resumed = atoll(at + 6);
+    free(text);
+    return resumed;
+}
+
 /* A crash mid-run, restarted by `symrun --max-restarts 1`, ends with exactly
  * the weights of a run that was never interrupted: a reference run of `args`
  * on npes PEs, then the same with checkpoints every ckpt_steps steps,
@@ -404,12 +415,7 @@ static inline long long e2e_crash_resume(const char *args, int n, const char *ki
     e2e_expect_log(log, "was killed by signal 9");
     e2e_expect_log(log, "restarting the job (restart 1 of 1)");
     e2e_expect_log(log, "the job succeeded after 1 restart");
-    char *text = e2e_read(log, NULL), *at = text ? strstr(text, "resumed from ") : NULL;
-    if (at) at = strstr(at, "/step-");
-    if (!at) e2e_show(log);
-    CHECK(at != NULL, "the restarted job did not say where it resumed");
-    long long resumed = atoll(at + 6);
-    free(text);
+    long long resumed = e2e_resumed_from(log);
     CHECK(resumed > 0 && resumed % ckpt_steps == 0 && resumed <= kill_step,
           "resumed from step %lld after a kill at step %lld", resumed, kill_step);
     CHECK(e2e_newest(e2e_path("ref%d", n), NULL, 0) == steps, "the reference ended at step %lld",

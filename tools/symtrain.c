@@ -124,7 +124,7 @@ static const char usage_text[] =
     "  --ckpt-keep K                keep the newest K (default 3)\n"
     "  --ckpt-format single|sharded single: PE 0 writes model.bin and optim.bin (the\n"
     "                               default); sharded: every PE writes its slice of every\n"
-    "                               tensor, and a resume reads them at any PE count\n"
+    "                               tensor it holds, read back in any layout or PE count\n"
     "  --ckpt-async on|off          on (default): snapshot after the step, a background\n"
     "                               thread writes it while training goes on; off: every\n"
     "                               checkpoint is on disk before the next step\n"

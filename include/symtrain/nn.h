@@ -254,6 +254,9 @@ int sym_model_tp_size(const sym_model_t *m);
  * their whole shapes and offsets (the model's own without TP). */
 size_t sym_model_full_num_params(const sym_model_t *m);
 const sym_param_t *sym_model_full_param(const sym_model_t *m, int i);
+/* The 1-PE model's whole table (*n entries): every tensor, also those a
+ * pipeline stage does not hold, with whole shapes and offsets. */
+const sym_param_t *sym_model_whole_table(const sym_model_t *m, int *n);
 /* full (sym_model_full_num_params floats) = every tensor whole, from `part`
  * (sym_model_num_params floats laid out as this model's table: parameters,
  * gradients or optimizer state) of every PE of the team. Collective over the
@@ -261,6 +264,16 @@ const sym_param_t *sym_model_full_param(const sym_model_t *m, int i);
 int sym_model_gather(sym_model_t *m, const float *part, float *full);
 /* part = this PE's slices of the whole tensors in `full` (no communication). */
 void sym_model_scatter(const sym_model_t *m, const float *full, float *part);
+/* Where this PE's part of parameter i lies in the whole tensor: pieces, each
+ * a box of `count` at `part` in the part's shape (the table entry's) and at
+ * `whole` in the whole one (sym_model_full_param's); together they are the
+ * part. One piece (the whole tensor) without TP; attn.c_attn's q, k and v
+ * rows are three. Local. */
+#define SYM_PARAM_MAX_PIECES 3
+typedef struct {
+    int64_t part[SYM_MAX_DIMS], whole[SYM_MAX_DIMS], count[SYM_MAX_DIMS];
+} sym_param_piece_t;
+int sym_model_param_pieces(const sym_model_t *m, int i, sym_param_piece_t *pc);
 /* The loss of logits from sym_model_forward against labels: sym_softmax_xent
  * over sym_model_classes, or with TP sym_softmax_xent_shard over the team
  * (collective; every PE of the team gets the same loss and *correct). */

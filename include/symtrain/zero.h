@@ -89,6 +89,14 @@ size_t sym_zero_shard_len(const sym_zero_t *z);
  * parameters [bucket lo + block offset, + length) of the flat array). */
 float *sym_zero_state_shard(sym_zero_t *z, int i);
 
+/* This PE's block of bucket b (0 <= b < sym_zero_num_blocks): parameters
+ * [*lo, *lo + length) of the flat array, at *shard_off of the state shard
+ * (sym_zero_state_shard); returns the length. A sharded checkpoint saves and
+ * loads these blocks in place; sym_zero_set_steps then sets the step count. */
+int sym_zero_num_blocks(const sym_zero_t *z);
+size_t sym_zero_block(const sym_zero_t *z, int b, size_t *lo, size_t *shard_off);
+void sym_zero_set_steps(sym_zero_t *z, uint64_t t);
+
 /* The gathered optimizer state: byte for byte what sym_optim_state_save
  * writes for an unsharded optimizer of all P parameters, so a checkpoint does
  * not depend on the layout (zero 0, 1, 2, any PE count read it). save: any

@@ -63,6 +63,7 @@
 
 #include "balance/balance.h"
 #include "ckpt/async.h"
+#include "ckpt/layout.h"
 #include "core/device.h"
 #include "data/task.h"
 #include "internal.h"
@@ -141,10 +142,6 @@ static int validate_layout(const sym_train_config_t *c, int npes) {
                           "--parallel dp=%d,tp=%d,pp=%d makes %ld PEs, but the job has %d: make "
                           "dp x tp x pp = %d (a size not given is 1)",
                           l.dp, l.tp, l.pp, (long)l.dp * l.tp * l.pp, npes, npes);
-    if (c->zero && c->ckpt_sharded)
-        return sym__error(SYM_EINVAL, "--zero with --ckpt-format sharded: not in this build; the "
-                                      "default format holds the gathered optimizer state, which "
-                                      "any --zero and PE count resumes");
     if (l.tp == 1) return SYM_OK;
     const sym_model_config_t *m = &c->model;
     if (m->kind != SYM_MODEL_GPT)
@@ -160,10 +157,6 @@ static int validate_layout(const sym_train_config_t *c, int npes) {
         return sym__error(SYM_EINVAL, "--parallel tp=%d: the vocabulary (%d tokens) is split "
                                       "over tp, so it needs at least %d tokens",
                           l.tp, m->vocab, l.tp);
-    if (c->ckpt_sharded)
-        return sym__error(SYM_EINVAL, "--ckpt-format sharded with --parallel tp=%d: not in this "
-                                      "build; the default format holds whole tensors, which any "
-                                      "layout resumes", l.tp);
     if (c->balance.policy != SYM_BALANCE_OFF)
         return sym__error(SYM_EINVAL, "--balance moves samples between PEs; with --parallel "
                                       "tp=%d the PEs of a tp group share theirs: use --balance "
@@ -418,9 +411,6 @@ static int optim_state_save(const run_t *r, void *buf) {
     sym_optim_state_save(r->opt, buf);
     return SYM_OK;
 }
-static int optim_state_load(run_t *r, const void *buf, size_t len) {
-    return r->zero ? sym_zero_state_load(r->zero, buf, len) : sym_optim_state_load(r->opt, buf, len);
-}
 static uint64_t optim_steps(const run_t *r) {
     return r->zero ? sym_zero_steps(r->zero) : sym_optim_steps(r->opt);
 }
@@ -430,14 +420,92 @@ static size_t optim_state_bytes(const run_t *r) {
 }
 
 
+/* ---- ckptlay: the run's layout as checkpoint slices (ckpt/layout.h) ---- */
+
+static const char *const state_name[2][2] = {{"momentum", ""}, {"exp_avg", "exp_avg_sq"}};
+
+/* Which boxes of the global tensors this PE holds, and which of them it writes. */
+static void ckpt_layout(const run_t *r, sym__ckpt_layout_t *L) {
+    memset(L, 0, sizeof *L);
+    int adam = r->cfg->optim.kind == SYM_OPT_ADAMW;
+    L->model = r->model;
+    L->nstate = adam ? 2 : 1;
+    for (int k = 0; k < L->nstate; k++) {
+        L->state_name[k] = state_name[adam][k];
+        L->state[k] = r->opt ? sym_optim_buffer(r->opt, k) : NULL;
+    }
+    L->zero = r->zero;
+    L->dp = r->lay.dp;
+    L->dp_rank = r->dp_rank;
+    if (r->pipe_mesh)
+        L->tp_rank = sym_mesh_coord(r->pipe_mesh, sym_mesh_dim(r->pipe_mesh, "tp"));
+    else if (r->lay.tp > 1)
+        L->tp_rank = r->tp_rank;
+    L->skip_tied = r->pipe && sym_pipe_stage(r->pipe) > 0;
+    L->pad_owner = r->me == 0;
+}
+
+/* The layout as a sharded checkpoint's manifest names it: "dp=4", "dp=2,tp=2,zero=1". */
+static void ckpt_layout_name(const run_t *r, char *out, size_t len) {
+    int n = snprintf(out, len, "dp=%d", r->lay.dp);
+    if (r->lay.tp > 1 && n > 0 && (size_t)n < len) n += snprintf(out + n, len - n, ",tp=%d", r->lay.tp);
+    if (r->lay.pp > 1 && n > 0 && (size_t)n < len) n += snprintf(out + n, len - n, ",pp=%d", r->lay.pp);
+    if (r->zero && n > 0 && (size_t)n < len) snprintf(out + n, len - n, ",zero=%d", r->cfg->zero);
+}
+
+static void set_optim_steps(run_t *r, uint64_t t) {
+    if (r->zero)
+        sym_zero_set_steps(r->zero, t);
+    else
+        sym_optim_set_steps(r->opt, t);
+}
+
+static int agree(run_t *r, int rc);
+
+/* tp or pp > 1: the whole parameters and optimizer state, as ckpt_state_get
+ * gives them, on PE 0 (*params malloc'd), from every PE's slices (collective
+ * over the job; the other PEs get nothing). */
+static int ckpt_state_gather(run_t *r, float **params, int *owned, void **ostate, size_t *osize) {
+    size_t W = sym_model_full_num_params(r->model);
+    sym_optim_t *o = NULL;
+    sym__ckpt_layout_t L;
+    sym__ckpt_slices_t mine;
+    *params = NULL;
+    *owned = 1;
+    *ostate = NULL;
+    *osize = 0;
+    ckpt_layout(r, &L);
+    int rc = sym__ckpt_layout_slices(&L, 1, &mine);
+    if (!rc && r->me == 0 && !(*params = malloc(W * sizeof **params)))
+        rc = sym__error(SYM_ENOMEM, "out of memory for the whole model (%zu floats)", W);
+    if (!rc && r->me == 0) rc = sym_optim_create(&r->cfg->optim, W, &o);
+    if (rc) report(r, rc, 0);
+    if (!(rc = agree(r, rc))) {
+        float *whole[SYM_CKPT_KINDS] = {*params, o ? sym_optim_buffer(o, 0) : NULL,
+                                        o ? sym_optim_buffer(o, 1) : NULL};
+        rc = sym__ckpt_slices_gather(&mine, whole);
+    }
+    sym__ckpt_slices_free(&mine);
+    if (!rc && o) {
+        sym_optim_set_steps(o, optim_steps(r));
+        *osize = sym_optim_state_size(o);
+        if (!(*ostate = malloc(*osize)))
+            rc = sym__error(SYM_ENOMEM, "out of memory for a checkpoint");
+        else
+            sym_optim_state_save(o, *ostate);
+    }
+    sym_optim_destroy(o);
+    return rc;
+}
+
+/* ---- end ckptlay ---- */
+
 /* ---- checkpoint state, whatever the layout ----
- * A checkpoint holds every tensor whole, laid out as the 1-PE model lays it
- * out (sym_model_full_param), so it does not depend on --parallel and a
- * resume into any layout is exact. With tp > 1 the PEs of PE 0's tp group
- * gather the split tensors with it (sym_model_gather); the other tp groups
- * hold the same weights and take no part. ckpt_state_get and ckpt_state_put
- * are the layout's whole part in checkpoints: a sharded format (each PE
- * writing its own slices) replaces these two. */
+ * A single-writer checkpoint holds every tensor whole, laid out as the 1-PE
+ * model lays it out (sym_model_whole_table), so it does not depend on
+ * --parallel and a resume into any layout is exact. With tp or pp > 1 every
+ * PE sends PE 0 its slices (ckpt_state_gather); else PE 0 holds them all
+ * (ckpt_state_get; with ZeRO it reads the other shards one-sidedly). */
 
 /* Before a gather of the whole model (W floats) into buffers each PE of the
  * tp group allocated: every one has them (have), or none gathers and all
@@ -450,90 +518,44 @@ static int tp_all_have(run_t *r, int have, size_t W) {
                       "%g PE%s of a tp group", W, (double)missing, missing > 1.0f ? "s" : "");
 }
 
-/* This PE takes part in saving checkpoints: PE 0, and with tp > 1 its tp group. */
-static int ckpt_member(const run_t *r) { return r->lay.tp > 1 ? r->dp_rank == 0 : r->me == 0; }
+/* Single-writer saves gather every PE's slices (collective over the job). */
+static int ckpt_gathers(const run_t *r) { return r->lay.tp > 1 || r->lay.pp > 1; }
 
-/* For the tp gather: with ZeRO an unsharded optimizer of this PE's P
- * parameters (its tp slice) holding the state of its dp team's shards, read
- * one-sidedly (the caller destroys it); r->opt itself without ZeRO; NULL
- * when out of memory. */
-static sym_optim_t *tp_local_optim(run_t *r) {
-    sym_optim_t *o = r->opt;
-    if (r->zero && sym_optim_create(&r->cfg->optim, r->P, &o)) o = NULL;
-    if (o && r->zero && sym_zero_state_get(r->zero, o)) {
-        sym_optim_destroy(o);
-        o = NULL;
-    }
-    return o;
-}
+/* This PE takes part in saving checkpoints: PE 0, or every PE when they gather. */
+static int ckpt_member(const run_t *r) { return ckpt_gathers(r) || r->me == 0; }
 
-/* The whole parameters (*params, sym_model_full_num_params floats: the
- * model's own array without tp, else malloc'd; *owned says which) and the
- * optimizer state (*ostate, malloc'd, *osize bytes, sym_optim_state_save's
- * format for the whole model). With tp > 1 collective over the tp group. */
+/* dp alone, PE 0: the whole parameters (*params: the model's own array,
+ * *owned 0) and the optimizer state (*ostate, malloc'd, *osize bytes,
+ * sym_optim_state_save's format; ZeRO: gathered, the same bytes). */
 static int ckpt_state_get(run_t *r, float **params, int *owned, void **ostate, size_t *osize) {
-    sym_model_t *m = r->model;
-    sym_optim_t *o = r->opt;
     int rc = SYM_OK;
-    *params = sym_model_params(m);
+    *params = sym_model_params(r->model);
     *owned = 0;
-    *ostate = NULL;
-    *osize = 0;
-    if (r->lay.tp > 1) { /* the whole tensors, and an optimizer of the whole model to save them */
-        size_t W = sym_model_full_num_params(m);
-        sym_optim_t *mine = tp_local_optim(r); /* ZeRO: gathered over the dp team first */
-        *params = malloc(W * sizeof **params);
-        *owned = *params != NULL;
-        if (!*params || !mine) o = NULL;
-        else if ((rc = sym_optim_create(&r->cfg->optim, W, &o))) o = NULL;
-        if ((rc = tp_all_have(r, o != NULL, W))) {
-            sym_optim_destroy(o);
-            if (mine != r->opt) sym_optim_destroy(mine);
-            return rc;
-        }
-        rc = sym_model_gather(m, sym_model_params(m), *params);
-        for (int k = 0; k < 2 && !rc; k++)
-            if (sym_optim_buffer(mine, k))
-                rc = sym_model_gather(m, sym_optim_buffer(mine, k), sym_optim_buffer(o, k));
-        sym_optim_set_steps(o, sym_optim_steps(mine));
-        if (mine != r->opt) sym_optim_destroy(mine);
-        if (rc) {
-            sym_optim_destroy(o);
-            return rc;
-        }
-    }
-    *osize = o == r->opt ? optim_state_size(r) : sym_optim_state_size(o);
+    *osize = optim_state_size(r);
     if (!(*ostate = malloc(*osize)))
         rc = sym__error(SYM_ENOMEM, "out of memory for a checkpoint");
-    else if (o == r->opt)
-        rc = optim_state_save(r, *ostate); /* ZeRO: gathered, the same bytes */
     else
-        sym_optim_state_save(o, *ostate);
-    if (o != r->opt) sym_optim_destroy(o);
+        rc = optim_state_save(r, *ostate);
     return rc;
 }
 
 /* The run's parameters and optimizer state from a checkpoint's whole ones
- * (params: sym_model_full_num_params floats; ostate: osize bytes). Local. */
+ * (params: sym_model_full_num_params floats; ostate: osize bytes): each PE
+ * copies out the boxes it holds (ckpt/layout.h), in any layout. Local. */
 static int ckpt_state_put(run_t *r, const float *params, const void *ostate, size_t osize) {
-    if (r->lay.tp == 1) {
-        int rc = optim_state_load(r, ostate, osize);
-        if (!rc) memcpy(sym_model_params(r->model), params, r->P * sizeof *params);
-        return rc;
-    }
-    sym_optim_t *o, *mine = r->opt; /* ZeRO: this PE's slice whole, then its shard of it */
+    sym_optim_t *o;
+    sym__ckpt_layout_t L;
+    sym__ckpt_slices_t want;
     int rc = sym_optim_create(&r->cfg->optim, sym_model_full_num_params(r->model), &o);
-    if (!rc) rc = sym_optim_state_load(o, ostate, osize);
-    if (!rc && r->zero) rc = sym_optim_create(&r->cfg->optim, r->P, &mine);
-    if (!rc) {
-        sym_model_scatter(r->model, params, sym_model_params(r->model));
-        for (int k = 0; k < 2; k++)
-            if (sym_optim_buffer(o, k))
-                sym_model_scatter(r->model, sym_optim_buffer(o, k), sym_optim_buffer(mine, k));
-        sym_optim_set_steps(mine, sym_optim_steps(o));
-        if (r->zero) sym_zero_state_put(r->zero, mine);
+    if (!rc) rc = sym_optim_state_load(o, ostate, osize); /* says what does not fit */
+    ckpt_layout(r, &L);
+    if (!rc && !(rc = sym__ckpt_layout_slices(&L, 0, &want))) {
+        float *whole[SYM_CKPT_KINDS] = {(float *)params, sym_optim_buffer(o, 0),
+                                        sym_optim_buffer(o, 1)};
+        sym__ckpt_slices_copy(&want, whole, 0);
+        sym__ckpt_slices_free(&want);
+        set_optim_steps(r, sym_optim_steps(o));
     }
-    if (r->zero && mine != r->opt) sym_optim_destroy(mine);
     sym_optim_destroy(o);
     return rc;
 }
@@ -684,46 +706,10 @@ static int resume(run_t *r) {
  * resuming, each PE reads every tensor whole (DP replicates them), from
  * whatever slices the checkpoint's layout stored. */
 
-static const char *const state_name[2][2] = {{"momentum", ""}, {"exp_avg", "exp_avg_sq"}};
-
-/* The table of (1 + kinds of state) x tensors as slices of this run's
- * arrays: whole (part < 0) or this PE's part of npes. */
-static sym_ckpt_slice_t *model_slices(run_t *r, int part, int *n) {
-    int nt = sym_model_num_tensors(r->model), adam = r->cfg->optim.kind == SYM_OPT_ADAMW;
-    int nstate = adam ? 2 : 1;
-    sym_ckpt_slice_t *s = calloc((size_t)nt * (size_t)(1 + nstate), sizeof *s);
-    if (!s) return NULL;
-    for (int k = 0; k <= nstate; k++) {
-        float *base = k ? sym_optim_buffer(r->opt, k - 1) : sym_model_params(r->model);
-        for (int i = 0; i < nt; i++) {
-            const sym_param_t *p = sym_model_param(r->model, i);
-            sym_ckpt_slice_t *e = &s[k * nt + i];
-            if (k == 0)
-                snprintf(e->name, sizeof e->name, "%s", p->name);
-            else
-                snprintf(e->name, sizeof e->name, "%s.%s", state_name[adam][k - 1], p->name);
-            e->dtype = SYM_DT_F32;
-            e->ndim = p->ndim;
-            memcpy(e->shape, p->shape, sizeof e->shape);
-            int64_t row = 1;
-            for (int d = 1; d < p->ndim; d++) row *= p->shape[d];
-            if (part < 0)
-                sym_ckpt_slice_whole(e);
-            else
-                sym_ckpt_slice_split(e, part, r->npes);
-            e->data = base + p->offset + e->start[0] * row;
-        }
-    }
-    *n = nt * (1 + nstate);
-    return s;
-}
-
 static void say_damaged_here(void *user, const char *msg) {
     (void)user;
     sym__warn("symtrain train", "%s", msg);
 }
-
-static int agree(run_t *r, int rc);
 
 /* Which reader --resume takes: the sharded one (which reads both formats)
  * with --ckpt-format sharded, or when the newest checkpoint PE 0 finds in
@@ -737,11 +723,6 @@ static int sharded_on_disk(run_t *r) {
 
 static int resume_sharded(run_t *r) {
     const sym_train_config_t *c = r->cfg;
-    if (r->lay.tp > 1 || r->zero)
-        return report(r, sym__error(SYM_EINVAL, "%s holds a sharded checkpoint, which this build "
-                                    "resumes without tp and --zero only; resume it with dp alone, "
-                                    "and that run saves whole tensors that any layout resumes",
-                                    c->ckpt_dir), 1);
     sym_dckpt_t *ck;
     int rc = sym_dckpt_open_latest(c->ckpt_dir, &ck, say_damaged_here, r);
     if (rc) return resume_failed(r, rc);
@@ -751,26 +732,37 @@ static int resume_sharded(run_t *r) {
         sym_dckpt_close(ck);
         return report(r, rc, 1);
     }
-    int n = 0;
-    sym_ckpt_slice_t *want = m->params == r->P ? model_slices(r, -1, &n) : NULL;
-    if (m->params != r->P)
+    size_t W = sym_model_full_num_params(r->model);
+    sym__ckpt_layout_t L;
+    sym__ckpt_slices_t want = {0};
+    ckpt_layout(r, &L);
+    if (m->params != W)
         rc = sym__error(SYM_EMISMATCH, "%s holds %llu parameters, %s has %zu", path,
-                        (unsigned long long)m->params, c->model.spec, r->P);
-    else if (!want)
-        rc = sym__error(SYM_ENOMEM, "out of memory for the checkpoint's table");
-    for (int i = 0; !rc && i < n; i++) rc = sym_dckpt_read(ck, &want[i]);
-    free(want);
+                        (unsigned long long)m->params, c->model.spec, W);
+    else /* the boxes this PE holds, from whatever slices the checkpoint's layout stored */
+        rc = sym__ckpt_layout_slices(&L, 0, &want);
+    for (int i = 0; !rc && i < want.n; i++) rc = sym_dckpt_read(ck, &want.s[i]);
+    sym__ckpt_slices_free(&want);
     /* Each PE read its own slices: one that failed says why, all stop. */
     if (rc) report(r, rc, 0);
     if ((rc = agree(r, rc))) {
         sym_dckpt_close(ck);
         return rc;
     }
-    sym_optim_set_steps(r->opt, m->optim_steps);
+    set_optim_steps(r, m->optim_steps);
     resumed(r, m, path);
     /* Another layout: the run's first save writes this step in its own. */
-    if (m->world_size != r->npes || sym_dckpt_version(ck) != SYM_CKPT_SHARDED_VERSION)
+    char lay[64];
+    ckpt_layout_name(r, lay, sizeof lay);
+    if (m->world_size != r->npes || sym_dckpt_version(ck) != SYM_CKPT_SHARDED_VERSION ||
+        strcmp(sym_dckpt_layout(ck), lay))
         r->saved_step = -1;
+    if (m->world_size == r->npes && sym_dckpt_version(ck) == SYM_CKPT_SHARDED_VERSION &&
+        strcmp(sym_dckpt_layout(ck), lay))
+        note(r, "the checkpoint was written in layout %s and this run's is %s: the same global "
+                "tensors, loaded bit for bit; training continues equal up to fp32 rounding where "
+                "the new layout sums in another order (tp, pp; --zero at the same dp is exact)",
+             sym_dckpt_layout(ck), lay);
     sym_dckpt_close(ck);
     return SYM_OK;
 }
@@ -854,8 +846,8 @@ static int snap_take(run_t *r, float **params, void **ostate, size_t *osize) {
     return SYM_OK;
 }
 
-/* Hand a snapshot of the current state to the writer: PE 0 (with tp > 1 its
- * tp group gathers the snapshot with it), or every PE with sharded checkpoints. */
+/* Hand a snapshot of the current state to the writer: PE 0 (with tp or pp > 1
+ * every PE gathers the snapshot to it), or every PE with sharded checkpoints. */
 static int save(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     if (r->saved_step == r->step || (!r->dist && (!ckpt_member(r) || !c->ckpt_dir)))
@@ -868,9 +860,10 @@ static int save(run_t *r) {
     float *params = NULL;
     void *ostate = NULL;
     size_t osize = 0, W = sym_model_full_num_params(r->model);
-    int owned = 0, rc = r->dist ? SYM_OK
-                        : direct ? snap_take(r, &params, &ostate, &osize)
-                                 : ckpt_state_get(r, &params, &owned, &ostate, &osize);
+    int owned = 0, rc = r->dist            ? SYM_OK
+                        : direct          ? snap_take(r, &params, &ostate, &osize)
+                        : ckpt_gathers(r) ? ckpt_state_gather(r, &params, &owned, &ostate, &osize)
+                                          : ckpt_state_get(r, &params, &owned, &ostate, &osize);
     if (rc || (!r->dist && r->me != 0)) {
         if (owned) free(params);
         free(ostate);
@@ -910,11 +903,12 @@ static int save(run_t *r) {
         m.speeds = (double *)speeds;
     }
     if (r->dist) { /* every PE: its part of every tensor */
-        int n;
-        sym_ckpt_slice_t *mine = model_slices(r, r->me, &n);
-        if (!mine) return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);
-        rc = sym_ckpt_dist_save(r->dist, &m, mine, n);
-        free(mine);
+        sym__ckpt_layout_t L;
+        sym__ckpt_slices_t mine;
+        ckpt_layout(r, &L);
+        if ((rc = sym__ckpt_layout_slices(&L, 1, &mine))) return report(r, rc, 0);
+        rc = sym_ckpt_dist_save(r->dist, &m, mine.s, mine.n);
+        sym__ckpt_slices_free(&mine);
         sym__ckpt_async_failed(r->ckasync, rc, 1); /* an earlier save's: ckpt_agree ends the run */
         r->saved_step = r->step;
         r->last_save = sym__now_s();
@@ -926,7 +920,8 @@ static int save(run_t *r) {
     };
     /* The tensor table: every parameter in model.bin, and its optimizer state
      * (after the state's header, one fp32 array of P per kind of state). */
-    int nt = sym_model_num_tensors(r->model), adam = c->optim.kind == SYM_OPT_ADAMW;
+    int nt, adam = c->optim.kind == SYM_OPT_ADAMW;
+    const sym_param_t *table = sym_model_whole_table(r->model, &nt); /* every stage's too */
     int nstate = adam ? 2 : 1;
     size_t hdr = osize - (size_t)nstate * W * sizeof(float);
     sym_ckpt_tensor_t *tab = calloc((size_t)nt * (size_t)(1 + nstate), sizeof *tab);
@@ -936,7 +931,7 @@ static int save(run_t *r) {
         return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);
     }
     for (int i = 0; i < nt; i++) {
-        const sym_param_t *p = sym_model_full_param(r->model, i);
+        const sym_param_t *p = &table[i];
         for (int k = 0; k <= nstate; k++) {
             sym_ckpt_tensor_t *e = &tab[k * nt + i];
             if (k == 0)
@@ -1252,9 +1247,6 @@ static int pipe_plan(run_t *r) {
         why = "pp: pipeline stages split a GPT's blocks; pass --model gpt:...";
     else if (c->device == SYM_TRAIN_GPU)
         why = "pp: the pipeline trains on the CPU for now; pass --device cpu";
-    else if (c->ckpt_dir)
-        why = "pp: a pipeline's checkpoints are sharded (each stage writes its own tensors), "
-              "which this build does not write yet; train without --ckpt-dir";
     else if (c->balance.policy != SYM_BALANCE_OFF)
         why = "pp: load balancing moves samples between replicas; a pipeline's stages pass "
               "fixed micro-batches; pass --balance off";
@@ -1452,8 +1444,8 @@ static int setup(run_t *r) {
                                   "another --ckpt-dir to start over",
                                   c->ckpt_dir, (long long)earlier), 0);
     if (c->ckpt_dir && c->ckpt_sharded) { /* collective: every PE writes its shards */
-        char layout[32];
-        snprintf(layout, sizeof layout, "dp=%d", r->npes);
+        char layout[64];
+        ckpt_layout_name(r, layout, sizeof layout);
         if ((rc = agree(r, rc))) return rc; /* PE 0 said why */
         if ((rc = sym_ckpt_dist_create(c->ckpt_dir, c->ckpt_keep, layout, &r->dist)))
             return report(r, rc, 1);

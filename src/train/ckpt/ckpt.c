@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,17 +52,41 @@
 #define FILE_MODE 0600
 #define DIR_MODE 0700
 
+/* A write of `path` (size bytes in all) failed with errno e: a full disk
+ * (or quota) is named with what it takes, anything else as it is. */
+static int write_failed(const char *what, const char *path, size_t size, int e) {
+    if (e != ENOSPC && e != EDQUOT)
+        return sym__error(SYM_EIO, "cannot %s %s: %s", what, path, strerror(e));
+    char dir[PATH_MAX], need[32], have[32] = "an unknown amount";
+    snprintf(dir, sizeof dir, "%s", path);
+    for (int up = 0; up < 2; up++) { /* the file's directory; above a staging one, the --ckpt-dir */
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) *slash = '\0';
+        slash = strrchr(dir, '/');
+        if (!slash || strncmp(slash + 1, ".tmp-", 5)) break;
+    }
+    struct statvfs fs;
+    if (statvfs(dir, &fs) == 0)
+        sym__fmt_size((size_t)fs.f_bavail * (size_t)fs.f_frsize, have, sizeof have);
+    sym__fmt_size(size, need, sizeof need);
+    return sym__error(SYM_EIO, "no space left on the file system of %s (%s): %s needs %s and "
+                      "%s is free; this checkpoint is not written, the one before it stays: free "
+                      "%s there or choose another --ckpt-dir", dir, strerror(e), path, need, have,
+                      need);
+}
+
 int sym__ckpt_write_file(const char *path, const void *data, size_t len) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, FILE_MODE);
-    if (fd < 0) return sym__error(SYM_EIO, "cannot create %s: %s", path, strerror(errno));
+    if (fd < 0) return write_failed("create", path, len, errno);
     const char *p = data;
+    size_t size = len;
     while (len) {
         ssize_t n = write(fd, p, len);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
             int e = errno;
             close(fd);
-            return sym__error(SYM_EIO, "cannot write %s: %s", path, strerror(e));
+            return write_failed("write", path, size, e);
         }
         p += n;
         len -= (size_t)n;
@@ -69,9 +94,9 @@ int sym__ckpt_write_file(const char *path, const void *data, size_t len) {
     if (fsync(fd) < 0) {
         int e = errno;
         close(fd);
-        return sym__error(SYM_EIO, "cannot fsync %s: %s", path, strerror(e));
+        return write_failed("fsync", path, size, e);
     }
-    if (close(fd) < 0) return sym__error(SYM_EIO, "cannot close %s: %s", path, strerror(errno));
+    if (close(fd) < 0) return write_failed("close", path, size, errno);
     return SYM_OK;
 }
 

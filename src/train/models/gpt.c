@@ -262,6 +262,32 @@ static void gpt_shard_copy(const sym_model_t *m, int i, int k, float *full, floa
     }
 }
 
+/* Parameter i of team PE k as pieces of the whole tensor (what gpt_shard_copy
+ * moves, as boxes): its columns (tp_dim 1), its rows (tp_dim 0: one block, or
+ * attn.c_attn's three q, k, v sections; wte its vocabulary rows), or all. */
+static int gpt_pieces(const sym_model_t *m, int i, sym_param_piece_t *pc) {
+    const sym_param_t *p = &m->param[i], *w = sym_model_full_param(m, i);
+    int64_t t = m->tp_size, k = m->tp_rank, rows = w->shape[0];
+    int n = 1;
+    memset(pc, 0, 3 * sizeof *pc);
+    for (int d = 0; d < p->ndim; d++) pc[0].count[d] = p->shape[d];
+    if (p->tp_dim == 1) {
+        pc[0].whole[1] = k * p->shape[1];
+    } else if (p->tp_dim == 0 && !strcmp(p->name, "wte")) {
+        pc[0].whole[0] = m->v0;
+    } else if (p->tp_dim == 0) {
+        int64_t sec = strstr(p->name, "c_attn") ? 3 : 1, per = rows / sec / t;
+        for (int64_t s = 0; s < sec; s++) {
+            pc[s] = pc[0];
+            pc[s].part[0] = s * per;
+            pc[s].whole[0] = s * per * t + k * per;
+            pc[s].count[0] = per;
+        }
+        n = (int)sec;
+    }
+    return n;
+}
+
 /* The 1-PE model's weights, or this PE's slices of them (tensor parallelism:
  * each split matrix is drawn whole from its stream, then sliced). */
 static int init_weights(sym_model_t *m) {
@@ -558,4 +584,4 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
 
 const sym__model_ops_t sym__gpt_ops = {gpt_declare,  gpt_init,     gpt_forward,
                                        gpt_backward, gpt_destroy,  gpt_use_slot,
-                                       gpt_input_grad, gpt_shard_copy};
+                                       gpt_input_grad, gpt_shard_copy, gpt_pieces};

@@ -256,4 +256,5 @@ static int mlp_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
 }
 
 const sym__model_ops_t sym__mlp_ops = {mlp_declare, mlp_init, mlp_forward, mlp_backward,
-                                       mlp_destroy, NULL,     NULL,        NULL}; /* never split */
+                                       mlp_destroy, NULL,     NULL,        NULL,
+                                       NULL}; /* never split */

@@ -88,6 +88,7 @@ static int whole_table(sym_model_t *m) {
     }
     m->full = one.param;
     m->full_nparams = one.nparams;
+    m->full_ntensors = one.nparam;
     return SYM_OK;
 }
 
@@ -135,7 +136,7 @@ static int create(const sym_model_config_t *cfg, int max_rows, int symmetric, sh
     m->head = st ? st->head : 1;
     m->slots = st ? st->slots : 1;
     m->ops = cfg->kind == SYM_MODEL_GPT ? &sym__gpt_ops : &sym__mlp_ops;
-    int rc = tp_size > 1 ? whole_table(m) : SYM_OK;
+    int rc = tp_size > 1 || st ? whole_table(m) : SYM_OK; /* a part: the whole one's table too */
     if (rc || (rc = m->ops->declare(m))) goto fail;
     /* Parameters and gradients: two power-of-two blocks of one pool, sized for
      * the largest stage when the stages share one symmetric layout (then the
@@ -226,6 +227,11 @@ const sym_param_t *sym_model_full_param(const sym_model_t *m, int i) {
     return m->full ? &m->full[m->param[i].index] : &m->param[i];
 }
 
+const sym_param_t *sym_model_whole_table(const sym_model_t *m, int *n) {
+    *n = m->full ? m->full_ntensors : m->nparam;
+    return m->full ? m->full : m->param;
+}
+
 const sym_param_t *sym_model_find_param(const sym_model_t *m, const char *name) {
     for (int i = 0; i < m->nparam; i++)
         if (!strcmp(m->param[i].name, name)) return &m->param[i];
@@ -267,6 +273,14 @@ void sym_model_scatter(const sym_model_t *m, const float *full, float *part) {
     for (int i = 0; i < m->nparam; i++)
         m->ops->shard_copy(m, i, m->tp_rank, (float *)full + m->full[m->param[i].index].offset,
                            part + m->param[i].offset, 0);
+}
+
+int sym_model_param_pieces(const sym_model_t *m, int i, sym_param_piece_t *pc) {
+    if (m->tp_size > 1 && m->ops->pieces) return m->ops->pieces(m, i, pc);
+    const sym_param_t *p = &m->param[i];
+    memset(pc, 0, sizeof *pc);
+    for (int d = 0; d < p->ndim; d++) pc->count[d] = p->shape[d];
+    return 1;
 }
 
 double sym_model_xent(const sym_model_t *m, const sym_tensor_t *logits, const int32_t *labels,

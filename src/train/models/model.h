@@ -32,6 +32,9 @@ typedef struct {
      * parameter i's whole tensor `full` and team PE k's part of it, `part`
      * (k's shape of the table entry), to the whole (to_full) or to the part. */
     void (*shard_copy)(const sym_model_t *m, int i, int k, float *full, float *part, int to_full);
+    /* The same split as boxes: parameter i of this PE as pieces of the whole
+     * tensor (at most SYM_PARAM_MAX_PIECES); returns how many. */
+    int (*pieces)(const sym_model_t *m, int i, sym_param_piece_t *pc);
 } sym__model_ops_t;
 
 struct sym_model {
@@ -55,6 +58,7 @@ struct sym_model {
     int64_t v0, nv;     /* GPT: the rows of wte held, [v0, v0 + nv) (0 and Vp without TP) */
     sym_param_t *full;  /* with TP: the 1-PE model's table (same names, whole shapes) */
     size_t full_nparams;
+    int full_ntensors;  /* entries of full */
 };
 
 extern const sym__model_ops_t sym__mlp_ops, sym__gpt_ops;

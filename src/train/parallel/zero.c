@@ -308,3 +308,18 @@ int sym_zero_state_load(sym_zero_t *z, const void *buf, size_t len) {
     sym_optim_destroy(full);
     return rc;
 }
+
+/* ---- the shards as they lie (sharded checkpoints) ---- */
+
+int sym_zero_num_blocks(const sym_zero_t *z) { return z->nb; }
+
+size_t sym_zero_block(const sym_zero_t *z, int b, size_t *lo, size_t *shard_off) {
+    const size_t *e = blk(z, b, z->me);
+    *lo = e[0];
+    *shard_off = e[2];
+    return e[1];
+}
+
+void sym_zero_set_steps(sym_zero_t *z, uint64_t t) {
+    for (int b = 0; b < z->nb; b++) sym_optim_set_steps(z->opt[b], t);
+}
