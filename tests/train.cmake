@@ -51,6 +51,8 @@ sym_train_e2e(train_dckpt)   # sharded checkpoints: 4 -> 4 exact; 4 -> 2, 1 and 
 target_link_libraries(train_dckpt PRIVATE symtrain)
 sym_train_e2e(train_dckpt_fault) # sharded: a PE killed before the commit, damaged shards, show / verify
 target_link_libraries(train_dckpt_fault PRIVATE symtrain)
+sym_train_e2e(train_memckpt) # in-memory snapshots on buddy PEs; 20 trials of a random SIGKILL, bit-identical
+target_link_libraries(train_memckpt PRIVATE symtrain)
 sym_train_e2e(train_balance) # load balancing: 1 of 4 PEs slowed; same losses, ideal step, resume
 # Not under the sanitizers: its checks are of measured speeds and CPU use, and
 # under ASan on 2 loaded cores its score case saw no PE stand apart (no work

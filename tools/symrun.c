@@ -40,6 +40,13 @@
  *
  * Symmetric memory lives in memory files owned by the PEs (src/transport/shm.c),
  * so nothing is left in /dev/shm however the PEs end.
+ *
+ * In-memory snapshots (symtrain train --mem-ckpt-every): symrun makes one
+ * memory file before the first start and holds it until it exits, restarts
+ * included; every PE of every attempt gets its number (SYMTRAIN_MEMCKPT_FD)
+ * and keeps its snapshot and its buddy's copy there (src/train/ckpt/peer.c),
+ * so a PE's death loses none of them. It has no name anywhere: symrun's end,
+ * however it ends, frees it (the PEs die with symrun).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -100,6 +107,7 @@ typedef struct {
 } pe_t;
 
 static int sig_pipe[2] = {-1, -1};
+static int store_fd = -1; /* the in-memory snapshot store, held across restarts */
 static volatile sig_atomic_t got_signal; /* the last of SIGINT, SIGTERM, SIGHUP */
 static volatile sig_atomic_t signals;    /* how many of them arrived */
 /* The last one came from the terminal (Ctrl-C, a hang-up): the kernel sent it
@@ -371,6 +379,12 @@ static void start_pe(const options_t *o, pe_t *pes, int rank, int restart, int b
             setenv("SYMTRAIN_HEARTBEAT_FD", v, 1);
         } else {
             unsetenv("SYMTRAIN_HEARTBEAT_FD"); /* not one a symrun above us made */
+        }
+        if (store_fd >= 0) {
+            snprintf(v, sizeof v, "%d", dup(store_fd)); /* without CLOEXEC */
+            setenv("SYMTRAIN_MEMCKPT_FD", v, 1);
+        } else {
+            unsetenv("SYMTRAIN_MEMCKPT_FD");
         }
         execvp(o->argv[0], o->argv);
         fprintf(stderr, "symrun: PE %d: cannot run %s: %s\n", rank, o->argv[0], strerror(errno));
@@ -914,6 +928,11 @@ int main(int argc, char **argv) {
     options_t o;
     parse_args(argc, argv, &o);
     setup_signals();
+    /* Empty until a PE sizes it; without it the PEs keep snapshots on the disk only. */
+    char store_name[48]; /* named for this symrun in /proc/PID/fd, nowhere else */
+    snprintf(store_name, sizeof store_name, "symrun-snapshots.%d", (int)getpid());
+    store_fd = memfd_create(store_name, MFD_CLOEXEC);
+    if (store_fd < 0) note("no in-memory snapshot store (memfd_create: %s)", strerror(errno));
     for (int restart = 0;; restart++) {
         int code = 0;
         outcome_t out = run_job(&o, restart, &code);

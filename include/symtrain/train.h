@@ -120,6 +120,8 @@ typedef struct {
     int64_t ckpt_steps;     /* 0 = not by step count */
     int ckpt_keep;
     int ckpt_sharded;       /* every PE writes its shards (format 3); 0: PE 0 writes all */
+    int64_t mem_ckpt_every; /* in-memory snapshots on buddy PEs every N steps (and at each
+                               --ckpt-steps checkpoint); 0: none (ckpt/peer.h) */
     int resume;             /* SYM_RESUME_* */
     /* what a person sees */
     const char *metrics_path;

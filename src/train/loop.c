@@ -59,6 +59,7 @@
 #include <symtrain/zero.h>
 
 #include "balance/balance.h"
+#include "ckpt/peer.h"
 #include "core/device.h"
 #include "data/task.h"
 #include "internal.h"
@@ -169,6 +170,22 @@ static int validate_layout(const sym_train_config_t *c, int npes) {
     return SYM_OK;
 }
 
+/* --mem-ckpt-every: the snapshot is each PE's 1/N of every tensor, which
+ * plain data parallelism holds whole (tp, pp and ZeRO shard them otherwise). */
+static int mem_ckpt_validate(const sym_train_config_t *c, int npes) {
+    if (c->mem_ckpt_every < 0)
+        return sym__error(SYM_EINVAL, "--mem-ckpt-every cannot be negative");
+    if (!c->mem_ckpt_every) return SYM_OK;
+    if (!c->ckpt_dir)
+        return sym__error(SYM_EINVAL, "--mem-ckpt-every needs --ckpt-dir DIR: the disk is where a "
+                                      "restart goes when both in-memory copies of a shard are gone");
+    sym_parallel_t l = layout_of(c, npes);
+    if (l.tp > 1 || l.pp > 1 || c->zero)
+        return sym__error(SYM_EINVAL, "--mem-ckpt-every with --parallel tp/pp or --zero: not in "
+                                      "this build; use it with data parallelism alone");
+    return SYM_OK;
+}
+
 int sym_train_validate(const sym_train_config_t *c, int npes) {
     if (c->epochs < 1) return sym__error(SYM_EINVAL, "--epochs must be at least 1");
     if (c->steps < 0) return sym__error(SYM_EINVAL, "--steps cannot be negative");
@@ -221,6 +238,7 @@ int sym_train_validate(const sym_train_config_t *c, int npes) {
         return sym__error(SYM_EINVAL, "--resume, --ckpt-every and --ckpt-steps need --ckpt-dir DIR");
     if (c->ckpt_every_s < 0 || c->ckpt_steps < 0)
         return sym__error(SYM_EINVAL, "--ckpt-every and --ckpt-steps cannot be negative");
+    if ((rc = mem_ckpt_validate(c, npes))) return rc;
     const sym_balance_config_t *b = &c->balance;
     if (b->policy < SYM_BALANCE_OFF || b->policy > SYM_BALANCE_SCORE)
         return sym__error(SYM_EINVAL, "--balance must be off, throughput or score");
@@ -311,6 +329,7 @@ typedef struct {
     sym_ckpt_writer_t *writer;   /* PE 0's, format 2; or */
     sym_ckpt_dist_t *dist;       /* every PE's, --ckpt-format sharded */
     int ckpt_lock;               /* PE 0: its hold on --ckpt-dir (sym_ckpt_lock), or -1 */
+    sym_peer_t *peer;            /* --mem-ckpt-every: the in-memory snapshots (NULL: none) */
     sym_metrics_t *metrics;
     sym_prom_t *prom;            /* this PE's Prometheus endpoint (NULL: none) */
     int prom_share, prom_speed, prom_straggler; /* the balancer's gauge families */
@@ -742,6 +761,43 @@ static int resume_sharded(run_t *r) {
     return SYM_OK;
 }
 
+/* A checkpoint's meta for the current state: position, RNG streams, the run's
+ * settings and the balancer's shares (pointing into the balancer). */
+static void ckpt_meta(run_t *r, sym_ckpt_meta_t *m) {
+    const sym_train_config_t *c = r->cfg;
+    memset(m, 0, sizeof *m);
+    m->step = r->step;
+    m->epoch = r->epoch;
+    m->sample = r->sample;
+    m->world_size = r->npes;
+    m->blas_threads = r->threads;
+    m->global_batch = c->global_batch;
+    m->seed = c->model.seed;
+    sym_loader_set_epoch(&r->loader, r->epoch); /* the stream of the epoch saved */
+    m->data_key = r->loader.key;
+    m->data_counter = r->loader.draws;
+    m->dropout_key = sym_rng_key(c->model.seed, SYM_RNG_DROPOUT, 0);
+    snprintf(m->model, sizeof m->model, "%s", c->model.spec);
+    snprintf(m->activation, sizeof m->activation, "%s", act_label(&c->model));
+    m->dropout = c->model.dropout;
+    m->params = sym_model_full_num_params(r->model);
+    snprintf(m->optimizer, sizeof m->optimizer, "%s", sym_optim_name(c->optim.kind));
+    m->optim_steps = optim_steps(r);
+    snprintf(m->dataset, sizeof m->dataset, "%s", r->task.name);
+    m->train_samples = r->task.n_train;
+    m->lr = c->lr;
+    m->total_steps = r->sched.total_steps;
+    if (sym__balance_shares(r->bal)) {
+        const int *shares;
+        const double *speeds;
+        sym__balance_state(r->bal, &shares, &speeds);
+        snprintf(m->balance, sizeof m->balance, "%s", sym__balance_policy_name(c->balance.policy));
+        m->nshares = r->npes;
+        m->shares = (int *)shares;
+        m->speeds = (double *)speeds;
+    }
+}
+
 /* Hand a snapshot of the current state to the writer: PE 0 (with tp > 1 its
  * tp group gathers the snapshot with it), or every PE with sharded checkpoints. */
 static int save(run_t *r) {
@@ -763,37 +819,7 @@ static int save(run_t *r) {
         return rc ? report(r, rc, 0) : SYM_OK;
     }
     sym_ckpt_meta_t m;
-    memset(&m, 0, sizeof m);
-    m.step = r->step;
-    m.epoch = r->epoch;
-    m.sample = r->sample;
-    m.world_size = r->npes;
-    m.blas_threads = r->threads;
-    m.global_batch = c->global_batch;
-    m.seed = c->model.seed;
-    sym_loader_set_epoch(&r->loader, r->epoch); /* the stream of the epoch saved */
-    m.data_key = r->loader.key;
-    m.data_counter = r->loader.draws;
-    m.dropout_key = sym_rng_key(c->model.seed, SYM_RNG_DROPOUT, 0);
-    snprintf(m.model, sizeof m.model, "%s", c->model.spec);
-    snprintf(m.activation, sizeof m.activation, "%s", act_label(&c->model));
-    m.dropout = c->model.dropout;
-    m.params = W;
-    snprintf(m.optimizer, sizeof m.optimizer, "%s", sym_optim_name(c->optim.kind));
-    m.optim_steps = optim_steps(r);
-    snprintf(m.dataset, sizeof m.dataset, "%s", r->task.name);
-    m.train_samples = r->task.n_train;
-    m.lr = c->lr;
-    m.total_steps = r->sched.total_steps;
-    if (sym__balance_shares(r->bal)) {
-        const int *shares;
-        const double *speeds;
-        sym__balance_state(r->bal, &shares, &speeds);
-        snprintf(m.balance, sizeof m.balance, "%s", sym__balance_policy_name(c->balance.policy));
-        m.nshares = r->npes;
-        m.shares = (int *)shares;
-        m.speeds = (double *)speeds;
-    }
+    ckpt_meta(r, &m);
     if (r->dist) { /* every PE: its part of every tensor */
         int n;
         sym_ckpt_slice_t *mine = model_slices(r, r->me, &n);
@@ -847,6 +873,89 @@ static int save(run_t *r) {
     r->saved_step = r->step;
     r->last_save = sym__now_s();
     return SYM_OK;
+}
+
+/* ---- in-memory snapshots on buddy PEs (--mem-ckpt-every, ckpt/peer.h) ----
+ * Each PE's part of every tensor (model_slices, split as the sharded format
+ * splits them) and the checkpoint's meta go to its own region of symrun's
+ * store and to its buddy's; after a restart every PE reads every part back
+ * from whichever copy survived, before anyone looks at the disk. */
+
+/* Setup, before a resume: map the store (collective). Without one (not
+ * started by symrun) the run keeps to the disk, and says so. */
+static int mem_open(run_t *r) {
+    if (!r->cfg->mem_ckpt_every) return SYM_OK;
+    int n = 0;
+    sym_ckpt_slice_t *mine = model_slices(r, r->me, &n);
+    size_t bytes = 0;
+    for (int i = 0; mine && i < n; i++) bytes += (size_t)sym_ckpt_slice_elems(&mine[i]) * sizeof(float);
+    free(mine);
+    int rc = sym_peer_open(bytes, r->npes, &r->peer);
+    if (rc == SYM_ENOENT) {
+        note(r, "--mem-ckpt-every: %s; checkpoints go to the disk alone", sym_last_error());
+        return SYM_OK;
+    }
+    return rc ? report(r, rc, 1) : SYM_OK;
+}
+
+/* After a step (every PE alike): a snapshot every --mem-ckpt-every steps and
+ * at each --ckpt-steps checkpoint, before the disk's. */
+static void mem_snapshot(run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    if (!r->peer || (r->step % c->mem_ckpt_every && (!c->ckpt_steps || r->step % c->ckpt_steps)))
+        return;
+    int rc = r->gpu ? gpu_sync_host(r) : SYM_OK, n = -1;
+    sym_ckpt_meta_t m;
+    ckpt_meta(r, &m);
+    sym_ckpt_slice_t *mine = rc ? NULL : model_slices(r, r->me, &n);
+    if ((rc = sym_peer_save(r->peer, &m, mine, mine ? n : -1))) /* collective, even so */
+        sym__warn("symtrain train", "an in-memory snapshot could not be taken: %s", sym_last_error());
+    free(mine);
+}
+
+static void say_memory(void *user, const char *msg) {
+    note(user, "%s; reading --ckpt-dir instead", msg);
+}
+
+/* --resume after a restart: 1 when the state came from the in-memory
+ * snapshots, 0 when there is none to take (the disk is next), or an error. */
+static int resume_memory(run_t *r) {
+    if (!r->peer || sym__env_int("SYMTRAIN_RESTART_COUNT", 0, 0, LONG_MAX) == 0) return 0;
+    double t0 = sym__now_s();
+    sym_ckpt_meta_t m;
+    int rc = sym_peer_find(r->peer, &m, say_memory, r);
+    if (rc == SYM_ENOENT) return 0;
+    if (!rc) rc = check_meta(r, &m, "the in-memory snapshot");
+    if (!rc && m.params != r->P)
+        rc = sym__error(SYM_EMISMATCH, "the in-memory snapshot holds %llu parameters, %s has %zu",
+                        (unsigned long long)m.params, r->cfg->model.spec, r->P);
+    if (rc) return report(r, rc, 1);
+    for (int q = 0; !rc && q < r->npes; q++) { /* every part, from its copy */
+        int n;
+        sym_ckpt_slice_t *s = model_slices(r, q, &n);
+        rc = s ? sym_peer_read(r->peer, q, s, n)
+               : sym__error(SYM_ENOMEM, "out of memory for the snapshot's table");
+        free(s);
+    }
+    if (rc) report(r, rc, 0);
+    if ((rc = agree(r, rc))) return rc;
+    sym_optim_set_steps(r->opt, m.optim_steps);
+    char from[1024];
+    int len = 0;
+    for (int q = 0; q < r->npes && len < (int)sizeof from - 64; q++) {
+        int src = sym_peer_source(r->peer, q);
+        if (src == q)
+            len += snprintf(from + len, sizeof from - (size_t)len, "%sPE %d's own copy",
+                            q ? ", " : "", q);
+        else
+            len += snprintf(from + len, sizeof from - (size_t)len,
+                            "%sPE %d's from its buddy PE %d's copy", q ? ", " : "", q, src);
+    }
+    note(r, "in-memory snapshot of step %lld restored in %.3f s: %s", (long long)m.step,
+         sym__now_s() - t0, from);
+    resumed(r, &m, "the in-memory snapshot");
+    r->saved_step = -1; /* the disk may lack this step: the next checkpoint writes it */
+    return 1;
 }
 
 /* ---- evaluation ---- */
@@ -1293,7 +1402,11 @@ static int setup(run_t *r) {
         (rc = sym_ckpt_lock(c->ckpt_dir, &r->ckpt_lock)))
         report(r, rc, 0);
     if ((rc = agree(r, rc))) return rc;
-    if (c->resume && (rc = sharded_on_disk(r) ? resume_sharded(r) : resume(r))) return rc;
+    if ((rc = mem_open(r))) return rc;
+    int from_memory = c->resume ? resume_memory(r) : 0;
+    if (from_memory < 0) return from_memory;
+    if (c->resume && !from_memory && (rc = sharded_on_disk(r) ? resume_sharded(r) : resume(r)))
+        return rc;
     if (r->gpu && (rc = gpu_create(r))) return rc;
     /* Starting over in a directory of checkpoints would remove them as it
      * saves, or leave newer ones to shadow its own on the next --resume. */
@@ -1396,6 +1509,7 @@ static void teardown(run_t *r) {
     sym__prom_stop(r->prom);
     if (r->writer) sym_ckpt_writer_destroy(r->writer);
     sym_ckpt_dist_destroy(r->dist);
+    sym_peer_close(r->peer);
     sym_ckpt_unlock(r->ckpt_lock);
     sym__balance_destroy(r->bal);
     free(r->pes);
@@ -1746,6 +1860,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
                 stopped = 1;
                 break;
             }
+            mem_snapshot(&r);
             if (save_due(&r)) save(&r);
         }
         if (rc) break;
@@ -1760,6 +1875,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             /* The stop flag of the epoch's last step, or a step-count checkpoint due there. */
             const float *g = sym_model_grads(r.model);
             if (g[r.P + CTRL_STOP] > 0.0f) stopped = 1;
+            if (!stopped && r.epoch < r.epochs) mem_snapshot(&r);
             if (!stopped && r.epoch < r.epochs && save_due(&r)) save(&r);
         }
     }
