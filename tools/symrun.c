@@ -15,6 +15,9 @@
  * What the PEs write is never cut off by that: the other PEs first get
  * FAIL_GRACE_MS to end by themselves (they often saw the same error, and the
  * one explaining it may not be the first to exit), then SIGTERM, then SIGKILL;
+ * except when a PE was killed by a signal and a restart follows: the others
+ * then wait for it in vain and have nothing to say, so they are SIGKILLed at
+ * once and the restart (the job's recovery time) does not wait for them;
  * their output is forwarded all the while (--tag-output) and read to the end
  * of each pipe before symrun exits. symrun's own line comes after the grace.
  *
@@ -484,6 +487,8 @@ typedef struct {
     const volatile uint64_t *beats; /* the heartbeat file, slot per PE; NULL: unwatched */
     double gather_since;    /* when the first part of the pending all-gather came */
     int stop_code;          /* a PE stopped by our signal exited with it (130: nothing saved) */
+    int restart_next;       /* --max-restarts: a failure starts the job again */
+    int fast_end;           /* a PE was killed by a signal and a restart follows: no grace */
 } job_t;
 
 static void describe_end(const pe_t *p, int rank, char *buf, size_t len) {
@@ -710,6 +715,13 @@ static void check_ended(job_t *j, int *seen) {
             continue;
         }
         pe_failed(j, i, 0, code);
+        if (WIFSIGNALED(p->status) && j->restart_next && !got_signal) {
+            /* Killed (a crash, the OOM killer, a lost machine): the others
+             * wait for it in vain and have nothing to explain, and the
+             * restart waits for them: end them at once. */
+            j->grace_until = 0;
+            j->fast_end = 1;
+        }
     }
 }
 
@@ -789,6 +801,7 @@ static void check_liveness(job_t *j, double limit) {
 
 static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
     job_t j = {0};
+    j.restart_next = restart < o->max_restarts;
     j.npes = o->npes;
     j.failed_pe = -1;
     j.pes = calloc((size_t)o->npes, sizeof(pe_t));
@@ -894,7 +907,7 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
     }
 
     report_failure(&j);
-    if (running_count(&j)) end_all(&j, SIGTERM);
+    if (running_count(&j)) end_all(&j, j.fast_end ? SIGKILL : SIGTERM);
     for (int i = 0; i < j.npes; i++) {
         for (int s = 0; s < 2; s++)
             while (j.pes[i].out[s] >= 0) drain_output(&j.pes[i], i, s, 0, 1);
