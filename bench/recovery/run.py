@@ -16,6 +16,9 @@ kill:
               the next thing it does is train)
   first_step  the first step record after the restart in its --metrics file
               (resumed + the rest of its setup + one training step)
+and, from the restarted job's log, restore: the in-memory restore alone
+(finding the snapshot, checking its CRC32Cs, copying every shard; "nan" for the
+disk, whose reader does not time itself).
 Both are wall-clock, polled every 2 ms. Standard library only; no network.
 """
 import argparse
@@ -121,13 +124,15 @@ def trial(a, mode, n):
         source = m.group(1) if m else "?"
         if (mode == "memory") != (source == "the in-memory snapshot") or source == "?":
             raise SystemExit(f"{mode} trial {n}: resumed from {source}:\n{text}")
+        r = re.search(r"in-memory snapshot of step \d+ restored in ([0-9.]+) s", text)
+        restore = float(r.group(1)) if r else float("nan")
         step_s = []
         with open(metrics) as f:
             for line in f:
                 c = re.search(r'"compute_s":([0-9.e-]+),"comm_s":([0-9.e-]+)', line)
                 if c:
                     step_s.append(float(c.group(1)) + float(c.group(2)))
-        return resumed, first, statistics.median(step_s)
+        return resumed, first, restore, statistics.median(step_s)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -159,13 +164,14 @@ def main():
     print(f"# {a.model}, {a.npes} CPU PEs x {a.threads} threads, batch {a.batch} x {a.seq} tokens; "
           f"checkpoint (and snapshot) every {a.every} steps; PE 1 SIGKILLed after step {a.kill_after}; "
           f"disk: {'page cache kept' if a.warm else 'page cache dropped'}")
-    print("%-8s %5s %11s %14s %8s" % ("source", "trial", "resumed_s", "first_step_s", "step_s"))
+    print("%-8s %5s %11s %14s %10s %8s" % ("source", "trial", "resumed_s", "first_step_s",
+                                           "restore_s", "step_s"))
     res = {"memory": [], "disk": []}
     for n in range(1, a.trials + 1):
         for mode in ("memory", "disk"):
             r = trial(a, mode, n)
             res[mode].append(r)
-            print("%-8s %5d %11.3f %14.3f %8.3f" % (mode, n, *r), flush=True)
+            print("%-8s %5d %11.3f %14.3f %10.3f %8.3f" % (mode, n, *r), flush=True)
     mm = statistics.median(r[0] for r in res["memory"])
     md = statistics.median(r[0] for r in res["disk"])
     fm = statistics.median(r[1] for r in res["memory"])

@@ -82,8 +82,6 @@ struct sym_peer {
     int *src, *src_ent;      /* (npes) the chosen copy of each shard: region, entry */
     int *shares;             /* the chosen snapshot's, (npes) */
     double *speeds;
-    double last_s;
-    size_t last_bytes;
     long long exit_step;     /* test hook SYMTRAIN_TEST_MEM_EXIT_AT=PE:STEP:own|copy */
     int exit_copy;
 };
@@ -96,6 +94,16 @@ static char *buffer(const sym_peer_t *p, int q, int k) {
     return region(p, q) + PEER_PAGE + (size_t)k * p->cap;
 }
 static size_t tail_bytes(int nshares) { return (size_t)nshares * (sizeof(int32_t) + sizeof(double)); }
+
+/* Map the pages of a buffer about to be read in one call, not a fault per
+ * page (a restarted PE has none of the store mapped); best effort. */
+static void prefault(const void *buf, size_t len) {
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14 */
+#endif
+    uintptr_t a = (uintptr_t)buf & ~(uintptr_t)(PEER_PAGE - 1);
+    if (len) madvise((void *)a, len + ((uintptr_t)buf - a), MADV_POPULATE_READ);
+}
 
 /* ---- small collectives over the world ---- */
 
@@ -265,7 +273,6 @@ static void end_entry(entry_t *e, uint64_t gen, const sym_ckpt_meta_t *meta, siz
 
 int sym_peer_save(sym_peer_t *p, const sym_ckpt_meta_t *meta, const sym_ckpt_slice_t *slices,
                   int n) {
-    double t0 = sym__now_s();
     size_t total = tail_bytes(meta->nshares);
     for (int i = 0; i < n; i++)
         total += (size_t)sym_ckpt_slice_elems(&slices[i]) * sym_dtype_size(slices[i].dtype);
@@ -307,8 +314,6 @@ int sym_peer_save(sym_peer_t *p, const sym_ckpt_meta_t *meta, const sym_ckpt_sli
     long long bad = rc != 0;
     max_all(p, &bad, 1);
     if (!bad) p->committed = gen;
-    p->last_s = sym__now_s() - t0;
-    p->last_bytes = 2 * total;
     if (rc) return rc;
     return bad ? sym__error(SYM_EINVAL, "another PE's snapshot did not fit the in-memory store") : SYM_OK;
 }
@@ -338,7 +343,7 @@ static int good_entry(const sym_peer_t *p, int q, int base, int owner, uint64_t 
         const entry_t *e = entry(p, q, k);
         if (atomic_load_explicit(&e->gen, memory_order_acquire) == g && e->owner == owner &&
             e->npes == p->npes && e->len <= p->cap &&
-            sym__crc32c(0, buffer(p, q, k), e->len) == e->crc)
+            (prefault(buffer(p, q, k), e->len), sym__crc32c(0, buffer(p, q, k), e->len) == e->crc))
             return k;
     }
     return -1;
@@ -440,6 +445,7 @@ int sym_peer_read(sym_peer_t *p, int pe, const sym_ckpt_slice_t *slices, int n) 
     if (total != e->len)
         return sym__error(SYM_EMISMATCH, "PE %d's in-memory shard holds %llu bytes and this run's "
                           "tensors take %zu", pe, (unsigned long long)e->len, total);
+    prefault(b, total);
     for (int i = 0; i < n; i++) {
         size_t len = (size_t)sym_ckpt_slice_elems(&slices[i]) * sym_dtype_size(slices[i].dtype);
         memcpy(slices[i].data, b + off, len);
@@ -449,11 +455,6 @@ int sym_peer_read(sym_peer_t *p, int pe, const sym_ckpt_slice_t *slices, int n) 
 }
 
 int sym_peer_source(const sym_peer_t *p, int pe) { return p->src[pe]; }
-
-void sym_peer_stats(const sym_peer_t *p, double *seconds, size_t *bytes) {
-    *seconds = p->last_s;
-    *bytes = p->last_bytes;
-}
 
 void sym_peer_close(sym_peer_t *p) {
     if (!p) return;

@@ -56,9 +56,6 @@ int sym_peer_read(sym_peer_t *p, int pe, const sym_ckpt_slice_t *slices, int n);
  * (its own copy) or its buddy. */
 int sym_peer_source(const sym_peer_t *p, int pe);
 
-/* The last save's seconds and bytes (this PE's shard, written twice). */
-void sym_peer_stats(const sym_peer_t *p, double *seconds, size_t *bytes);
-
 void sym_peer_close(sym_peer_t *p);
 
 #endif
