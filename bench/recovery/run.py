@@ -6,8 +6,10 @@ sharded checkpoint, same run, same machine.
     bench/recovery/run.py BUILD_DIR [--model gpt:d12] [--npes 4] [--trials 3] ...
 
 Each trial starts `symrun -n NPES --max-restarts 1 symtrain train ...` on the
-generated corpus with a sharded checkpoint every --every steps (and, for the
-memory rows, an in-memory snapshot at the same steps), waits until the
+generated corpus with a sharded checkpoint and an in-memory snapshot every
+--every steps; for the disk rows the restart finds every PE's region of the
+store lost (SYMTRAIN_TEST_MEM_LOST, as if every host had failed), so the two
+kinds of row differ only in where the state is read from. It waits until the
 checkpoint of step --every is committed and --kill-after steps are done,
 drops the checkpoint's files from the page cache (posix_fadvise DONTNEED, so
 "disk" reads the device; --warm keeps them), SIGKILLs PE 1 and times, from the
@@ -16,9 +18,9 @@ kill:
               the next thing it does is train)
   first_step  the first step record after the restart in its --metrics file
               (resumed + the rest of its setup + one training step)
-and, from the restarted job's log, restore: the in-memory restore alone
-(finding the snapshot, checking its CRC32Cs, copying every shard; "nan" for the
-disk, whose reader does not time itself).
+and, from the restarted job's log, restore: loading the state alone (memory:
+finding the newest whole snapshot, checking its CRC32Cs, copying every shard;
+disk: finding and verifying the newest checkpoint, reading every tensor).
 Both are wall-clock, polled every 2 ms. Standard library only; no network.
 """
 import argparse
@@ -82,9 +84,12 @@ def trial(a, mode, n):
                "--steps", str(a.steps), "--threads", str(a.threads), "--test-samples", "1",
                "--ckpt-dir", ck, "--ckpt-format", "sharded", "--ckpt-steps", str(a.every),
                "--resume=auto", "--metrics", metrics, "--quiet"]
-        if mode == "memory":
-            cmd += ["--mem-ckpt-every", str(a.every)]
-        env = dict(os.environ, SYMTRAIN_SYMMETRIC_SIZE=os.environ.get("SYMTRAIN_SYMMETRIC_SIZE", "4G"))
+        # both runs take snapshots (the disk one's are lost with its store: see below),
+        # so the two differ only in where the restart reads the state from
+        cmd += ["--mem-ckpt-every", str(a.every)]
+        env_mode = {"SYMTRAIN_TEST_MEM_LOST": ",".join(str(i) for i in range(a.npes))} if mode == "disk" else {}
+        env = dict(os.environ, SYMTRAIN_SYMMETRIC_SIZE=os.environ.get("SYMTRAIN_SYMMETRIC_SIZE", "4G"),
+                   **env_mode)
         with open(log, "w") as lf:
             p = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT, env=env)
         committed = os.path.join(ck, "step-%08d" % a.every)
@@ -124,7 +129,8 @@ def trial(a, mode, n):
         source = m.group(1) if m else "?"
         if (mode == "memory") != (source == "the in-memory snapshot") or source == "?":
             raise SystemExit(f"{mode} trial {n}: resumed from {source}:\n{text}")
-        r = re.search(r"in-memory snapshot of step \d+ restored in ([0-9.]+) s", text)
+        r = re.search(r"(?:in-memory snapshot of step \d+ restored|the checkpoint was read) in "
+                      r"([0-9.]+) s", text)
         restore = float(r.group(1)) if r else float("nan")
         step_s = []
         with open(metrics) as f:
@@ -178,6 +184,9 @@ def main():
     fd = statistics.median(r[1] for r in res["disk"])
     print(f"median resumed: memory {mm:.3f} s, disk {md:.3f} s, disk/memory {md / mm:.2f}x")
     print(f"median first step: memory {fm:.3f} s, disk {fd:.3f} s, disk/memory {fd / fm:.2f}x")
+    rm = statistics.median(r[2] for r in res["memory"])
+    rd = statistics.median(r[2] for r in res["disk"])
+    print(f"median restore alone: memory {rm:.3f} s, disk {rd:.3f} s, disk/memory {rd / rm:.2f}x")
 
 
 if __name__ == "__main__":

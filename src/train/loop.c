@@ -1405,8 +1405,11 @@ static int setup(run_t *r) {
     if ((rc = mem_open(r))) return rc;
     int from_memory = c->resume ? resume_memory(r) : 0;
     if (from_memory < 0) return from_memory;
+    double t_read = sym__now_s(); /* beside the in-memory restore's time */
     if (c->resume && !from_memory && (rc = sharded_on_disk(r) ? resume_sharded(r) : resume(r)))
         return rc;
+    if (c->resume && !from_memory && r->step > 0 && c->mem_ckpt_every)
+        note(r, "the checkpoint was read in %.3f s", sym__now_s() - t_read);
     if (r->gpu && (rc = gpu_create(r))) return rc;
     /* Starting over in a directory of checkpoints would remove them as it
      * saves, or leave newer ones to shadow its own on the next --resume. */
