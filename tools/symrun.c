@@ -15,9 +15,10 @@
  * What the PEs write is never cut off by that: the other PEs first get
  * FAIL_GRACE_MS to end by themselves (they often saw the same error, and the
  * one explaining it may not be the first to exit), then SIGTERM, then SIGKILL;
- * except when a PE was killed by a signal and a restart follows: the others
- * then wait for it in vain and have nothing to say, so they are SIGKILLed at
- * once and the restart (the job's recovery time) does not wait for them;
+ * except when a PE was killed by a signal, a restart follows and the PEs keep
+ * in-memory snapshots in symrun's store: the others then wait for it in vain,
+ * the restart needs no checkpoint still being written, so they are SIGKILLed
+ * at once and the recovery does not wait for them;
  * their output is forwarded all the while (--tag-output) and read to the end
  * of each pipe before symrun exits. symrun's own line comes after the grace.
  *
@@ -715,10 +716,13 @@ static void check_ended(job_t *j, int *seen) {
             continue;
         }
         pe_failed(j, i, 0, code);
-        if (WIFSIGNALED(p->status) && j->restart_next && !got_signal) {
-            /* Killed (a crash, the OOM killer, a lost machine): the others
-             * wait for it in vain and have nothing to explain, and the
-             * restart waits for them: end them at once. */
+        struct stat st;
+        if (WIFSIGNALED(p->status) && j->restart_next && !got_signal && store_fd >= 0 &&
+            fstat(store_fd, &st) == 0 && st.st_size > 0) {
+            /* Killed (a crash, the OOM killer, a lost machine) in a job that
+             * keeps in-memory snapshots: the others wait for it in vain, the
+             * restart resumes from the store, not from a checkpoint still
+             * being written, and it waits for them: end them at once. */
             j->grace_until = 0;
             j->fast_end = 1;
         }
