@@ -53,4 +53,15 @@ static inline int dckpt_compare(const char *a, const char *b, double *max_diff) 
     return n;
 }
 
+/* Staging directories (.tmp-step-*) of uncommitted saves in checkpoint directory dir. */
+static inline int dckpt_staging(const char *dir) {
+    DIR *d = opendir(dir);
+    CHECK(d != NULL, "opendir %s", dir);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) n += !strncmp(e->d_name, ".tmp-step-", 10);
+    closedir(d);
+    return n;
+}
+
 #endif

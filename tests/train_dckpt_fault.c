@@ -17,16 +17,6 @@
             "--model mlp:784-32-16-10 --batch 40 --optimizer adamw --lr 0.01 --threads 1 --quiet " \
             "--ckpt-format sharded --ckpt-steps 5"
 
-static int has_tmp(const char *dir) {
-    DIR *d = opendir(dir);
-    CHECK(d != NULL, "opendir %s", dir);
-    struct dirent *e;
-    int n = 0;
-    while ((e = readdir(d))) n += !strncmp(e->d_name, ".tmp-step-", 10);
-    closedir(d);
-    return n;
-}
-
 static void flip_byte(const char *path, long at) {
     FILE *f = fopen(path, "r+b");
     CHECK(f != NULL, "open %s", path);
@@ -54,7 +44,7 @@ int main(int argc, char **argv) {
     e2e_expect_log(e2e_path("kill.log"), "was killed by signal 9");
     CHECK(e2e_newest(ck, NULL, 0) == 5, "after the kill the newest checkpoint is step %lld, not 5",
           e2e_newest(ck, NULL, 0));
-    CHECK(has_tmp(ck) == 1, "no staging directory of step 10 was left behind");
+    CHECK(dckpt_staging(ck) == 1, "no staging directory of step 10 was left behind");
     CHECK(e2e_sh(e2e_path("v1.log"), "'%s' ckpt verify '%s'", e2e_symtrain, ck) == 0,
           "ckpt verify after the kill");
     e2e_expect_log(e2e_path("v1.log"), "step-00000005: ok");
@@ -63,7 +53,7 @@ int main(int argc, char **argv) {
     e2e_expect_log(e2e_path("resume.log"), "step-00000005: step 5");
     int nt = dckpt_compare(e2e_path("ref/step-00000020"), e2e_path("ck/step-00000020"), NULL);
     e2e_same_losses(e2e_path("ref.jsonl"), e2e_path("ck.jsonl"), 20, 1);
-    CHECK(has_tmp(ck) == 0, "the killed save's staging directory is still there");
+    CHECK(dckpt_staging(ck) == 0, "the killed save's staging directory is still there");
     printf("train_dckpt_fault: PE 2 killed before step 10's commit: step 5 intact, resumed from it "
            "to %d tensors and every loss bit-identical\n", nt);
 

@@ -81,8 +81,8 @@ typedef struct {
 } e2e_proc_t;
 
 /* Start `symrun -n npes [symrun_opts] symtrain train <args>` with stdout and
- * stderr going to log, and `env` (NAME=VALUE or NULL) added. args is one
- * string split on spaces. */
+ * stderr going to log, and `env` (NAME=VALUE, several separated by spaces, or
+ * NULL) added. args is one string split on spaces. */
 static inline e2e_proc_t e2e_start(int npes, const char *symrun_opts, const char *env, const char *log,
                             const char *args) {
     e2e_proc_t p;
@@ -113,7 +113,8 @@ static inline e2e_proc_t e2e_start(int npes, const char *symrun_opts, const char
         if (fd < 0) _exit(126);
         dup2(fd, 1);
         dup2(fd, 2);
-        if (env) putenv((char *)env);
+        for (char *t = env ? strtok(strdup(env), " ") : NULL; t; t = strtok(NULL, " "))
+            putenv(t); /* NAME=VALUE, one or several separated by spaces */
         if (e2e_nobody && test_become_nobody() < 0) _exit(77);
         execv(argv[0], argv);
         _exit(127);

@@ -27,6 +27,8 @@
     "  SYMTRAIN_BOOT_FD, SYMTRAIN_RANK, SYMTRAIN_SIZE\n"                                    \
     "                           set by symrun for each PE (with SYMTRAIN_RESTART_COUNT,\n" \
     "                           and SYMTRAIN_HEARTBEAT_FD under --hang-timeout)\n"          \
+    "  SYMTRAIN_MEMCKPT_FD      set by symrun: the memory file it holds across restarts\n"    \
+    "                           for in-memory snapshots (symtrain train --mem-ckpt-every)\n" \
     "  PMIX_RANK, PMIX_NAMESPACE  set by PMIx launchers (mpirun, srun --mpi=pmix)\n"        \
     "  RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT\n"                                       \
     "                           torchrun-style start across hosts (the env bootstrap)\n"    \

@@ -15,6 +15,10 @@
  * What the PEs write is never cut off by that: the other PEs first get
  * FAIL_GRACE_MS to end by themselves (they often saw the same error, and the
  * one explaining it may not be the first to exit), then SIGTERM, then SIGKILL;
+ * except when a PE was killed by a signal, a restart follows and the PEs keep
+ * in-memory snapshots in symrun's store: the others then wait for it in vain,
+ * the restart needs no checkpoint still being written, so they are SIGKILLed
+ * at once and the recovery does not wait for them;
  * their output is forwarded all the while (--tag-output) and read to the end
  * of each pipe before symrun exits. symrun's own line comes after the grace.
  *
@@ -40,6 +44,13 @@
  *
  * Symmetric memory lives in memory files owned by the PEs (src/transport/shm.c),
  * so nothing is left in /dev/shm however the PEs end.
+ *
+ * In-memory snapshots (symtrain train --mem-ckpt-every): symrun makes one
+ * memory file before the first start and holds it until it exits, restarts
+ * included; every PE of every attempt gets its number (SYMTRAIN_MEMCKPT_FD)
+ * and keeps its snapshot and its buddy's copy there (src/train/ckpt/peer.c),
+ * so a PE's death loses none of them. It has no name anywhere: symrun's end,
+ * however it ends, frees it (the PEs die with symrun).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -100,6 +111,7 @@ typedef struct {
 } pe_t;
 
 static int sig_pipe[2] = {-1, -1};
+static int store_fd = -1; /* the in-memory snapshot store, held across restarts */
 static volatile sig_atomic_t got_signal; /* the last of SIGINT, SIGTERM, SIGHUP */
 static volatile sig_atomic_t signals;    /* how many of them arrived */
 /* The last one came from the terminal (Ctrl-C, a hang-up): the kernel sent it
@@ -372,6 +384,12 @@ static void start_pe(const options_t *o, pe_t *pes, int rank, int restart, int b
         } else {
             unsetenv("SYMTRAIN_HEARTBEAT_FD"); /* not one a symrun above us made */
         }
+        if (store_fd >= 0) {
+            snprintf(v, sizeof v, "%d", dup(store_fd)); /* without CLOEXEC */
+            setenv("SYMTRAIN_MEMCKPT_FD", v, 1);
+        } else {
+            unsetenv("SYMTRAIN_MEMCKPT_FD");
+        }
         execvp(o->argv[0], o->argv);
         fprintf(stderr, "symrun: PE %d: cannot run %s: %s\n", rank, o->argv[0], strerror(errno));
         _exit(127);
@@ -470,6 +488,8 @@ typedef struct {
     const volatile uint64_t *beats; /* the heartbeat file, slot per PE; NULL: unwatched */
     double gather_since;    /* when the first part of the pending all-gather came */
     int stop_code;          /* a PE stopped by our signal exited with it (130: nothing saved) */
+    int restart_next;       /* --max-restarts: a failure starts the job again */
+    int fast_end;           /* a PE was killed by a signal and a restart follows: no grace */
 } job_t;
 
 static void describe_end(const pe_t *p, int rank, char *buf, size_t len) {
@@ -696,6 +716,16 @@ static void check_ended(job_t *j, int *seen) {
             continue;
         }
         pe_failed(j, i, 0, code);
+        struct stat st;
+        if (WIFSIGNALED(p->status) && j->restart_next && !got_signal && store_fd >= 0 &&
+            fstat(store_fd, &st) == 0 && st.st_size > 0) {
+            /* Killed (a crash, the OOM killer, a lost machine) in a job that
+             * keeps in-memory snapshots: the others wait for it in vain, the
+             * restart resumes from the store, not from a checkpoint still
+             * being written, and it waits for them: end them at once. */
+            j->grace_until = 0;
+            j->fast_end = 1;
+        }
     }
 }
 
@@ -775,6 +805,7 @@ static void check_liveness(job_t *j, double limit) {
 
 static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
     job_t j = {0};
+    j.restart_next = restart < o->max_restarts;
     j.npes = o->npes;
     j.failed_pe = -1;
     j.pes = calloc((size_t)o->npes, sizeof(pe_t));
@@ -880,7 +911,7 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
     }
 
     report_failure(&j);
-    if (running_count(&j)) end_all(&j, SIGTERM);
+    if (running_count(&j)) end_all(&j, j.fast_end ? SIGKILL : SIGTERM);
     for (int i = 0; i < j.npes; i++) {
         for (int s = 0; s < 2; s++)
             while (j.pes[i].out[s] >= 0) drain_output(&j.pes[i], i, s, 0, 1);
@@ -914,6 +945,11 @@ int main(int argc, char **argv) {
     options_t o;
     parse_args(argc, argv, &o);
     setup_signals();
+    /* Empty until a PE sizes it; without it the PEs keep snapshots on the disk only. */
+    char store_name[48]; /* named for this symrun in /proc/PID/fd, nowhere else */
+    snprintf(store_name, sizeof store_name, "symrun-snapshots.%d", (int)getpid());
+    store_fd = memfd_create(store_name, MFD_CLOEXEC);
+    if (store_fd < 0) note("no in-memory snapshot store (memfd_create: %s)", strerror(errno));
     for (int restart = 0;; restart++) {
         int code = 0;
         outcome_t out = run_job(&o, restart, &code);

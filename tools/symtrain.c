@@ -132,6 +132,10 @@ static const char usage_text[] =
     "                               an error when there is none\n"
     "  --resume=auto                the same, but start from the beginning when there is\n"
     "                               none (a job that restarts itself)\n"
+    "  --mem-ckpt-every N           also keep a snapshot in memory every N steps (and at each\n"
+    "                               --ckpt-steps checkpoint), each PE's shard copied to a\n"
+    "                               buddy PE; under symrun a restart resumes from it and\n"
+    "                               reads the disk only when both copies of a shard are gone\n"
     "output\n"
     "  --metrics FILE               append one JSON line per step (and per evaluation)\n"
     "  --metrics-port PORT          every PE serves Prometheus metrics at /metrics on PORT\n"
@@ -256,7 +260,8 @@ static const char *const valued[] = {
     "--final-lr-ratio", "--momentum", "--weight-decay", "--clip", "--max-steps", "--bucket-mb",
     "--zero", "--accum",
     "--threads", "--balance", "--balance-every", "--balance-hysteresis", "--balance-weights",
-    "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--ckpt-format", "--ckpt-async", "--metrics",
+    "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--ckpt-format", "--ckpt-async",
+    "--mem-ckpt-every", "--metrics",
     "--metrics-port",
     "--log-interval", "--progress", "--device", "--precision", "--recompute",
     "--loss-scale-growth", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every",
@@ -439,6 +444,8 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->ckpt_every_s = duration_value(opt, v);
         } else if (!strcmp(opt, "--ckpt-steps")) {
             c->ckpt_steps = int_value(opt, v, 1, INT64_MAX);
+        } else if (!strcmp(opt, "--mem-ckpt-every")) {
+            c->mem_ckpt_every = int_value(opt, v, 1, INT64_MAX);
         } else if (!strcmp(opt, "--ckpt-keep")) {
             c->ckpt_keep = (int)int_value(opt, v, 1, 1000000);
         } else if (!strcmp(opt, "--ckpt-format")) {

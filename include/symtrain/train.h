@@ -126,6 +126,8 @@ typedef struct {
     int ckpt_sync;          /* --ckpt-async off: each checkpoint is written and committed
                                before the next step; 0 (the default): a snapshot is taken
                                after the step and a background thread writes it */
+    int64_t mem_ckpt_every; /* in-memory snapshots on buddy PEs every N steps (and at each
+                               --ckpt-steps checkpoint); 0: none (ckpt/peer.h) */
     int resume;             /* SYM_RESUME_* */
     /* what a person sees */
     const char *metrics_path;

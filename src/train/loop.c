@@ -64,6 +64,7 @@
 #include "balance/balance.h"
 #include "ckpt/async.h"
 #include "ckpt/layout.h"
+#include "ckpt/peer.h"
 #include "core/device.h"
 #include "data/task.h"
 #include "internal.h"
@@ -165,6 +166,22 @@ static int validate_layout(const sym_train_config_t *c, int npes) {
     return SYM_OK;
 }
 
+/* --mem-ckpt-every: the snapshot is each PE's 1/N of every tensor, which
+ * plain data parallelism holds whole (tp, pp and ZeRO shard them otherwise). */
+static int mem_ckpt_validate(const sym_train_config_t *c, int npes) {
+    if (c->mem_ckpt_every < 0)
+        return sym__error(SYM_EINVAL, "--mem-ckpt-every cannot be negative");
+    if (!c->mem_ckpt_every) return SYM_OK;
+    if (!c->ckpt_dir)
+        return sym__error(SYM_EINVAL, "--mem-ckpt-every needs --ckpt-dir DIR: the disk is where a "
+                                      "restart goes when both in-memory copies of a shard are gone");
+    sym_parallel_t l = layout_of(c, npes);
+    if (l.tp > 1 || l.pp > 1 || c->zero)
+        return sym__error(SYM_EINVAL, "--mem-ckpt-every with --parallel tp/pp or --zero: not in "
+                                      "this build; use it with data parallelism alone");
+    return SYM_OK;
+}
+
 int sym_train_validate(const sym_train_config_t *c, int npes) {
     if (c->epochs < 1) return sym__error(SYM_EINVAL, "--epochs must be at least 1");
     if (c->steps < 0) return sym__error(SYM_EINVAL, "--steps cannot be negative");
@@ -220,6 +237,7 @@ int sym_train_validate(const sym_train_config_t *c, int npes) {
         return sym__error(SYM_EINVAL, "--resume, --ckpt-every and --ckpt-steps need --ckpt-dir DIR");
     if (c->ckpt_every_s < 0 || c->ckpt_steps < 0)
         return sym__error(SYM_EINVAL, "--ckpt-every and --ckpt-steps cannot be negative");
+    if ((rc = mem_ckpt_validate(c, npes))) return rc;
     const sym_balance_config_t *b = &c->balance;
     if (b->policy < SYM_BALANCE_OFF || b->policy > SYM_BALANCE_SCORE)
         return sym__error(SYM_EINVAL, "--balance must be off, throughput or score");
@@ -310,6 +328,7 @@ typedef struct {
     sym_ckpt_writer_t *writer;   /* PE 0's, format 2; or */
     sym_ckpt_dist_t *dist;       /* every PE's, --ckpt-format sharded */
     int ckpt_lock;               /* PE 0: its hold on --ckpt-dir (sym_ckpt_lock), or -1 */
+    sym_peer_t *peer;            /* --mem-ckpt-every: the in-memory snapshots (NULL: none) */
     sym_metrics_t *metrics;
     sym_prom_t *prom;            /* this PE's Prometheus endpoint (NULL: none) */
     int prom_share, prom_speed, prom_straggler; /* the balancer's gauge families */
@@ -846,6 +865,43 @@ static int snap_take(run_t *r, float **params, void **ostate, size_t *osize) {
     return SYM_OK;
 }
 
+/* A checkpoint's meta for the current state: position, RNG streams, the run's
+ * settings and the balancer's shares (pointing into the balancer). */
+static void ckpt_meta(run_t *r, sym_ckpt_meta_t *m) {
+    const sym_train_config_t *c = r->cfg;
+    memset(m, 0, sizeof *m);
+    m->step = r->step;
+    m->epoch = r->epoch;
+    m->sample = r->sample;
+    m->world_size = r->npes;
+    m->blas_threads = r->threads;
+    m->global_batch = c->global_batch;
+    m->seed = c->model.seed;
+    sym_loader_set_epoch(&r->loader, r->epoch); /* the stream of the epoch saved */
+    m->data_key = r->loader.key;
+    m->data_counter = r->loader.draws;
+    m->dropout_key = sym_rng_key(c->model.seed, SYM_RNG_DROPOUT, 0);
+    snprintf(m->model, sizeof m->model, "%s", c->model.spec);
+    snprintf(m->activation, sizeof m->activation, "%s", act_label(&c->model));
+    m->dropout = c->model.dropout;
+    m->params = sym_model_full_num_params(r->model);
+    snprintf(m->optimizer, sizeof m->optimizer, "%s", sym_optim_name(c->optim.kind));
+    m->optim_steps = optim_steps(r);
+    snprintf(m->dataset, sizeof m->dataset, "%s", r->task.name);
+    m->train_samples = r->task.n_train;
+    m->lr = c->lr;
+    m->total_steps = r->sched.total_steps;
+    if (sym__balance_shares(r->bal)) {
+        const int *shares;
+        const double *speeds;
+        sym__balance_state(r->bal, &shares, &speeds);
+        snprintf(m->balance, sizeof m->balance, "%s", sym__balance_policy_name(c->balance.policy));
+        m->nshares = r->npes;
+        m->shares = (int *)shares;
+        m->speeds = (double *)speeds;
+    }
+}
+
 /* Hand a snapshot of the current state to the writer: PE 0 (with tp or pp > 1
  * every PE gathers the snapshot to it), or every PE with sharded checkpoints. */
 static int save(run_t *r) {
@@ -871,37 +927,7 @@ static int save(run_t *r) {
         return rc ? report(r, rc, 0) : SYM_OK;
     }
     sym_ckpt_meta_t m;
-    memset(&m, 0, sizeof m);
-    m.step = r->step;
-    m.epoch = r->epoch;
-    m.sample = r->sample;
-    m.world_size = r->npes;
-    m.blas_threads = r->threads;
-    m.global_batch = c->global_batch;
-    m.seed = c->model.seed;
-    sym_loader_set_epoch(&r->loader, r->epoch); /* the stream of the epoch saved */
-    m.data_key = r->loader.key;
-    m.data_counter = r->loader.draws;
-    m.dropout_key = sym_rng_key(c->model.seed, SYM_RNG_DROPOUT, 0);
-    snprintf(m.model, sizeof m.model, "%s", c->model.spec);
-    snprintf(m.activation, sizeof m.activation, "%s", act_label(&c->model));
-    m.dropout = c->model.dropout;
-    m.params = W;
-    snprintf(m.optimizer, sizeof m.optimizer, "%s", sym_optim_name(c->optim.kind));
-    m.optim_steps = optim_steps(r);
-    snprintf(m.dataset, sizeof m.dataset, "%s", r->task.name);
-    m.train_samples = r->task.n_train;
-    m.lr = c->lr;
-    m.total_steps = r->sched.total_steps;
-    if (sym__balance_shares(r->bal)) {
-        const int *shares;
-        const double *speeds;
-        sym__balance_state(r->bal, &shares, &speeds);
-        snprintf(m.balance, sizeof m.balance, "%s", sym__balance_policy_name(c->balance.policy));
-        m.nshares = r->npes;
-        m.shares = (int *)shares;
-        m.speeds = (double *)speeds;
-    }
+    ckpt_meta(r, &m);
     if (r->dist) { /* every PE: its part of every tensor */
         sym__ckpt_layout_t L;
         sym__ckpt_slices_t mine;
@@ -958,6 +984,99 @@ static int save(run_t *r) {
     r->saved_step = r->step;
     r->last_save = sym__now_s();
     return SYM_OK;
+}
+
+/* ---- in-memory snapshots on buddy PEs (--mem-ckpt-every, ckpt/peer.h) ----
+ * Each PE's part of every tensor (mem_slices: what it writes to a sharded
+ * checkpoint) and the checkpoint's meta go to its own region of symrun's
+ * store and to its buddy's; after a restart every PE reads every part back
+ * from whichever copy survived, before anyone looks at the disk. */
+
+/* PE q's part: the slices data-parallel rank q writes to a sharded
+ * checkpoint (data parallelism alone: mem_ckpt_validate), pointing into
+ * this PE's arrays, which hold every part. */
+static int mem_slices(run_t *r, int q, sym__ckpt_slices_t *out) {
+    sym__ckpt_layout_t L;
+    ckpt_layout(r, &L);
+    L.dp_rank = q;
+    return sym__ckpt_layout_slices(&L, 1, out);
+}
+
+/* Setup, before a resume: map the store (collective). Without one (not
+ * started by symrun) the run keeps to the disk, and says so. */
+static int mem_open(run_t *r) {
+    if (!r->cfg->mem_ckpt_every) return SYM_OK;
+    sym__ckpt_slices_t mine;
+    int rc = mem_slices(r, r->me, &mine);
+    if (rc) return report(r, rc, 1);
+    size_t bytes = 0;
+    for (int i = 0; i < mine.n; i++) bytes += (size_t)sym_ckpt_slice_elems(&mine.s[i]) * sizeof(float);
+    sym__ckpt_slices_free(&mine);
+    rc = sym_peer_open(bytes, r->npes, &r->peer);
+    if (rc == SYM_ENOENT) {
+        note(r, "--mem-ckpt-every: %s; checkpoints go to the disk alone", sym_last_error());
+        return SYM_OK;
+    }
+    return rc ? report(r, rc, 1) : SYM_OK;
+}
+
+/* After a step (every PE alike): a snapshot every --mem-ckpt-every steps and
+ * at each --ckpt-steps checkpoint, before the disk's. */
+static void mem_snapshot(run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    if (!r->peer || (r->step % c->mem_ckpt_every && (!c->ckpt_steps || r->step % c->ckpt_steps)))
+        return;
+    int rc = r->gpu ? gpu_sync_host(r) : SYM_OK;
+    sym_ckpt_meta_t m;
+    ckpt_meta(r, &m);
+    sym__ckpt_slices_t mine = {0};
+    int ok = !rc && !mem_slices(r, r->me, &mine);
+    if ((rc = sym_peer_save(r->peer, &m, mine.s, ok ? mine.n : -1))) /* collective, even so */
+        sym__warn("symtrain train", "an in-memory snapshot could not be taken: %s", sym_last_error());
+    sym__ckpt_slices_free(&mine);
+}
+
+static void say_memory(void *user, const char *msg) {
+    note(user, "%s; reading --ckpt-dir instead", msg);
+}
+
+/* --resume after a restart: 1 when the state came from the in-memory
+ * snapshots, 0 when there is none to take (the disk is next), or an error. */
+static int resume_memory(run_t *r) {
+    if (!r->peer || sym__env_int("SYMTRAIN_RESTART_COUNT", 0, 0, LONG_MAX) == 0) return 0;
+    double t0 = sym__now_s();
+    sym_ckpt_meta_t m;
+    int rc = sym_peer_find(r->peer, &m, say_memory, r);
+    if (rc == SYM_ENOENT) return 0;
+    if (!rc) rc = check_meta(r, &m, "the in-memory snapshot");
+    if (!rc && m.params != r->P)
+        rc = sym__error(SYM_EMISMATCH, "the in-memory snapshot holds %llu parameters, %s has %zu",
+                        (unsigned long long)m.params, r->cfg->model.spec, r->P);
+    if (rc) return report(r, rc, 1);
+    for (int q = 0; !rc && q < r->npes; q++) { /* every part, from its copy */
+        sym__ckpt_slices_t part;
+        if (!(rc = mem_slices(r, q, &part))) rc = sym_peer_read(r->peer, q, part.s, part.n);
+        sym__ckpt_slices_free(&part);
+    }
+    if (rc) report(r, rc, 0);
+    if ((rc = agree(r, rc))) return rc;
+    sym_optim_set_steps(r->opt, m.optim_steps);
+    char from[1024];
+    int len = 0;
+    for (int q = 0; q < r->npes && len < (int)sizeof from - 64; q++) {
+        int src = sym_peer_source(r->peer, q);
+        if (src == q)
+            len += snprintf(from + len, sizeof from - (size_t)len, "%sPE %d's own copy",
+                            q ? ", " : "", q);
+        else
+            len += snprintf(from + len, sizeof from - (size_t)len,
+                            "%sPE %d's from its buddy PE %d's copy", q ? ", " : "", q, src);
+    }
+    note(r, "in-memory snapshot of step %lld restored in %.3f s: %s", (long long)m.step,
+         sym__now_s() - t0, from);
+    resumed(r, &m, "the in-memory snapshot");
+    r->saved_step = -1; /* the disk may lack this step: the next checkpoint writes it */
+    return 1;
 }
 
 /* ---- evaluation ---- */
@@ -1433,7 +1552,14 @@ static int setup(run_t *r) {
         (rc = sym_ckpt_lock(c->ckpt_dir, &r->ckpt_lock)))
         report(r, rc, 0);
     if ((rc = agree(r, rc))) return rc;
-    if (c->resume && (rc = sharded_on_disk(r) ? resume_sharded(r) : resume(r))) return rc;
+    if ((rc = mem_open(r))) return rc;
+    int from_memory = c->resume ? resume_memory(r) : 0;
+    if (from_memory < 0) return from_memory;
+    double t_read = sym__now_s(); /* beside the in-memory restore's time */
+    if (c->resume && !from_memory && (rc = sharded_on_disk(r) ? resume_sharded(r) : resume(r)))
+        return rc;
+    if (c->resume && !from_memory && r->step > 0 && c->mem_ckpt_every)
+        note(r, "the checkpoint was read in %.3f s", sym__now_s() - t_read);
     if (r->gpu && (rc = gpu_create(r))) return rc;
     /* Starting over in a directory of checkpoints would remove them as it
      * saves, or leave newer ones to shadow its own on the next --resume. */
@@ -1546,6 +1672,7 @@ static void teardown(run_t *r) {
     if (r->writer) sym_ckpt_writer_destroy(r->writer);
     snap_free(r); /* the writer is done with them */
     sym_ckpt_dist_destroy(r->dist);
+    sym_peer_close(r->peer);
     sym_ckpt_unlock(r->ckpt_lock);
     sym__balance_destroy(r->bal);
     free(r->pes);
@@ -1967,6 +2094,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
                 stopped = 1;
                 break;
             }
+            mem_snapshot(&r);
             if (save_due(&r)) checkpoint(&r);
         }
         if (rc) break;
@@ -1981,6 +2109,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             /* The stop flag of the epoch's last step, or a step-count checkpoint due there. */
             const float *g = sym_model_grads(r.model);
             if (g[r.P + CTRL_STOP] > 0.0f) stopped = 1;
+            if (!stopped && r.epoch < r.epochs) mem_snapshot(&r);
             if (!stopped && r.epoch < r.epochs && save_due(&r)) checkpoint(&r);
         }
     }

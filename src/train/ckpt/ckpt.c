@@ -653,6 +653,10 @@ void sym__ckpt_remove(const char *dir, const char *name, const sym_ckpt_file_t *
         if (sym__ckpt_join(path, sizeof path, dir, name) || unlink_listed(dfd, path) < 0) {
             for (int i = 0; i < nknown; i++) unlinkat(dfd, known[i].name, 0);
             unlink_shards(dfd);
+        } else if (!strncmp(name, ".tmp-step-", 10)) {
+            /* a sharded commit that died between its manifest (which lists the
+             * .bin files) and removing the shards' .json indexes */
+            unlink_shards(dfd);
         }
         unlinkat(dfd, MANIFEST, 0);
         close(dfd);

@@ -1,0 +1,468 @@
+/*
+ * peer.c — in-memory snapshots on buddy PEs (see peer.h), the way Gemini
+ * (SOSP'23) brings a job back without the disk.
+ *
+ * The store is one memory file (memfd) that symrun makes before the job's
+ * first start and keeps open until it exits, handing its number to every PE
+ * of every attempt (SYMTRAIN_MEMCKPT_FD); PE 0 sizes it at the first
+ * sym_peer_open. Every PE maps all of it, so a region is at the same offset
+ * for all, and writing into a peer's region is a same-host put (a copy into
+ * the peer's memory, no part taken by the peer). Its layout:
+ *
+ *   page 0                 header: magic (written last), npes, cap
+ *   region q (q < npes)    one page of 4 entries, then 4 buffers of cap bytes:
+ *                          entries/buffers 0, 1  PE q's own shard (two generations)
+ *                          entries/buffers 2, 3  the copy of PE q-1's shard
+ *
+ * A buffer holds the shard's slices (one after another), then the balancer's
+ * shares (int32) and speeds (double); its entry the snapshot's generation,
+ * step, length, CRC32C and meta. Writing one: the entry's generation is set
+ * to 0, the buffer and fields are written, the generation last (a release
+ * store): an entry whose generation is not 0 is complete. Each PE writes its
+ * own copy, then its buddy's; a barrier ends the snapshot. The two
+ * generations alternate, and the one written is never the last committed
+ * one, so a PE killed mid-write leaves the previous snapshot whole.
+ *
+ * Restoring, the newest generation every shard has a complete copy of is
+ * taken: each PE checks its own shard's copies at it (own first, else the
+ * buddy's) against their CRC32C, the PEs exchange the verdicts, and a shard
+ * with neither sends them to the generation before, then to the disk.
+ *
+ * Across hosts the buddy would be a PE of the next host and the put an RDMA
+ * write into its registered store; symrun starts one host's PEs, so here
+ * the buddy is (me + 1) % npes on the same host.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <shmem.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ckpt/peer.h"
+#include "internal.h"
+#include "util/util.h"
+
+#define PEER_PAGE 4096
+#define PEER_MAGIC 0x3152454550594d53ull /* "SYMPEER1" */
+#define OWN 0  /* entries 0, 1 */
+#define COPY 2 /* entries 2, 3 */
+
+typedef struct {
+    _Atomic uint64_t gen; /* 0: empty, or being written; set last */
+    int64_t step;
+    uint64_t len;         /* bytes in the buffer */
+    uint32_t crc;         /* CRC32C of them */
+    int32_t owner;        /* the PE whose shard it is */
+    int32_t npes;
+    int32_t nshares;
+    sym_ckpt_meta_t meta; /* its pointers NULL */
+} entry_t;
+
+typedef struct {
+    uint64_t npes, cap;
+    _Atomic uint64_t magic; /* set last */
+} store_hdr_t;
+
+_Static_assert(4 * sizeof(entry_t) <= PEER_PAGE, "a region's entries fit its first page");
+
+struct sym_peer {
+    int me, npes, buddy, fd;
+    char *map;
+    size_t map_len, cap;
+    uint64_t next_gen, committed;
+    long long *sym;          /* symmetric scratch: [0..15] source, [16..] results */
+    int *src, *src_ent;      /* (npes) the chosen copy of each shard: region, entry */
+    int *shares;             /* the chosen snapshot's, (npes) */
+    double *speeds;
+    long long exit_step;     /* test hook SYMTRAIN_TEST_MEM_EXIT_AT=PE:STEP:own|copy */
+    int exit_copy;
+};
+
+static char *region(const sym_peer_t *p, int q) {
+    return p->map + PEER_PAGE + (size_t)q * (PEER_PAGE + 4 * p->cap);
+}
+static entry_t *entry(const sym_peer_t *p, int q, int k) { return (entry_t *)region(p, q) + k; }
+static char *buffer(const sym_peer_t *p, int q, int k) {
+    return region(p, q) + PEER_PAGE + (size_t)k * p->cap;
+}
+static size_t tail_bytes(int nshares) { return (size_t)nshares * (sizeof(int32_t) + sizeof(double)); }
+
+/* Map the pages of a buffer about to be read in one call, not a fault per
+ * page (a restarted PE has none of the store mapped); best effort. */
+static void prefault(const void *buf, size_t len) {
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14 */
+#endif
+    uintptr_t a = (uintptr_t)buf & ~(uintptr_t)(PEER_PAGE - 1);
+    if (len) madvise((void *)a, len + ((uintptr_t)buf - a), MADV_POPULATE_READ);
+}
+
+/* ---- small collectives over the world ---- */
+
+static void max_all(sym_peer_t *p, long long *v, int n) {
+    memcpy(p->sym, v, sizeof *v * (size_t)n);
+    shmem_longlong_max_reduce(SHMEM_TEAM_WORLD, p->sym + 16, p->sym, (size_t)n);
+    memcpy(v, p->sym + 16, sizeof *v * (size_t)n);
+}
+
+/* all[q * n + i] = PE q's v[i] (n <= 16). */
+static void gather_all(sym_peer_t *p, const long long *v, long long *all, int n) {
+    memcpy(p->sym, v, sizeof *v * (size_t)n);
+    shmem_barrier_all(); /* no PE still reads the results of the last one */
+    shmem_longlong_fcollect(SHMEM_TEAM_WORLD, p->sym + 16, p->sym, (size_t)n);
+    memcpy(all, p->sym + 16, sizeof *all * (size_t)n * (size_t)p->npes);
+}
+
+/* ---- opening the store ---- */
+
+/* PE 0: the store is laid out for npes PEs and cap bytes, or made so (emptied). */
+static int shape_store(int fd, int npes, size_t cap, size_t need) {
+    struct stat st;
+    store_hdr_t h;
+    if (fstat(fd, &st) == 0 && (size_t)st.st_size == need &&
+        pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.magic == PEER_MAGIC &&
+        h.npes == (uint64_t)npes && h.cap == cap)
+        return SYM_OK; /* a restart: the snapshots are there */
+    if (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)need) < 0)
+        return sym__error(SYM_ENOMEM, "cannot size the in-memory snapshot store to %zu bytes: %s",
+                          need, strerror(errno));
+    h.npes = (uint64_t)npes;
+    h.cap = cap;
+    h.magic = PEER_MAGIC;
+    if (pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+        return sym__error(SYM_EIO, "cannot write the in-memory snapshot store's header: %s",
+                          strerror(errno));
+    return SYM_OK;
+}
+
+static void read_exit_hook(sym_peer_t *p) {
+    p->exit_step = -1;
+    const char *hook = getenv("SYMTRAIN_TEST_MEM_EXIT_AT");
+    const char *restart = getenv("SYMTRAIN_RESTART_COUNT");
+    int pe;
+    long long step;
+    char where[8];
+    if (hook && (!restart || !strcmp(restart, "0")) &&
+        sscanf(hook, "%d:%lld:%7s", &pe, &step, where) == 3 && pe == p->me) {
+        p->exit_step = step;
+        p->exit_copy = !strcmp(where, "copy");
+    }
+}
+
+int sym_peer_open(size_t bytes, int nshares, sym_peer_t **out) {
+    *out = NULL;
+    sym_peer_t *p = calloc(1, sizeof *p);
+    int npes = shmem_n_pes();
+    long long *sym = shmem_calloc(16 + 16 * (size_t)npes, sizeof(long long)); /* collective */
+    if (p) {
+        p->src = calloc((size_t)npes, sizeof *p->src);
+        p->src_ent = calloc((size_t)npes, sizeof *p->src_ent);
+        p->shares = calloc((size_t)npes, sizeof *p->shares);
+        p->speeds = calloc((size_t)npes, sizeof *p->speeds);
+    }
+    if (!p || !sym || !p->src || !p->src_ent || !p->shares || !p->speeds) {
+        if (sym) shmem_free(sym);
+        if (p) p->sym = NULL;
+        sym_peer_close(p);
+        return sym__error(SYM_ENOMEM, "out of memory for the in-memory snapshots");
+    }
+    p->sym = sym;
+    p->me = shmem_my_pe();
+    p->npes = npes;
+    p->buddy = (p->me + 1) % npes;
+    p->map = MAP_FAILED;
+    long fd = sym__env_int("SYMTRAIN_MEMCKPT_FD", -1, 0, INT_MAX);
+    struct stat st;
+    if (fd >= 0 && fstat((int)fd, &st) < 0) fd = -1;
+    p->fd = (int)fd;
+    if (fd >= 0) fcntl((int)fd, F_SETFD, FD_CLOEXEC); /* not for what the PE runs */
+    if (nshares > npes) nshares = npes;
+    long long v[2] = {fd < 0, (long long)(bytes + tail_bytes(nshares))};
+    max_all(p, v, 2);
+    if (v[0]) {
+        sym_peer_close(p);
+        return sym__error(SYM_ENOENT, "no in-memory snapshot store: symrun holds it (this job was "
+                                      "not started by symrun -n N, or by an older one)");
+    }
+    p->cap = ((size_t)v[1] + PEER_PAGE - 1) / PEER_PAGE * PEER_PAGE;
+    if (!p->cap) p->cap = PEER_PAGE;
+    p->map_len = PEER_PAGE + (size_t)npes * (PEER_PAGE + 4 * p->cap);
+    int rc = p->me == 0 ? shape_store(p->fd, npes, p->cap, p->map_len) : SYM_OK;
+    char why[512];
+    snprintf(why, sizeof why, "%s", rc ? sym_last_error() : "");
+    v[0] = rc != 0;
+    max_all(p, v, 1); /* every PE maps it once PE 0 has sized it */
+    if (!v[0]) {
+        p->map = mmap(NULL, p->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
+        if (p->map == MAP_FAILED) {
+            rc = sym__error(SYM_ENOMEM, "cannot map the in-memory snapshot store (%zu bytes): %s",
+                            p->map_len, strerror(errno));
+            snprintf(why, sizeof why, "%s", sym_last_error());
+        }
+    }
+    v[0] = rc != 0 || v[0];
+    max_all(p, v, 1);
+    if (v[0]) {
+        sym_peer_close(p);
+        return sym__error(rc ? rc : SYM_ENOMEM, "%s", rc ? why : "another PE could not map the "
+                                                                "in-memory snapshot store");
+    }
+    /* Generations only grow over the job's life: the next is above any here. */
+    long long g = 0;
+    for (int k = 0; k < 4; k++) {
+        long long e = (long long)atomic_load(&entry(p, p->me, k)->gen);
+        if (e > g) g = e;
+    }
+    max_all(p, &g, 1);
+    p->next_gen = (uint64_t)g + 1;
+    read_exit_hook(p);
+    *out = p;
+    return SYM_OK;
+}
+
+/* ---- saving ---- */
+
+/* Which of the two entries at `base` of region q to write: never the one
+ * holding the last committed snapshot; else the older. */
+static int pick(const sym_peer_t *p, int q, int base) {
+    uint64_t g0 = atomic_load(&entry(p, q, base)->gen), g1 = atomic_load(&entry(p, q, base + 1)->gen);
+    if (p->committed && g0 == p->committed) return base + 1;
+    if (p->committed && g1 == p->committed) return base;
+    return g0 <= g1 ? base : base + 1;
+}
+
+/* Copy `len` bytes to dst; the test hook kills this PE halfway through. */
+static void copy_out(char *dst, const void *src, size_t len, size_t *done, size_t total, int die) {
+    if (die && *done + len >= total / 2) {
+        size_t half = total / 2 > *done ? total / 2 - *done : 0;
+        memcpy(dst, src, half);
+        raise(SIGKILL); /* a machine failing mid-copy: half of it written, gen 0 */
+    }
+    memcpy(dst, src, len);
+    *done += len;
+}
+
+static void begin_entry(entry_t *e) {
+    atomic_store_explicit(&e->gen, 0, memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst); /* gen 0 is seen before any byte changes */
+}
+
+static void end_entry(entry_t *e, uint64_t gen, const sym_ckpt_meta_t *meta, size_t len,
+                      uint32_t crc, int owner, int npes) {
+    e->step = meta->step;
+    e->len = len;
+    e->crc = crc;
+    e->owner = owner;
+    e->npes = npes;
+    e->nshares = meta->nshares;
+    e->meta = *meta;
+    e->meta.shares = NULL;
+    e->meta.speeds = NULL;
+    e->meta.tensors = NULL;
+    e->meta.ntensors = 0;
+    atomic_store_explicit(&e->gen, gen, memory_order_release); /* complete */
+}
+
+int sym_peer_save(sym_peer_t *p, const sym_ckpt_meta_t *meta, const sym_ckpt_slice_t *slices,
+                  int n) {
+    size_t total = tail_bytes(meta->nshares);
+    for (int i = 0; i < n; i++)
+        total += (size_t)sym_ckpt_slice_elems(&slices[i]) * sym_dtype_size(slices[i].dtype);
+    int rc = SYM_OK;
+    uint64_t gen = p->next_gen++;
+    if (n < 0) {
+        rc = sym__error(SYM_ENOMEM, "PE %d: out of memory for a snapshot's table", p->me);
+    } else if (total > p->cap || meta->nshares > p->npes) {
+        rc = sym__error(SYM_EINVAL, "PE %d: a snapshot of %zu bytes does not fit the in-memory "
+                        "store's %zu", p->me, total, p->cap);
+    } else {
+        int die = meta->step == p->exit_step;
+        /* its own copy */
+        int k = pick(p, p->me, OWN);
+        entry_t *e = entry(p, p->me, k);
+        char *b = buffer(p, p->me, k);
+        begin_entry(e);
+        size_t off = 0;
+        for (int i = 0; i < n; i++)
+            copy_out(b + off, slices[i].data,
+                     (size_t)sym_ckpt_slice_elems(&slices[i]) * sym_dtype_size(slices[i].dtype), &off,
+                     total, die && !p->exit_copy);
+        size_t ns = (size_t)(meta->nshares > 0 ? meta->nshares : 0);
+        if (ns) {
+            memcpy(b + off, meta->shares, ns * sizeof(int32_t));
+            memcpy(b + off + ns * sizeof(int32_t), meta->speeds, ns * sizeof(double));
+        }
+        uint32_t crc = sym__crc32c(0, b, total);
+        end_entry(e, gen, meta, total, crc, p->me, p->npes);
+        /* the buddy's copy: one put of the whole buffer into its region */
+        int kc = pick(p, p->buddy, COPY);
+        entry_t *c = entry(p, p->buddy, kc);
+        begin_entry(c);
+        off = 0;
+        copy_out(buffer(p, p->buddy, kc), b, total, &off, total, die && p->exit_copy);
+        end_entry(c, gen, meta, total, crc, p->me, p->npes);
+    }
+    shmem_barrier_all(); /* every PE's copies of `gen` are complete */
+    long long bad = rc != 0;
+    max_all(p, &bad, 1);
+    if (!bad) p->committed = gen;
+    if (rc) return rc;
+    return bad ? sym__error(SYM_EINVAL, "another PE's snapshot did not fit the in-memory store") : SYM_OK;
+}
+
+/* ---- restoring ---- */
+
+/* Test hook SYMTRAIN_TEST_MEM_LOST=1,2 (on the first restart): the regions of
+ * those PEs read as lost, as a failed host's would. */
+static void lose_regions(sym_peer_t *p) {
+    const char *s = getenv("SYMTRAIN_TEST_MEM_LOST");
+    const char *restart = getenv("SYMTRAIN_RESTART_COUNT");
+    if (!s || !restart || strcmp(restart, "1")) return;
+    for (const char *t = s; *t;) {
+        char *end;
+        long q = strtol(t, &end, 10);
+        if (end == t) break;
+        if (q == p->me)
+            for (int k = 0; k < 4; k++) memset(entry(p, p->me, k), 0, sizeof(entry_t));
+        t = *end == ',' ? end + 1 : end;
+    }
+}
+
+/* The complete entry at `base` of region q that is PE `owner`'s shard at
+ * generation g and verifies; -1 if none. */
+static int good_entry(const sym_peer_t *p, int q, int base, int owner, uint64_t g) {
+    for (int k = base; k < base + 2; k++) {
+        const entry_t *e = entry(p, q, k);
+        if (atomic_load_explicit(&e->gen, memory_order_acquire) == g && e->owner == owner &&
+            e->npes == p->npes && e->len <= p->cap &&
+            (prefault(buffer(p, q, k), e->len), sym__crc32c(0, buffer(p, q, k), e->len) == e->crc))
+            return k;
+    }
+    return -1;
+}
+
+int sym_peer_find(sym_peer_t *p, sym_ckpt_meta_t *meta,
+                  void (*report)(void *user, const char *msg), void *user) {
+    lose_regions(p);
+    shmem_barrier_all();
+    int n = p->npes;
+    /* My shard's complete copies: (gen, step) of own entries, then the buddy's. */
+    long long mine[8], *all = malloc(sizeof *all * 8 * (size_t)n);
+    if (!all) return sym__error(SYM_ENOMEM, "out of memory");
+    for (int k = 0; k < 4; k++) {
+        const entry_t *e = entry(p, k < 2 ? p->me : p->buddy, k < 2 ? OWN + k : COPY + k - 2);
+        uint64_t g = atomic_load_explicit(&e->gen, memory_order_acquire);
+        int ok = g && e->owner == p->me && e->npes == n;
+        mine[2 * k] = ok ? (long long)g : 0;
+        mine[2 * k + 1] = ok ? e->step : -1;
+    }
+    gather_all(p, mine, all, 8);
+    /* Every generation present, newest first: taken when every shard has a
+     * copy of it that verifies; else the first shard without one is named. */
+    char why[400] = "";
+    int wlen = 0, found = 0;
+    long long newest = 0;
+    for (int i = 0; i < 4 * n; i++)
+        if (all[2 * i] > newest) newest = all[2 * i];
+    for (long long g = newest; g > 0 && !found; g--) {
+        long long step = -1;
+        int lost = -1;
+        for (int i = 0; i < 4 * n; i++)
+            if (all[2 * i] == g) step = all[2 * i + 1];
+        if (step < 0) continue; /* no copy of it anywhere */
+        for (int q = 0; q < n && lost < 0; q++) {
+            int has = 0;
+            for (int k = 0; k < 4; k++) has |= all[8 * q + 2 * k] == g;
+            if (!has) lost = q;
+        }
+        if (lost < 0) {
+            /* Each PE checks its own shard's copies at g: own first, else the buddy's. */
+            long long v[2] = {-1, -1}, *res = malloc(sizeof *res * 2 * (size_t)n);
+            if (!res) {
+                free(all);
+                return sym__error(SYM_ENOMEM, "out of memory");
+            }
+            int k = good_entry(p, p->me, OWN, p->me, (uint64_t)g);
+            if (k >= 0) v[0] = p->me, v[1] = k;
+            else if ((k = good_entry(p, p->buddy, COPY, p->me, (uint64_t)g)) >= 0)
+                v[0] = p->buddy, v[1] = k;
+            gather_all(p, v, res, 2);
+            for (int q = 0; q < n; q++) {
+                p->src[q] = (int)res[2 * q];
+                p->src_ent[q] = (int)res[2 * q + 1];
+                if (p->src[q] < 0 && lost < 0) lost = q;
+            }
+            free(res);
+        }
+        if (lost >= 0) {
+            if (wlen < (int)sizeof why - 160)
+                wlen += snprintf(why + wlen, sizeof why - (size_t)wlen,
+                                 "%s of PE %d's shard of step %lld (its own and PE %d's)",
+                                 wlen ? ", nor" : "", lost, step, (lost + 1) % n);
+            continue;
+        }
+        found = 1;
+        const entry_t *e = entry(p, p->src[0], p->src_ent[0]);
+        *meta = e->meta;
+        meta->nshares = e->nshares;
+        if (e->nshares > 0) {
+            const char *t = buffer(p, p->src[0], p->src_ent[0]) + e->len - tail_bytes(e->nshares);
+            memcpy(p->shares, t, sizeof(int32_t) * (size_t)e->nshares);
+            memcpy(p->speeds, t + sizeof(int32_t) * (size_t)e->nshares,
+                   sizeof(double) * (size_t)e->nshares);
+        }
+        meta->shares = e->nshares > 0 ? p->shares : NULL;
+        meta->speeds = e->nshares > 0 ? p->speeds : NULL;
+        p->committed = (uint64_t)g; /* kept whole by the next save */
+    }
+    free(all);
+    if (found) return SYM_OK;
+    char msg[600];
+    if (!newest)
+        snprintf(msg, sizeof msg, "the in-memory store holds no complete snapshot (none was "
+                 "taken before the failure)");
+    else
+        snprintf(msg, sizeof msg, "the in-memory snapshots cannot be used: no whole copy%s: both "
+                 "are gone or half-written", why);
+    if (p->me == 0 && report) report(user, msg);
+    return sym__error(SYM_ENOENT, "%s", msg);
+}
+
+int sym_peer_read(sym_peer_t *p, int pe, const sym_ckpt_slice_t *slices, int n) {
+    const entry_t *e = entry(p, p->src[pe], p->src_ent[pe]);
+    const char *b = buffer(p, p->src[pe], p->src_ent[pe]);
+    size_t total = tail_bytes(e->nshares), off = 0;
+    for (int i = 0; i < n; i++)
+        total += (size_t)sym_ckpt_slice_elems(&slices[i]) * sym_dtype_size(slices[i].dtype);
+    if (total != e->len)
+        return sym__error(SYM_EMISMATCH, "PE %d's in-memory shard holds %llu bytes and this run's "
+                          "tensors take %zu", pe, (unsigned long long)e->len, total);
+    prefault(b, total);
+    for (int i = 0; i < n; i++) {
+        size_t len = (size_t)sym_ckpt_slice_elems(&slices[i]) * sym_dtype_size(slices[i].dtype);
+        memcpy(slices[i].data, b + off, len);
+        off += len;
+    }
+    return SYM_OK;
+}
+
+int sym_peer_source(const sym_peer_t *p, int pe) { return p->src[pe]; }
+
+void sym_peer_close(sym_peer_t *p) {
+    if (!p) return;
+    if (p->map && p->map != MAP_FAILED) munmap(p->map, p->map_len);
+    if (p->sym) shmem_free(p->sym);
+    free(p->src);
+    free(p->src_ent);
+    free(p->shares);
+    free(p->speeds);
+    free(p);
+}

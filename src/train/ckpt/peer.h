@@ -1,0 +1,61 @@
+/*
+ * peer.h — in-memory snapshots on buddy PEs, restored after a restart without
+ * the disk (see peer.c for the store's layout and the consistency rule).
+ *
+ * At a snapshot every PE writes its shard of the training state (its 1/N
+ * slice of every tensor, the position and RNG fields of a checkpoint's meta)
+ * into its own region of the job's snapshot store and, with one-sided writes,
+ * into the copy region of its buddy ((me + 1) % N). The store is a memory
+ * file symrun creates once and holds for the job's whole life, restarts
+ * included (SYMTRAIN_MEMCKPT_FD): a PE's death loses nothing of it, and the
+ * job's end (however it ends) frees it; nothing has a name in /dev/shm or /tmp.
+ *
+ * After a restart the PEs take the newest snapshot of which every shard still
+ * has a complete copy (its own, else the buddy's), each copy checked by its
+ * generation number (written last) and CRC32C, so a half-written one is never
+ * loaded; with none, the caller falls back to the disk.
+ *
+ * Every call but sym_peer_read and sym_peer_source is collective over
+ * SHMEM_TEAM_WORLD.
+ */
+#ifndef SYM_TRAIN_CKPT_PEER_H
+#define SYM_TRAIN_CKPT_PEER_H
+
+#include <stddef.h>
+
+#include <symtrain/ckpt.h>
+
+typedef struct sym_peer sym_peer_t; /* opaque */
+
+/* Map the job's snapshot store for shards of up to `bytes` bytes (the largest
+ * over the PEs is taken) and `nshares` balancer shares. SYM_ENOENT on every PE
+ * when there is none (the job was not started by symrun): checkpoints then go
+ * to the disk alone. */
+int sym_peer_open(size_t bytes, int nshares, sym_peer_t **out);
+
+/* This PE's snapshot: `slices` (their bytes, one after another) and meta (its
+ * shares and speeds too) into its own region, then into its buddy's copy
+ * region; a barrier ends it, after which it is the newest complete snapshot.
+ * The previous one stays whole until then. n < 0: this PE could not build its
+ * slices (it takes part in the barrier, and every PE's save fails). */
+int sym_peer_save(sym_peer_t *p, const sym_ckpt_meta_t *meta, const sym_ckpt_slice_t *slices,
+                  int n);
+
+/* The newest snapshot every PE's shard has a good copy of (the same on every
+ * PE): its meta into *meta (shares and speeds owned by p). SYM_ENOENT when
+ * there is none; `report` (may be NULL) is then called on PE 0 with why, e.g.
+ * which shard lost both copies. */
+int sym_peer_find(sym_peer_t *p, sym_ckpt_meta_t *meta,
+                  void (*report)(void *user, const char *msg), void *user);
+
+/* Local, after sym_peer_find: PE `pe`'s shard into `slices` (the slices PE
+ * `pe` saved, in the same order); SYM_EMISMATCH when their sizes differ. */
+int sym_peer_read(sym_peer_t *p, int pe, const sym_ckpt_slice_t *slices, int n);
+
+/* Which PE's region the chosen copy of PE `pe`'s shard lies in: pe itself
+ * (its own copy) or its buddy. */
+int sym_peer_source(const sym_peer_t *p, int pe);
+
+void sym_peer_close(sym_peer_t *p);
+
+#endif

@@ -1,0 +1,296 @@
+/*
+ * train_memckpt — in-memory snapshots on buddy PEs (--mem-ckpt-every, held by
+ * symrun across restarts) and issue 18's fault injection. 4 PEs train an
+ * AdamW MLP for 20 steps with sharded checkpoints every 5 steps and memory
+ * snapshots every 3, under `symrun --max-restarts 1 ... --resume=auto`:
+ *   (a) PE 1 dies after step 12 and PE 2's region of the store is lost on the
+ *       restart (SYMTRAIN_TEST_MEM_LOST=2, as a host's loss would): the run
+ *       resumes from the snapshot of step 10, PE 2's shard from its buddy PE
+ *       3's copy, the others' from their own, and says so;
+ *   (b) the same with PEs 2 and 3 lost: both copies of PE 2's shard are gone,
+ *       the log names it, and the disk's newest checkpoint is read instead;
+ *   (c) 20 trials, seeded (the seed printed; SYMTRAIN_TEST_SEED replays
+ *       them): a random PE SIGKILLed at a random time, by this test at a
+ *       random point of the training, or by the hooks halfway through its own
+ *       snapshot, halfway through the copy into its buddy's region, or once its
+ *       shard of a checkpoint is written but not committed;
+ *   (d) --mem-ckpt-every without --ckpt-dir, with --zero, or outside symrun
+ *       (no store): each said once.
+ * Every run ends with the uninterrupted run's tensors (each compared element
+ * by element) and every loss (replays included) bit for bit; a half-written
+ * snapshot is never the one restored; afterwards nothing is left in
+ * /dev/shm, in the PEs' $TMPDIR or as staging directories, and no process holds
+ * any of the stores.
+ */
+#include "train_dckpt.h"
+
+#define STEPS 20
+#define MLP "--generated --train-samples 400 --test-samples 100 --epochs 2 " \
+            "--model mlp:784-32-16-10 --batch 40 --optimizer adamw --lr 0.01 --threads 1 --quiet " \
+            "--ckpt-format sharded --ckpt-steps 5 --resume=auto"
+#define PLAIN "--generated --train-samples 400 --test-samples 100 --model mlp:784-32-16-10 " \
+              "--batch 40 --threads 1 --quiet --max-steps 2 --mem-ckpt-every 1"
+#define TRIALS 20
+
+static const int mem_steps[] = {3, 5, 6, 9, 10, 12, 15, 18}; /* snapshots: every 3, and at 5, 10, 15 */
+static pid_t symruns[TRIALS + 8];
+static int nsymruns;
+
+/* A /proc file whole (their size reads as 0, so e2e_read cannot), or NULL. */
+static char *read_proc(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    CHECK(buf != NULL, "out of memory");
+    for (;;) {
+        if (len + 1 == cap) {
+            buf = realloc(buf, cap *= 2);
+            CHECK(buf != NULL, "out of memory");
+        }
+        ssize_t n = read(fd, buf + len, cap - 1 - len);
+        if (n <= 0) break;
+        len += (size_t)n;
+    }
+    close(fd);
+    buf[len] = 0;
+    return buf;
+}
+
+/* Files in a directory ("." and ".." aside); names containing `part` only when not NULL. */
+static int dir_entries(const char *dir, const char *part) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && (!part || strstr(e->d_name, part)))
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* Processes holding (open or mapped) the store of any symrun this test started. */
+static int store_holders(int say) {
+    char names[TRIALS + 8][64];
+    for (int i = 0; i < nsymruns; i++)
+        snprintf(names[i], sizeof names[i], "memfd:symrun-snapshots.%d ", (int)symruns[i]);
+    DIR *proc = opendir("/proc");
+    CHECK(proc != NULL, "opendir /proc");
+    struct dirent *e;
+    int held = 0;
+    while ((e = readdir(proc))) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        char path[300];
+        snprintf(path, sizeof path, "/proc/%s/maps", e->d_name);
+        char *maps = read_proc(path);
+        snprintf(path, sizeof path, "/proc/%s/fd", e->d_name);
+        DIR *fds = opendir(path);
+        struct dirent *f;
+        char links[8192] = "";
+        size_t used = 0;
+        while (fds && (f = readdir(fds))) {
+            char l[600], t[256];
+            snprintf(l, sizeof l, "%s/%s", path, f->d_name);
+            ssize_t n = readlink(l, t, sizeof t - 2);
+            if (n <= 0 || used + (size_t)n + 2 > sizeof links) continue;
+            t[n] = ' ';
+            memcpy(links + used, t, (size_t)n + 1);
+            used += (size_t)n + 1;
+            links[used] = 0;
+        }
+        if (fds) closedir(fds);
+        for (int i = 0; i < nsymruns; i++)
+            if ((maps && strstr(maps, names[i])) || strstr(links, names[i])) {
+                if (say) fprintf(stderr, "process %s holds %s\n", e->d_name, names[i]);
+                held++;
+            }
+        free(maps);
+    }
+    closedir(proc);
+    return held;
+}
+
+/* The PIDs of symrun's children (its PEs). */
+static int pes_of(pid_t parent, pid_t *out, int max) {
+    DIR *proc = opendir("/proc");
+    CHECK(proc != NULL, "opendir /proc");
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(proc)) && n < max) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        char path[300];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        char *st = read_proc(path), *paren = st ? strrchr(st, ')') : NULL;
+        int ppid = 0;
+        if (paren && sscanf(paren + 2, "%*c %d", &ppid) == 1 && ppid == parent)
+            out[n++] = (pid_t)atoi(e->d_name);
+        free(st);
+    }
+    closedir(proc);
+    return n;
+}
+
+/* Step records in a metrics file. */
+static int steps_done(const char *metrics) { return e2e_lines(metrics) - e2e_count(metrics, "\"eval\""); }
+
+typedef struct {
+    int memory, disk, scratch; /* where the restarts resumed from */
+} tally_t;
+
+/* One run under symrun --max-restarts 1: `env` (a hook, or NULL) kills a PE,
+ * or with kill_after > 0 this test SIGKILLs a random PE once that many steps
+ * are done (and a random 0-20 ms more). The run ends as the reference did;
+ * returns the step the restart resumed from memory (-1: the disk, -2: the
+ * beginning). */
+static long long run_one(const char *name, const char *env, int kill_after, test_rng_t *rng,
+                         tally_t *t) {
+    char line[2048];
+    const char *ck = e2e_path("%s", name), *metrics = e2e_path("%s.jsonl", name);
+    const char *log = e2e_path("%s.log", name);
+    snprintf(line, sizeof line, MLP " --mem-ckpt-every 3 --ckpt-dir %s --metrics %s", ck, metrics);
+    e2e_proc_t p = e2e_start(4, "--max-restarts 1", env, log, line);
+    symruns[nsymruns++] = p.pid;
+    if (kill_after > 0) {
+        for (int ms = 0; steps_done(metrics) < kill_after && ms < 60000; ms += 2) e2e_sleep_ms(2);
+        e2e_sleep_ms((int)(test_uniform(rng) * 20));
+        pid_t pes[8];
+        int n = pes_of(p.pid, pes, 8);
+        CHECK(n == 4, "%s: symrun has %d PEs running after %d steps", name, n, kill_after);
+        kill(pes[test_next(rng) % 4], SIGKILL);
+    }
+    int rc = e2e_wait(&p);
+    if (rc != 0) e2e_show(log);
+    CHECK(rc == 0, "%s: exit status %d", name, rc);
+    e2e_expect_log(log, "was killed by signal 9");
+    e2e_expect_log(log, "the job succeeded after 1 restart");
+    dckpt_compare(e2e_path("ref/step-00000020"), e2e_path("%s/step-00000020", name), NULL);
+    e2e_same_losses(e2e_path("ref.jsonl"), metrics, STEPS, 0);
+    CHECK(dckpt_staging(ck) == 0, "%s: a staging directory is left in %s", name, ck);
+    CHECK(dir_entries(getenv("TMPDIR"), NULL) == 0, "%s: files left in TMPDIR %s", name,
+          getenv("TMPDIR"));
+    char *text = e2e_read(log, NULL), *at = strstr(text, "in-memory snapshot of step ");
+    long long from = at ? atoll(at + 27) : strstr(text, "resumed from ") ? -1 : -2;
+    CHECK(from != -2 || strstr(text, "starting from the beginning"), "%s: the restart did not "
+          "say where it resumed", name);
+    free(text);
+    if (from >= 0) t->memory++;
+    else if (from == -1) t->disk++;
+    else t->scratch++;
+    return from;
+}
+
+int main(int argc, char **argv) {
+    e2e_init(argc, argv, "train_memckpt");
+    uint64_t seed = test_seed();
+    printf("train_memckpt: seed %llu (SYMTRAIN_TEST_SEED=%llu replays it)\n",
+           (unsigned long long)seed, (unsigned long long)seed);
+    test_rng_t rng = test_rng(seed, 0);
+    const char *tmp = e2e_path("tmp"); /* the PEs' TMPDIR: it must stay empty */
+    CHECK(mkdir(tmp, 0700) == 0, "mkdir %s", tmp);
+    setenv("TMPDIR", tmp, 1);
+    int shm_before = dir_entries("/dev/shm", "sym");
+    /* The check of the end sees a store while it lives: symrun -n 1 sleep holds
+     * one and hands it to its PE. */
+    pid_t s = fork();
+    CHECK(s >= 0, "fork");
+    if (s == 0) {
+        execl(e2e_symrun, e2e_symrun, "-n", "1", "sleep", "30", (char *)NULL);
+        _exit(127);
+    }
+    symruns[nsymruns++] = s;
+    int live = 0;
+    for (int ms = 0; ms < 10000 && (live = store_holders(0)) < 2; ms += 20) e2e_sleep_ms(20);
+    CHECK(live >= 2, "%d processes hold the store of a live symrun -n 1 sleep, not 2", live);
+    kill(s, SIGTERM); /* its PE gets it too, and symrun waits for it */
+    CHECK(waitpid(s, NULL, 0) == s, "waitpid");
+    char line[2048];
+    snprintf(line, sizeof line, MLP " --ckpt-dir %s --metrics %s", e2e_path("ref"),
+             e2e_path("ref.jsonl"));
+    e2e_run(4, NULL, NULL, e2e_path("ref.log"), 0, line);
+    tally_t t = {0};
+
+    /* (a) PE 2's region lost: its shard from PE 3's copy */
+    const char *log = e2e_path("lost1.log");
+    CHECK(run_one("lost1", "SYMTRAIN_TEST_KILL_AT=1:12 SYMTRAIN_TEST_MEM_LOST=2", 0, &rng, &t) == 10,
+          "with PE 2's region lost the restart did not take the snapshot of step 10");
+    e2e_expect_log(log, "in-memory snapshot of step 10 restored");
+    e2e_expect_log(log, "PE 1's own copy, PE 2's from its buddy PE 3's copy, PE 3's own copy");
+    e2e_expect_log(log, "resumed from the in-memory snapshot: step 10");
+    printf("train_memckpt: PE 2's region lost: its shard from PE 3's copy, bit-identical\n");
+
+    /* (b) PE 2's and PE 3's regions lost: both copies of PE 2's shard gone */
+    log = e2e_path("lost2.log");
+    CHECK(run_one("lost2", "SYMTRAIN_TEST_KILL_AT=1:12 SYMTRAIN_TEST_MEM_LOST=2,3", 0, &rng, &t) == -1,
+          "with both copies of PE 2's shard lost the restart did not read the disk");
+    e2e_expect_log(log, "of PE 2's shard of step 10 (its own and PE 3's)");
+    e2e_expect_log(log, "both are gone or half-written; reading --ckpt-dir instead");
+    e2e_expect_log(log, "lost2/step-000000"); /* 10, or 5 when 10's commit had not happened */
+    printf("train_memckpt: both copies of a shard lost: named, the disk's checkpoint used, "
+           "bit-identical\n");
+
+    /* (d) what it needs, said once: --ckpt-dir, data parallelism, symrun's store */
+    const char *one = e2e_path("one.log");
+    CHECK(e2e_sh(one, "'%s' -n 2 '%s' train " PLAIN, e2e_symrun, e2e_symtrain) == 2,
+          "--mem-ckpt-every without --ckpt-dir is not a usage error (exit 2)");
+    e2e_expect_log(one, "--mem-ckpt-every needs --ckpt-dir DIR");
+    CHECK(e2e_sh(one, "'%s' -n 2 '%s' train " PLAIN " --zero 1 --ckpt-dir '%s'", e2e_symrun,
+                 e2e_symtrain, e2e_path("z")) == 2, "--mem-ckpt-every with --zero is not a usage error");
+    e2e_expect_log(one, "--mem-ckpt-every with --parallel tp/pp or --zero: not in this build");
+    CHECK(e2e_sh(one, "'%s' train " PLAIN " --ckpt-dir '%s'", e2e_symtrain, e2e_path("alone")) == 0,
+          "--mem-ckpt-every without symrun failed");
+    e2e_expect_log(one, "--mem-ckpt-every: no in-memory snapshot store: symrun holds it");
+    e2e_expect_log(one, "checkpoints go to the disk alone");
+    printf("train_memckpt: without --ckpt-dir, with --zero, without symrun: each said\n");
+
+    /* (c) the fault injection */
+    int kinds[4] = {0};
+    for (int i = 0; i < TRIALS; i++) {
+        char name[32], env[128] = "";
+        snprintf(name, sizeof name, "trial%02d", i);
+        int kind = i % 4, pe = (int)(test_next(&rng) % 4), kill_after = 0;
+        int step = mem_steps[test_next(&rng) % (sizeof mem_steps / sizeof *mem_steps)];
+        if (kind == 0) {
+            kill_after = 1 + (int)(test_next(&rng) % (STEPS - 3));
+        } else if (kind == 3) {
+            step = 5 * (1 + (int)(test_next(&rng) % 3));
+            snprintf(env, sizeof env, "SYMTRAIN_TEST_CKPT_EXIT_AT=%d:%d", pe, step);
+        } else {
+            snprintf(env, sizeof env, "SYMTRAIN_TEST_MEM_EXIT_AT=%d:%d:%s", pe, step,
+                     kind == 1 ? "own" : "copy");
+        }
+        long long got = run_one(name, kind ? env : NULL, kill_after, &rng, &t);
+        kinds[kind]++;
+        /* half of its own snapshot of `step` written: never the one restored */
+        if (kind == 1)
+            CHECK(got < step, "%s: PE %d died halfway through its snapshot of step %d, and the "
+                  "restart took that snapshot (%lld)", name, pe, step, got);
+        if (kind == 2)
+            CHECK(got <= step, "%s: resumed from step %lld after a death at step %d", name, got,
+                  step);
+        char at[64];
+        if (kind == 0) snprintf(at, sizeof at, "after %d steps", kill_after);
+        else snprintf(at, sizeof at, "PE %d at step %d", pe, step);
+        char src[48] = "the beginning (no snapshot yet)";
+        if (got >= 0) snprintf(src, sizeof src, "memory, step %lld", got);
+        if (got == -1) snprintf(src, sizeof src, "the disk (no whole snapshot)");
+        printf("train_memckpt: %s: %s (%s): resumed from %s\n", name,
+               kind == 0   ? "a PE SIGKILLed by the test"
+               : kind == 3 ? "died between its checkpoint shard and the commit"
+               : kind == 1 ? "died halfway through its own snapshot"
+                           : "died halfway through the copy to its buddy",
+               at, src);
+        fflush(stdout);
+    }
+    CHECK(t.memory >= TRIALS / 2, "only %d of %d restarts resumed from memory", t.memory,
+          TRIALS + 2);
+    CHECK(dir_entries("/dev/shm", "sym") == shm_before, "files left in /dev/shm");
+    CHECK(store_holders(1) == 0, "a store outlived its symrun");
+    printf("train_memckpt: %d trials (%d killed by the test, %d mid-snapshot, %d mid-copy, %d "
+           "mid-checkpoint): every one bit-identical; restarts from memory %d, the disk %d, the "
+           "beginning %d; nothing left behind\n",
+           TRIALS, kinds[0], kinds[1], kinds[2], kinds[3], t.memory, t.disk, t.scratch);
+    e2e_cleanup();
+    printf("train_memckpt: ok\n");
+    return 0;
+}
