@@ -28,6 +28,7 @@ sym_pe_test(train_tensor NPES 1 2 LIBS symtrain) # pools; symmetric tensors and 
 sym_pe_test(train_ddp NPES 1 2 3 4 LIBS symtrain) # bucketed all-reduce vs fp64 average
 sym_pe_test(train_dtensor NPES 1 2 3 4 LIBS symtrain) # mesh + every redistribution vs a reference
 sym_pe_test(train_tp NPES 1 2 4 LIBS symtrain) # GPT split over a TP team (and dp x tp) == 1 PE
+sym_pe_test(train_sp NPES 2 4 LIBS symtrain) # sequence parallelism == plain TP == 1 PE, dropout on/off
 sym_pe_test(train_plan_tp NPES 2 4 LIBS symtrain) # planner memory vs sym_model_create_tp's pools
 sym_pe_test(train_pp NPES 2 4 LIBS symtrain) # GPT in pipeline stages (1F1B, credits; dp x pp) == 1 PE
 sym_pe_test(train_zero_shard NPES 1 3 4 LIBS symtrain) # reduce-scattered buckets, ZeRO-2 release, sharded AdamW

@@ -14,6 +14,9 @@
  *    context. Tensor parallelism splits the parameters of the column- and
  *    row-parallel layers but not the activation buffers (gpt.c sizes them
  *    for the whole width) nor the embeddings, LayerNorms and LM head.
+ *    Sequence parallelism (the request's model.seq_parallel, tp > 1) keeps
+ *    B x ceil(T / tp) rows of the LayerNorm, dropout and residual buffers and
+ *    adds two gathered (N,C) buffers; dropout (model.dropout) its masks.
  *  - GPU (models/gpt_cuda.cu, its one region): fp32 master weights, their
  *    bf16 compute copy, fp32 gradients and moments (18 bytes a parameter),
  *    bf16 activations (no T x T matrix: the attention keeps its row
@@ -281,18 +284,24 @@ static size_t stage_acts(const sym_plan_request_t *r, const stage_t *st, int row
     size_t NH = (size_t)m->n_head, Vp = (size_t)m->padded_vocab, L = (size_t)st->layers;
     if (r->device == SYM_PLAN_CPU) {
         /* gpt_init: per block ln1, mean, rstd, qkv, att, atty, res2, ln2, mean, rstd,
-         * fch, fch_gelu, res3; then encoded, lnf, mean, rstd, logits, scratch, dres, dln,
-         * datty, dqkv, dfch, datt. Each a power-of-two block of floats. */
-        const size_t blk[] = {N * C, N, N, N * 3 * C, B * NH * T * T, N * C, N * C,
-                              N * C, N, N, N * 4 * C, N * 4 * C, N * C};
+         * fch, fch_gelu, res3 (and two dropout masks); then encoded (its mask), lnf,
+         * mean, rstd, logits, scratch, dres, dln, datty, dqkv, dfch, datt (and with
+         * sequence parallelism full, dfull, lngrad; dsh). Each a power-of-two block of
+         * floats. Sequence parallelism keeps R = B x ceil(T / tp) rows of the
+         * LayerNorm / dropout / residual buffers. */
+        int sp = tp > 1 && m->seq_parallel, drop = m->dropout > 0.0f;
+        size_t R = sp ? B * ((T + (size_t)tp - 1) / (size_t)tp) : N;
+        const size_t blk[] = {R * C, R, R, N * 3 * C, B * NH * T * T, N * C, R * C,
+                              R * C, R, R, N * 4 * C, N * 4 * C, R * C, R * C, R * C};
         size_t one = 0;
-        for (size_t i = 0; i < sizeof blk / sizeof *blk; i++)
-            one += sym__pow2_at_least(blk[i] * 4);
+        for (size_t i = 0; i < (drop ? 15u : 13u); i++) one += sym__pow2_at_least(blk[i] * 4);
         size_t acts = recompute ? L * sym__pow2_at_least(N * C * 4) + one : L * one;
-        const size_t oth[] = {N * C, N * C, N, N, N * Vp, N * C, N * C, N * C, N * C,
-                              N * 3 * C, N * 4 * C, T * T};
+        const size_t oth[] = {R * C, R * C, N * C, R, R, N * Vp, N * C, N * C, N * C, N * C,
+                              N * 3 * C, N * 4 * C, T * T, N * C, N * C, 2 * C, R * C};
         for (size_t i = 0; i < sizeof oth / sizeof *oth; i++)
-            if (i != 4 || st->last) acts += sym__pow2_at_least(oth[i] * 4);
+            if ((i != 1 || drop) && (i != 5 || st->last) && (i < 13 || i == 16 || sp) &&
+                (i != 16 || sp || drop))
+                acts += sym__pow2_at_least(oth[i] * 4);
         return acts;
     }
     /* gpt_cuda.cu carve(): bf16 activations, fp32 row statistics */
@@ -427,7 +436,10 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
     /* communication */
     double elt = gpu ? 2 : 4, act = (double)rows * T * C * elt;
     int layers_stage = m->n_layer / l->pp + (m->n_layer % l->pp != 0);
-    o->t_tp = l->tp > 1 ? (double)layers_stage * l->micro * (l->recompute ? 6 : 4) *
+    /* sequence parallelism: the same bytes as reduce-scatter + all-gather pairs, plus
+     * the backward's 2 all-gathers of the LayerNorm outputs (one all-reduce's worth) */
+    o->t_tp = l->tp > 1 ? (double)layers_stage * l->micro *
+                              ((l->recompute ? 6 : 4) + (m->seq_parallel ? 1 : 0)) *
                               allreduce_t(ktp, l->tp, act)
                         : 0;
     o->t_pp = l->pp > 1 ? 2.0 * (l->micro + l->pp - 2) * (kpp->latency + act / kpp->p2p_bw) : 0;
