@@ -81,6 +81,7 @@ if(SYM_PLAN_LAYOUTS)
   set_tests_properties(train_plan_memory_layouts PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()
 sym_train_e2e(train_parallel) # --parallel dp x tp layouts == 1 PE; bad layouts refused
+sym_train_e2e(train_parallel_sp) # --parallel ...,sp and a GPT's --dropout == 1 PE; refusals
 add_test(NAME train_parallel_resume # tp checkpoints: SIGKILL + restart exact; tp=4 -> tp=2
   COMMAND train_parallel $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> resume)
 set_tests_properties(train_parallel_resume PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)

@@ -47,7 +47,9 @@ static const char usage_text[] =
     "                               gpt:L=4,C=256,H=4,V=256,T=256 (layers, width, heads,\n"
     "                               vocabulary, context)\n"
     "  --activation relu|gelu       MLP hidden activation (default relu)\n"
-    "  --dropout P                  MLP dropout after each hidden activation (default 0.2)\n"
+    "  --dropout P                  dropout: an MLP's after each hidden activation (default\n"
+    "                               0.2), a GPT's on the embeddings and each residual\n"
+    "                               branch (default 0; CPU)\n"
     "  --seed S                     weights, data order and dropout (default 1)\n"
     "device\n"
     "  --device auto|cpu|gpu        where a GPT trains (auto: the GPU when there is one)\n"
@@ -92,7 +94,10 @@ static const char usage_text[] =
     "                               over M PEs (tensor parallelism: heads, MLP and\n"
     "                               vocabulary) in K pipeline stages of its blocks (1F1B).\n"
     "                               Any subset, a size not given is 1, and N x M x K must\n"
-    "                               be the PE count (default: dp over all)\n"
+    "                               be the PE count (default: dp over all). Add ,sp for\n"
+    "                               sequence parallelism inside each tp group (the\n"
+    "                               LayerNorm/dropout/residual activations split along\n"
+    "                               the sequence): --parallel dp=2,tp=2,sp\n"
     "  --micro-batches M            with pp: micro-batches a step (default K)\n"
     "  --inbox-slots S              with pp: slots of each stage's inboxes (default K)\n"
     "  --bucket-mb MB               gradient all-reduce bucket size (default 25)\n"
@@ -208,12 +213,15 @@ static double duration_value(const char *opt, const char *s) {
 
 /* ---- train ---- */
 
-/* --parallel dp=N,tp=M,pp=K: any subset, each at most once (the sizes are
- * checked against the job by sym_train_validate). */
-static void parallel_value(const char *v, sym_parallel_t *p) {
+/* --parallel dp=N,tp=M,pp=K[,sp]: any subset, each at most once (the sizes are
+ * checked against the job by sym_train_validate); sp sets the model's
+ * sequence parallelism. */
+static void parallel_value(const char *v, sym_parallel_t *p, sym_model_config_t *model) {
     static const char *const form = "write dp=N,tp=M,pp=K (any of them, sizes >= 1 multiplying "
-                                    "to the PE count), e.g. --parallel dp=2,tp=2";
+                                    "to the PE count) and optionally sp (sequence parallelism), "
+                                    "e.g. --parallel dp=2,tp=2 or dp=2,tp=2,sp";
     memset(p, 0, sizeof *p);
+    model->seq_parallel = 0;
     if (!strcmp(v, "auto"))
         usage_error("--parallel auto: reserved for the layout planner, which is not in this "
                     "build; %s", form);
@@ -221,6 +229,12 @@ static void parallel_value(const char *v, sym_parallel_t *p) {
     if (!*v || v[strlen(v) - 1] == ',') usage_error("--parallel '%s': %s", v, form);
     do {
         int *slot = NULL;
+        if (!strncmp(s, "sp", 2) && (s[2] == ',' || !s[2])) {
+            if (model->seq_parallel) usage_error("--parallel '%s': sp is given twice; %s", v, form);
+            model->seq_parallel = 1;
+            s += s[2] ? 3 : 2;
+            continue;
+        }
         if (!strncmp(s, "dp=", 3)) slot = &p->dp;
         if (!strncmp(s, "tp=", 3)) slot = &p->tp;
         if (!strncmp(s, "pp=", 3)) slot = &p->pp;
@@ -292,6 +306,7 @@ static int listed(const char *const *list, const char *opt) {
 
 static void parse_train(int argc, char **argv, sym_train_config_t *c) {
     sym_train_defaults(c);
+    int dropout_given = 0;
     const char *port = getenv("SYMTRAIN_METRICS_PORT");
     if (port && *port) c->metrics_port = (int)int_value("SYMTRAIN_METRICS_PORT", port, 0, 65535);
     for (int i = 0; i < argc; i++) {
@@ -316,13 +331,14 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             if (speaker) print_help();
             leave(0);
         } else if (!strcmp(opt, "--parallel")) {
-            parallel_value(v, &c->parallel);
+            parallel_value(v, &c->parallel, &c->model);
         } else if (!strcmp(opt, "--model")) {
             if (sym_model_parse(v, &c->model)) usage_error("%s", sym_last_error());
         } else if (!strcmp(opt, "--activation")) {
             if (sym_act_parse(v, &c->model.act)) usage_error("%s", sym_last_error());
         } else if (!strcmp(opt, "--dropout")) {
             c->model.dropout = (float)num_value(opt, v, 0, 0.95);
+            dropout_given = 1;
         } else if (!strcmp(opt, "--seed")) {
             c->model.seed = (uint64_t)int_value(opt, v, 0, INT64_MAX);
         } else if (!strcmp(opt, "--data")) {
@@ -461,6 +477,7 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             usage_error("unknown option '%s'", a);
         }
     }
+    if (!dropout_given && c->model.kind == SYM_MODEL_GPT) c->model.dropout = 0; /* a GPT's default */
 }
 
 static int train_main(int argc, char **argv) {
