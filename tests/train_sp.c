@@ -9,10 +9,11 @@
  * Then, for each mesh over the job (tp=n and, on 4 PEs, dp=2 x tp=2), the
  * model split over the tp rows trains from the same seed on the same batch,
  * each dp row taking its share of the sequences, once with plain TP and once
- * with SP, for a few SGD steps (momentum): every step's loss (averaged over
- * dp) must match the reference's to 1e-5 relative, and the final weights the
- * reference's slices to 1e-5 of each tensor's largest weight, and SP's those
- * of plain TP's. The sequence (15 tokens, and 3 tokens for one step) does not
+ * with SP, and once with plain TP whose all-reduces overlap its GEMMs in 3
+ * row chunks (cfg.tp_chunks), for a few SGD steps (momentum): every step's
+ * loss (averaged over dp) must match the reference's to 1e-5 relative, and
+ * the final weights the reference's slices to 1e-5 of each tensor's largest
+ * weight, and SP's and the overlapped run's those of plain TP's. The sequence (15 tokens, and 3 tokens for one step) does not
  * divide over 2 or 4 PEs, so the shards are uneven, and at tp=4 a 3-token
  * sequence leaves one PE no positions at all. With dropout on, the loss must
  * differ from the run without (the masks are really drawn).
@@ -136,13 +137,16 @@ int main(void) {
             int tp = sym_mesh_size(mesh, 1), tr = sym_mesh_coord(mesh, 1);
             shmem_team_t dteam = sym_mesh_team(mesh, 0), tteam = sym_mesh_team(mesh, 1);
             float *w_tp = NULL;
-            size_t acts[2];
-            for (int sp = 0; sp < 2; sp++) {
+            size_t acts[3];
+            for (int mode = 0; mode < 3; mode++) { /* plain TP, SP, TP overlapped */
+                static const char *const name[3] = {"", ",sp", " overlap 3"};
+                int sp = mode == 1;
                 char what[64];
-                snprintf(what, sizeof what, "%s%s dropout %.1f", meshes[mi], sp ? ",sp" : "",
+                snprintf(what, sizeof what, "%s%s dropout %.1f", meshes[mi], name[mode],
                          (double)cfg.dropout);
                 sym_model_config_t mc = cfg;
                 mc.seq_parallel = sp;
+                mc.tp_chunks = mode == 2 ? 3 : 0;
                 sym_model_t *m;
                 CHECK(sym_model_create_tp(&mc, GB / dp, 1, tteam, &m) == 0, "%s",
                       sym_last_error());
@@ -167,23 +171,23 @@ int main(void) {
                 }
                 const float *w = sym_model_params(m);
                 same_weights(what, m, w, ref, wr, 1, tp, tr);
-                if (!sp) {
+                if (mode == 0) {
                     CHECK((w_tp = malloc(sym_model_num_params(m) * sizeof *w_tp)) != NULL,
                           "out of memory");
                     memcpy(w_tp, w, sym_model_num_params(m) * sizeof *w_tp);
                 } else {
-                    same_weights(what, m, w, m, w_tp, 0, tp, tr); /* SP against plain TP */
+                    same_weights(what, m, w, m, w_tp, 0, tp, tr); /* against plain TP */
                 }
-                sym_model_memory(m, &pb, &gb, &acts[sp]);
+                sym_model_memory(m, &pb, &gb, &acts[mode]);
                 size_t plan = planned_acts(&mc, n, dp, tp);
-                CHECK(plan == acts[sp], "%s: the planner predicts %zu activation bytes a PE, the "
-                      "pool holds %zu", what, plan, acts[sp]);
+                CHECK(plan == acts[mode], "%s: the planner predicts %zu activation bytes a PE, "
+                      "the pool holds %zu", what, plan, acts[mode]);
                 sym_optim_destroy(o);
                 sym_ddp_destroy(ddp);
                 sym_model_destroy(m);
             }
-            CHECK(acts[1] < acts[0], "%s: SP holds %zu activation bytes, plain TP %zu",
-                  meshes[mi], acts[1], acts[0]);
+            CHECK(acts[1] < acts[0] && acts[2] == acts[0], "%s: SP holds %zu activation bytes, "
+                  "plain TP %zu, overlapped TP %zu", meshes[mi], acts[1], acts[0], acts[2]);
             if (me == 0)
                 printf("train_sp: %s dropout %.1f: activations a PE %zu bytes with SP, %zu "
                        "without (%.3fx), as the planner predicts\n",

@@ -98,6 +98,10 @@ static const char usage_text[] =
     "                               sequence parallelism inside each tp group (the\n"
     "                               LayerNorm/dropout/residual activations split along\n"
     "                               the sequence): --parallel dp=2,tp=2,sp\n"
+    "  --tp-overlap C               with tp (without sp): each row-parallel GEMM and\n"
+    "                               column-parallel input gradient in C row chunks, a\n"
+    "                               chunk's all-reduce running while the next computes\n"
+    "                               (default 1: no overlap)\n"
     "  --micro-batches M            with pp: micro-batches a step (default K)\n"
     "  --inbox-slots S              with pp: slots of each stage's inboxes (default K)\n"
     "  --bucket-mb MB               gradient all-reduce bucket size (default 25)\n"
@@ -265,7 +269,8 @@ static const char *const valued[] = {
     "--metrics-port",
     "--log-interval", "--progress", "--device", "--precision", "--recompute",
     "--loss-scale-growth", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every",
-    "--sample", "--prompt", "--parallel", "--micro-batches", "--inbox-slots", NULL};
+    "--sample", "--prompt", "--parallel", "--micro-batches", "--inbox-slots", "--tp-overlap",
+    NULL};
 
 static const char *const flags[] = {"--generated", "--resume", "--quiet", "--help", NULL};
 
@@ -404,6 +409,8 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->max_steps = int_value(opt, v, 1, INT64_MAX);
         } else if (!strcmp(opt, "--bucket-mb")) {
             c->bucket_mb = num_value(opt, v, 1e-6, 1 << 20);
+        } else if (!strcmp(opt, "--tp-overlap")) {
+            c->model.tp_chunks = (int)int_value(opt, v, 1, 64);
         } else if (!strcmp(opt, "--micro-batches")) {
             c->micro_batches = (int)int_value(opt, v, 1, 1 << 20);
         } else if (!strcmp(opt, "--inbox-slots")) {

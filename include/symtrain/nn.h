@@ -168,6 +168,10 @@ typedef struct {
     int max_seq;               /* T: the longest context (rows of the position embedding) */
     int seq_parallel;          /* under tensor parallelism: split the LayerNorm, dropout and
                                   residual regions along the sequence (Megatron-SP) */
+    int tp_chunks;             /* under tensor parallelism without SP: each row-parallel GEMM
+                                  (and column-parallel input gradient) in this many row chunks,
+                                  chunk i's all-reduce running while chunk i+1 computes
+                                  (0 or 1: one GEMM, then one all-reduce) */
     uint64_t seed;             /* weight init and dropout masks */
 } sym_model_config_t;
 

@@ -119,8 +119,8 @@ static sym_parallel_t layout_of(const sym_train_config_t *c, int npes) {
     return l;
 }
 
-/* Sequence parallelism (--parallel ...,sp) and a GPT's dropout against the layout
- * and the device. */
+/* Sequence parallelism (--parallel ...,sp), --tp-overlap and a GPT's dropout
+ * against the layout and the device. */
 static int validate_gpt_split(const sym_train_config_t *c, const sym_parallel_t *l) {
     int gpt = c->model.kind == SYM_MODEL_GPT;
     if (c->model.seq_parallel && (l->tp == 1 || l->pp > 1))
@@ -129,6 +129,12 @@ static int validate_gpt_split(const sym_train_config_t *c, const sym_parallel_t 
                           l->tp == 1 ? ", and there is none" : ", and pipeline stages do not take it "
                                                               "in this build",
                           l->tp == 1 ? "add tp=M (M > 1)" : "drop sp, or pp");
+    if (c->model.tp_chunks > 1 && (l->tp == 1 || c->model.seq_parallel))
+        return sym__error(SYM_EINVAL, "--tp-overlap %d overlaps a tp group's all-reduces with "
+                                      "its GEMMs; %s",
+                          c->model.tp_chunks, l->tp == 1 ? "there is no tp group: add tp=M (M > 1)"
+                                                         : "with sp there are none (reduce-scatters "
+                                                           "and all-gathers instead): drop one");
     if (gpt && c->model.dropout > 0 && l->pp > 1)
         return sym__error(SYM_EINVAL, "--dropout %g with pp=%d: a GPT's dropout under a pipeline "
                                       "is not in this build; pass --dropout 0, or drop pp",

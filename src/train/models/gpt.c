@@ -577,6 +577,95 @@ static int ln_backward(const sym_model_t *m, gpt_t *g, float *dx, float *dw, flo
     return SYM_OK;
 }
 
+/* ---- tensor parallelism: the all-reduces overlapped with the GEMMs (tp_chunks) ---- */
+
+enum { MAX_CHUNKS = 64 };
+
+/* Plain TP (no SP) with cfg.tp_chunks > 1. */
+static int overlapped(const sym_model_t *m, const gpt_t *g) {
+    return m->tp_size > 1 && !g->sp && m->cfg.tp_chunks > 1;
+}
+
+/* Rows [*r0, *r1) of chunk k of N rows in K chunks. */
+static void chunk_rows(int64_t N, int K, int k, int64_t *r0, int64_t *r1) {
+    *r0 = N * k / K;
+    *r1 = N * (k + 1) / K;
+}
+
+/* Wait for the n started requests; the first error (rc) wins. */
+static int wait_all(sym__req_t *req, int n, int rc) {
+    for (int k = 0; k < n; k++) {
+        int w = sym__comm_wait(req[k]);
+        if (!rc) rc = w;
+    }
+    return rc;
+}
+
+/* A row-parallel layer summed over the team: out (N,O) = in (N,I) @ w^T + b
+ * (b on team PE 0 only, may be NULL), then row_output (*y: the sum, or with
+ * SP this PE's shard). Overlapped: in row chunks, each chunk's all-reduce
+ * started as soon as it is computed, while the next one computes. */
+static int row_parallel(const sym_model_t *m, gpt_t *g, float *out, const float *in,
+                        const float *w, const float *b, int64_t N, int64_t I, int64_t O,
+                        float **y) {
+    int rc;
+    if (!overlapped(m, g)) {
+        if ((rc = linear(out, in, w, b, N, I, O))) return rc;
+        return row_output(m, g, out, y);
+    }
+    sym__req_t req[MAX_CHUNKS];
+    int K = m->cfg.tp_chunks < MAX_CHUNKS ? m->cfg.tp_chunks : MAX_CHUNKS, n = 0;
+    if (K > N) K = (int)(N > 0 ? N : 1);
+    rc = SYM_OK;
+    for (int k = 0; k < K && !rc; k++) {
+        int64_t r0, r1;
+        chunk_rows(N, K, k, &r0, &r1);
+        if (r1 == r0) continue;
+        if (!(rc = linear(out + r0 * O, in + r0 * I, w, b, r1 - r0, I, O)) &&
+            !(rc = sym__comm_sum_start(m->tp, out + r0 * O, (size_t)((r1 - r0) * O), &req[n])))
+            n++;
+    }
+    *y = out;
+    return wait_all(req, n, rc);
+}
+
+/* A column-parallel layer's backward: dw (O,I) +=, db (O) += (may be NULL),
+ * din (N,I) += dout (N,O) @ w, the partial input gradient then summed over
+ * the team (row_output: *dl the sum, or with SP this PE's shard). Overlapped:
+ * the input gradient first, in row chunks whose all-reduces start at once,
+ * then the weight gradient while they run. */
+static int col_parallel_back(const sym_model_t *m, gpt_t *g, float *din, float *dw, float *db,
+                             const float *dout, const float *in, const float *w, int64_t N,
+                             int64_t I, int64_t O, float **dl) {
+    int rc;
+    if (!overlapped(m, g)) {
+        if ((rc = linear_back(din, dw, db, dout, in, w, N, I, O))) return rc;
+        return row_output(m, g, din, dl);
+    }
+    sym__req_t req[MAX_CHUNKS];
+    int K = m->cfg.tp_chunks < MAX_CHUNKS ? m->cfg.tp_chunks : MAX_CHUNKS, n = 0;
+    if (K > N) K = (int)(N > 0 ? N : 1);
+    sym_tensor_t tw = sym_tensor_2d((float *)w, O, I);
+    rc = SYM_OK;
+    for (int k = 0; k < K && !rc; k++) {
+        int64_t r0, r1;
+        chunk_rows(N, K, k, &r0, &r1);
+        if (r1 == r0) continue;
+        sym_tensor_t dy = sym_tensor_2d((float *)dout + r0 * O, r1 - r0, O);
+        sym_tensor_t dx = sym_tensor_2d(din + r0 * I, r1 - r0, I);
+        if (!(rc = sym_linear_backward_input(&tw, &dy, &dx)) &&
+            !(rc = sym__comm_sum_start(m->tp, din + r0 * I, (size_t)((r1 - r0) * I), &req[n])))
+            n++;
+    }
+    if (!rc) {
+        sym_tensor_t x = sym_tensor_2d((float *)in, N, I), dy = sym_tensor_2d((float *)dout, N, O);
+        sym_tensor_t tdw = sym_tensor_2d(dw, O, I), tdb = sym_tensor_view(db, 1, &O);
+        rc = sym_linear_backward_params(&x, &dy, &tdw, db ? &tdb : NULL);
+    }
+    *dl = din;
+    return wait_all(req, n, rc);
+}
+
 /* ---- dropout ---- */
 
 /* Dropout site `site` (0 the embeddings, 1 + 2 l + k block l's k-th) on x
@@ -661,8 +750,7 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
             (rc = linear(b->qkv, lin, P + o[QKVW], P + o[QKVB], N, C, 3 * Cl)))
             return rc;
         if ((rc = sym_attention_forward(b->atty, b->att, b->qkv, B, T, Cl, NHl))) return rc;
-        if ((rc = linear(g->scratch, b->atty, P + o[PROJW], pb, N, Cl, C)) ||
-            (rc = row_output(m, g, g->scratch, &y)))
+        if ((rc = row_parallel(m, g, g->scratch, b->atty, P + o[PROJW], pb, N, Cl, C, &y)))
             return rc;
         if (drop) dropout_forward(m, g, f, 1 + 2 * l, y, b->mask1);
         sym_residual_forward(b->res2, x, y, RC);
@@ -673,8 +761,7 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
             return rc;
         sym_gelu_tanh_forward(b->fch, b->fch_gelu, (size_t)N * 4 * Cl);
         pb = m->tp_rank == 0 ? P + o[FCPB] : NULL;
-        if ((rc = linear(g->scratch, b->fch_gelu, P + o[FCPW], pb, N, 4 * Cl, C)) ||
-            (rc = row_output(m, g, g->scratch, &y)))
+        if ((rc = row_parallel(m, g, g->scratch, b->fch_gelu, P + o[FCPW], pb, N, 4 * Cl, C, &y)))
             return rc;
         if (drop) dropout_forward(m, g, f, 2 + 2 * l, y, b->mask2);
         sym_residual_forward(b->res3, b->res2, y, RC);
@@ -716,8 +803,8 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
     const float *xL = m->nl ? a->block[m->nl - 1].res3 : a->encoded;
     if (m->head) { /* LM head (tied to wte; its input gradient summed over the vocabulary's PEs) and ln_f */
         memset(g->dln, 0, NC * sizeof(float));
-        if ((rc = linear_back(g->dln, G + g->wte, NULL, dlog, a->lnf, P + g->wte, N, C, W)) ||
-            (rc = row_output(m, g, g->dln, &dl)))
+        if ((rc = col_parallel_back(m, g, g->dln, G + g->wte, NULL, dlog, a->lnf, P + g->wte, N, C,
+                                    W, &dl)))
             return rc;
         memset(g->dres, 0, RC * sizeof(float));
         if ((rc = ln_backward(m, g, g->dres, G + g->lnfw, G + g->lnfb, dl, xL, P + g->lnfw,
@@ -740,9 +827,8 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
         sym_gelu_tanh_backward(b->fch, g->dfch, g->dfch, (size_t)N * 4 * Cl);
         memset(g->dln, 0, NC * sizeof(float));
         if ((rc = col_input(m, g, b->ln2, &lin)) ||
-            (rc = linear_back(g->dln, G + o[FCW], G + o[FCB], g->dfch, lin, P + o[FCW], N, C,
-                              4 * Cl)) ||
-            (rc = row_output(m, g, g->dln, &dl)) ||
+            (rc = col_parallel_back(m, g, g->dln, G + o[FCW], G + o[FCB], g->dfch, lin,
+                                    P + o[FCW], N, C, 4 * Cl, &dl)) ||
             (rc = ln_backward(m, g, g->dres, G + o[LN2W], G + o[LN2B], dl, b->res2, P + o[LN2W],
                               b->ln2_mean, b->ln2_rstd, R)))
             return rc;
@@ -758,9 +844,8 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
             return rc;
         memset(g->dln, 0, NC * sizeof(float));
         if ((rc = col_input(m, g, b->ln1, &lin)) ||
-            (rc = linear_back(g->dln, G + o[QKVW], G + o[QKVB], g->dqkv, lin, P + o[QKVW], N, C,
-                              3 * Cl)) ||
-            (rc = row_output(m, g, g->dln, &dl)) ||
+            (rc = col_parallel_back(m, g, g->dln, G + o[QKVW], G + o[QKVB], g->dqkv, lin,
+                                    P + o[QKVW], N, C, 3 * Cl, &dl)) ||
             (rc = ln_backward(m, g, g->dres, G + o[LN1W], G + o[LN1B], dl, x, P + o[LN1W],
                               b->ln1_mean, b->ln1_rstd, R)))
             return rc;

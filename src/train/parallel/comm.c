@@ -31,6 +31,14 @@ int sym__comm_avg_scatter_start(shmem_team_t team, const float *x, size_t n, flo
     return SYM_OK;
 }
 
+int sym__comm_sum_start(shmem_team_t team, float *x, size_t n, sym__req_t *req) {
+    int rc = shmemx_allreduce_nb(team, x, x, n, SHMEMX_FLOAT32, SHMEMX_SUM, req);
+    if (rc)
+        return sym__error(SYM_ECOMM, "shmemx_allreduce_nb (sum) of %zu floats failed: %s", n,
+                          shmemx_strerror(rc));
+    return SYM_OK;
+}
+
 int sym__comm_test(sym__req_t req, int *done) {
     int rc = shmemx_req_test(req, done);
     return rc == SHMEMX_EBUSY ? SYM_OK : rc ? SYM_ECOMM : SYM_OK;
@@ -40,7 +48,7 @@ int sym__comm_wait(sym__req_t req) {
     int rc = shmemx_req_wait(req);
     shmemx_req_free(req); /* wait completes a request; free releases it */
     if (rc)
-        return sym__error(SYM_ECOMM, "a reduction of the gradients failed: %s",
+        return sym__error(SYM_ECOMM, "a non-blocking reduction failed: %s",
                           shmemx_strerror(rc));
     return SYM_OK;
 }
