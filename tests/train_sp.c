@@ -20,7 +20,8 @@
  * really drawn).
  * Memory: SP's activation pool holds less than plain TP's, by exactly what
  * the planner (sym_plan_evaluate, models/gpt.c's buffers) predicts, and the
- * planner's activation bytes for both equal the pools'.
+ * planner's activation bytes for both equal the pools'; plain TP over the
+ * reference's rows holds less than the reference (its heads' buffers only).
  */
 #include <math.h>
 #include <shmem.h>
@@ -210,6 +211,15 @@ int main(void) {
             }
             CHECK(acts[1] < acts[0] && acts[2] == acts[0], "%s: SP holds %zu activation bytes, "
                   "plain TP %zu, overlapped TP %zu", meshes[mi], acts[1], acts[0], acts[2]);
+            if (dp == 1) { /* the same rows as the reference: TP splits the head-local buffers */
+                size_t rp, rg, racts;
+                sym_model_memory(ref, &rp, &rg, &racts);
+                CHECK(acts[0] < racts, "%s: plain TP holds %zu activation bytes, 1 PE %zu",
+                      meshes[mi], acts[0], racts);
+                if (me == 0)
+                    printf("train_sp: %s: plain TP holds %zu activation bytes a PE, 1 PE %zu "
+                           "(%.3fx)\n", meshes[mi], acts[0], racts, (double)acts[0] / racts);
+            }
             if (me == 0)
                 printf("train_sp: %s dropout %.1f: activations a PE %zu bytes with SP, %zu "
                        "without (%.3fx), as the planner predicts\n",

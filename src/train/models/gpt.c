@@ -155,14 +155,15 @@ int sym__gpt_parse(const char *spec, const char *p, sym_model_config_t *cfg) {
 enum { LN1W, LN1B, QKVW, QKVB, PROJW, PROJB, LN2W, LN2B, FCW, FCB, FCPW, FCPB, NBLOCK };
 
 typedef struct { /* one block's activations, sized for max_rows x T rows (R: this PE's
-                   * rows of the sequence-parallel regions, N without SP) */
+                   * rows of the sequence-parallel regions, N without SP; with TP the
+                   * head-local ones Cl = C / tp wide, NHl = NH / tp heads) */
     float *ln1, *ln1_mean, *ln1_rstd; /* (R,C), (R), (R) */
-    float *qkv;                       /* (N,3C) */
-    float *att;                       /* (B,NH,T,T) */
-    float *atty;                      /* (N,C) */
+    float *qkv;                       /* (N,3Cl) */
+    float *att;                       /* (B,NHl,T,T) */
+    float *atty;                      /* (N,Cl) */
     float *res2;                      /* (R,C) x + attention */
     float *ln2, *ln2_mean, *ln2_rstd; /* (R,C), (R), (R) */
-    float *fch, *fch_gelu;            /* (N,4C) */
+    float *fch, *fch_gelu;            /* (N,4Cl) */
     float *res3;                      /* (R,C) the block's output */
     float *mask1, *mask2;             /* (R,C) the residual dropouts' masks (dropout only) */
 } block_t;
@@ -189,9 +190,9 @@ typedef struct {
     /* backward: one block's worth, reused */
     float *dres;                      /* (N,C) the residual stream's gradient */
     float *dln;                       /* (N,C) */
-    float *datty;                     /* (N,C) */
-    float *dqkv;                      /* (N,3C) */
-    float *dfch;                      /* (N,4C) */
+    float *datty;                     /* (N,Cl) */
+    float *dqkv;                      /* (N,3Cl) */
+    float *dfch;                      /* (N,4Cl) */
     float *datt;                      /* (T,T) */
     /* sequence parallelism (sp != NULL) */
     sym_mesh_t *sp;                   /* "tp=t" over m->tp: the redistributions' mesh */
@@ -377,10 +378,13 @@ static int gpt_init(sym_model_t *m) {
         g->drop_key[i] = sym_rng_key(c->seed, SYM_RNG_DROPOUT,
                                      i ? 1 + 2 * (uint64_t)m->l0 + i - 1 : 0);
     /* Every buffer in floats; the pool is sized for their power-of-two blocks. */
-    size_t per_block[] = {R * C, R, R, N * 3 * C, B * NH * T * T, N * C, R * C,
-                          R * C, R, R, N * 4 * C, N * 4 * C, R * C, R * C, R * C};
+    /* TP: the head-local buffers (qkv, the attention, its output, the MLP's hidden
+     * layer and their gradients) hold this PE's heads, Cl = C / tp wide */
+    size_t Cl = C / (size_t)m->tp_size, NHl = NH / (size_t)m->tp_size;
+    size_t per_block[] = {R * C, R, R, N * 3 * Cl, B * NHl * T * T, N * Cl, R * C,
+                          R * C, R, R, N * 4 * Cl, N * 4 * Cl, R * C, R * C, R * C};
     size_t per_slot[] = {R * C, R * C, N * C, R, R, N * Vp}; /* encoded, emask, the head's */
-    size_t shared[] = {N * C, N * C, N * C, N * C, N * 3 * C, N * 4 * C, T * T,
+    size_t shared[] = {N * C, N * C, N * C, N * Cl, N * 3 * Cl, N * 4 * Cl, T * T,
                        N * C, N * C, 2 * C, R * C};
     size_t nblock = drop ? 15 : 13, nshared = sp ? 11 : 7;
     size_t need = 0;
@@ -819,7 +823,7 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
         const size_t *o = g->off[l];
         const float *x = l == 0 ? a->encoded : a->block[l - 1].res3, *lin;
         /* dres holds d res3: through the MLP half into d res2 (the residual adds) */
-        memset(g->dfch, 0, NC * 4 * sizeof(float));
+        memset(g->dfch, 0, (size_t)N * 4 * Cl * sizeof(float));
         if ((rc = row_grad(m, g, dropout_backward(g, g->dres, b->mask2, RC), &d)) ||
             (rc = linear_back(g->dfch, G + o[FCPW], G + o[FCPB], d, b->fch_gelu, P + o[FCPW], N,
                               4 * Cl, C)))
@@ -833,12 +837,12 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
                               b->ln2_mean, b->ln2_rstd, R)))
             return rc;
         /* dres holds d res2: through the attention half into d x */
-        memset(g->datty, 0, NC * sizeof(float));
+        memset(g->datty, 0, (size_t)N * Cl * sizeof(float));
         if ((rc = row_grad(m, g, dropout_backward(g, g->dres, b->mask1, RC), &d)) ||
             (rc = linear_back(g->datty, G + o[PROJW], G + o[PROJB], d, b->atty, P + o[PROJW], N,
                               Cl, C)))
             return rc;
-        memset(g->dqkv, 0, NC * 3 * sizeof(float));
+        memset(g->dqkv, 0, (size_t)N * 3 * Cl * sizeof(float));
         if ((rc = sym_attention_backward(g->dqkv, g->datt, g->datty, b->qkv, b->att, B, T, Cl,
                                          NHl)))
             return rc;

@@ -12,8 +12,9 @@
  *    momentum) are exact fp32 arrays, the activations are gpt_init's buffers,
  *    each a power-of-two block, sized for the batch rows x the model's
  *    context. Tensor parallelism splits the parameters of the column- and
- *    row-parallel layers but not the activation buffers (gpt.c sizes them
- *    for the whole width) nor the embeddings, LayerNorms and LM head.
+ *    row-parallel layers and the head-local activation buffers (qkv, the
+ *    attention matrix, its output, the MLP's hidden layer and their
+ *    gradients), not the embeddings, LayerNorms and LM head.
  *    Sequence parallelism (the request's model.seq_parallel, tp > 1) keeps
  *    B x ceil(T / tp) rows of the LayerNorm, dropout and residual buffers and
  *    adds two gathered (N,C) buffers; dropout (model.dropout) its masks.
@@ -291,13 +292,14 @@ static size_t stage_acts(const sym_plan_request_t *r, const stage_t *st, int row
          * LayerNorm / dropout / residual buffers. */
         int sp = tp > 1 && m->seq_parallel, drop = m->dropout > 0.0f;
         size_t R = sp ? B * ((T + (size_t)tp - 1) / (size_t)tp) : N;
-        const size_t blk[] = {R * C, R, R, N * 3 * C, B * NH * T * T, N * C, R * C,
-                              R * C, R, R, N * 4 * C, N * 4 * C, R * C, R * C, R * C};
+        size_t Cl = C / (size_t)tp, NHl = NH / (size_t)tp; /* TP: this PE's heads */
+        const size_t blk[] = {R * C, R, R, N * 3 * Cl, B * NHl * T * T, N * Cl, R * C,
+                              R * C, R, R, N * 4 * Cl, N * 4 * Cl, R * C, R * C, R * C};
         size_t one = 0;
         for (size_t i = 0; i < (drop ? 15u : 13u); i++) one += sym__pow2_at_least(blk[i] * 4);
         size_t acts = recompute ? L * sym__pow2_at_least(N * C * 4) + one : L * one;
-        const size_t oth[] = {R * C, R * C, N * C, R, R, N * Vp, N * C, N * C, N * C, N * C,
-                              N * 3 * C, N * 4 * C, T * T, N * C, N * C, 2 * C, R * C};
+        const size_t oth[] = {R * C, R * C, N * C, R, R, N * Vp, N * C, N * C, N * C, N * Cl,
+                              N * 3 * Cl, N * 4 * Cl, T * T, N * C, N * C, 2 * C, R * C};
         for (size_t i = 0; i < sizeof oth / sizeof *oth; i++)
             if ((i != 1 || drop) && (i != 5 || st->last) && (i < 13 || i == 16 || sp) &&
                 (i != 16 || sp || drop))
@@ -604,6 +606,7 @@ void sym_plan_assumptions(const sym_plan_request_t *r, char *buf, size_t len) {
              r->device ? "GPU TP, PP, ZeRO and whole-block recompute are not in our code yet "
                          "(its --recompute gelu,ln keeps more): their rows assume Megatron-style "
                          "splits"
-                       : "TP splits parameters, not activation buffers (gpt.c sizes those for "
-                         "the whole width)");
+                       : "TP splits the parameters and the head-local activations (qkv, "
+                         "attention, MLP hidden), sequence parallelism the LayerNorm and "
+                         "residual ones");
 }
