@@ -11,6 +11,10 @@
  * fall, and differ from the run without --dropout (whose log must not name a
  * dropout: a GPT's default is none).
  *
+ * A dp=2,tp=2,sp run with dropout, its PE 1 (a tp peer of PE 0) killed at step
+ * 7 and restarted by symrun, ends with the weights, optimizer state and losses
+ * of one never interrupted, bit for bit (the masks follow the step and row).
+ *
  * Refused with exit status 2 and one message, before anything trains: sp
  * without a tp group, sp with pipeline stages, a GPT's dropout with pipeline
  * stages.
@@ -89,6 +93,11 @@ int main(int argc, char **argv) {
         printf("train_parallel_sp: %-10s %d steps match 1 PE with dropout 0.1 (worst %.2g "
                "relative)\n", runs[i].name, STEPS, worst);
     }
+    snprintf(args, sizeof args, ARGS " --dropout 0.1 --max-steps %d --parallel dp=2,tp=2,sp",
+             STEPS);
+    long long at = e2e_crash_resume(args, 4, "SYMTRAIN_TEST_KILL_AT=1:7", 7, 5, STEPS);
+    printf("train_parallel_sp: dp2xtp2,sp with dropout killed at step 7, resumed from step %lld: "
+           "bit-identical\n", at);
     refused(2, "--parallel dp=2,sp", "sequence parallelism splits the activations of a tp "
                                      "group, and there is none");
     refused(4, "--parallel tp=2,pp=2,sp", "pipeline stages do not take it");
