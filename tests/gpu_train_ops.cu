@@ -26,6 +26,11 @@
  * T, head sizes 32/64/128; vocabulary rows longer than one pass of the block;
  * several rows per LayerNorm warp; heavily repeated tokens).
  *
+ * Tensor parallelism's forms: the LM head's products with padded rows (ld),
+ * the vocabulary-parallel loss and arg-max and embedding over 2 and 4 column
+ * or row blocks (the team's max, min and sums done here in PE order) against
+ * the whole row's reference, and the norm's two sums of squares.
+ *
  * --bench: each kernel at the GPT-2 small shape (B=4, T=1024, C=768, NH=12,
  * Vp=50304), the median of 20 timed runs after 3 warm-ups (CUDA events),
  * beside its floor: bytes moved / 4.3 TB/s or FLOPs / 790 TFLOP/s (bf16), the
@@ -47,6 +52,7 @@
 #include <algorithm>
 #include <vector>
 
+#include <symtrain/data.h>
 #include <symtrain/nn.h>
 #include <symtrain/optim.h>
 #include <symtrain/tensor.h>
@@ -1074,6 +1080,233 @@ static void bench(symcu_blas_t *h) {
 
 /* ---- main ---- */
 
+/* ---- the tensor-parallel forms (--parallel tp=N on the GPU) ---- */
+
+/* The LM head's products with padded rows: out (N,ld) and dout (N,ld), OC of
+ * each row used; the padding of out is not written. bf16 and fp32. */
+static void test_matmul_ld(symcu_blas_t *h, int N, int C, int OC, int ld) {
+    printf("-- matmul with rows of ld=%d: N=%d C=%d OC=%d\n", ld, N, C, OC);
+    fvec inp = round_ty(TY_BF16, rand_f32((size_t)N * C, 1.0f)),
+         w = round_ty(TY_BF16, rand_f32((size_t)OC * C, 0.5f)),
+         doutp = round_ty(TY_BF16, rand_f32((size_t)N * ld, 1.0f)), dout((size_t)N * OC);
+    for (int r = 0; r < N; r++)
+        for (int o = 0; o < OC; o++) dout[(size_t)r * OC + o] = doutp[(size_t)r * ld + o];
+    fvec dw0 = rand_f32((size_t)OC * C, 1.0f), out_ref((size_t)N * OC), dinp_ref((size_t)N * C, 0.0f),
+         dw_ref = dw0;
+    sym_tensor_t tx = sym_tensor_2d(inp.data(), N, C), tw = sym_tensor_2d(w.data(), OC, C);
+    sym_tensor_t ty_ = sym_tensor_2d(out_ref.data(), N, OC), tdy = sym_tensor_2d(dout.data(), N, OC);
+    sym_tensor_t tdw = sym_tensor_2d(dw_ref.data(), OC, C), tdx = sym_tensor_2d(dinp_ref.data(), N, C);
+    if (sym_linear_forward(&tx, &tw, NULL, &ty_) || sym_linear_backward_params(&tx, &tdy, &tdw, NULL) ||
+        sym_linear_backward_input(&tw, &tdy, &tdx)) {
+        printf("FAIL the linear reference: %s\n", sym_last_error());
+        failures++;
+        return;
+    }
+    const ty *types[2] = {&TY_BF16, &TY_F32};
+    for (const ty *t : types) {
+        void *d_inp = upload_ty(*t, inp), *d_w = upload_ty(*t, w), *d_dout = upload_ty(*t, doutp);
+        void *d_out = dev_ty(*t, (size_t)N * ld), *d_dinp = dev_ty(*t, (size_t)N * C);
+        float *d_dw = upload(dw0);
+        poison(d_out, (size_t)N * ld * t->esz);
+        poison(d_dinp, (size_t)N * C * t->esz);
+        OK(symcu_matmul_forward_ld(h, t->dt, d_out, ld, d_inp, d_w, N, C, OC, 0));
+        OK(symcu_matmul_backward_ld(h, t->dt, d_dinp, SYMCU_GRAD_SET, d_dw, d_dout, ld, d_inp, d_w, N,
+                                    C, OC, 0));
+        fvec outp = fetch_ty(*t, d_out, (size_t)N * ld), out((size_t)N * OC);
+        int untouched = 1;
+        for (int r = 0; r < N; r++)
+            for (int o = 0; o < ld; o++) {
+                float v = outp[(size_t)r * ld + o];
+                if (o < OC) out[(size_t)r * OC + o] = v;
+                else untouched &= isnan(v); /* still the poison */
+            }
+        compare(nm(*t, "out (N,ld)"), out, out_ref, t->tol);
+        check(untouched, nm(*t, "out's padding columns not written"));
+        compare(nm(*t, "dinp = dout (N,ld) @ W"), fetch_ty(*t, d_dinp, (size_t)N * C), dinp_ref,
+                t->tol);
+        compare(nm(*t, "fp32 dweight +="), fetch(d_dw, (size_t)OC * C), dw_ref, TOL_F32);
+        void *all[] = {d_inp, d_w, d_dout, d_out, d_dinp, d_dw};
+        for (void *p : all) cudaFree(p);
+    }
+}
+
+/* The vocabulary-parallel loss over tp column blocks (sym_shard_range of V)
+ * of rows padded to ld, the team's reductions done here in PE order, against
+ * the whole row's sym_softmax_xent: loss, every PE's dlogits (zeros in its
+ * padding), and the first arg-max. */
+static void test_xent_shard(const ty &t, int N, int V, int tp) {
+    printf("-- %s vocabulary-parallel cross-entropy N=%d V=%d over %d PEs\n", t.name, N, V, tp);
+    fvec z = rand_ty(t, (size_t)N * V, 4.0f);
+    for (int r = 0; r < N; r += 7) /* a tie at the maximum, its first column the arg-max */
+        z[(size_t)r * V + V / 2 + irand(V - V / 2)] = z[(size_t)r * V + irand(V / 2)] = 10.0f;
+    std::vector<int32_t> tgt(N);
+    for (int i = 0; i < N; i++) tgt[i] = irand(V);
+    float scale = 1.0f / (float)N;
+    fvec loss_ref(N), d_ref((size_t)N * V);
+    std::vector<int> first_ref(N);
+    for (int r = 0; r < N; r++) {
+        sym_tensor_t tl = sym_tensor_2d(&z[(size_t)r * V], 1, V);
+        sym_tensor_t td = sym_tensor_2d(&d_ref[(size_t)r * V], 1, V);
+        loss_ref[r] = (float)sym_softmax_xent(&tl, &tgt[r], V, scale, &td, NULL);
+        int b = 0;
+        for (int c = 1; c < V; c++)
+            if (z[(size_t)r * V + c] > z[(size_t)r * V + b]) b = c;
+        first_ref[r] = b;
+    }
+    int32_t *d_tgt = upload(tgt);
+    std::vector<void *> d_z(tp);
+    std::vector<float *> d_max(tp), d_sums(tp), d_first(tp), d_loss(tp);
+    std::vector<int> v0(tp), nv(tp), ld(tp);
+    for (int k = 0; k < tp; k++) { /* PE k's columns, garbage in the padding */
+        int64_t lo, len;
+        sym_shard_range(V, tp, k, &lo, &len);
+        v0[k] = (int)lo;
+        nv[k] = (int)len;
+        ld[k] = (nv[k] + 7) / 8 * 8;
+        fvec part = rand_ty(t, (size_t)N * ld[k], 100.0f);
+        for (int r = 0; r < N; r++)
+            for (int c = 0; c < nv[k]; c++) part[(size_t)r * ld[k] + c] = z[(size_t)r * V + v0[k] + c];
+        d_z[k] = upload_ty(t, part);
+        d_max[k] = dev<float>(N);
+        d_sums[k] = dev<float>(2 * (size_t)N);
+        d_first[k] = dev<float>(N);
+        d_loss[k] = dev<float>(N);
+        poison(d_loss[k], (size_t)N * 4);
+        OK(symcu_xent_shard_max(t.dt, d_max[k], d_z[k], N, nv[k], ld[k], 0));
+    }
+    fvec gmax(N, -INFINITY), gsum(2 * (size_t)N, 0.0f), gfirst(N, SYMCU_NO_COLUMN);
+    for (int k = 0; k < tp; k++) { /* the team's max */
+        fvec m = fetch(d_max[k], N);
+        for (int r = 0; r < N; r++) gmax[r] = fmaxf(gmax[r], m[r]);
+    }
+    for (int k = 0; k < tp; k++) {
+        put(d_max[k], gmax);
+        OK(symcu_argmax_shard(t.dt, d_first[k], d_z[k], d_max[k], N, v0[k], nv[k], ld[k], 0));
+        OK(symcu_xent_shard_sums(t.dt, d_sums[k], d_z[k], d_tgt, d_max[k], N, v0[k], nv[k], ld[k], 0));
+    }
+    for (int k = 0; k < tp; k++) { /* the team's min and sums, in PE order */
+        fvec f = fetch(d_first[k], N), s = fetch(d_sums[k], 2 * (size_t)N);
+        for (int r = 0; r < N; r++) gfirst[r] = fminf(gfirst[r], f[r]);
+        for (size_t i = 0; i < 2 * (size_t)N; i++) gsum[i] += s[i];
+    }
+    int firsts = 1;
+    for (int r = 0; r < N; r++) firsts &= gfirst[r] == (float)first_ref[r];
+    check(firsts, nm(t, "first arg-max column over the team = the whole row's"));
+    for (int k = 0; k < tp; k++) {
+        put(d_sums[k], gsum);
+        OK(symcu_xent_shard_grad(t.dt, d_loss[k], d_z[k], d_tgt, d_max[k], d_sums[k], N, v0[k], nv[k],
+                                 ld[k], scale, NULL, 0));
+        char what[96];
+        snprintf(what, sizeof what, "fp32 loss on PE %d", k);
+        compare(what, fetch(d_loss[k], N), loss_ref, TOL_F32);
+        fvec d = fetch_ty(t, d_z[k], (size_t)N * ld[k]), got((size_t)N * nv[k]), want((size_t)N * nv[k]);
+        int pad0 = 1;
+        for (int r = 0; r < N; r++)
+            for (int c = 0; c < ld[k]; c++) {
+                if (c >= nv[k]) {
+                    pad0 &= d[(size_t)r * ld[k] + c] == 0.0f;
+                    continue;
+                }
+                got[(size_t)r * nv[k] + c] = d[(size_t)r * ld[k] + c];
+                want[(size_t)r * nv[k] + c] = d_ref[(size_t)r * V + v0[k] + c];
+            }
+        snprintf(what, sizeof what, "%s dlogits of PE %d's columns [%d, +%d)", t.name, k, v0[k], nv[k]);
+        compare(what, got, want, t.tol);
+        snprintf(what, sizeof what, "%s dlogits 0 in PE %d's padding", t.name, k);
+        check(pad0, what);
+    }
+    cudaFree(d_tgt);
+    for (int k = 0; k < tp; k++) {
+        void *all[] = {d_z[k], d_max[k], d_sums[k], d_first[k], d_loss[k]};
+        for (void *p : all) cudaFree(p);
+    }
+}
+
+/* The vocabulary-parallel embedding: the sum over tp PEs of each one's rows
+ * (wpe added by PE 0) is the embedding; each PE's dwte is
+ * sym_embed_shard_backward's for its rows, and dwpe the whole one. bf16. */
+static void test_encoder_shard(int B, int T, int C, int V, int tp) {
+    printf("-- vocabulary-parallel encoder B=%d T=%d C=%d V=%d over %d PEs\n", B, T, C, V, tp);
+    size_t N = (size_t)B * T;
+    std::vector<int32_t> tok(N);
+    for (size_t i = 0; i < N; i++) tok[i] = irand(V);
+    hvec wte = rand_bf16((size_t)V * C, 1.0f), wpe = rand_bf16((size_t)T * C, 1.0f),
+         dout = rand_bf16(N * C, 1.0f);
+    fvec wtef = widen(wte), wpef = widen(wpe), doutf = widen(dout), out_ref(N * C), sum(N * C, 0.0f);
+    sym_embed_forward(out_ref.data(), tok.data(), wtef.data(), wpef.data(), B, T, C);
+    int32_t *d_tok = upload(tok);
+    symcu_bf16 *d_wpe = (symcu_bf16 *)upload(wpe), *d_dout = (symcu_bf16 *)upload(dout);
+    size_t sb = symcu_encoder_backward_scratch((int)N);
+    void *d_sc = dev<unsigned char>(sb);
+    for (int k = 0; k < tp; k++) {
+        int64_t lo, len;
+        sym_shard_range(V, tp, k, &lo, &len);
+        hvec mine(wte.begin() + lo * C, wte.begin() + (lo + len) * C);
+        symcu_bf16 *d_wte = (symcu_bf16 *)upload(mine), *d_out = dev<symcu_bf16>(N * C);
+        poison(d_out, N * C * 2);
+        OK(symcu_encoder_shard_forward(SYMCU_BF16, d_out, d_tok, d_wte, (int)lo, (int)len,
+                                       k == 0 ? d_wpe : NULL, B, T, C, 0));
+        fvec o = fetch_bf16(d_out, N * C);
+        for (size_t i = 0; i < N * C; i++) sum[i] += o[i];
+        fvec dwte0 = rand_f32((size_t)len * C, 1.0f), dwpe0 = rand_f32((size_t)T * C, 1.0f);
+        fvec dwte_ref = dwte0, dwpe_ref = dwpe0;
+        sym_embed_shard_backward(dwte_ref.data(), dwpe_ref.data(), doutf.data(), tok.data(), lo, len,
+                                 B, T, C);
+        float *d_dwte = upload(dwte0), *d_dwpe = upload(dwpe0);
+        poison(d_sc, sb);
+        OK(symcu_encoder_shard_backward(SYMCU_BF16, d_dwte, d_dwpe, d_sc, sb, d_dout, d_tok, (int)lo,
+                                        (int)len, B, T, C, V, 0));
+        char what[96];
+        snprintf(what, sizeof what, "fp32 dwte += of PE %d's rows [%lld, +%lld)", k, (long long)lo,
+                 (long long)len);
+        compare(what, fetch(d_dwte, (size_t)len * C), dwte_ref, TOL_F32);
+        snprintf(what, sizeof what, "fp32 dwpe += on PE %d", k);
+        compare(what, fetch(d_dwpe, (size_t)T * C), dwpe_ref, TOL_F32);
+        void *all[] = {d_wte, d_out, d_dwte, d_dwpe};
+        for (void *p : all) cudaFree(p);
+    }
+    compare("bf16 out summed over the PEs", sum, out_ref, TOL_BF16);
+    void *all[] = {d_tok, d_wpe, d_dout, d_sc};
+    for (void *p : all) cudaFree(p);
+}
+
+/* The norm's two sums of squares (outside and inside the whole tensors'
+ * ranges), then the norm and clipping factor from their sum. */
+static void test_grad_sumsq(size_t n) {
+    printf("-- grad sum of squares in two parts n=%zu\n", n);
+    fvec g = rand_f32(n, 1.0f);
+    std::vector<uint64_t> r;
+    for (size_t at = (size_t)irand(1000); at < n;) {
+        size_t len = 1 + (size_t)irand(5000);
+        if (at + len > n) len = n - at;
+        r.push_back(at);
+        r.push_back(len);
+        at += len + 1 + (size_t)irand(5000);
+    }
+    int nr = (int)(r.size() / 2);
+    double in = 0, out = 0;
+    for (size_t i = 0, k = 0; i < n; i++) {
+        while (k < r.size() && r[k] + r[k + 1] <= i) k += 2;
+        (k < r.size() && i >= r[k] ? in : out) += (double)g[i] * g[i];
+    }
+    float *d_g = upload(g), *d_sq = dev<float>(2), *d_norm = dev<float>(1), *d_scale = dev<float>(1);
+    uint64_t *d_r = upload(r);
+    double *d_sc = dev<double>(symcu_grad_sumsq_scratch());
+    poison(d_sq, 8);
+    OK(symcu_grad_sumsq(d_sq, d_sc, d_g, n, d_r, nr, 0));
+    fvec sq = fetch(d_sq, 2);
+    compare("fp32 sum of squares outside the ranges", fvec(1, sq[0]), fvec(1, (float)out), TOL_F32);
+    compare("fp32 sum of squares inside the ranges", fvec(1, sq[1]), fvec(1, (float)in), TOL_F32);
+    float clip = (float)(0.5 * sqrt(in + out));
+    OK(symcu_grad_norm_from_sumsq(d_norm, d_scale, d_sq, clip, NULL, 0));
+    double nrm = sqrt((double)sq[0] + (double)sq[1]);
+    compare("fp32 norm from the two sums", fetch(d_norm, 1), fvec(1, (float)nrm), TOL_F32);
+    compare("fp32 clipping factor", fetch(d_scale, 1), fvec(1, (float)(clip / (nrm + 1e-6))),
+            TOL_F32);
+    void *all[] = {d_g, d_sq, d_norm, d_scale, d_r, d_sc};
+    for (void *p : all) cudaFree(p);
+}
+
 int main(int argc, char **argv) {
     int do_bench = 0;
     uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
@@ -1138,6 +1371,17 @@ int main(int argc, char **argv) {
     test_encoder(B, T, C, V, 4); /* heavily repeated tokens */
     test_adamw(300007);
     test_loss_scale(300007);
+    /* tensor parallelism: the LM head's padded rows, the loss, the embedding, the norm */
+    test_matmul_ld(h, N, C, 63, 64);
+    test_matmul_ld(h, N, C, 150, 152);
+    for (const ty *t : types) {
+        test_xent_shard(*t, N, 126, 2); /* 63 + 63 columns, each padded to 64 */
+        test_xent_shard(*t, N, V, 4);   /* 75 each: padded to 80 */
+        test_xent_shard(*t, 16, 50257, 2); /* rows longer than one pass of the block */
+    }
+    test_encoder_shard(B, T, C, V, 2);
+    test_encoder_shard(B, T, C, 126, 4); /* 32, 32, 31, 31 rows */
+    test_grad_sumsq(300007);
     symcu_blas_destroy(h);
     if (failures) {
         printf("FAIL: %d checks failed (seed %llu)\n", failures, (unsigned long long)seed);

@@ -7,6 +7,8 @@
 sym_unit_test(shmem_buddy SOURCES ${PROJECT_SOURCE_DIR}/src/util/buddy.c)
 # The libcrypto wrappers against published vectors, and tampering refused.
 sym_unit_test(util_crypto SOURCES ${PROJECT_SOURCE_DIR}/src/util/crypto.c LIBS OpenSSL::Crypto)
+# The put/get copy (streaming stores, the measured threshold): every byte and guard.
+sym_unit_test(util_copy LIBS symutil)
 
 # shmem_pe_exe(name [SOURCES ...]): a multi-PE test program.
 function(shmem_pe_exe name)
@@ -101,7 +103,7 @@ shmem_script_test(shmem_symrun_output shmem_symrun_output.sh shmem_symrun_child)
 shmem_pe_exe(shmem_misuse_child)
 shmem_script_test(shmem_misuse shmem_misuse.sh shmem_misuse_child)
 
-set_tests_properties(shmem_buddy util_crypto PROPERTIES LABELS shmem)
+set_tests_properties(shmem_buddy util_crypto util_copy PROPERTIES LABELS shmem)
 
 # symbench prints well-formed tables for every test (cmake/bench.cmake must be
 # included before tests/ for the target to exist here).

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -65,6 +66,17 @@ static inline int test_become_nobody(void) {
     if (!test_nobody(&uid, &gid)) return geteuid() == 0 ? -1 : 0;
     if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0) return -1;
     return geteuid() == uid ? 0 : -1;
+}
+
+/* Can a child become nobody here (or is the test not root)? Forks to try. */
+static inline int test_can_drop(void) {
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) _exit(test_become_nobody() < 0 ? 1 : 0);
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 #endif

@@ -28,7 +28,7 @@ wants_help() {
 # wants_usage_error NAME REGEX: exit 2, REGEX on stderr, stdout empty
 wants_usage_error() {
     [ "$RC" -eq 2 ] || { fail "$name: exit status $RC, want 2"; show; }
-    grep -qE "$2" "$tmp/err" || { fail "$name: stderr lacks /$2/"; show; }
+    grep -qE -- "$2" "$tmp/err" || { fail "$name: stderr lacks /$2/"; show; }
     [ ! -s "$tmp/out" ] || { fail "$name: wrote to stdout"; show; }
 }
 
@@ -78,6 +78,11 @@ if [ -n "$symtrain" ]; then # symtrain too: the whole text, and train's own --he
     run "symrun -n 2 symtrain train --help" "$symrun" -n 2 "$symtrain" train --help
     wants_help "$name" '^usage: symtrain train' # PE 0 alone speaks
     lists_vars "$name" $all_vars
+    # one option splits a step into micro-batches, with or without a pipeline
+    grep -qE '^  --micro-batches M .*micro-' "$tmp/out" || fail "$name: no --micro-batches"
+    ! grep -qE '^  --accum' "$tmp/out" || fail "$name: still lists --accum"
+    run "symtrain train --accum 4" "$symtrain" train --accum 4
+    wants_usage_error "$name" "--accum is now --micro-batches 4"
 fi
 
 run "symrun --frobnicate" "$symrun" --frobnicate

@@ -19,6 +19,10 @@ sym_unit_test(train_ckpt LIBS symtrain)       # checkpoint write / verify / fall
 sym_unit_test(train_dckpt_unit SOURCES $<TARGET_OBJECTS:symtrain>
   LIBS $<TARGET_PROPERTY:symtrain,LINK_LIBRARIES>)
 target_include_directories(train_dckpt_unit PRIVATE ${PROJECT_SOURCE_DIR}/src/train)
+# the writer writing the caller's buffers (the snapshot buffers of --ckpt-async): internal, as above
+sym_unit_test(train_ckpt_borrow SOURCES $<TARGET_OBJECTS:symtrain>
+  LIBS $<TARGET_PROPERTY:symtrain,LINK_LIBRARIES>)
+target_include_directories(train_ckpt_borrow PRIVATE ${PROJECT_SOURCE_DIR}/src/train)
 sym_unit_test(train_tokens SOURCES ${PROJECT_SOURCE_DIR}/tools/symtrain_tokenize.c LIBS symtrain) # shards, tokenize, corpus, CLI
 sym_unit_test(train_gpt_torch LIBS symtrain)   # the whole GPT's loss and gradients vs PyTorch (SKIP without torch)
 target_compile_definitions(train_gpt_torch PRIVATE SYM_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
@@ -45,6 +49,12 @@ endfunction()
 sym_train_e2e(train_npes)    # N-PE == 1-PE with the same global batch
 sym_train_e2e(train_resume)  # SIGKILL + symrun --max-restarts: bit-identical
 sym_train_e2e(train_sigterm) # SIGTERM / SIGINT: checkpoint, exit 0, exact resume
+sym_train_e2e(train_ckpt_async) # background checkpoint writes == --ckpt-async off, byte for byte; exact resume
+foreach(part signals failures) # SIGTERM / SIGKILL during a write; a write that fails ends the job
+  add_test(NAME train_ckpt_async_${part}
+    COMMAND train_ckpt_async $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> ${part})
+  set_tests_properties(train_ckpt_async_${part} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+endforeach()
 sym_train_e2e(train_corrupt) # damaged checkpoints: named, previous one used
 sym_train_e2e(train_ckpt_safety) # unreadable, linked, edited checkpoints: nothing lost or trusted
 sym_train_e2e(train_resize)  # resume on another PE count
@@ -70,6 +80,9 @@ sym_train_e2e(train_gpt_gpu_recompute) # --recompute gelu|ln on the GPU: the sam
 set_tests_properties(train_gpt_gpu_recompute PROPERTIES LABELS gpu TIMEOUT 300 RUN_SERIAL TRUE)
 sym_train_e2e(train_gpt_gpu_precision) # --precision fp32 vs the CPU, fp16 vs fp32, a forced fp16 overflow
 set_tests_properties(train_gpt_gpu_precision PROPERTIES LABELS gpu TIMEOUT 300 RUN_SERIAL TRUE)
+sym_train_e2e(train_gpt_gpu_tp) # --parallel tp=2 / dp=2,tp=2 on GPU PEs sharing the GPU vs the CPU, checkpoints, bf16
+set_tests_properties(train_gpt_gpu_tp PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
+  ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
 sym_train_e2e(train_plan)    # symtrain plan: parameters, memory, times and choices by hand
 sym_train_e2e(train_plan_memory) # the planner's memory per PE vs symtrain train's allocators
 # The layouts of 4 PEs the other issue-17 branches train, once merged, checked the same way:
@@ -85,7 +98,15 @@ sym_train_e2e(train_parallel_sp) # --parallel ...,sp and a GPT's --dropout == 1 
 add_test(NAME train_parallel_resume # tp checkpoints: SIGKILL + restart exact; tp=4 -> tp=2
   COMMAND train_parallel $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> resume)
 set_tests_properties(train_parallel_resume PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
-sym_train_e2e(train_zero)    # --zero 1/2 and --accum == plain data parallelism; 1/N state
+sym_train_e2e(train_zero)    # --zero 1/2 and --micro-batches == plain data parallelism; 1/N state
+# every layout of 4 PEs x ZeRO 0/1/2 x micro-batches == 1 PE (issue 17's matrix), three cases
+add_executable(train_layouts train_layouts.c)
+target_link_libraries(train_layouts PRIVATE m)
+foreach(part dp dptp pp)
+  add_test(NAME train_layouts_${part}
+           COMMAND train_layouts $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> ${part})
+  set_tests_properties(train_layouts_${part} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+endforeach()
 sym_train_e2e(train_zero_resume) # --zero 1: SIGKILL + restart + resume bit-identical
 sym_train_e2e(train_errors)  # an error on one PE ends the job; a second SIGTERM ends a PE
 sym_train_e2e(train_lock)    # two jobs at once on one --ckpt-dir or --metrics: refused, holder named

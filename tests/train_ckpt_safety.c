@@ -49,17 +49,6 @@ static void copy_file(const char *from, const char *to) {
     free(s);
 }
 
-/* Can a child become nobody here (or is the test not root)? */
-static int can_drop(void) {
-    fflush(stdout);
-    pid_t pid = fork();
-    CHECK(pid >= 0, "fork");
-    if (pid == 0) _exit(test_become_nobody() < 0 ? 1 : 0);
-    int st;
-    CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
 int main(int argc, char **argv) {
     e2e_init(argc, argv, "train_ckpt_safety");
     char args[1024];
@@ -81,7 +70,7 @@ int main(int argc, char **argv) {
     printf("train_ckpt_safety: an earlier run's checkpoints without --resume: exit 1, all kept\n");
 
     /* every manifest unreadable */
-    if (!can_drop()) {
+    if (!test_can_drop()) {
         printf("train_ckpt_safety: note: root cannot become nobody here: the unreadable-manifest "
                "case is skipped\n");
     } else {

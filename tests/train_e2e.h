@@ -225,6 +225,40 @@ static inline float *e2e_weights(const char *ckdir, const char *file, size_t *n)
     return (float *)buf;
 }
 
+/* `key` of every step record (eval 0) or evaluation record (eval 1) of a
+ * metrics file, in order, into out (at most max); how many. */
+static inline int e2e_values(const char *metrics, const char *key, int eval, double *out, int max) {
+    char *s = e2e_read(metrics, NULL), pat[64];
+    CHECK(s != NULL, "cannot read %s", metrics);
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    int n = 0;
+    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
+        if ((strstr(line, "\"eval\"") != NULL) != eval) continue;
+        char *p = strstr(line, pat);
+        CHECK(p && n < max, "%s: a record without %s (or too many): %s", metrics, key, line);
+        out[n++] = strtod(p + strlen(pat), NULL);
+    }
+    free(s);
+    return n;
+}
+
+/* The 1-PE run of `args` (a GPT evaluated `evals` times), its metrics in
+ * np1.jsonl: every step's loss and gradient norm (`steps` of them) and the
+ * validation losses, the reference a layout test compares with; its loss
+ * must fall by more than 1, so a comparison with it is not blind. */
+static inline void e2e_reference(const char *args, int steps, double *loss, double *norm,
+                                 int evals, double *val) {
+    char line[2048];
+    snprintf(line, sizeof line, "%s --metrics %s", args, e2e_path("np1.jsonl"));
+    e2e_run(1, NULL, NULL, e2e_path("np1.log"), 0, line);
+    const char *m = e2e_path("np1.jsonl");
+    CHECK(e2e_values(m, "loss", 0, loss, steps) == steps, "1 PE: not %d steps", steps);
+    CHECK(e2e_values(m, "grad_norm", 0, norm, steps) == steps, "1 PE: not %d norms", steps);
+    CHECK(e2e_values(m, "test_loss", 1, val, evals) == evals, "1 PE: not %d evaluations", evals);
+    CHECK(loss[steps - 1] < loss[0] - 1.0, "the loss went from %.4f to %.4f: not learning",
+          loss[0], loss[steps - 1]);
+}
+
 /* Loss per step from a metrics file: loss[step - 1], the last record of a step
  * winning; *n = the highest step. Every step 1..n must be present. */
 static inline double *e2e_losses(const char *metrics, long long *n) {
@@ -261,6 +295,25 @@ static inline double *e2e_losses(const char *metrics, long long *n) {
 static inline int e2e_no_gpu(const char *log) {
     return e2e_log_has(log, "cannot use a GPU") ||
            e2e_log_has(log, "GPU part of symtrain is not available");
+}
+
+/* The number after `key` in each record of a metrics file: the step records'
+ * (evals 0) or the evaluations' (evals 1), in file order, into out (cap at
+ * most); how many. */
+static inline int e2e_fields(const char *metrics, const char *key, int evals, double *out,
+                             int cap) {
+    char *s = e2e_read(metrics, NULL);
+    CHECK(s != NULL, "cannot read %s", metrics);
+    int n = 0;
+    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strstr(line, "\"eval\"") != !evals) continue;
+        char *p = strstr(line, key);
+        CHECK(p != NULL, "%s: a record without %s: %s", metrics, key, line);
+        CHECK(n < cap, "%s: more than %d records", metrics, cap);
+        out[n++] = strtod(p + strlen(key), NULL);
+    }
+    free(s);
+    return n;
 }
 
 /* Byte-identical files. */

@@ -16,8 +16,9 @@
  * metrics print 6 digits); the loss must fall, and a run with another seed
  * must differ by far more (its gradient norm at step 2), so the comparison
  * is not blind. What a pipeline
- * cannot do yet (--sample, --ckpt-dir) and a mesh that does not fit the job
- * are refused with a message saying so.
+ * cannot do yet (--sample, --ckpt-dir), a mesh that does not fit the job
+ * and --inbox-slots without a pipeline are refused with a message saying
+ * so.
  */
 #include "train_e2e.h"
 
@@ -30,22 +31,6 @@
 
 static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
 
-/* `key` of every step record (eval 0) or evaluation record (eval 1), in order. */
-static int values(const char *metrics, const char *key, int eval, double *out, int max) {
-    char *s = e2e_read(metrics, NULL), pat[64];
-    CHECK(s != NULL, "cannot read %s", metrics);
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    int n = 0;
-    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
-        if ((strstr(line, "\"eval\"") != NULL) != eval) continue;
-        char *p = strstr(line, pat);
-        CHECK(p && n < max, "%s: a record without %s (or too many): %s", metrics, key, line);
-        out[n++] = strtod(p + strlen(pat), NULL);
-    }
-    free(s);
-    return n;
-}
-
 typedef struct {
     int npes;
     const char *opts, *name;
@@ -54,14 +39,8 @@ typedef struct {
 int main(int argc, char **argv) {
     e2e_init(argc, argv, "train_gpt_pp");
     char args[1024];
-    snprintf(args, sizeof args, ARGS " --metrics %s", e2e_path("np1.jsonl"));
-    e2e_run(1, NULL, NULL, e2e_path("np1.log"), 0, args);
     double l1[STEPS], g1[STEPS], v1[2];
-    CHECK(values(e2e_path("np1.jsonl"), "loss", 0, l1, STEPS) == STEPS, "1 PE: %d steps", STEPS);
-    CHECK(values(e2e_path("np1.jsonl"), "grad_norm", 0, g1, STEPS) == STEPS, "1 PE: norms");
-    CHECK(values(e2e_path("np1.jsonl"), "test_loss", 1, v1, 2) == 2, "1 PE: 2 evaluations");
-    CHECK(l1[STEPS - 1] < l1[0] - 1.0, "the loss went from %.4f to %.4f: not learning", l1[0],
-          l1[STEPS - 1]);
+    e2e_reference(ARGS, STEPS, l1, g1, 2, v1);
 
     const layout_t layouts[] = {
         {2, "--parallel pp=2 --micro-batches 8", "pp2_m8"},
@@ -85,9 +64,9 @@ int main(int argc, char **argv) {
         e2e_expect_log(log, plan[i]);
         e2e_expect_log(log, "after 20 steps; total time");
         double l[STEPS], g[STEPS], v[2], dl = 0, dg = 0, dv = 0;
-        CHECK(values(metrics, "loss", 0, l, STEPS) == STEPS, "%s: %d steps", L->name, STEPS);
-        CHECK(values(metrics, "grad_norm", 0, g, STEPS) == STEPS, "%s: norms", L->name);
-        CHECK(values(metrics, "test_loss", 1, v, 2) == 2, "%s: 2 evaluations", L->name);
+        CHECK(e2e_values(metrics, "loss", 0, l, STEPS) == STEPS, "%s: %d steps", L->name, STEPS);
+        CHECK(e2e_values(metrics, "grad_norm", 0, g, STEPS) == STEPS, "%s: norms", L->name);
+        CHECK(e2e_values(metrics, "test_loss", 1, v, 2) == 2, "%s: 2 evaluations", L->name);
         for (int s = 0; s < STEPS; s++) {
             CHECK(rel(l[s], l1[s]) <= TOL, "%s step %d: loss %.8f, 1 PE %.8f", L->name, s + 1,
                   l[s], l1[s]);
@@ -109,7 +88,7 @@ int main(int argc, char **argv) {
              e2e_path("seed2.jsonl"));
     e2e_run(2, NULL, NULL, e2e_path("seed2.log"), 0, args);
     double g2[STEPS];
-    CHECK(values(e2e_path("seed2.jsonl"), "grad_norm", 0, g2, STEPS) == 2, "seed 2: 2 steps");
+    CHECK(e2e_values(e2e_path("seed2.jsonl"), "grad_norm", 0, g2, STEPS) == 2, "seed 2: 2 steps");
     CHECK(rel(g2[1], g1[1]) > 100 * TOL_NORM, "another seed gave the same gradient norm %.6g",
           g2[1]);
 
@@ -121,7 +100,7 @@ int main(int argc, char **argv) {
         {2, 1, "--parallel pp=2 --sample 10", "sampling needs the whole model on one PE"},
         {2, 1, "--parallel pp=2 --ckpt-dir %s", "train without --ckpt-dir"},
         {2, 2, "--parallel dp=3,pp=2", "makes 6 PEs, but the job has 2"},
-        {1, 1, "--micro-batches 4", "add pp=K"},
+        {1, 1, "--inbox-slots 4", "add pp=K"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char opts[512];

@@ -41,21 +41,9 @@
 
 static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
 
-/* A number after `key` in each record of a metrics file: the step records'
- * (evals 0) or the eval records' (evals 1), in file order; returns how many. */
+/* A number after `key` in each record of a metrics file (e2e_fields). */
 static int field(const char *metrics, const char *key, int evals, double *out, int cap) {
-    char *s = e2e_read(metrics, NULL);
-    CHECK(s != NULL, "cannot read %s", metrics);
-    int n = 0;
-    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
-        if (!strstr(line, "\"eval\"") != !evals) continue;
-        char *p = strstr(line, key);
-        CHECK(p != NULL, "%s: a record without %s: %s", metrics, key, line);
-        CHECK(n < cap, "%s: more than %d records", metrics, cap);
-        out[n++] = strtod(p + strlen(key), NULL);
-    }
-    free(s);
-    return n;
+    return e2e_fields(metrics, key, evals, out, cap);
 }
 
 /* Records `from`..STEPS (1-based) of `metrics` match the 1-PE run's. */

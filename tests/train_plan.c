@@ -125,6 +125,11 @@ int main(int argc, char **argv) {
     near(num(strstr(s, "\"layouts\":"), "total") / 1073741824.0, 8.4, 0.01,
          "d12 on one H200, GiB (recorded: 8.4)");
     free(s);
+    /* tensor parallelism trains on GPUs: a tp layout needs nothing the build lacks */
+    s = plan(log, "--model gpt:d12 --pes 2 --device gpu --batch 16 --layout tp=2");
+    CHECK(strstr(s, "\"needs\":\"\"") != NULL, "tp=2 on 2 GPUs: the plan says it needs something:\n%s",
+          s);
+    free(s);
 
     /* ---- d48 on 8 H200s ---- */
     s = plan(log, "--model gpt:d48 --pes 8 --device gpu --batch 16 --device-mem 141G");

@@ -1,6 +1,6 @@
 /*
  * train_zero — sharded data parallelism (--zero 1, 2) and gradient
- * accumulation (--accum) train exactly what plain data parallelism trains.
+ * accumulation (--micro-batches) train exactly what plain data parallelism trains.
  *
  * The tiny GPT (fp32 on the CPU, AdamW with weight decay on the matrices,
  * the global norm clipped at 0.5 so clipping acts on most steps, buckets of
@@ -9,20 +9,20 @@
  * with momentum, dropout) the same at 4 PEs. Every step's loss and the final
  * weights must match --zero 0's (and the 1-PE run's) to 1e-5 relative (the
  * MLP's 410 samples end each epoch with a short step of 10: two
- * micro-batches of 5 under --accum 2); the
+ * micro-batches of 5 under --micro-batches 2); the
  * optimizer state checkpointed by --zero 1, gathered from the shards, must
  * match --zero 0's unsharded state element for element (same tolerance), so
  * the gather puts every block where it belongs. Measured differences are
  * about 1e-7 (the reduction order); a run with another seed differs by far
  * more, so the comparison can tell.
- * --batch 16 --accum 4 (4 micro-batches of 4) must match --batch 16 (plain
+ * --batch 16 --micro-batches 4 (4 micro-batches of 4) must match --batch 16 (plain
  * and with --zero 1), with the same bytes reduced a step (one reduction a
  * step, none on the first three micro-batches).
  * Memory: the start line's optimizer-state bytes per PE under --zero 1 and 2
  * are a quarter of --zero 0's (up to one element per bucket), and ZeRO-2
  * says it handed most of the full gradient array back to the OS.
  * Bad input: --zero 3 is refused with a message naming the choices, and an
- * --accum that leaves a PE without a sample of a micro-batch, once.
+ * --micro-batches that leaves a PE without a sample of a micro-batch, once.
  */
 #include "train_e2e.h"
 
@@ -149,8 +149,8 @@ int main(int argc, char **argv) {
            "ZeRO-2 freed %lld of %lld gradient bytes\n", b0, b1, (double)b1 / b0, freed, full);
 
     /* accumulation: 4 micro-batches of 4 sequences == one batch of 16 */
-    train(4, "gpt_acc", GPT " --batch 16 --accum 4");
-    train(4, "gpt_acc_z1", GPT " --batch 16 --accum 4 --zero 1");
+    train(4, "gpt_acc", GPT " --batch 16 --micro-batches 4");
+    train(4, "gpt_acc_z1", GPT " --batch 16 --micro-batches 4 --zero 1");
     d = fmax(compare("gpt_z0", "gpt_acc", 0, 1e-3), compare("gpt_z0", "gpt_acc_z1", 0, 1e-3));
     double by0[20], by1[20], byz[20], byz1[20];
     one_metric("gpt_z0", "\"bytes_allreduced\":", by0, 20);
@@ -159,29 +159,32 @@ int main(int argc, char **argv) {
     one_metric("gpt_acc_z1", "\"bytes_allreduced\":", byz1, 20);
     for (int i = 0; i < 20; i++)
         CHECK(by1[i] == by0[i] && byz1[i] == byz[i] && by0[i] > 0,
-              "step %d: %.0f bytes reduced with --accum 4, %.0f without (ZeRO-1: %.0f, %.0f): the "
+              "step %d: %.0f bytes reduced with --micro-batches 4, %.0f without (ZeRO-1: %.0f, %.0f): the "
               "micro-batches before the last must not communicate", i + 1, by1[i], by0[i],
               byz1[i], byz[i]);
-    printf("train_zero: --batch 16 --accum 4 vs --batch 16 (plain and ZeRO-1): within %.2g, the same "
+    printf("train_zero: --batch 16 --micro-batches 4 vs --batch 16 (plain and ZeRO-1): within %.2g, "
+           "the same "
            "bytes reduced a step\n", d);
 
     /* the MLP, SGD with momentum and dropout */
     train(4, "mlp_z0", MLP);
     train(4, "mlp_z1", MLP " --zero 1");
-    train(4, "mlp_z2", MLP " --zero 2 --accum 2");
+    train(4, "mlp_z2", MLP " --zero 2 --micro-batches 2");
     d = fmax(compare("mlp_z0", "mlp_z1", 1, TOL), compare("mlp_z0", "mlp_z2", 1, 1e-3));
-    printf("train_zero: MLP (SGD), --zero 1 and --zero 2 with --accum 2 vs --zero 0: within %.2g\n", d);
+    printf("train_zero: MLP (SGD), --zero 1 and --zero 2 with --micro-batches 2 vs --zero 0: "
+           "within %.2g\n", d);
 
     e2e_proc_t p = e2e_start(1, NULL, NULL, e2e_path("bad.log"), MLP " --zero 3");
     int rc = e2e_wait(&p);
     CHECK(rc != 0, "--zero 3 was accepted");
     e2e_expect_log(e2e_path("bad.log"), "--zero '3': expected a whole number from 0 to 2");
-    p = e2e_start(4, NULL, NULL, e2e_path("bad2.log"), MLP " --batch 8 --accum 4");
+    p = e2e_start(4, NULL, NULL, e2e_path("bad2.log"), MLP " --batch 8 --micro-batches 4");
     rc = e2e_wait(&p);
-    CHECK(rc != 0, "--batch 8 --accum 4 on 4 PEs was accepted");
-    e2e_expect_log(e2e_path("bad2.log"), "--accum 4 splits --batch 8 into micro-batches of fewer "
-                                         "samples than there are PEs (4)");
-    CHECK(e2e_count(e2e_path("bad2.log"), "--accum 4 splits") == 1, "the message came more than once");
+    CHECK(rc != 0, "--batch 8 --micro-batches 4 on 4 PEs was accepted");
+    e2e_expect_log(e2e_path("bad2.log"), "--micro-batches 4 splits --batch 8 into micro-batches of "
+                                         "fewer samples than there are data-parallel replicas (4)");
+    CHECK(e2e_count(e2e_path("bad2.log"), "--micro-batches 4 splits") == 1,
+          "the message came more than once");
     e2e_cleanup();
     printf("train_zero: ok\n");
     return 0;

@@ -22,6 +22,16 @@
  *  - the gathered state (PE 0 alone, one-sided) has the unsharded state's
  *    header and arrays, and a fresh sym_zero loaded from it steps to the same
  *    parameters bit for bit as the original.
+ * Then ZeRO inside a mesh: the job split into two teams (even and odd PEs,
+ * like two pipeline stages) whose parts of the model differ in size (one
+ * about 25 times the other); each shards its own part over its team.
+ * Every PE's next symmetric allocation must land at the same offset (the
+ * state is sized for the job's largest shard), and with sym_zero_norm_over
+ * (every other tensor counted; the sums then summed over the pairs of the
+ * two teams' k-th PEs) the norm is the fp64 one of exactly those tensors'
+ * averages over the teams the pair spans; sym_zero_state_get gathers the
+ * team's state into an unsharded optimizer and sym_zero_state_put hands a
+ * fresh zero its shard of it, which then steps bit for bit as the first.
  */
 #include <math.h>
 #include <shmem.h>
@@ -56,6 +66,117 @@ static void reduce(sym_ddp_t *d, float *g, size_t count, const size_t *cuts, uin
     sym_ddp_begin(d);
     for (int t = NT - 1; t >= 0; t--) sym_ddp_ready(d, cuts[t]);
     CHECK(sym_ddp_finish(d) == 0, "%s", sym_last_error());
+}
+
+/* ZeRO over two teams with parts of different sizes (see the top). */
+static void mesh_case(uint64_t seed, int me, int n) {
+    static const size_t sizes[2][4] = {{40000, 300, 90000, 200}, {3000, 50, 2000, 30}};
+    int part = me % 2, nt = 4;
+    shmem_team_t team, pair; /* my part's PEs (a column of 2); the k-th PEs of both (a row) */
+    CHECK(shmem_team_split_2d(SHMEM_TEAM_WORLD, 2, NULL, 0, &pair, NULL, 0, &team) == 0,
+          "2-d split: %s", sym_last_error());
+    int k = shmem_team_my_pe(team);
+    sym_param_t table[4];
+    memset(table, 0, sizeof table);
+    size_t cuts[4], count = 0;
+    for (int t = 0; t < nt; t++) {
+        cuts[t] = table[t].offset = count;
+        table[t].numel = sizes[part][t];
+        table[t].decay = t % 2 == 0;
+        count += sizes[part][t];
+    }
+    size_t cap = 0;
+    for (int t = 0; t < nt; t++) cap += sizes[0][t];
+    float *g = shmem_malloc(cap * sizeof *g), *w = shmem_malloc(cap * sizeof *w);
+    CHECK(g && w, "out of memory");
+    sym_optim_config_t oc = {SYM_OPT_ADAMW, 0.9f, 0.9f, 0.999f, 1e-8f, 0.1f};
+    sym_ddp_t *d, *d2;
+    sym_zero_t *z, *z2;
+    CHECK(sym_ddp_create(team, g, count, cuts, nt, 64 * 1024, &d) == 0, "%s", sym_last_error());
+    CHECK(sym_zero_create(2, d, team, &oc, count, table, nt, &z) == 0, "%s", sym_last_error());
+    /* the next symmetric allocation: one offset on every PE */
+    char *probe = shmem_malloc(64);
+    long *off = shmem_malloc(4 * sizeof *off);
+    CHECK(probe && off, "out of memory");
+    off[0] = off[1] = (long)(probe - (char *)g);
+    CHECK(shmem_long_max_reduce(SHMEM_TEAM_WORLD, off + 2, off, 1) == 0 &&
+          shmem_long_min_reduce(SHMEM_TEAM_WORLD, off + 3, off + 1, 1) == 0, "reductions");
+    CHECK(off[2] == off[3], "after ZeRO over parts of different sizes the next symmetric "
+          "allocation is at offset %ld on one PE, %ld on another", off[3], off[2]);
+    unsigned char counted[4] = {1, 0, 1, 0};
+    CHECK(sym_zero_norm_over(z, counted, &pair, 1) == 0, "%s", sym_last_error());
+    /* one step's gradients: member j of part q holds value(seed, 2 j + q, 0, i) */
+    sym_ddp_zero_grads(d);
+    for (size_t i = 0; i < count; i++) g[i] = value(seed, me, 0, i);
+    sym_ddp_begin(d);
+    for (int t = nt - 1; t >= 0; t--) sym_ddp_ready(d, cuts[t]);
+    CHECK(sym_ddp_finish(d) == 0, "%s", sym_last_error());
+    double sq = 0; /* the pair's parts: mine, and the other part's k-th PE if it has one */
+    for (int q = 0; q < 2; q++) {
+        int qn = (n - q + 1) / 2;
+        if (k >= qn) continue;
+        for (int t = 0, at = 0; t < nt; at += (int)sizes[q][t], t++) {
+            if (!counted[t]) continue;
+            for (size_t i = 0; i < sizes[q][t]; i++) {
+                double a = 0;
+                for (int j = 0; j < qn; j++) a += value(seed, 2 * j + q, 0, (size_t)at + i);
+                a /= qn;
+                sq += a * a;
+            }
+        }
+    }
+    double norm;
+    CHECK(sym_zero_clip(z, NULL, 0, 0, &norm) == 0, "%s", sym_last_error());
+    CHECK(fabs(norm - sqrt(sq)) <= 1e-6 * sqrt(sq), "PE %d: norm over the mesh %.9g, fp64 %.9g",
+          me, norm, sqrt(sq));
+    for (size_t i = 0; i < count; i++) w[i] = value(seed, 999, 0, i);
+    CHECK(sym_zero_step(z, w, 0.01f) == 0, "%s", sym_last_error());
+    /* the team's state, gathered whole, then a fresh zero's shard of it */
+    sym_optim_t *full;
+    CHECK(sym_optim_create(&oc, count, &full) == 0, "%s", sym_last_error());
+    CHECK(sym_zero_state_get(z, full) == 0 && sym_optim_steps(full) == 1, "%s", sym_last_error());
+    CHECK(sym_ddp_create(team, g, count, cuts, nt, 64 * 1024, &d2) == 0 &&
+          sym_zero_create(2, d2, team, &oc, count, table, nt, &z2) == 0, "%s", sym_last_error());
+    shmem_barrier_all(); /* every PE has read its peers' state before any steps again */
+    sym_zero_state_put(z2, full);
+    CHECK(sym_zero_steps(z2) == 1, "the fresh zero is at step %llu",
+          (unsigned long long)sym_zero_steps(z2));
+    float *w1 = malloc(count * sizeof *w1);
+    CHECK(w1 != NULL, "out of memory");
+    memcpy(w1, w, count * sizeof *w);
+    sym_ddp_t *dd[2] = {d, d2};
+    sym_zero_t *zz[2] = {z, z2};
+    float *keep = malloc(count * sizeof *keep);
+    CHECK(keep != NULL, "out of memory");
+    for (int v = 0; v < 2; v++) { /* the same second step from the same weights, twice */
+        memcpy(w, w1, count * sizeof *w);
+        shmem_barrier_all();
+        sym_ddp_zero_grads(dd[v]);
+        for (size_t i = 0; i < count; i++) g[i] = value(seed, me, 1, i);
+        sym_ddp_begin(dd[v]);
+        CHECK(sym_ddp_finish(dd[v]) == 0, "%s", sym_last_error());
+        CHECK(sym_zero_clip(zz[v], NULL, 0, 0, &norm) == 0 && sym_zero_step(zz[v], w, 0.01f) == 0,
+              "%s", sym_last_error());
+        if (v == 0) memcpy(keep, w, count * sizeof *w);
+    }
+    CHECK(!memcmp(keep, w, count * sizeof *w), "the zero given its shard by sym_zero_state_put "
+          "stepped differently");
+    free(keep);
+    free(w1);
+    sym_optim_destroy(full);
+    sym_zero_destroy(z2);
+    sym_ddp_destroy(d2);
+    shmem_free(off);
+    shmem_free(probe);
+    sym_zero_destroy(z);
+    sym_ddp_destroy(d);
+    shmem_free(w);
+    shmem_free(g);
+    shmem_team_destroy(pair);
+    shmem_team_destroy(team);
+    if (me == 0)
+        printf("  ZeRO over 2 teams of %zu and %zu parameters: one symmetric layout, the norm "
+               "over the mesh, state get / put\n", count, count / 25);
 }
 
 int main(void) {
@@ -227,6 +348,7 @@ int main(void) {
     free(wref);
     free(gref);
     shmem_free(g);
+    mesh_case(seed, me, n);
     if (me == 0) printf("train_zero_shard: ok\n");
     shmem_finalize();
     return 0;

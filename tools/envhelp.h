@@ -18,7 +18,8 @@
     "  SYMTRAIN_CMA=0           never read peers' private buffers with process_vm_readv\n"  \
     "                           (stage them through symmetric memory)\n"                    \
     "  SYMTRAIN_COPY_NT_MIN     puts/gets of at least this size use streaming stores\n"     \
-    "                           (default: half the last-level cache; 0: never)\n"           \
+    "                           (default: measured at the first copy of 512K or more,\n"   \
+    "                           else half the last-level cache; 0: never)\n"               \
     "  SYMTRAIN_HOST_ID         PEs with the same value count as one host\n"                \
     "  SYMTRAIN_HOST_SIZE=K     tests: count each K consecutive PEs as one host\n"          \
     " start-up (the bootstrap):\n"                                                         \

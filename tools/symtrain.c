@@ -102,13 +102,15 @@ static const char usage_text[] =
     "                               column-parallel input gradient in C row chunks, a\n"
     "                               chunk's all-reduce running while the next computes\n"
     "                               (default 1: no overlap)\n"
-    "  --micro-batches M            with pp: micro-batches a step (default K)\n"
+    "  --micro-batches M            split each replica's share of a step into M micro-\n"
+    "                               batches: with pp the pipeline's (default K), else\n"
+    "                               gradient accumulation, the gradients reduced after the\n"
+    "                               last only (default 1; CPU). Any layout, any --zero\n"
     "  --inbox-slots S              with pp: slots of each stage's inboxes (default K)\n"
     "  --bucket-mb MB               gradient all-reduce bucket size (default 25)\n"
-    "  --zero 0|1|2                 ZeRO: 1 shards the optimizer state over the PEs, 2 the\n"
-    "                               gradients too (default 0: every PE holds all; CPU)\n"
-    "  --accum N                    N micro-batches of --batch per optimizer step, the\n"
-    "                               gradients reduced after the last only (default 1; CPU)\n"
+    "  --zero 0|1|2                 ZeRO: 1 shards the optimizer state over the dp team\n"
+    "                               (each tp/pp PE its own part), 2 the gradients too\n"
+    "                               (default 0: every PE holds all of its part; CPU)\n"
     "  --threads N                  BLAS threads per PE (default: cores, or the container's\n"
     "                               CPU limit, / PEs on the host)\n"
     "load balancing (the global batch and the math stay; which PE computes which sample moves)\n"
@@ -129,6 +131,9 @@ static const char usage_text[] =
     "  --ckpt-format single|sharded single: PE 0 writes model.bin and optim.bin (the\n"
     "                               default); sharded: every PE writes its slice of every\n"
     "                               tensor, and a resume reads them at any PE count\n"
+    "  --ckpt-async on|off          on (default): snapshot after the step, a background\n"
+    "                               thread writes it while training goes on; off: every\n"
+    "                               checkpoint is on disk before the next step\n"
     "  --resume                     continue from the newest good checkpoint in --ckpt-dir;\n"
     "                               an error when there is none\n"
     "  --resume=auto                the same, but start from the beginning when there is\n"
@@ -265,7 +270,7 @@ static const char *const valued[] = {
     "--final-lr-ratio", "--momentum", "--weight-decay", "--clip", "--max-steps", "--bucket-mb",
     "--zero", "--accum",
     "--threads", "--balance", "--balance-every", "--balance-hysteresis", "--balance-weights",
-    "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--ckpt-format", "--metrics",
+    "--straggler-factor", "--ckpt-dir", "--ckpt-every", "--ckpt-steps", "--ckpt-keep", "--ckpt-format", "--ckpt-async", "--metrics",
     "--metrics-port",
     "--log-interval", "--progress", "--device", "--precision", "--recompute",
     "--loss-scale-growth", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every",
@@ -417,8 +422,9 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->inbox_slots = (int)int_value(opt, v, 1, 1 << 16);
         } else if (!strcmp(opt, "--zero")) {
             c->zero = (int)int_value(opt, v, 0, 2);
-        } else if (!strcmp(opt, "--accum")) {
-            c->accum = (int)int_value(opt, v, 1, 1 << 16);
+        } else if (!strcmp(opt, "--accum")) { /* the earlier name: said where it went */
+            usage_error("--accum is now --micro-batches %s: one option splits a step into "
+                        "micro-batches, a pipeline's with pp, gradient accumulation without", v);
         } else if (!strcmp(opt, "--threads")) {
             c->threads = (int)int_value(opt, v, 1, 1024);
         } else if (!strcmp(opt, "--balance")) {
@@ -458,6 +464,10 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             if (strcmp(v, "single") && strcmp(v, "sharded"))
                 usage_error("--ckpt-format '%s': write single or sharded", v);
             c->ckpt_sharded = !strcmp(v, "sharded");
+        } else if (!strcmp(opt, "--ckpt-async")) {
+            if (strcmp(v, "on") && strcmp(v, "off"))
+                usage_error("--ckpt-async '%s': write on (background writes) or off", v);
+            c->ckpt_sync = !strcmp(v, "off");
         } else if (!strcmp(opt, "--resume")) {
             if (eq && strcmp(eq + 1, "auto"))
                 usage_error("--resume=%s: write --resume (continue from a checkpoint, an error "

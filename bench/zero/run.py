@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/zero/run.py — sharded data parallelism: --zero 0 (the baseline, plain
 data parallelism), 1 and 2 on 4 CPU PEs in the same run, same model, global
-batch and threads; then the same with the batch in 4 micro-batches (--accum 4).
+batch and threads; then the same with the batch in 4 micro-batches (--micro-batches 4).
 
     bench/zero/run.py BUILD_DIR [STEPS] [MODEL] [BATCH] [ROUNDS]
 
@@ -100,8 +100,9 @@ print("# 4 PEs (symrun -n 4), 1 BLAS thread each; %s fp32 on the CPU, AdamW, glo
 print("%-18s %9s %8s %6s %15s %6s %13s %12s %6s" % ("run", "step_ms", "comm_ms", "ratio", "optim_B_per_PE",
                                                     "ratio", "grad_B_freed", "mem_MiB_PE", "ratio"))
 runs = [("zero 0 (baseline)", ""), ("zero 1", "--zero 1"), ("zero 2", "--zero 2"),
-        ("zero 0, accum 4", "--accum 4"), ("zero 1, accum 4", "--accum 4 --zero 1"),
-        ("zero 2, accum 4", "--accum 4 --zero 2")]
+        ("zero 0, accum 4", "--micro-batches 4"),
+        ("zero 1, accum 4", "--micro-batches 4 --zero 1"),
+        ("zero 2, accum 4", "--micro-batches 4 --zero 2")]
 best = {}
 for _ in range(rounds):
     for label, args in runs:

@@ -64,6 +64,9 @@ size_t sym_optim_state_size(const sym_optim_t *o);
 /* Bytes of its state arrays in memory (SGD: momentum; AdamW: m and v). */
 size_t sym_optim_bytes(const sym_optim_t *o);
 void sym_optim_state_save(const sym_optim_t *o, void *buf);
+/* Only the header, into the first bytes of buf (the arrays after it are the
+ * caller's to fill: a GPU's snapshot copies them there); returns its size. */
+size_t sym_optim_state_header(const sym_optim_t *o, void *buf);
 /* Returns SYM_EMISMATCH when buf holds another kind or size of optimizer,
  * SYM_ECORRUPT when it is not optimizer state at all. */
 int sym_optim_state_load(sym_optim_t *o, const void *buf, size_t len);

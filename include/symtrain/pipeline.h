@@ -27,7 +27,13 @@
  *
  * Data parallelism: with a dp dimension in the mesh, each stage's gradients
  * are averaged over its dp team (the PEs holding the same stage), with the
- * bucketed DDP overlapped with the last micro-batch's backward. Tensor
+ * bucketed DDP overlapped with the last micro-batch's backward. With ZeRO
+ * (sym_pipe_config_t.shard) the same buckets are reduce-scattered into the
+ * shards of symtrain/zero.h instead, and the caller clips (sym_zero_clip)
+ * and steps. The tied wte's gradients are summed over the first and last
+ * stage before the dp reduction of their bucket (the one at offset 0,
+ * held back until the step's backwards are done), so either reduction
+ * sees the whole gradient. Tensor
  * parallelism: with a tp dimension each stage is split over its tp team
  * (sym_model_create_tp's split); the residual stream is whole on every PE of
  * a tp team, so tp rank r of stage s sends to tp rank r of stage s + 1.
@@ -39,6 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dist.h"
 #include "dtensor.h"
 #include "nn.h"
 
@@ -84,6 +91,8 @@ typedef struct {
     int seq;           /* tokens per sequence */
     int inbox_slots;   /* slots of each inbox (0: the number of stages) */
     double bucket_mb;  /* the dp average's buckets */
+    int shard;         /* ZeRO: the dp buckets exist even with dp=1, for sym_zero_create
+                          (sym_pipe_ddp) to shard; the caller clips and steps */
 } sym_pipe_config_t;
 
 typedef struct {
@@ -114,9 +123,10 @@ void sym_pipe_layers(const sym_pipe_t *p, int s, int *first, int *layers);
  * (rows, seq) are read on the first stage, labels (rows x seq) on the last,
  * whose loss gradient is grad_scale x the summed loss. After it the
  * gradients are zeroed-then-summed over the micro-batches, the tied wte's over
- * the first and last stage, and averaged over the dp team. *loss_sum: the
- * summed loss of this PE's predictions on the last stage's tp rank 0, 0
- * elsewhere (so a sum over the job counts each prediction once). Every
+ * the first and last stage, and averaged over the dp team (with shard:
+ * reduce-scattered into the shards of the zero object over sym_pipe_ddp).
+ * *loss_sum: the summed loss of this PE's predictions on the last stage's tp
+ * rank 0, 0 elsewhere (so a sum over the job counts each prediction once). Every
  * stage of a pipeline passes the same rows (<= M x micro_rows). */
 int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, int rows,
                   float grad_scale, double *loss_sum);
@@ -131,6 +141,9 @@ int sym_pipe_eval(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, i
  * its tp teams. */
 int sym_pipe_clip(sym_pipe_t *p, double max_norm, double *norm);
 sym_pipe_stats_t sym_pipe_stats(const sym_pipe_t *p);
+/* The stage's dp buckets over its gradients (no control floats); NULL
+ * without dp > 1 and without shard. */
+sym_ddp_t *sym_pipe_ddp(sym_pipe_t *p);
 
 #ifdef __cplusplus
 }

@@ -107,10 +107,11 @@ typedef struct {
     double bucket_mb;       /* gradient bucket size */
     int zero;               /* ZeRO stage: 0 plain data parallelism, 1 sharded optimizer
                              * state, 2 also sharded gradients (symtrain/zero.h) */
-    int accum;              /* micro-batches of global_batch per optimizer step (0, 1: one) */
     int threads;            /* BLAS threads per PE (0 = cores / PEs on this host) */
     /* ---- pipe: pipeline parallelism (symtrain/pipeline.h) ---- */
-    int micro_batches;      /* a step's micro-batches with pp > 1 (0: the stages' count) */
+    int micro_batches;      /* a step's micro-batches per dp replica: with pp > 1 the
+                               pipeline's (0: the stages' count), else gradient
+                               accumulation over them (0, 1: one) */
     int inbox_slots;        /* each pipeline inbox's slots (0: the stages' count) */
     /* ---- end pipe ---- */
     sym_balance_config_t balance;
@@ -120,6 +121,9 @@ typedef struct {
     int64_t ckpt_steps;     /* 0 = not by step count */
     int ckpt_keep;
     int ckpt_sharded;       /* every PE writes its shards (format 3); 0: PE 0 writes all */
+    int ckpt_sync;          /* --ckpt-async off: each checkpoint is written and committed
+                               before the next step; 0 (the default): a snapshot is taken
+                               after the step and a background thread writes it */
     int resume;             /* SYM_RESUME_* */
     /* what a person sees */
     const char *metrics_path;

@@ -46,6 +46,7 @@ int sym__comm_sum(shmem_team_t team, float *x, size_t n);
 int sym__comm_sum_f64(shmem_team_t team, double *x, size_t n);
 int sym__comm_max_f32(shmem_team_t team, float *x, size_t n);
 int sym__comm_min_i32(shmem_team_t team, int32_t *x, size_t n);
+int sym__comm_max_i64(shmem_team_t team, int64_t *x, size_t n);
 /* The uneven collectives of the distributed tensors, over symmetric buffers.
  * Every member of the team calls with its own arguments, which it computes
  * locally (every member knows every member's sizes); a team sync before (every

@@ -28,7 +28,10 @@
  * all-reduce after it.
  *
  * Checkpoints: PE 0 snapshots weights, optimizer state and position after a
- * step and hands them to the background writer; every PE reads one on --resume.
+ * step and hands them to the background writer (--ckpt-async off: and waits
+ * for the write); after every step the PEs agree on PE 0's --ckpt-every
+ * verdict and on any failed write, which ends the run (ckpt_agree,
+ * ckpt/async.c); every PE reads one on --resume.
  * The position (epoch, sample) plus the seed fix everything else: the
  * permutation, the dropout masks and the learning rate are functions of them;
  * the shares of the next step travel in the manifest.
@@ -59,6 +62,7 @@
 #include <symtrain/zero.h>
 
 #include "balance/balance.h"
+#include "ckpt/async.h"
 #include "core/device.h"
 #include "data/task.h"
 #include "internal.h"
@@ -139,11 +143,23 @@ static int validate_gpt_split(const sym_train_config_t *c, const sym_parallel_t 
         return sym__error(SYM_EINVAL, "--dropout %g with pp=%d: a GPT's dropout under a pipeline "
                                       "is not in this build; pass --dropout 0, or drop pp",
                           (double)c->model.dropout, l->pp);
+    if ((c->model.seq_parallel || c->model.tp_chunks > 1) && c->device == SYM_TRAIN_GPU)
+        return sym__error(SYM_EINVAL, "%s: the GPU's tensor parallelism has neither sequence "
+                                      "parallelism nor chunked overlap in this build; pass "
+                                      "--device cpu, or drop it",
+                          c->model.seq_parallel ? "--parallel ...,sp" : "--tp-overlap");
     if (gpt && c->model.dropout > 0 && c->device == SYM_TRAIN_GPU)
         return sym__error(SYM_EINVAL, "--dropout %g: a GPT's dropout trains on the CPU in this "
                                       "build; pass --device cpu, or --dropout 0 for the GPU",
                           (double)c->model.dropout);
     return SYM_OK;
+}
+
+/* --micro-batches: a step's micro-batches per data-parallel replica, one
+ * option for both kinds: with pp > 1 the pipeline's (default: one per
+ * stage), else gradient accumulation (default 1). */
+static int micro_of(const sym_train_config_t *c, sym_parallel_t l) {
+    return c->micro_batches > 0 ? c->micro_batches : l.pp;
 }
 
 /* --parallel against the job and the model. */
@@ -157,11 +173,6 @@ static int validate_layout(const sym_train_config_t *c, int npes) {
                           "--parallel dp=%d,tp=%d,pp=%d makes %ld PEs, but the job has %d: make "
                           "dp x tp x pp = %d (a size not given is 1)",
                           l.dp, l.tp, l.pp, (long)l.dp * l.tp * l.pp, npes, npes);
-    if ((c->zero || c->accum > 1) && (l.tp > 1 || l.pp > 1))
-        return sym__error(SYM_EINVAL, "--zero and --accum shard and split the data-parallel "
-                                      "work; with --parallel tp or pp they are not in this build "
-                                      "(a pipeline splits its batch with --micro-batches): use "
-                                      "dp alone with them");
     if (c->zero && c->ckpt_sharded)
         return sym__error(SYM_EINVAL, "--zero with --ckpt-format sharded: not in this build; the "
                                       "default format holds the gathered optimizer state, which "
@@ -182,10 +193,6 @@ static int validate_layout(const sym_train_config_t *c, int npes) {
         return sym__error(SYM_EINVAL, "--parallel tp=%d: the vocabulary (%d tokens) is split "
                                       "over tp, so it needs at least %d tokens",
                           l.tp, m->vocab, l.tp);
-    if (c->device == SYM_TRAIN_GPU)
-        return sym__error(SYM_EINVAL, "--parallel tp=%d trains on the CPU in this build; pass "
-                                      "--device cpu (or auto), or tp=1 for the GPU",
-                          l.tp);
     if (c->ckpt_sharded)
         return sym__error(SYM_EINVAL, "--ckpt-format sharded with --parallel tp=%d: not in this "
                                       "build; the default format holds whole tensors, which any "
@@ -233,13 +240,16 @@ int sym_train_validate(const sym_train_config_t *c, int npes) {
     if (c->zero < 0 || c->zero > 2)
         return sym__error(SYM_EINVAL, "--zero %d: use 0 (plain data parallelism), 1 (sharded "
                                       "optimizer state) or 2 (sharded gradients too)", c->zero);
-    if (c->accum < 0) return sym__error(SYM_EINVAL, "--accum must be at least 1");
-    if (c->accum > 1 && c->global_batch < (int64_t)c->accum * npes)
+    int micro = micro_of(c, layout_of(c, npes));
+    if (c->micro_batches < 0) return sym__error(SYM_EINVAL, "--micro-batches must be at least 1");
+    if (micro > 1 && c->global_batch < (int64_t)micro * dp)
         return sym__error(SYM_EINVAL,
-                          "--accum %d splits --batch %d into micro-batches of fewer samples than "
-                          "there are PEs (%d), and every PE needs at least one of each; lower "
-                          "--accum or raise --batch to %lld or more",
-                          c->accum, c->global_batch, npes, (long long)c->accum * npes);
+                          "--micro-batches %d%s splits --batch %d into micro-batches of fewer "
+                          "samples than there are data-parallel replicas (%d), and every replica "
+                          "needs at least one of each; lower --micro-batches or raise --batch to "
+                          "%lld or more",
+                          micro, c->micro_batches ? "" : " (pp's default: one per stage)",
+                          c->global_batch, dp, (long long)micro * dp);
     if (c->max_steps < 0 || c->train_samples < 0 || c->test_samples < 0 || c->threads < 0 ||
         c->eval_every < 0 || c->seq < 0 || c->sample_tokens < 0 || c->warmup_steps < -1)
         return sym__error(SYM_EINVAL, "step, sample, token and thread counts cannot be negative");
@@ -323,7 +333,7 @@ typedef struct {
     int dp_rank, tp_rank; /* this PE's coordinates */
     sym_mesh_t *mesh;     /* tp > 1: the dp x tp mesh (its teams), else NULL */
     shmem_team_t tp_team; /* tp > 1: the tensor-parallel group, else SHMEM_TEAM_INVALID */
-    int time_due;         /* tp > 1: PE 0's clock says a --ckpt-every checkpoint is due */
+    int time_due;         /* PE 0's clock says a --ckpt-every checkpoint is due (ckpt_agree) */
     sym_loader_t loader;
     sym_lr_schedule_t sched;
     int64_t steps_per_epoch;
@@ -354,9 +364,17 @@ typedef struct {
     sym_pipe_t *pipe;            /* NULL: no pipeline; r->model is then its stage */
     int dp_n, dp_me;             /* data-parallel replicas and this PE's (npes, me without pp) */
     /* ---- end pipe ---- */
+    /* ---- async: checkpoints written in the background (ckpt/async.c) ---- */
+    sym__ckpt_async_t *ckasync;  /* with --ckpt-dir: the per-step agreement, the stall figures */
+    float *snap_params;          /* the snapshot buffers (snap_take; GPU: pinned): P floats, */
+    void *snap_ostate;           /* and optim.bin's bytes */
+    double step_s;               /* this run's steps' time, step_n of them (the stall's yardstick) */
+    int64_t step_n;
+    /* ---- end async ---- */
 } run_t;
 
 static int gpu_sync_host(run_t *r);
+static int agree_tp(run_t *r, float *stop);
 
 /* Errors every PE sees alike are printed by PE 0 alone. The other PEs then
  * wait for the job to be ended (PE 0's own failure ends it), at most
@@ -468,6 +486,20 @@ static int tp_all_have(run_t *r, int have, size_t W) {
 /* This PE takes part in saving checkpoints: PE 0, and with tp > 1 its tp group. */
 static int ckpt_member(const run_t *r) { return r->lay.tp > 1 ? r->dp_rank == 0 : r->me == 0; }
 
+/* For the tp gather: with ZeRO an unsharded optimizer of this PE's P
+ * parameters (its tp slice) holding the state of its dp team's shards, read
+ * one-sidedly (the caller destroys it); r->opt itself without ZeRO; NULL
+ * when out of memory. */
+static sym_optim_t *tp_local_optim(run_t *r) {
+    sym_optim_t *o = r->opt;
+    if (r->zero && sym_optim_create(&r->cfg->optim, r->P, &o)) o = NULL;
+    if (o && r->zero && sym_zero_state_get(r->zero, o)) {
+        sym_optim_destroy(o);
+        o = NULL;
+    }
+    return o;
+}
+
 /* The whole parameters (*params, sym_model_full_num_params floats: the
  * model's own array without tp, else malloc'd; *owned says which) and the
  * optimizer state (*ostate, malloc'd, *osize bytes, sym_optim_state_save's
@@ -482,19 +514,22 @@ static int ckpt_state_get(run_t *r, float **params, int *owned, void **ostate, s
     *osize = 0;
     if (r->lay.tp > 1) { /* the whole tensors, and an optimizer of the whole model to save them */
         size_t W = sym_model_full_num_params(m);
+        sym_optim_t *mine = tp_local_optim(r); /* ZeRO: gathered over the dp team first */
         *params = malloc(W * sizeof **params);
         *owned = *params != NULL;
-        if (!*params) o = NULL;
+        if (!*params || !mine) o = NULL;
         else if ((rc = sym_optim_create(&r->cfg->optim, W, &o))) o = NULL;
         if ((rc = tp_all_have(r, o != NULL, W))) {
             sym_optim_destroy(o);
+            if (mine != r->opt) sym_optim_destroy(mine);
             return rc;
         }
         rc = sym_model_gather(m, sym_model_params(m), *params);
         for (int k = 0; k < 2 && !rc; k++)
-            if (sym_optim_buffer(r->opt, k))
-                rc = sym_model_gather(m, sym_optim_buffer(r->opt, k), sym_optim_buffer(o, k));
-        sym_optim_set_steps(o, sym_optim_steps(r->opt));
+            if (sym_optim_buffer(mine, k))
+                rc = sym_model_gather(m, sym_optim_buffer(mine, k), sym_optim_buffer(o, k));
+        sym_optim_set_steps(o, sym_optim_steps(mine));
+        if (mine != r->opt) sym_optim_destroy(mine);
         if (rc) {
             sym_optim_destroy(o);
             return rc;
@@ -519,29 +554,31 @@ static int ckpt_state_put(run_t *r, const float *params, const void *ostate, siz
         if (!rc) memcpy(sym_model_params(r->model), params, r->P * sizeof *params);
         return rc;
     }
-    sym_optim_t *o;
+    sym_optim_t *o, *mine = r->opt; /* ZeRO: this PE's slice whole, then its shard of it */
     int rc = sym_optim_create(&r->cfg->optim, sym_model_full_num_params(r->model), &o);
     if (!rc) rc = sym_optim_state_load(o, ostate, osize);
+    if (!rc && r->zero) rc = sym_optim_create(&r->cfg->optim, r->P, &mine);
     if (!rc) {
         sym_model_scatter(r->model, params, sym_model_params(r->model));
         for (int k = 0; k < 2; k++)
             if (sym_optim_buffer(o, k))
-                sym_model_scatter(r->model, sym_optim_buffer(o, k), sym_optim_buffer(r->opt, k));
-        sym_optim_set_steps(r->opt, sym_optim_steps(o));
+                sym_model_scatter(r->model, sym_optim_buffer(o, k), sym_optim_buffer(mine, k));
+        sym_optim_set_steps(mine, sym_optim_steps(o));
+        if (r->zero) sym_zero_state_put(r->zero, mine);
     }
+    if (r->zero && mine != r->opt) sym_optim_destroy(mine);
     sym_optim_destroy(o);
     return rc;
 }
 
 /* A checkpoint is due after this step (--ckpt-steps, or --ckpt-every by PE
- * 0's clock, which with tp > 1 agree_tp told its tp group); only ever true
- * on the PEs that take part in saving. */
+ * 0's clock, which ckpt_agree told every PE); only ever true on the PEs
+ * that take part in saving. */
 static int ckpt_due(const run_t *r) {
     const sym_train_config_t *c = r->cfg;
     if (!c->ckpt_dir || !ckpt_member(r)) return 0;
     if (c->ckpt_steps && r->step % c->ckpt_steps == 0) return 1;
-    if (r->lay.tp > 1) return r->time_due;
-    return c->ckpt_every_s > 0 && sym__now_s() - r->last_save >= c->ckpt_every_s;
+    return r->time_due; /* PE 0's --ckpt-every verdict, ckpt_agree's */
 }
 
 /* The load failed with rc: with nothing to resume from (SYM_ENOENT) or only
@@ -771,20 +808,102 @@ static int resume_sharded(run_t *r) {
     return SYM_OK;
 }
 
+/* ---- async: the snapshot buffers ----
+ * With the whole-tensor format and tp = 1 (PE 0 writes the model's own
+ * arrays), the snapshot goes into two buffers allocated at the first
+ * checkpoint and kept (no page faults after it), and the writer thread
+ * writes those buffers themselves (sym__ckpt_save_borrowed): one copy of
+ * the state in all, the bytes ckpt_state_get makes. The CPU copies the
+ * parameters and the optimizer state into them (snap_cpu). The GPU, with
+ * --ckpt-async on, copies the fp32 master weights and AdamW's moments into
+ * them (pinned memory) on a side stream after the step, and returns
+ * (snap_gpu): the next step's forward and backward run meanwhile (its AdamW,
+ * the first kernel to change them, waits for the copy), and the writer
+ * thread waits for the copy (snap_gpu_ready) before it reads them. Either
+ * way the write before is waited for first: it reads the same buffers. */
+
+static int snap_direct(const run_t *r) {
+    const sym_train_config_t *c = r->cfg;
+    return r->writer && r->lay.tp == 1 && !r->zero && !r->pipe &&
+           (!r->gpu || (!c->ckpt_sync && c->optim.kind == SYM_OPT_ADAMW));
+}
+
+/* On the writer thread, before it reads the buffers. */
+static int snap_gpu_ready(void *user) {
+    run_t *r = user;
+    int rc = r->gpu->snapshot_wait(r->gm);
+    return rc ? sym__error(rc, "GPU snapshot: %s", r->gpu->error()) : SYM_OK;
+}
+
+/* The buffers (pinned on the GPU), once: P floats and osize bytes. */
+static int snap_buffers(run_t *r, size_t osize) {
+    size_t bytes = r->P * sizeof(float);
+    if (r->snap_params) return SYM_OK;
+    r->snap_params = r->gpu ? r->gpu->host_alloc(r->gm, bytes) : malloc(bytes);
+    r->snap_ostate = r->gpu ? r->gpu->host_alloc(r->gm, osize) : malloc(osize);
+    if (r->snap_params && r->snap_ostate) return SYM_OK;
+    if (r->gpu)
+        return report(r, sym__error(SYM_ENOMEM, "GPU snapshot: %s; --ckpt-async off copies "
+                                    "the state to the host synchronously instead",
+                                    r->gpu->error()), 0);
+    return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint's snapshot (%zu "
+                                "bytes)", bytes + osize), 0);
+}
+
+static void snap_free(run_t *r) {
+    if (r->gpu) {
+        if (r->snap_params) r->gpu->host_free(r->gm, r->snap_params);
+        if (r->snap_ostate) r->gpu->host_free(r->gm, r->snap_ostate);
+    } else {
+        free(r->snap_params);
+        free(r->snap_ostate);
+    }
+}
+
+/* The snapshot into the buffers: *params (P floats) and *ostate (*osize
+ * bytes: optim.bin, sym_optim_state_save's format). On the GPU the copy is
+ * only started. */
+static int snap_take(run_t *r, float **params, void **ostate, size_t *osize) {
+    size_t bytes = r->P * sizeof(float);
+    *osize = sym_optim_state_size(r->opt);
+    int rc = snap_buffers(r, *osize);
+    if (rc) return rc;
+    sym__ckpt_async_poll(r->ckasync, r->writer, NULL, 1); /* the write before is done with them */
+    char *o = r->snap_ostate;
+    if (r->gpu) {
+        size_t hdr = *osize - 2 * bytes; /* AdamW: the header, m, v */
+        uint64_t t = 0;
+        if ((rc = r->gpu->snapshot_start(r->gm, r->snap_params, (float *)(o + hdr),
+                                         (float *)(o + hdr + bytes), &t)))
+            return report(r, sym__error(rc, "GPU snapshot: %s", r->gpu->error()), 0);
+        sym_optim_set_steps(r->opt, t);
+        sym_optim_state_header(r->opt, o);
+    } else {
+        memcpy(r->snap_params, sym_model_params(r->model), bytes);
+        sym_optim_state_save(r->opt, o);
+    }
+    *params = r->snap_params;
+    *ostate = o;
+    return SYM_OK;
+}
+
 /* Hand a snapshot of the current state to the writer: PE 0 (with tp > 1 its
  * tp group gathers the snapshot with it), or every PE with sharded checkpoints. */
 static int save(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     if (r->saved_step == r->step || (!r->dist && (!ckpt_member(r) || !c->ckpt_dir)))
         return SYM_OK;
-    if (r->gpu) {
+    int direct = snap_direct(r); /* into the kept buffers, written from there */
+    if (r->gpu && !direct) {
         int rc = gpu_sync_host(r);
         if (rc) return rc;
     }
     float *params = NULL;
     void *ostate = NULL;
     size_t osize = 0, W = sym_model_full_num_params(r->model);
-    int owned = 0, rc = r->dist ? SYM_OK : ckpt_state_get(r, &params, &owned, &ostate, &osize);
+    int owned = 0, rc = r->dist ? SYM_OK
+                        : direct ? snap_take(r, &params, &ostate, &osize)
+                                 : ckpt_state_get(r, &params, &owned, &ostate, &osize);
     if (rc || (!r->dist && r->me != 0)) {
         if (owned) free(params);
         free(ostate);
@@ -829,7 +948,7 @@ static int save(run_t *r) {
         if (!mine) return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);
         rc = sym_ckpt_dist_save(r->dist, &m, mine, n);
         free(mine);
-        if (rc) sym__warn("symtrain train", "a checkpoint could not be written: %s", sym_last_error());
+        sym__ckpt_async_failed(r->ckasync, rc, 1); /* an earlier save's: ckpt_agree ends the run */
         r->saved_step = r->step;
         r->last_save = sym__now_s();
         return SYM_OK;
@@ -846,7 +965,7 @@ static int save(run_t *r) {
     sym_ckpt_tensor_t *tab = calloc((size_t)nt * (size_t)(1 + nstate), sizeof *tab);
     if (!tab) {
         if (owned) free(params);
-        free(ostate);
+        if (!direct) free(ostate);
         return report(r, sym__error(SYM_ENOMEM, "out of memory for a checkpoint"), 0);
     }
     for (int i = 0; i < nt; i++) {
@@ -867,12 +986,13 @@ static int save(run_t *r) {
     }
     m.tensors = tab;
     m.ntensors = nt * (1 + nstate);
-    rc = sym_ckpt_save(r->writer, &m, files, 2);
+    rc = direct ? sym__ckpt_save_borrowed(r->writer, &m, files, 2,
+                                          r->gpu ? snap_gpu_ready : NULL, r)
+                : sym_ckpt_save(r->writer, &m, files, 2);
     free(tab);
     if (owned) free(params);
-    free(ostate);
-    if (rc) /* the previous save failed; say so, keep training */
-        sym__warn("symtrain train", "a checkpoint could not be written: %s", sym_last_error());
+    if (!direct) free(ostate);
+    sym__ckpt_async_failed(r->ckasync, rc, 1); /* the previous save's: ckpt_agree ends the run */
     r->saved_step = r->step;
     r->last_save = sym__now_s();
     return SYM_OK;
@@ -965,7 +1085,7 @@ static int say_sample(run_t *r, const float *whole) {
     sym_model_t *m = r->model, *host = NULL;
     int rc = SYM_OK;
     if (r->gpu || whole) { /* the GPU's or the whole weights, in a host model that can run forward */
-        if (r->gpu && !(rc = gpu_sync_host(r))) whole = sym_model_params(r->model);
+        if (r->gpu && !whole && !(rc = gpu_sync_host(r))) whole = sym_model_params(r->model);
         if (!rc && !(rc = sym_model_create(&c->model, 1, 0, &host)))
             memcpy(sym_model_params(host), whole, sym_model_num_params(host) * sizeof(float));
         if (rc) {
@@ -1049,11 +1169,12 @@ static int choose_device(run_t *r) {
     if (c->device == SYM_TRAIN_CPU && (c->recompute_gelu || c->recompute_ln))
         return report(r, sym__error(SYM_EINVAL, "--recompute is for the GPU (--device gpu); the "
                                                 "CPU keeps every activation"), 1);
-    if (c->device == SYM_TRAIN_CPU || r->lay.tp > 1) return SYM_OK; /* tp > 1: the CPU's */
-    if (c->zero || c->accum > 1) { /* the sharded step and micro-batches are the CPU loop's */
+    /* tp > 1: the CPU's, unless --device gpu asks for the GPU */
+    if (c->device == SYM_TRAIN_CPU || (r->lay.tp > 1 && c->device != SYM_TRAIN_GPU)) return SYM_OK;
+    if (c->zero || c->micro_batches > 1) { /* the sharded step, micro-batches: the CPU loop's */
         if (c->device == SYM_TRAIN_GPU)
-            return report(r, sym__error(SYM_EINVAL, "--zero and --accum train on CPU PEs for "
-                                                    "now; drop them, or pass --device cpu"), 1);
+            return report(r, sym__error(SYM_EINVAL, "--zero and --micro-batches train on CPU PEs "
+                                                    "for now; drop them, or pass --device cpu"), 1);
         return SYM_OK;
     }
     int gpt = c->model.kind == SYM_MODEL_GPT;
@@ -1099,6 +1220,13 @@ static int gpu_create(run_t *r) {
     o.dp_team = r->dp_team;
     o.use_graph = 1;
     o.bucket_bytes = (size_t)(c->bucket_mb * 1024 * 1024);
+    o.tp_team = r->tp_team; /* tp > 1: the model is split over it (this PE's table) */
+    if (r->lay.tp > 1) {
+        int64_t lo, len;
+        sym_shard_range(c->model.vocab, r->lay.tp, r->tp_rank, &lo, &len);
+        o.vocab_lo = (int)lo;
+        o.vocab_len = (int)len;
+    }
     int nt = sym_model_num_tensors(r->model);
     const sym_param_t *table = sym_model_param(r->model, 0);
     int rc = r->gpu->create(&c->model, r->rows, table, nt, sym_model_params(r->model), r->P, &o,
@@ -1150,14 +1278,14 @@ static int memory_report(run_t *r) {
 /* ---- pipe: pipeline parallelism (--parallel dp=N,pp=K; symtrain/pipeline.h) ---- */
 
 /* With pp > 1: the pipeline's mesh (dp, pp, and tp inside each stage), and
- * what a pipeline cannot do yet; --micro-batches or --inbox-slots without a
- * pipeline are refused. Every PE reaches the same verdict (the same options). */
+ * what a pipeline cannot do yet; --inbox-slots without a pipeline is
+ * refused. Every PE reaches the same verdict (the same options). */
 static int pipe_plan(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     const sym_parallel_t *l = &r->lay;
     const char *why = NULL;
     if (l->pp == 1)
-        why = "--micro-batches and --inbox-slots are for a pipeline; add pp=K (K > 1)";
+        why = "--inbox-slots is for a pipeline; add pp=K (K > 1)";
     else if (c->model.kind != SYM_MODEL_GPT)
         why = "pp: pipeline stages split a GPT's blocks; pass --model gpt:...";
     else if (c->device == SYM_TRAIN_GPU)
@@ -1179,22 +1307,15 @@ static int pipe_plan(run_t *r) {
     int rc = sym_mesh_create(SHMEM_TEAM_WORLD, spec, &r->pipe_mesh);
     if (rc) return report(r, rc, 1);
     r->dp_rank = sym_mesh_coord(r->pipe_mesh, sym_mesh_dim(r->pipe_mesh, "dp"));
-    int M = c->micro_batches ? c->micro_batches : l->pp;
-    if (c->global_batch < l->dp * M)
-        return report(r, sym__error(SYM_EINVAL, "--batch %d over dp=%d replicas is less than "
-                                    "%d micro-batches of one sequence each; raise --batch to %d "
-                                    "or lower --micro-batches", c->global_batch, l->dp, M,
-                                    l->dp * M), 1);
     return SYM_OK;
 }
 
 /* This PE's stage (r->model) and the pipeline's inboxes. */
 static int pipe_create(run_t *r) {
     const sym_train_config_t *c = r->cfg;
-    int M = c->micro_batches ? c->micro_batches : sym_mesh_size(r->pipe_mesh,
-                                                                sym_mesh_dim(r->pipe_mesh, "pp"));
+    int M = micro_of(c, r->lay);
     sym_pipe_config_t pc = {M, (r->max_local + M - 1) / M, r->task.seq, c->inbox_slots,
-                            c->bucket_mb};
+                            c->bucket_mb, c->zero != 0};
     int rc = sym_pipe_create(&c->model, r->pipe_mesh, &pc, &r->pipe);
     if (rc) return report(r, rc, 1);
     r->model = sym_pipe_model(r->pipe);
@@ -1216,6 +1337,33 @@ static int pipe_create(run_t *r) {
 
 /* ---- end pipe ---- */
 
+/* ---- ZeRO inside a mesh (tp, pp) ----
+ * Each PE shards its own part of the model (its tp slice of its stage) over
+ * its dp team; the clipping norm must still be the whole model's: a tensor
+ * whole on every PE of a tp team counts on tp rank 0 alone, the last
+ * stage's copy of the tied wte nowhere (stage 0 counts it), and the dp
+ * teams' sums are summed over tp, then over the pipeline. */
+static int zero_norm(run_t *r) {
+    sym_mesh_t *mesh = r->pipe_mesh ? r->pipe_mesh : r->mesh;
+    if (!mesh) return SYM_OK; /* dp alone: the team's sum is the norm */
+    int nt = sym_model_num_tensors(r->model), n = 0, rc;
+    int tpd = sym_mesh_dim(mesh, "tp"), tp_rank = r->lay.tp > 1 ? sym_mesh_coord(mesh, tpd) : 0;
+    int last = r->pipe && sym_pipe_stages(r->pipe) > 1 &&
+               sym_pipe_stage(r->pipe) == sym_pipe_stages(r->pipe) - 1;
+    unsigned char *counted = malloc((size_t)nt);
+    if (!counted) return sym__error(SYM_ENOMEM, "out of memory for ZeRO");
+    for (int i = 0; i < nt; i++) {
+        const sym_param_t *p = sym_model_param(r->model, i);
+        counted[i] = (p->tp_dim >= 0 || tp_rank == 0) && !(last && p->index == 0);
+    }
+    shmem_team_t teams[2];
+    if (r->lay.tp > 1) teams[n++] = sym_mesh_team(mesh, tpd);
+    if (r->pipe && r->lay.pp > 1) teams[n++] = sym_mesh_team(mesh, sym_mesh_dim(mesh, "pp"));
+    rc = sym_zero_norm_over(r->zero, counted, teams, n);
+    free(counted);
+    return rc;
+}
+
 static int setup(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     int rc = sym_train_validate(c, r->npes);
@@ -1230,7 +1378,7 @@ static int setup(run_t *r) {
     const sym__task_t *t = &r->task;
     r->evalbuf = shmem_calloc(4, sizeof(float)); /* collective */
     if (!r->evalbuf) return report(r, sym__error(SYM_ENOMEM, "symmetric heap exhausted"), 1);
-    if ((c->parallel.pp > 1 || c->micro_batches || c->inbox_slots) && (rc = pipe_plan(r)))
+    if ((c->parallel.pp > 1 || c->inbox_slots) && (rc = pipe_plan(r)))
         return rc;
     if (r->lay.tp > 1 && r->lay.pp == 1) { /* the mesh: a tp group of consecutive PEs in each dp row */
         char spec[64];
@@ -1251,11 +1399,12 @@ static int setup(run_t *r) {
         cap = 2 * r->max_local;
         if (cap > c->global_batch - r->npes + 1) cap = c->global_batch - r->npes + 1;
     }
-    /* --accum: the model holds one micro-batch's rows (the even split of the
-     * largest; balanced, a PE's share scaled to a micro-batch stays within cap) */
-    int accum = c->accum > 1 ? c->accum : 1, step_rows = cap;
+    /* --micro-batches without a pipeline (accumulation): the model holds one
+     * micro-batch's rows (the even split of the largest over dp; balanced, a
+     * PE's share scaled to a micro-batch stays within cap) */
+    int accum = r->pipe_mesh ? 1 : micro_of(c, r->lay), step_rows = cap;
     if (accum > 1 && c->balance.policy == SYM_BALANCE_OFF)
-        step_rows = ((c->global_batch + accum - 1) / accum + r->npes - 1) / r->npes;
+        step_rows = ((c->global_batch + accum - 1) / accum + r->lay.dp - 1) / r->lay.dp;
     int rows = r->rows = t->text || step_rows > EVAL_ROWS ? step_rows : EVAL_ROWS;
     r->pes = calloc((size_t)r->npes, sizeof *r->pes);
     if (!r->pes) return report(r, sym__error(SYM_ENOMEM, "out of memory"), 1);
@@ -1271,7 +1420,7 @@ static int setup(run_t *r) {
         return report(r, rc, 1);
     }
     r->P = sym_model_num_params(r->model);
-    r->accum = c->accum > 1 ? c->accum : 1;
+    r->accum = accum;
     if (!c->zero && (rc = sym_optim_create(&c->optim, r->P, &r->opt))) return report(r, rc, 1);
     int nt = sym_model_num_tensors(r->model);
     size_t *cuts = malloc((size_t)nt * sizeof *cuts);
@@ -1288,9 +1437,12 @@ static int setup(run_t *r) {
         rc = sym_ddp_create(r->dp_team, sym_model_grads(r->model),
                             r->P + (c->zero ? 0 : SYM_GRAD_CTRL), cuts, nt, bucket, &r->ddp);
     free(cuts);
-    if (!rc && c->zero)
-        rc = sym_zero_create(c->zero, r->ddp, r->dp_team, &c->optim, r->P,
-                             sym_model_param(r->model, 0), nt, &r->zero);
+    if (!rc && c->zero) /* a pipeline's: the stage's buckets over its dp team */
+        rc = sym_zero_create(c->zero, r->pipe ? sym_pipe_ddp(r->pipe) : r->ddp,
+                             r->pipe ? sym_mesh_team(r->pipe_mesh, sym_mesh_dim(r->pipe_mesh, "dp"))
+                                     : r->dp_team,
+                             &c->optim, r->P, sym_model_param(r->model, 0), nt, &r->zero);
+    if (!rc && r->zero) rc = zero_norm(r);
     if (rc) return report(r, rc, 1);
     if ((rc = sym_loader_init(&r->loader, t->n_train, c->global_batch, r->lay.dp, r->dp_rank,
                               c->model.seed)))
@@ -1398,10 +1550,10 @@ static int setup(run_t *r) {
         }
         if (r->gpu)
             note(r, "%d PE%s on the GPU: %s; %s; %s of GPU memory per PE%s; global batch %d (%d "
-                    "per PE); adamw, lr %g; %s",
+                    "per %s); adamw, lr %g; %s",
                  r->npes, r->npes == 1 ? "" : "s", r->gpu->describe(r->gm), prec[c->precision % 4],
                  sym__fmt_size(r->gpu->memory(r->gm), gmem, sizeof gmem), saved, c->global_batch,
-                 r->max_local, (double)c->lr, len);
+                 r->max_local, r->lay.tp > 1 ? "dp group" : "PE", (double)c->lr, len);
         else
             note(r, "%d PE%s x %d BLAS thread%s (%s); global batch %d (%d per %s); %s, lr %g; "
                     "%s; %d gradient bucket%s (%s)",
@@ -1410,14 +1562,23 @@ static int setup(run_t *r) {
                  r->lay.tp > 1 ? "dp group" : "PE", sym_optim_name(c->optim.kind),
                  (double)c->lr, len, nb, nb == 1 ? "" : "s",
                  sym__fmt_size((r->P + SYM_GRAD_CTRL) * 4, bsz, sizeof bsz));
-        if (!r->gpu) /* the bytes, exactly: tests compare them across --zero */
-            note(r, "optimizer state %zu bytes per PE (%s); %d micro-batch%s of %d per step",
-                 optim_state_bytes(r),
-                 c->zero == 1   ? "ZeRO-1: sharded over the PEs"
-                 : c->zero == 2 ? "ZeRO-2: it and the gradients sharded over the PEs"
-                                : "not sharded",
-                 r->accum, r->accum == 1 ? "" : "es",
-                 (c->global_batch + r->accum - 1) / r->accum);
+        if (!r->gpu) { /* the bytes, exactly: tests compare them across --zero */
+            char how[160];
+            int M = micro_of(c, r->lay);
+            if (!c->zero)
+                snprintf(how, sizeof how, "not sharded");
+            else if (r->lay.dp == 1) /* a layout without dp replicas: nothing to shard over */
+                snprintf(how, sizeof how, "ZeRO-%d over dp=1: nothing to shard, each PE holds "
+                         "its part's whole state", c->zero);
+            else
+                snprintf(how, sizeof how, "ZeRO-%d: %s sharded over the %d PEs of each dp team",
+                         c->zero, c->zero == 1 ? "the state" : "the state and the gradients",
+                         r->lay.dp);
+            note(r, "optimizer state %zu bytes per PE (%s); %d micro-batch%s of %d per step%s",
+                 optim_state_bytes(r), how, M, M == 1 ? "" : "es",
+                 (c->global_batch + M - 1) / M,
+                 r->pipe ? " (the pipeline's)" : M > 1 ? " (gradients accumulated)" : "");
+        }
         const sym_balance_config_t *bc = &c->balance;
         char every[32];
         if (bc->every_s > 0)
@@ -1435,6 +1596,7 @@ static int setup(run_t *r) {
 static void teardown(run_t *r) {
     sym__prom_stop(r->prom);
     if (r->writer) sym_ckpt_writer_destroy(r->writer);
+    snap_free(r); /* the writer is done with them */
     sym_ckpt_dist_destroy(r->dist);
     sym_ckpt_unlock(r->ckpt_lock);
     sym__balance_destroy(r->bal);
@@ -1442,6 +1604,7 @@ static void teardown(run_t *r) {
     if (r->metrics && sym_metrics_close(r->metrics))
         sym__warn("symtrain train", "%s", sym_last_error());
     if (r->evalbuf) shmem_free(r->evalbuf);
+    sym__ckpt_async_destroy(r->ckasync);
     free(r->x);
     free(r->tok);
     free(r->y);
@@ -1488,14 +1651,17 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     double predictions = (double)b->gsize * r->task.seq;
     float lr = sym_lr_at(&r->sched, r->step);
     sym_gpu_step_t st;
+    /* scaled so that the average over the dp team is the mean over the batch */
     int rc = r->gpu->train_step(r->gm, r->tok, r->y, b->count, r->task.seq, lr,
-                                (float)(r->npes / predictions), c->clip, &st);
+                                (float)(r->lay.dp / predictions), c->clip, &st);
     if (rc) return report(r, sym__error(rc, "GPU step: %s", r->gpu->error()), 0);
     sym__balance_computed(r->bal, t0, b->count, st.compute_s);
     double t1 = sym__now_s();
-    r->evalbuf[0] = (float)(st.loss_sum / predictions);
+    /* a tp group's PEs hold the same loss: its tp PE 0 counts it */
+    r->evalbuf[0] = r->tp_rank == 0 ? (float)(st.loss_sum / predictions) : 0.0f;
     r->evalbuf[1] = stop_signal ? 1.0f : 0.0f;
     if ((rc = sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 2))) return report(r, rc, 1);
+    if (r->lay.tp > 1 && (rc = agree_tp(r, &r->evalbuf[1]))) return report(r, rc, 0);
     if ((rc = sym__balance_exchange(r->bal, r->step + 1))) return report(r, rc, 1);
     *loss_out = r->evalbuf[0];
     *stop = r->evalbuf[1] > 0.0f;
@@ -1519,6 +1685,15 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     return SYM_OK;
 }
 
+/* What ZeRO-2 frees, said once (after step 1): st, the step's buckets. */
+static void say_zero2(run_t *r, const sym_ddp_stats_t *st) {
+    if (r->cfg->zero == 2 && r->step == 1 && r->speak)
+        note(r, "ZeRO-2: step 1 handed %llu of the %zu bytes of full gradients back to the OS "
+                "as their buckets were reduced; this PE keeps a %zu-byte shard",
+             (unsigned long long)st->bytes_released, r->P * sizeof(float),
+             sym_zero_shard_len(r->zero) * sizeof(float));
+}
+
 /* pipe: the step through the pipeline; the last stages' loss and the stop
  * flag summed over the job (so PE 0 has them), the norm over the pipeline. */
 static int pipe_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
@@ -1534,16 +1709,23 @@ static int pipe_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     r->evalbuf[1] = stop_signal ? 1.0f : 0.0f;
     if ((rc = sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 2)) ||
         (rc = sym__balance_exchange(r->bal, r->step + 1)) ||
-        (rc = sym_pipe_clip(r->pipe, c->clip, norm_out)))
+        (rc = r->zero ? sym_zero_clip(r->zero, NULL, 0, c->clip, norm_out) /* from the shards */
+                      : sym_pipe_clip(r->pipe, c->clip, norm_out)))
         return report(r, rc, 0);
     float *g = sym_model_grads(r->model);
     *loss_out = r->evalbuf[0];
     *stop = r->evalbuf[1] > 0.0f;
     g[r->P + CTRL_STOP] = r->evalbuf[1]; /* read again at the epoch's end */
     float lr = sym_lr_at(&r->sched, r->step);
-    sym_optim_step(r->opt, sym_model_params(r->model), g, lr);
+    if (r->zero && (rc = sym_zero_step(r->zero, sym_model_params(r->model), lr)))
+        return report(r, rc, 0);
+    if (!r->zero) sym_optim_step(r->opt, sym_model_params(r->model), g, lr);
     r->step++;
     r->sample += b->gsize;
+    if (r->zero) {
+        sym_ddp_stats_t st = sym_ddp_stats(sym_pipe_ddp(r->pipe));
+        say_zero2(r, &st);
+    }
     double now = sym__now_s();
     record(r, rec, *loss_out, lr, *norm_out, b->gsize, now - t0, now - t1, 0);
     return SYM_OK;
@@ -1551,24 +1733,19 @@ static int pipe_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
 
 /* With tp > 1, after the gradient average: the stop flag (*stop, agreed over
  * each dp group by the average) agreed over the tp group too, so over the
- * job; and PE 0's verdict on a --ckpt-every checkpoint, for its tp group
- * (the PEs that gather the checkpoint with it). */
+ * job. (PE 0's verdict on a --ckpt-every checkpoint reaches every PE in
+ * ckpt_agree, after the step.) */
 static int agree_tp(run_t *r, float *stop) {
-    const sym_train_config_t *c = r->cfg;
-    float v[2] = {*stop > 0.0f ? 1.0f : 0.0f,
-                  r->writer && c->ckpt_every_s > 0 &&
-                          sym__now_s() - r->last_save >= c->ckpt_every_s
-                      ? 1.0f
-                      : 0.0f};
-    int rc = sym__comm_sum(r->tp_team, v, 2);
+    float v = *stop > 0.0f ? 1.0f : 0.0f;
+    int rc = sym__comm_sum(r->tp_team, &v, 1);
     if (rc) return rc;
-    *stop = v[0] > 0.0f ? 1.0f : 0.0f;
-    r->time_due = v[1] > 0.0f;
+    *stop = v > 0.0f ? 1.0f : 0.0f;
     return SYM_OK;
 }
 
 /* Returns 0 or an error; *stop gets the agreed stop flag.
- * With --accum N the step's global batch is split into N micro-batches
+ * With --micro-batches N and no pipeline (gradient accumulation), with or
+ * without tp, the step's global batch is split into N micro-batches
  * (sym_shard_range: the first take one sample more); each one's backward adds
  * into the same gradients, and only the last one's starts the buckets'
  * reductions, so the others communicate nothing. The loss gradient's scale
@@ -1660,11 +1837,7 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
 
     double dt = sym__now_s() - t0;
     sym_ddp_stats_t st = sym_ddp_stats(r->ddp);
-    if (c->zero == 2 && r->step == 1 && r->speak) /* what ZeRO-2 frees, said once */
-        note(r, "ZeRO-2: step 1 handed %llu of the %zu bytes of full gradients back to the OS "
-                "as their buckets were reduced; this PE keeps a %zu-byte shard",
-             (unsigned long long)st.bytes_released, r->P * sizeof(float),
-             sym_zero_shard_len(r->zero) * sizeof(float));
+    say_zero2(r, &st);
     record(r, rec, *loss_out, lr, *norm_out, gsize, dt, st.wait_s + st.issue_s + tz,
            st.bytes_reduced);
     return SYM_OK;
@@ -1690,18 +1863,63 @@ static void prom_ckpt(run_t *r) {
 }
 
 /* A checkpoint is due after this step: ckpt_due's verdict for the
- * whole-tensor format; with sharded checkpoints every --ckpt-steps, or
- * --ckpt-every seconds since the last by PE 0's clock (a sharded save needs
- * every PE, so PE 0's verdict is shared: one small all-reduce per step). */
+ * whole-tensor format; with sharded checkpoints every --ckpt-steps, or PE
+ * 0's --ckpt-every verdict, which ckpt_agree shared (a sharded save needs
+ * every PE). */
 static int save_due(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     if (!r->dist) return ckpt_due(r);
-    int due = (c->ckpt_steps && r->step % c->ckpt_steps == 0) ||
-              (c->ckpt_every_s > 0 && sym__now_s() - r->last_save >= c->ckpt_every_s);
-    if (!r->dist || c->ckpt_every_s <= 0) return due;
-    r->evalbuf[0] = r->me == 0 && due ? 1.0f : 0.0f;
-    if (sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 1)) return 0;
-    return r->evalbuf[0] > 0.0f;
+    return (c->ckpt_steps && r->step % c->ckpt_steps == 0) || r->time_due;
+}
+
+/* ---- async: the step loop's side of background checkpoints (ckpt/async.c) ---- */
+
+/* After every step and at the end, on every PE (with --ckpt-dir): a
+ * finished write's failure is collected (`wait`: the write in flight is
+ * waited for first, the run's end), PE 0's --ckpt-every verdict (due by its
+ * clock and no write in flight: async.c's policy) becomes every PE's
+ * r->time_due, and a write that failed on any PE ends the run here, on
+ * every PE, said once. */
+static int ckpt_agree(run_t *r, int wait) {
+    const sym_train_config_t *c = r->cfg;
+    if (!r->ckasync) return SYM_OK;
+    sym__ckpt_async_poll(r->ckasync, r->writer, r->dist, wait);
+    int here = r->me == 0 && c->ckpt_every_s > 0 &&
+               sym__now_s() - r->last_save >= c->ckpt_every_s &&
+               !sym__ckpt_in_flight(r->writer, r->dist);
+    int teller, rc = sym__ckpt_async_agree(r->ckasync, here, &r->time_due, &teller);
+    if (rc && teller)
+        sym__warn("symtrain train", "%s", sym_last_error());
+    else if (rc)
+        wait_for_the_end();
+    return rc;
+}
+
+/* save(), timed for the stall figures: the step loop's time lost to a
+ * checkpoint. With --ckpt-async off the write is waited for here too (the
+ * same bytes, written before the next step: the baseline). */
+static void checkpoint(run_t *r) {
+    if (!r->ckasync || r->saved_step == r->step) return;
+    double t0 = sym__now_s();
+    save(r);
+    if (r->cfg->ckpt_sync) sym__ckpt_async_poll(r->ckasync, r->writer, r->dist, 1);
+    sym__ckpt_async_stall(r->ckasync, sym__now_s() - t0);
+}
+
+/* What checkpoints cost the step loop, said at the end (PE 0). */
+static void say_stall(run_t *r) {
+    int64_t n;
+    double total, largest;
+    if (!r->ckasync || !r->speak || (!r->writer && !r->dist)) return;
+    sym__ckpt_async_figures(r->ckasync, &n, &total, &largest);
+    if (!n) return;
+    sym_ckpt_stats_t cs = r->dist ? sym_ckpt_dist_stats(r->dist) : sym_ckpt_writer_stats(r->writer);
+    note(r, "checkpoints: %lld taken (--ckpt-async %s); they stalled the step loop %.1f ms each "
+            "(largest %.1f ms), against %.1f ms a step; each took %.1f ms on disk%s",
+         (long long)n, r->cfg->ckpt_sync ? "off" : "on", 1e3 * total / (double)n, 1e3 * largest,
+         r->step_n ? 1e3 * r->step_s / (double)r->step_n : 0.0,
+         cs.saves ? 1e3 * cs.seconds / (double)cs.saves : 0.0,
+         r->cfg->ckpt_sync ? ", in the stall" : ", in the background");
 }
 
 /* ---- the loop ---- */
@@ -1730,6 +1948,10 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     sigaction(SIGINT, &sa, &old_int);
 
     int rc = agree(&r, setup(&r)), stopped = 0;
+    if (!rc && cfg->ckpt_dir) { /* collective */
+        int e = sym__ckpt_async_create(&r.ckasync);
+        rc = agree(&r, e ? report(&r, e, 0) : SYM_OK);
+    }
     if (!rc && !r.gpu) rc = memory_report(&r); /* the planner's check */
     r.progress.seq = r.task.seq;
     if (!rc && r.gpu) {
@@ -1762,7 +1984,10 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             sym_step_record_t rec;
             int stop = 0;
             int64_t before = r.sample;
+            double ts = sym__now_s();
             if ((rc = step(&r, &loss, &norm, &rec, &stop))) break;
+            r.step_s += sym__now_s() - ts;
+            r.step_n++;
             epoch_loss += (double)loss * (double)(r.sample - before);
             epoch_rows += r.sample - before;
             if (r.metrics && sym_metrics_step(r.metrics, &rec))
@@ -1772,8 +1997,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             if (r.prom) prom_ckpt(&r);
             sym__progress_update(&r.progress, r.sample, epoch_loss / (double)epoch_rows);
             if (r.me == kill_pe && r.step == kill_step) raise(SIGKILL);
-            if (r.dist && sym_ckpt_dist_poll(r.dist, 0)) /* commit once every shard is in */
-                sym__warn("symtrain train", "a checkpoint could not be written: %s", sym_last_error());
+            if ((rc = ckpt_agree(&r, 0))) break; /* a failed write ends the run; sharded: commit */
             /* Where a checkpoint taken now would resume. */
             if (r.sample >= r.task.n_train) break; /* the epoch's end: evaluate first */
             if (cfg->eval_every && r.step % cfg->eval_every == 0) {
@@ -1786,7 +2010,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
                 stopped = 1;
                 break;
             }
-            if (save_due(&r)) save(&r);
+            if (save_due(&r)) checkpoint(&r);
         }
         if (rc) break;
         if (r.sample >= r.task.n_train) { /* the epoch is complete */
@@ -1800,7 +2024,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             /* The stop flag of the epoch's last step, or a step-count checkpoint due there. */
             const float *g = sym_model_grads(r.model);
             if (g[r.P + CTRL_STOP] > 0.0f) stopped = 1;
-            if (!stopped && r.epoch < r.epochs && save_due(&r)) save(&r);
+            if (!stopped && r.epoch < r.epochs && save_due(&r)) checkpoint(&r);
         }
     }
     if (!rc && !evaluated && !stopped && eval_step != r.step) {
@@ -1809,23 +2033,20 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         rc = evaluate(&r, &test_loss, &test_acc);
         if (!rc) record_eval(&r, test_loss, test_acc);
     }
-    if (!rc) save(&r); /* the final (or preemption) checkpoint, if --ckpt-dir */
-    if (!rc && (r.writer || r.dist)) { /* committed before the end */
-        if ((rc = r.dist ? sym_ckpt_dist_poll(r.dist, 1) : sym_ckpt_wait(r.writer)))
-            sym__warn("symtrain train", "the last checkpoint could not be written: %s",
-                      sym_last_error());
-        else
-            snprintf(res->checkpoint, sizeof res->checkpoint, "%s",
-                     r.dist ? sym_ckpt_dist_last_path(r.dist) : sym_ckpt_last_path(r.writer));
-        prom_ckpt(&r);
-    }
+    if (!rc) checkpoint(&r); /* the final (or preemption) checkpoint, if --ckpt-dir */
+    /* every PE: the writes committed before the end, or the run fails here */
+    if (!rc && !(rc = ckpt_agree(&r, 1)) && (r.writer || r.dist))
+        snprintf(res->checkpoint, sizeof res->checkpoint, "%s",
+                 r.dist ? sym_ckpt_dist_last_path(r.dist) : sym_ckpt_last_path(r.writer));
+    if (r.writer || r.dist) prom_ckpt(&r);
+    if (!rc) say_stall(&r);
     double secs = sym__now_s() - t_start;
     float *whole = NULL; /* tp > 1: the sample's weights, gathered by PE 0's tp group */
     int sample = !rc && r.task.text && cfg->sample_tokens > 0 && !stopped;
     if (sample && r.lay.tp > 1 && r.dp_rank == 0) {
         size_t W = sym_model_full_num_params(r.model);
         whole = malloc(W * sizeof *whole);
-        if ((rc = tp_all_have(&r, whole != NULL, W)) ||
+        if ((r.gpu && (rc = gpu_sync_host(&r))) || (rc = tp_all_have(&r, whole != NULL, W)) ||
             (rc = sym_model_gather(r.model, sym_model_params(r.model), whole)))
             report(&r, rc, 0);
     }

@@ -152,19 +152,31 @@ static inline void sym__beat(void) {
 
 /* ---- copying the data of a put or get (copy.c) ---- */
 
-/* Copies of at least this many bytes stream past the caches: half the
- * last-level cache, or SYMTRAIN_COPY_NT_MIN; SIZE_MAX = never. */
+/* Copies of at least this many bytes go to sym__copy_large: streaming stores
+ * from the size measured at the first large copy (copy.c), or
+ * SYMTRAIN_COPY_NT_MIN; SIZE_MAX = never. */
 extern size_t sym__copy_nt_min;
 /* Set sym__copy_nt_min (shmem_init; until then nothing streams). */
 void sym__copy_init(void);
 /* memcpy with non-temporal stores, fenced: for copies too large to cache. */
 void sym__copy_nt(void *dst, const void *src, size_t n);
+/* A copy of at least sym__copy_nt_min bytes: the first one measures the
+ * threshold (once per process), then streams if n is still above it. */
+void sym__copy_large(void *dst, const void *src, size_t n);
+/* The measurement: the first n of lo, 2lo, 4lo ... up to hi at which
+ * streaming stores copy cached buffers 10% faster than memcpy, there and at
+ * 2n (where 2n > hi: at n again), else fallback (also when its 2*hi bytes
+ * cannot be mapped); *t_cached and *t_stream: the best times of each at the
+ * first of those sizes last measured, in us. */
+size_t sym__copy_measure(size_t lo, size_t hi, size_t fallback, double *t_cached,
+                         double *t_stream);
 /* The copy of a same-host put or get. A small constant size (p, g) compiles
  * to plain moves with no test. */
 static inline __attribute__((always_inline)) void sym__copy(void *dst, const void *src,
                                                             size_t n) {
-    if (!(__builtin_constant_p(n) && n < 4096) && SYM_UNLIKELY(n >= sym__copy_nt_min))
-        sym__copy_nt(dst, src, n);
+    if (!(__builtin_constant_p(n) && n < 4096) &&
+        SYM_UNLIKELY(n >= __atomic_load_n(&sym__copy_nt_min, __ATOMIC_RELAXED)))
+        sym__copy_large(dst, src, n);
     else
         memcpy(dst, src, n);
 }

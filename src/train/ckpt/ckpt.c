@@ -35,6 +35,7 @@
 
 #include "util/util.h"
 #include "internal.h"
+#include "ckpt/async.h"
 #include "ckpt/ckpt_internal.h"
 
 #define MANIFEST SYM_CKPT_MANIFEST
@@ -705,6 +706,7 @@ int sym_ckpt_write(const char *dir, int keep, const sym_ckpt_meta_t *meta,
             (rc = sym__ckpt_write_file(path, files[i].data, files[i].size)))
             goto fail;
     }
+    sym__ckpt_test_delay();
     manifest_json(&man, meta, files, nfiles);
     if (man.failed) {
         rc = sym__error(SYM_ENOMEM, "out of memory writing the manifest");
@@ -771,6 +773,10 @@ struct sym_ckpt_writer {
     void *buf[SYM_CKPT_MAX_FILES];
     size_t cap[SYM_CKPT_MAX_FILES];
     char stage[64];             /* non-empty: one PE's shard files, into dir/stage */
+    /* sym__ckpt_save_borrowed: the files are the caller's, and ready(ready_user)
+     * runs on the thread before it reads them (NULL: they are ready) */
+    int (*ready)(void *);
+    void *ready_user;
 };
 
 /* One PE's part of a sharded save: its files into dir/stage (created by the
@@ -786,6 +792,7 @@ static int write_shard(const char *dir, const char *stage, const sym_ckpt_file_t
         if ((rc = sym__ckpt_join(path, sizeof path, sdir, files[i].name)) ||
             (rc = sym__ckpt_write_file(path, files[i].data, files[i].size)))
             return rc;
+    sym__ckpt_test_delay();
     return sym__ckpt_fsync_dir(sdir);
 }
 
@@ -798,7 +805,9 @@ static void *writer_main(void *arg) {
         pthread_mutex_unlock(&w->mu);
         char path[PATH_MAX] = "";
         double t0 = sym__now_s();
-        int rc = w->stage[0] ? write_shard(w->dir, w->stage, w->files, w->nfiles)
+        int rc = w->ready ? w->ready(w->ready_user) : SYM_OK;
+        if (!rc)
+            rc = w->stage[0] ? write_shard(w->dir, w->stage, w->files, w->nfiles)
                              : sym_ckpt_write(w->dir, w->keep, &w->meta, w->files, w->nfiles,
                                               path, sizeof path);
         double dt = sym__now_s() - t0;
@@ -897,11 +906,22 @@ static int wait_locked(sym_ckpt_writer_t *w) {
     return rc;
 }
 
-/* Copy files into the writer's buffers (w->mu held, nothing pending); with
- * `adopt`, files[0].data is malloc'd and becomes the writer's instead. */
+/* How the writer takes a save's files: copied into its buffers, files[0]
+ * (malloc'd) adopted and the rest copied, or all borrowed (the caller's until
+ * the write is done). */
+enum { TAKE_COPY, TAKE_ADOPT_FIRST, TAKE_BORROW };
+
+/* Take files into the writer (w->mu held, nothing pending) as `take` says. */
 static int snapshot_files(sym_ckpt_writer_t *w, const sym_ckpt_file_t *files, int nfiles,
-                          int adopt) {
+                          int take) {
+    int adopt = take == TAKE_ADOPT_FIRST;
+    w->ready = NULL;
+    w->ready_user = NULL;
     for (int i = 0; i < nfiles; i++) {
+        if (take == TAKE_BORROW) {
+            w->files[i] = files[i];
+            continue;
+        }
         if (adopt && i == 0) {
             free(w->buf[0]);
             w->buf[0] = (void *)files[0].data;
@@ -920,13 +940,13 @@ static int snapshot_files(sym_ckpt_writer_t *w, const sym_ckpt_file_t *files, in
     return SYM_OK;
 }
 
-/* Lock, wait for the save in progress (*prev: its failure, once), copy the
- * files; on failure unlocked again. */
+/* Lock, wait for the save in progress (*prev: its failure, once), take the
+ * files (snapshot_files); on failure unlocked again. */
 static int begin_locked(sym_ckpt_writer_t *w, const sym_ckpt_file_t *files, int nfiles,
-                        int adopt, int *prev) {
+                        int take, int *prev) {
     pthread_mutex_lock(&w->mu);
     *prev = wait_locked(w);
-    int rc = snapshot_files(w, files, nfiles, adopt);
+    int rc = snapshot_files(w, files, nfiles, take);
     if (rc) pthread_mutex_unlock(&w->mu);
     return rc;
 }
@@ -938,12 +958,17 @@ static void start_locked(sym_ckpt_writer_t *w) {
     pthread_mutex_unlock(&w->mu);
 }
 
-int sym_ckpt_save(sym_ckpt_writer_t *w, const sym_ckpt_meta_t *meta,
-                  const sym_ckpt_file_t *files, int nfiles) {
+/* sym_ckpt_save's work, the files taken as `take` says (copied or borrowed);
+ * a borrowed save's ready(user) runs on the writer thread first. */
+static int save_whole(sym_ckpt_writer_t *w, const sym_ckpt_meta_t *meta,
+                      const sym_ckpt_file_t *files, int nfiles, int take, int (*ready)(void *),
+                      void *user) {
     if (nfiles < 0 || nfiles > SYM_CKPT_MAX_FILES)
         return sym__error(SYM_EINVAL, "a checkpoint holds at most %d files", SYM_CKPT_MAX_FILES);
-    int prev, rc = begin_locked(w, files, nfiles, 0, &prev);
+    int prev, rc = begin_locked(w, files, nfiles, take, &prev);
     if (rc) return rc;
+    w->ready = ready;
+    w->ready_user = user;
     w->stage[0] = '\0';
     w->meta = *meta;
     if (meta->ntensors > w->tensors_cap) {
@@ -978,6 +1003,17 @@ int sym_ckpt_save(sym_ckpt_writer_t *w, const sym_ckpt_meta_t *meta,
     return prev;
 }
 
+int sym_ckpt_save(sym_ckpt_writer_t *w, const sym_ckpt_meta_t *meta,
+                  const sym_ckpt_file_t *files, int nfiles) {
+    return save_whole(w, meta, files, nfiles, TAKE_COPY, NULL, NULL);
+}
+
+int sym__ckpt_save_borrowed(sym_ckpt_writer_t *w, const sym_ckpt_meta_t *meta,
+                            const sym_ckpt_file_t *files, int nfiles, int (*ready)(void *),
+                            void *user) {
+    return save_whole(w, meta, files, nfiles, TAKE_BORROW, ready, user);
+}
+
 int sym__ckpt_save_files(sym_ckpt_writer_t *w, const char *stage, const sym_ckpt_file_t *files,
                          int nfiles) {
     if (nfiles < 1 || nfiles > SYM_CKPT_MAX_FILES || strlen(stage) >= sizeof w->stage ||
@@ -986,7 +1022,7 @@ int sym__ckpt_save_files(sym_ckpt_writer_t *w, const char *stage, const sym_ckpt
         return sym__error(SYM_EINVAL, "a shard is 1 to %d files in a plain directory name",
                           SYM_CKPT_MAX_FILES);
     }
-    int prev, rc = begin_locked(w, files, nfiles, 1, &prev);
+    int prev, rc = begin_locked(w, files, nfiles, TAKE_ADOPT_FIRST, &prev);
     if (rc) return rc;
     snprintf(w->stage, sizeof w->stage, "%s", stage);
     start_locked(w);

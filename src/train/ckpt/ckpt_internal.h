@@ -55,6 +55,16 @@ int sym__ckpt_save_files(sym_ckpt_writer_t *w, const char *stage, const sym_ckpt
                          int nfiles);
 /* 1 while a save is being written (never waits for it). */
 int sym__ckpt_busy(sym_ckpt_writer_t *w);
+/* 1 while the latest sym_ckpt_dist_save is not committed (alike on every PE). */
+int sym__ckpt_dist_pending(const sym_ckpt_dist_t *d);
+/* 1 when this PE's own shard of the latest save could not be written. */
+int sym__ckpt_dist_local_failed(const sym_ckpt_dist_t *d);
+/* Test hook (async.c): SYMTRAIN_TEST_CKPT_WRITE_DELAY_MS=N makes every
+ * checkpoint write pause N ms once its data files are written, before its
+ * manifest (or, for a shard, before the directory's fsync), so a test can
+ * signal or kill the job while a write is in flight; on the job's first
+ * attempt only (SYMTRAIN_RESTART_COUNT unset or 0). */
+void sym__ckpt_test_delay(void);
 
 /* The sharded format (shard.c): PE `pe`'s files of a save, built from its
  * slices: shard-PPPPP.bin (the slices' bytes, one after another) and

@@ -169,6 +169,10 @@ int sym_ckpt_dist_poll(sym_ckpt_dist_t *d, int wait) {
 
 const char *sym_ckpt_dist_last_path(const sym_ckpt_dist_t *d) { return d->last; }
 
+int sym__ckpt_dist_pending(const sym_ckpt_dist_t *d) { return d->pending; }
+
+int sym__ckpt_dist_local_failed(const sym_ckpt_dist_t *d) { return d->local_rc != 0; }
+
 sym_ckpt_stats_t sym_ckpt_dist_stats(sym_ckpt_dist_t *d) { return sym_ckpt_writer_stats(d->w); }
 
 void sym_ckpt_dist_destroy(sym_ckpt_dist_t *d) {

@@ -25,7 +25,7 @@
 #include <symtrain/nn.h>
 #include <symtrain/optim.h>
 
-#define SYM_CUDA_BACKEND_ABI 4
+#define SYM_CUDA_BACKEND_ABI 6
 #define SYM_CUDA_BACKEND_SYMBOL "sym_cuda_backend"
 #define SYM_CUDA_BACKEND_FILE "libsymtrain_cuda.so"
 
@@ -53,6 +53,11 @@ typedef struct {
     int use_graph;              /* capture the step as a CUDA graph */
     size_t bucket_bytes;        /* gradients averaged in buckets of about this size during
                                  * backward (0: one average after it) */
+    shmem_team_t tp_team;       /* tensor parallelism: the team the model is split over
+                                 * (sym_model_create_tp's; SHMEM_TEAM_INVALID or one PE:
+                                 * none). The table is then the split model's, and */
+    int vocab_lo, vocab_len;    /* wte holds rows [vocab_lo, vocab_lo + vocab_len) of the
+                                 * vocabulary (sym_shard_range of V over the team) */
 } sym_gpu_opts_t;
 
 /* What one training step reports. */
@@ -79,7 +84,10 @@ struct sym_cuda_backend {
      * runtime is up, else device 0), with the weights `params` (P floats, the
      * CPU model's initial or checkpointed weights, laid out by `table`). max_rows
      * bounds the sequences of a step. Collective over the world where the job
-     * has several PEs (it starts the GPU runtime, shmemx_gpu_init, there). */
+     * has several PEs (it starts the GPU runtime, shmemx_gpu_init, there).
+     * With opts->tp_team, this PE's part of the split model (the table of
+     * sym_model_create_tp on that team): train_step and eval are then
+     * collective over the tp team too. */
     int (*create)(const sym_model_config_t *cfg, int max_rows, const sym_param_t *table,
                   int ntable, const float *params, size_t P, const sym_gpu_opts_t *opts,
                   sym_gpu_model_t **out);
@@ -111,6 +119,20 @@ struct sym_cuda_backend {
     /* Bytes of GPU memory --recompute spares the model (memory() is that much
      * smaller than with every activation kept; 0 when nothing is recomputed). */
     size_t (*memory_saved)(sym_gpu_model_t *m);
+    /* ---- asynchronous snapshots (--ckpt-async on) ----
+     * Pinned host memory for them (cudaHostAlloc: the copies run at the link's
+     * speed and overlap the kernels); NULL with error() saying why. */
+    void *(*host_alloc)(sym_gpu_model_t *m, size_t bytes);
+    void (*host_free)(sym_gpu_model_t *m, void *p);
+    /* Start copying the fp32 master weights and AdamW's m and v (P floats
+     * each) into host_alloc'd buffers on a side stream, after everything the
+     * step's stream holds now; return at once with the optimizer's step count.
+     * The next train_step's forward and backward run while it copies; its
+     * AdamW (the first kernel to change them) waits for the copy. */
+    int (*snapshot_start)(sym_gpu_model_t *m, float *params, float *exp_avg, float *exp_avg_sq,
+                          uint64_t *steps);
+    /* Wait until that copy is in the buffers; any thread (the checkpoint writer's). */
+    int (*snapshot_wait)(sym_gpu_model_t *m);
 };
 
 typedef const struct sym_cuda_backend *(*sym_cuda_backend_fn)(void);

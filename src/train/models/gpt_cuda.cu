@@ -55,6 +55,29 @@
  * with the blocks below; the rest (wte, wpe and what is left) goes after the
  * embedding's backward, and the step's stream joins the side stream before
  * the norm. Every PE cuts the same buckets, so the collectives match.
+ *
+ * Tensor parallelism (opts.tp_team of t PEs; the table is sym_model_create_tp's,
+ * split as models/gpt.c splits it): each PE holds NH/t heads, Cl = C/t of the
+ * width. c_attn (3Cl rows: its heads' q, k, v) and c_fc (4Cl) are
+ * column-parallel, attn.c_proj and mlp.c_proj (Cl and 4Cl columns)
+ * row-parallel with their whole bias added on team PE 0; wte holds rows
+ * [v0, v0 + nv) of the vocabulary. The collectives, all over the tp team
+ * (shmemx_gpu_allreduce_team of the compute type, summed in fp32 and rounded
+ * once) on the step's stream, inside its graph:
+ *   forward   the embedding (each token's row from the PE holding it, zeros
+ *             from the others; wpe on PE 0) and each row-parallel output (N,C);
+ *   loss      per row, the max of the logits (N), then the sum of e^(z - max)
+ *             with the target's logit (2N): the logits (N, ld, this PE's nv
+ *             columns padded to ld = nv rounded up to 8) are never gathered;
+ *             evaluation adds the first arg-max column (min of N);
+ *   backward  the input gradient (N,C) of each column-parallel product and of
+ *             the LM head;
+ *   norm      the split tensors' sum of squares (one float; the whole ones'
+ *             are the same on every PE and counted once).
+ * The GPU collectives run one at a time per PE whatever their team
+ * (shmemx_gpu.h), so with tp the data-parallel average does not overlap
+ * backward's tp sums: it is one average after backward (bucket 0), ordered
+ * after them by the fork event, as every PE orders them alike.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -128,6 +151,9 @@ struct sym_gpu_model {
     sym_model_config_t cfg;
     sym_gpu_opts_t opts;
     int L, C, NH, V, Vp, T, Bmax, dev, npes, own_gpu_init;
+    /* tensor parallelism (tp 1: none; Cl = C, NHl = NH, v0 = 0, nv = ld = Vp) */
+    int tp, tp_rank, Cl, NHl, v0, nv, ld; /* wte (nv,C); logits (N,ld) */
+    shmemx_dtype_t coll_dt;               /* the compute type's, for the tp sums */
     size_t P, off_wte, off_wpe, off_lnfw, off_lnfb;
     cudaStream_t s;
     symcu_blas_t *blas;
@@ -160,6 +186,11 @@ struct sym_gpu_model {
     size_t enc_scratch_bytes;
     double *norm_scratch;
     float *norm, *clip_scale;             /* (1) */
+    /* tp > 1: the loss's per-row numbers, the norm's two sums of squares and
+     * the ranges of the whole (unsplit) tensors in the flat arrays */
+    float *xmax, *xsums, *first, *sq;     /* (N) (2N) (N) (2) */
+    uint64_t *whole, *whole_h;            /* (2 nw) */
+    int nw;
     double *sums;                         /* (2): loss sum, correct */
     int32_t *tok, *tgt;                   /* (N) */
     /* pinned host staging */
@@ -187,6 +218,12 @@ struct sym_gpu_model {
     size_t dp_hi;                         /* during backward: the gradients [dp_hi, P) are sent */
     char desc[256];
     char pci[32];
+    /* asynchronous snapshots (be_snapshot_start): the copy's stream, the
+     * event it starts after, the event of its end; snap_pending until the
+     * next AdamW has waited for it */
+    cudaStream_t s_snap;
+    cudaEvent_t ev_snap_from, ev_snap;
+    int snap_pending;
 };
 
 /* ---- small kernels of this model: loss sums, arg-max, the weights' copy ---- */
@@ -307,15 +344,15 @@ static void *take(carver_t *c, size_t bytes) {
  * recompute_gelu every block's fch and fch_gelu are fch_tmp and fchg_tmp
  * (the backward re-runs the c_fc product with its GELU epilogue). */
 static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recompute_ln) {
-    size_t N = (size_t)m->Bmax * m->T, C = m->C, P = m->P;
+    size_t N = (size_t)m->Bmax * m->T, C = m->C, P = m->P, Cl = m->Cl, NHl = m->NHl;
     if (recompute_ln) {
         TAKEA(c, m->ln_tmp, N * C);
         TAKE(c, m->ln_tmp_mean, N);
         TAKE(c, m->ln_tmp_rstd, N);
     }
     if (recompute_gelu) {
-        TAKEA(c, m->fch_tmp, N * 4 * C);
-        TAKEA(c, m->fchg_tmp, N * 4 * C);
+        TAKEA(c, m->fch_tmp, N * 4 * Cl);
+        TAKEA(c, m->fchg_tmp, N * 4 * Cl);
     }
     TAKE(c, m->w, P);
     TAKE(c, m->m, P);
@@ -340,14 +377,14 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
             b->fch = m->fch_tmp;
             b->fch_gelu = m->fchg_tmp;
         } else {
-            TAKEA(c, b->fch, N * 4 * C);
-            TAKEA(c, b->fch_gelu, N * 4 * C);
+            TAKEA(c, b->fch, N * 4 * Cl);
+            TAKEA(c, b->fch_gelu, N * 4 * Cl);
         }
         TAKE(c, b->ln1_mean, N);
         TAKE(c, b->ln1_rstd, N);
-        TAKEA(c, b->qkv, N * 3 * C);
-        TAKEA(c, b->atty, N * C);
-        TAKE(c, b->lse, N * m->NH);
+        TAKEA(c, b->qkv, N * 3 * Cl);
+        TAKEA(c, b->atty, N * Cl);
+        TAKE(c, b->lse, N * NHl);
         TAKEA(c, b->res2, N * C);
         TAKE(c, b->ln2_mean, N);
         TAKE(c, b->ln2_rstd, N);
@@ -356,20 +393,27 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
     TAKEA(c, m->lnf, N * C);
     TAKE(c, m->lnf_mean, N);
     TAKE(c, m->lnf_rstd, N);
-    TAKEA(c, m->logits, N * m->Vp);
+    TAKEA(c, m->logits, N * m->ld);
     TAKEA(c, m->proj, N * C);
     TAKEA(c, m->dres, N * C);
     TAKEA(c, m->dln, N * C);
-    TAKEA(c, m->datty, N * C);
-    TAKEA(c, m->dqkv, N * 3 * C);
-    TAKEA(c, m->dfch, N * 4 * C);
+    TAKEA(c, m->datty, N * Cl);
+    TAKEA(c, m->dqkv, N * 3 * Cl);
+    TAKEA(c, m->dfch, N * 4 * Cl);
     TAKE(c, m->losses, N);
     TAKE(c, m->hits, N);
     TAKE(c, m->ln_scratch, symcu_layernorm_backward_scratch((int)N, (int)C));
-    TAKE(c, m->att_scratch, N * m->NH);
+    TAKE(c, m->att_scratch, N * NHl);
     m->enc_scratch_bytes = symcu_encoder_backward_scratch((int)N);
     m->enc_scratch = take(c, m->enc_scratch_bytes);
-    TAKE(c, m->norm_scratch, symcu_grad_norm_scratch());
+    TAKE(c, m->norm_scratch, m->tp > 1 ? symcu_grad_sumsq_scratch() : symcu_grad_norm_scratch());
+    if (m->tp > 1) {
+        TAKE(c, m->xmax, N);
+        TAKE(c, m->xsums, 2 * N);
+        TAKE(c, m->first, N);
+        TAKE(c, m->sq, 2);
+        TAKE(c, m->whole, 2 * (size_t)(m->nw ? m->nw : 1));
+    }
     TAKE(c, m->norm, 1);
     TAKE(c, m->clip_scale, 1);
     TAKE(c, m->stamp, 2);
@@ -384,11 +428,40 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
 #define W(o) ((const void *)((const char *)m->wc + (o) * m->esz))
 #define G(o) (m->g + (o))
 
-/* Tokens (B,T) on the device to logits (B,T,Vp), keeping the activations. */
+/* A row-parallel product's whole bias: added on tp PE 0 alone (the sum over
+ * the team adds it once). */
+#define WB(o) (m->tp_rank == 0 ? W(o) : NULL)
+
+/* x (n elements of dtype) reduced by op over the tp team in place, on the
+ * step's stream (nothing without tensor parallelism). */
+static int tp_reduce(sym_gpu_model_t *m, void *x, size_t n, shmemx_dtype_t dtype, shmemx_op_t op) {
+    if (m->tp < 2) return SYM_OK;
+    int e = shmemx_gpu_allreduce_team(m->opts.tp_team, x, x, n, dtype, op, m->s);
+    if (e)
+        return fail(SYM_EIO, "PE %d: a tensor-parallel reduction (shmemx_gpu_allreduce_team of "
+                             "%zu elements over the tp team) failed: %s",
+                    shmem_my_pe(), n, shmemx_gpu_strerror(e));
+    return SYM_OK;
+}
+
+/* An activation (n elements of the compute type) summed over the tp team. */
+static int tp_sum(sym_gpu_model_t *m, void *x, size_t n) {
+    return tp_reduce(m, x, n, m->coll_dt, SHMEMX_SUM);
+}
+
+/* Tokens (B,T) on the device to logits (B,T,Vp) (tp: this PE's columns, (B,T,ld)),
+ * keeping the activations. */
 static int forward(sym_gpu_model_t *m, int B, int T) {
-    int N = B * T, C = m->C, L = m->L;
+    int N = B * T, C = m->C, L = m->L, Cl = m->Cl, rc;
     cudaStream_t s = m->s;
-    OP(symcu_encoder_forward(m->dt, m->encoded, m->tok, W(m->off_wte), W(m->off_wpe), B, T, C, s));
+    if (m->tp > 1) { /* this PE's vocabulary rows, wpe on PE 0, summed over the team */
+        OP(symcu_encoder_shard_forward(m->dt, m->encoded, m->tok, W(m->off_wte), m->v0, m->nv,
+                                       WB(m->off_wpe), B, T, C, s));
+        if ((rc = tp_sum(m, m->encoded, (size_t)N * C))) return rc;
+    } else {
+        OP(symcu_encoder_forward(m->dt, m->encoded, m->tok, W(m->off_wte), W(m->off_wpe), B, T, C,
+                                 s));
+    }
     if (L > 0) {
         const size_t *o = m->blk[0].off;
         OP(symcu_residual_layernorm_forward(m->dt, NULL, m->blk[0].ln1, m->blk[0].ln1_mean,
@@ -402,17 +475,19 @@ static int forward(sym_gpu_model_t *m, int B, int T) {
         gblock_t *b = &m->blk[l];
         const size_t *o = b->off;
         const void *x = l == 0 ? m->encoded : m->blk[l - 1].res3;
-        OP(symcu_matmul_forward(m->blas, m->dt, b->qkv, b->ln1, W(o[QKVW]), W(o[QKVB]), N, C, 3 * C,
-                                NULL, s));
-        OP(symcu_attention_forward(m->dt, b->atty, b->lse, b->qkv, B, T, C, m->NH, s));
-        OP(symcu_matmul_forward(m->blas, m->dt, m->proj, b->atty, W(o[PROJW]), W(o[PROJB]), N, C, C,
-                                NULL, s));
+        OP(symcu_matmul_forward(m->blas, m->dt, b->qkv, b->ln1, W(o[QKVW]), W(o[QKVB]), N, C,
+                                3 * Cl, NULL, s));
+        OP(symcu_attention_forward(m->dt, b->atty, b->lse, b->qkv, B, T, Cl, m->NHl, s));
+        OP(symcu_matmul_forward(m->blas, m->dt, m->proj, b->atty, W(o[PROJW]), WB(o[PROJB]), N, Cl,
+                                C, NULL, s));
+        if ((rc = tp_sum(m, m->proj, (size_t)N * C))) return rc;
         OP(symcu_residual_layernorm_forward(m->dt, b->res2, b->ln2, b->ln2_mean, b->ln2_rstd, x, m->proj,
                                             W(o[LN2W]), W(o[LN2B]), N, C, s));
-        OP(symcu_matmul_forward(m->blas, m->dt, b->fch_gelu, b->ln2, W(o[FCW]), W(o[FCB]), N, C, 4 * C,
-                                b->fch, s));
-        OP(symcu_matmul_forward(m->blas, m->dt, m->proj, b->fch_gelu, W(o[FCPW]), W(o[FCPB]), N, 4 * C,
-                                C, NULL, s));
+        OP(symcu_matmul_forward(m->blas, m->dt, b->fch_gelu, b->ln2, W(o[FCW]), W(o[FCB]), N, C,
+                                4 * Cl, b->fch, s));
+        OP(symcu_matmul_forward(m->blas, m->dt, m->proj, b->fch_gelu, W(o[FCPW]), WB(o[FCPB]), N,
+                                4 * Cl, C, NULL, s));
+        if ((rc = tp_sum(m, m->proj, (size_t)N * C))) return rc;
         /* res3 = res2 + proj, normalised by the next block's ln_1 or by ln_f */
         void *out = l + 1 < L ? m->blk[l + 1].ln1 : m->lnf;
         float *mean = l + 1 < L ? m->blk[l + 1].ln1_mean : m->lnf_mean;
@@ -422,8 +497,40 @@ static int forward(sym_gpu_model_t *m, int B, int T) {
         OP(symcu_residual_layernorm_forward(m->dt, b->res3, out, mean, rstd, b->res2, m->proj, W(lw),
                                             W(lb), N, C, s));
     }
-    OP(symcu_matmul_forward(m->blas, m->dt, m->logits, m->lnf, W(m->off_wte), NULL, N, C, m->Vp, NULL,
-                            s));
+    if (m->tp > 1)
+        OP(symcu_matmul_forward_ld(m->blas, m->dt, m->logits, m->ld, m->lnf, W(m->off_wte), N, C,
+                                   m->nv, s));
+    else
+        OP(symcu_matmul_forward(m->blas, m->dt, m->logits, m->lnf, W(m->off_wte), NULL, N, C, m->Vp,
+                                NULL, s));
+    return SYM_OK;
+}
+
+/* hits (N) = 1 where first (N), the row's first arg-max column, is the target (N) */
+__global__ void hits_kernel(float *hits, const float *first, const int32_t *tgt, int N) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) hits[i] = first[i] == (float)tgt[i] ? 1.0f : 0.0f;
+}
+
+/* Tensor parallelism: the loss (N) from this PE's columns of the logits (N,ld),
+ * which become dlogits * scale (* *dscale); with hits, the accuracy first
+ * (hits (N), before the logits are overwritten). */
+static int xent_tp(sym_gpu_model_t *m, int N, float scale, const float *dscale, float *hits) {
+    int rc;
+    cudaStream_t s = m->s;
+    OP(symcu_xent_shard_max(m->dt, m->xmax, m->logits, N, m->nv, m->ld, s));
+    if ((rc = tp_reduce(m, m->xmax, (size_t)N, SHMEMX_FLOAT32, SHMEMX_MAX))) return rc;
+    if (hits) {
+        OP(symcu_argmax_shard(m->dt, m->first, m->logits, m->xmax, N, m->v0, m->nv, m->ld, s));
+        if ((rc = tp_reduce(m, m->first, (size_t)N, SHMEMX_FLOAT32, SHMEMX_MIN))) return rc;
+        hits_kernel<<<(N + 255) / 256, 256, 0, s>>>(hits, m->first, m->tgt, N);
+        CK(cudaGetLastError());
+    }
+    OP(symcu_xent_shard_sums(m->dt, m->xsums, m->logits, m->tgt, m->xmax, N, m->v0, m->nv, m->ld,
+                             s));
+    if ((rc = tp_reduce(m, m->xsums, 2 * (size_t)N, SHMEMX_FLOAT32, SHMEMX_SUM))) return rc;
+    OP(symcu_xent_shard_grad(m->dt, m->losses, m->logits, m->tgt, m->xmax, m->xsums, N, m->v0,
+                             m->nv, m->ld, scale, dscale, s));
     return SYM_OK;
 }
 
@@ -446,13 +553,19 @@ static int dp_send(sym_gpu_model_t *m, size_t lo) {
 /* From dlogits (in m->logits) to the parameter gradients m->g (zeroed here),
  * averaged over the data-parallel team. */
 static int backward(sym_gpu_model_t *m, int B, int T) {
-    int N = B * T, C = m->C, L = m->L, rc;
+    int N = B * T, C = m->C, L = m->L, Cl = m->Cl, rc;
     size_t NC = (size_t)N * C;
     cudaStream_t s = m->s;
     m->dp_hi = m->P;
     CK(cudaMemsetAsync(m->g, 0, m->P * sizeof(float), s));
-    OP(symcu_matmul_backward(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, G(m->off_wte), NULL, m->logits, m->lnf,
-                             W(m->off_wte), N, C, m->Vp, s));
+    if (m->tp > 1) { /* this PE's columns; the input gradient summed over the team */
+        OP(symcu_matmul_backward_ld(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, G(m->off_wte), m->logits,
+                                    m->ld, m->lnf, W(m->off_wte), N, C, m->nv, s));
+        if ((rc = tp_sum(m, m->dln, NC))) return rc;
+    } else {
+        OP(symcu_matmul_backward(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, G(m->off_wte), NULL, m->logits,
+                                 m->lnf, W(m->off_wte), N, C, m->Vp, s));
+    }
     const void *xL = L ? m->blk[L - 1].res3 : m->encoded;
     CK(cudaMemsetAsync(m->dres, 0, NC * m->esz, s));
     OP(symcu_layernorm_backward(m->dt, m->dres, G(m->off_lnfw), G(m->off_lnfb), m->ln_scratch, m->dln,
@@ -468,32 +581,36 @@ static int backward(sym_gpu_model_t *m, int B, int T) {
                                                 b->res2, NULL, W(o[LN2W]), W(o[LN2B]), N, C, s));
         if (m->opts.recompute_gelu)
             OP(symcu_matmul_forward(m->blas, m->dt, b->fch_gelu, b->ln2, W(o[FCW]), W(o[FCB]), N, C,
-                                    4 * C, b->fch, s));
-        /* dres holds d res3: through the MLP half into d res2 */
+                                    4 * Cl, b->fch, s));
+        /* dres holds d res3: through the MLP half into d res2 (with tp the
+         * column-parallel c_fc's input gradient summed over the team) */
         OP(symcu_matmul_backward(m->blas, m->dt, m->dfch, SYMCU_GRAD_SET, G(o[FCPW]), G(o[FCPB]), m->dres, b->fch_gelu,
-                                 W(o[FCPW]), N, 4 * C, C, s));
-        OP(symcu_gelu_backward(m->dt, m->dfch, b->fch, m->dfch, NC * 4, s));
+                                 W(o[FCPW]), N, 4 * Cl, C, s));
+        OP(symcu_gelu_backward(m->dt, m->dfch, b->fch, m->dfch, (size_t)N * 4 * Cl, s));
         OP(symcu_matmul_backward(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, G(o[FCW]), G(o[FCB]), m->dfch, b->ln2, W(o[FCW]),
-                                 N, C, 4 * C, s));
+                                 N, C, 4 * Cl, s));
+        if ((rc = tp_sum(m, m->dln, NC))) return rc;
         OP(symcu_layernorm_backward(m->dt, m->dres, G(o[LN2W]), G(o[LN2B]), m->ln_scratch, m->dln,
                                     b->res2, W(o[LN2W]), b->ln2_mean, b->ln2_rstd, N, C, s));
         /* dres holds d res2: through the attention half into d x */
         OP(symcu_matmul_backward(m->blas, m->dt, m->datty, SYMCU_GRAD_SET, G(o[PROJW]), G(o[PROJB]), m->dres, b->atty,
-                                 W(o[PROJW]), N, C, C, s));
+                                 W(o[PROJW]), N, Cl, C, s));
         OP(symcu_attention_backward(m->dt, m->dqkv, SYMCU_GRAD_SET, m->att_scratch, m->datty, b->atty, b->qkv, b->lse,
-                                    B, T, C, m->NH, s));
+                                    B, T, Cl, m->NHl, s));
         if (m->opts.recompute_ln)
             OP(symcu_residual_layernorm_forward(m->dt, NULL, b->ln1, m->ln_tmp_mean, m->ln_tmp_rstd, x,
                                                 NULL, W(o[LN1W]), W(o[LN1B]), N, C, s));
         OP(symcu_matmul_backward(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, G(o[QKVW]), G(o[QKVB]), m->dqkv, b->ln1,
-                                 W(o[QKVW]), N, C, 3 * C, s));
+                                 W(o[QKVW]), N, C, 3 * Cl, s));
+        if ((rc = tp_sum(m, m->dln, NC))) return rc;
         OP(symcu_layernorm_backward(m->dt, m->dres, G(o[LN1W]), G(o[LN1B]), m->ln_scratch, m->dln, x,
                                     W(o[LN1W]), b->ln1_mean, b->ln1_rstd, N, C, s));
         if (m->bucket && m->dp_hi - o[LN1W] >= m->bucket && (rc = dp_send(m, o[LN1W])))
             return rc;
     }
-    OP(symcu_encoder_backward(m->dt, G(m->off_wte), G(m->off_wpe), m->enc_scratch, m->enc_scratch_bytes,
-                              m->dres, m->tok, B, T, C, m->V, s));
+    OP(symcu_encoder_shard_backward(m->dt, G(m->off_wte), G(m->off_wpe), m->enc_scratch,
+                                    m->enc_scratch_bytes, m->dres, m->tok, m->v0,
+                                    m->tp > 1 ? m->nv : m->V, B, T, C, m->V, s));
     stamp_kernel<<<1, 1, 0, s>>>(m->stamp + 1); /* the compute's end, before the join */
     CK(cudaGetLastError());
     if (m->npes > 1) {
@@ -514,8 +631,11 @@ static int step_body(sym_gpu_model_t *m, int B, int T, float scale) {
     CK(cudaMemcpyAsync(m->tgt, m->tgt_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
     int rc = forward(m, B, T);
     if (rc) return rc;
-    OP(symcu_softmax_xent(m->dt, m->losses, m->logits, m->tgt, (int)N, m->V, m->Vp, scale,
-                          m->ls ? &m->ls->scale : NULL, m->s));
+    if (m->tp > 1 && (rc = xent_tp(m, (int)N, scale, m->ls ? &m->ls->scale : NULL, NULL)))
+        return rc;
+    if (m->tp == 1)
+        OP(symcu_softmax_xent(m->dt, m->losses, m->logits, m->tgt, (int)N, m->V, m->Vp, scale,
+                              m->ls ? &m->ls->scale : NULL, m->s));
     sum_rows_kernel<<<1, 1024, 0, m->s>>>(m->sums, m->losses, NULL, (int)N);
     CK(cudaGetLastError());
     return backward(m, B, T);
@@ -591,6 +711,10 @@ static void be_destroy(sym_gpu_model_t *m) {
     if (m->ev_fork) cudaEventDestroy(m->ev_fork);
     if (m->ev_join) cudaEventDestroy(m->ev_join);
     if (m->s_dp) cudaStreamDestroy(m->s_dp);
+    if (m->s_snap) cudaStreamSynchronize(m->s_snap);
+    if (m->ev_snap_from) cudaEventDestroy(m->ev_snap_from);
+    if (m->ev_snap) cudaEventDestroy(m->ev_snap);
+    if (m->s_snap) cudaStreamDestroy(m->s_snap);
     if (m->blas) symcu_blas_destroy(m->blas);
     if (m->region) cudaFree(m->region);
     if (m->tok_h) cudaFreeHost(m->tok_h);
@@ -599,6 +723,7 @@ static void be_destroy(sym_gpu_model_t *m) {
     if (m->s) cudaStreamDestroy(m->s);
     free(m->blk);
     free(m->nodecay_h);
+    free(m->whole_h);
     if (m->own_gpu_init) shmemx_gpu_finalize();
     free(m);
 }
@@ -641,12 +766,24 @@ static int check_config(const sym_model_config_t *c, const sym_gpu_opts_t *o, in
     return SYM_OK;
 }
 
+/* (off, len) appended to the n ranges r (pairs, in offset order), merged with
+ * the last where they touch. */
+static void add_range(uint64_t *r, int *n, size_t off, size_t len) {
+    if (*n && r[2 * *n - 2] + r[2 * *n - 1] == off) {
+        r[2 * *n - 1] += len;
+        return;
+    }
+    r[2 * *n] = off;
+    r[2 * *n + 1] = len;
+    (*n)++;
+}
+
 static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
                      const float *params) {
     int C = m->C;
-    size_t uC = (size_t)C;
+    size_t uC = (size_t)C, uCl = (size_t)m->Cl;
     int rc;
-    if ((rc = find(table, ntable, "wte", (size_t)m->Vp * uC, &m->off_wte)) ||
+    if ((rc = find(table, ntable, "wte", (size_t)m->nv * uC, &m->off_wte)) ||
         (rc = find(table, ntable, "wpe", (size_t)m->T * uC, &m->off_wpe)) ||
         (rc = find(table, ntable, "ln_f.weight", uC, &m->off_lnfw)) ||
         (rc = find(table, ntable, "ln_f.bias", uC, &m->off_lnfb)))
@@ -655,8 +792,8 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
         "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
         "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
         "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"};
-    const size_t numel[NBLOCK] = {uC, uC, 3 * uC * uC, 3 * uC, uC * uC, uC,
-                                  uC, uC, 4 * uC * uC, 4 * uC, 4 * uC * uC, uC};
+    const size_t numel[NBLOCK] = {uC, uC, 3 * uCl * uC, 3 * uCl, uC * uCl, uC,
+                                  uC, uC, 4 * uCl * uC, 4 * uCl, 4 * uCl * uC, uC};
     if (!(m->blk = (gblock_t *)calloc((size_t)m->L, sizeof *m->blk)) && m->L)
         return fail(SYM_ENOMEM, "out of host memory for the GPU model");
     for (int l = 0; l < m->L; l++)
@@ -665,22 +802,20 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
             snprintf(name, sizeof name, "h.%d.%s", l, names[k]);
             if ((rc = find(table, ntable, name, numel[k], &m->blk[l].off[k]))) return rc;
         }
-    /* AdamW's no-decay ranges, merged where adjacent */
-    m->nodecay_h = (uint64_t *)malloc(sizeof(uint64_t) * 2 * (size_t)(ntable ? ntable : 1));
-    if (!m->nodecay_h) return fail(SYM_ENOMEM, "out of host memory for the GPU model");
+    /* AdamW's no-decay ranges; with tp the whole (unsplit) tensors', which the
+     * norm counts once */
+    size_t slots = 2 * (size_t)(ntable ? ntable : 1);
+    m->nodecay_h = (uint64_t *)malloc(sizeof(uint64_t) * slots);
+    m->whole_h = (uint64_t *)malloc(sizeof(uint64_t) * slots);
+    if (!m->nodecay_h || !m->whole_h) return fail(SYM_ENOMEM, "out of host memory for the GPU model");
     size_t prev_end = 0;
     for (int i = 0; i < ntable; i++) {
         if (i && table[i].offset < prev_end)
             return fail(SYM_EINVAL, "GPU GPT: the parameter table is not in layout order");
         prev_end = table[i].offset + table[i].numel;
-        if (table[i].decay) continue;
-        if (m->nr && m->nodecay_h[2 * m->nr - 2] + m->nodecay_h[2 * m->nr - 1] == table[i].offset)
-            m->nodecay_h[2 * m->nr - 1] += table[i].numel;
-        else {
-            m->nodecay_h[2 * m->nr] = table[i].offset;
-            m->nodecay_h[2 * m->nr + 1] = table[i].numel;
-            m->nr++;
-        }
+        if (!table[i].decay) add_range(m->nodecay_h, &m->nr, table[i].offset, table[i].numel);
+        if (m->tp > 1 && table[i].tp_dim < 0)
+            add_range(m->whole_h, &m->nw, table[i].offset, table[i].numel);
     }
     if (prev_end != m->P)
         return fail(SYM_EINVAL, "GPU GPT: the table covers %zu floats, the parameters are %zu",
@@ -700,6 +835,7 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
             at += numel[k];
         }
     if (at != m->off_lnfw || m->off_wte >= m->off_wpe) m->bucket = 0;
+    if (m->tp > 1) m->bucket = 0; /* one GPU collective at a time: after backward's tp sums */
     OP(symcu_blas_create(&m->blas, 4 * C));
     symcu_blas_use_tf32(m->blas, m->opts.precision == SYM_PREC_TF32);
     carver_t cv = {NULL, 0};
@@ -733,6 +869,9 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     if (m->nr)
         CK(cudaMemcpyAsync(m->nodecay, m->nodecay_h, 2 * (size_t)m->nr * sizeof(uint64_t),
                            cudaMemcpyHostToDevice, m->s));
+    if (m->nw)
+        CK(cudaMemcpyAsync(m->whole, m->whole_h, 2 * (size_t)m->nw * sizeof(uint64_t),
+                           cudaMemcpyHostToDevice, m->s));
     if (m->ls) {
         symcu_loss_scale_t ls0 = {};
         ls0.scale = SYMCU_LOSS_SCALE_INIT;
@@ -746,6 +885,34 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     CK(cudaGetDeviceProperties(&p, m->dev));
     snprintf(m->desc, sizeof m->desc, "%.200s (%d SMs, %.0f GiB)", p.name, p.multiProcessorCount,
              p.totalGlobalMem / 1073741824.0);
+    return SYM_OK;
+}
+
+/* Tensor parallelism from opts: the team, this PE's share of the width, the
+ * heads and the vocabulary (m->C, NH, V, Vp set). */
+static int tp_config(sym_gpu_model_t *m, const sym_gpu_opts_t *o) {
+    int t = o->tp_team == SHMEM_TEAM_INVALID ? 1 : shmem_team_n_pes(o->tp_team);
+    m->tp = t > 1 ? t : 1;
+    m->tp_rank = m->tp > 1 ? shmem_team_my_pe(o->tp_team) : 0;
+    m->Cl = m->C / m->tp;
+    m->NHl = m->NH / m->tp;
+    m->v0 = m->tp > 1 ? o->vocab_lo : 0;
+    m->nv = m->tp > 1 ? o->vocab_len : m->Vp;
+    m->ld = m->tp > 1 ? (m->nv + 7) / 8 * 8 : m->Vp;
+    if (t < 1 || m->tp_rank < 0)
+        return fail(SYM_EINVAL, "PE %d is not a member of the tensor-parallel team it was given",
+                    shmem_my_pe());
+    if (m->tp == 1) return SYM_OK;
+    if (m->NH % m->tp || m->C % m->tp || (m->Cl / m->NHl) * m->NHl != m->Cl)
+        return fail(SYM_EINVAL, "GPU GPT: tp=%d must divide the heads (%d) and the width (%d)",
+                    m->tp, m->NH, m->C);
+    if (m->Cl % 8)
+        return fail(SYM_EINVAL, "GPU GPT: tp=%d leaves each PE %d of the width C=%d; the kernels "
+                                "need a multiple of 8: choose a smaller tp", m->tp, m->Cl, m->C);
+    if (m->nv < 1 || m->v0 < 0 || m->v0 + m->nv > m->V)
+        return fail(SYM_EINVAL, "GPU GPT: vocabulary rows [%d, +%d) of %d are not this PE's "
+                                "part (sym_shard_range of the vocabulary over tp)",
+                    m->v0, m->nv, m->V);
     return SYM_OK;
 }
 
@@ -793,6 +960,13 @@ static int be_create(const sym_model_config_t *cfg, int max_rows, const sym_para
             : opts->precision == SYM_PREC_FP16                                 ? SYMCU_F16
                                                                                : SYMCU_BF16;
     m->esz = m->dt == SYMCU_F32 ? 4 : 2;
+    m->coll_dt = m->dt == SYMCU_F32 ? SHMEMX_FLOAT32
+                 : m->dt == SYMCU_F16 ? SHMEMX_FLOAT16
+                                      : SHMEMX_BFLOAT16;
+    if ((rc = tp_config(m, opts))) {
+        be_destroy(m);
+        return rc;
+    }
     /* the test hook: +inf into a gradient at this process's Nth step (fp16) */
     const char *inj = getenv("SYMTRAIN_TEST_FP16_OVERFLOW");
     if (inj && *inj) {
@@ -855,7 +1029,13 @@ static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *
         CK(cudaGetLastError());
     }
     /* an inf or NaN on any PE is one in the average on every PE: all skip alike */
-    OP(symcu_grad_norm(m->norm, m->clip_scale, m->norm_scratch, m->g, m->P, clip, m->ls, m->s));
+    if (m->tp > 1) { /* the split tensors' squares summed over the team, the whole ones' once */
+        OP(symcu_grad_sumsq(m->sq, m->norm_scratch, m->g, m->P, m->whole, m->nw, m->s));
+        if ((rc = tp_reduce(m, m->sq, 1, SHMEMX_FLOAT32, SHMEMX_SUM))) return rc;
+        OP(symcu_grad_norm_from_sumsq(m->norm, m->clip_scale, m->sq, clip, m->ls, m->s));
+    } else {
+        OP(symcu_grad_norm(m->norm, m->clip_scale, m->norm_scratch, m->g, m->P, clip, m->ls, m->s));
+    }
     symcu_adamw_t hp;
     hp.lr = lr;
     hp.beta1 = m->opts.optim.beta1;
@@ -863,6 +1043,10 @@ static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *
     hp.eps = m->opts.optim.eps;
     hp.weight_decay = m->opts.optim.weight_decay;
     hp.t = m->steps + 1;
+    if (m->snap_pending) { /* a snapshot is still copying the weights and moments */
+        CK(cudaStreamWaitEvent(m->s, m->ev_snap, 0));
+        m->snap_pending = 0;
+    }
     OP(symcu_adamw(m->w, m->dt, m->dt == SYMCU_F32 ? NULL : m->wc, m->m, m->v, m->g, m->P,
                    m->clip_scale, m->ls ? &m->ls->skipped : NULL, m->nodecay, m->nr, &hp, m->s));
     CK(cudaMemcpyAsync(m->out_h->sums, m->sums, sizeof(double), cudaMemcpyDeviceToHost, m->s));
@@ -891,7 +1075,9 @@ static int be_eval(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, i
     CK(cudaMemcpyAsync(m->tok, m->tok_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
     CK(cudaMemcpyAsync(m->tgt, m->tgt_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
     if ((rc = forward(m, rows, seq))) return rc;
-    if (m->dt == SYMCU_F32)
+    if (m->tp > 1) {
+        if ((rc = xent_tp(m, (int)N, 1.0f, NULL, m->hits))) return rc;
+    } else if (m->dt == SYMCU_F32)
         argmax_hits_kernel<float><<<(unsigned)N, 256, 0, m->s>>>(m->hits, (const float *)m->logits,
                                                                  m->tgt, m->V, m->Vp);
     else if (m->dt == SYMCU_F16)
@@ -901,8 +1087,9 @@ static int be_eval(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, i
         argmax_hits_kernel<bf16><<<(unsigned)N, 256, 0, m->s>>>(m->hits, (const bf16 *)m->logits,
                                                                 m->tgt, m->V, m->Vp);
     CK(cudaGetLastError());
-    OP(symcu_softmax_xent(m->dt, m->losses, m->logits, m->tgt, (int)N, m->V, m->Vp, 1.0f, NULL,
-                          m->s));
+    if (m->tp == 1)
+        OP(symcu_softmax_xent(m->dt, m->losses, m->logits, m->tgt, (int)N, m->V, m->Vp, 1.0f, NULL,
+                              m->s));
     sum_rows_kernel<<<1, 1024, 0, m->s>>>(m->sums, m->losses, m->hits, (int)N);
     CK(cudaGetLastError());
     CK(cudaMemcpyAsync(m->out_h->sums, m->sums, 2 * sizeof(double), cudaMemcpyDeviceToHost,
@@ -929,6 +1116,7 @@ static int be_set_state(sym_gpu_model_t *m, const float *params, const float *ex
                         const float *exp_avg_sq, uint64_t steps) {
     CK(cudaSetDevice(m->dev));
     CK(cudaStreamSynchronize(m->s));
+    if (m->s_snap) CK(cudaStreamSynchronize(m->s_snap));
     size_t b = m->P * sizeof(float);
     if (params) CK(cudaMemcpy(m->w, params, b, cudaMemcpyHostToDevice));
     if (exp_avg) CK(cudaMemcpy(m->m, exp_avg, b, cudaMemcpyHostToDevice));
@@ -937,6 +1125,55 @@ static int be_set_state(sym_gpu_model_t *m, const float *params, const float *ex
     int rc = refresh_copy(m);
     if (rc) return rc;
     CK(cudaStreamSynchronize(m->s));
+    return SYM_OK;
+}
+
+/* ---- asynchronous snapshots ---- */
+
+static void *be_host_alloc(sym_gpu_model_t *m, size_t bytes) {
+    void *p = NULL;
+    cudaError_t e = cudaSetDevice(m->dev);
+    if (e == cudaSuccess) e = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        fail(SYM_ENOMEM, "cudaHostAlloc of %zu bytes of pinned memory failed: %s", bytes,
+             cudaGetErrorString(e));
+        return NULL;
+    }
+    return p;
+}
+
+static void be_host_free(sym_gpu_model_t *m, void *p) {
+    (void)m;
+    if (p) cudaFreeHost(p);
+}
+
+/* The copy runs on s_snap after ev_snap_from (recorded on the step's stream:
+ * the last step's AdamW is in it), ending with ev_snap. */
+static int be_snapshot_start(sym_gpu_model_t *m, float *params, float *exp_avg,
+                             float *exp_avg_sq, uint64_t *steps) {
+    CK(cudaSetDevice(m->dev));
+    if (!m->s_snap) {
+        CK(cudaStreamCreateWithFlags(&m->s_snap, cudaStreamNonBlocking));
+        CK(cudaEventCreateWithFlags(&m->ev_snap_from, cudaEventDisableTiming));
+        CK(cudaEventCreateWithFlags(&m->ev_snap, cudaEventDisableTiming));
+    }
+    size_t b = m->P * sizeof(float);
+    CK(cudaEventRecord(m->ev_snap_from, m->s));
+    CK(cudaStreamWaitEvent(m->s_snap, m->ev_snap_from, 0));
+    CK(cudaMemcpyAsync(params, m->w, b, cudaMemcpyDeviceToHost, m->s_snap));
+    CK(cudaMemcpyAsync(exp_avg, m->m, b, cudaMemcpyDeviceToHost, m->s_snap));
+    CK(cudaMemcpyAsync(exp_avg_sq, m->v, b, cudaMemcpyDeviceToHost, m->s_snap));
+    CK(cudaEventRecord(m->ev_snap, m->s_snap));
+    m->snap_pending = 1;
+    *steps = m->steps;
+    return SYM_OK;
+}
+
+static int be_snapshot_wait(sym_gpu_model_t *m) {
+    if (!m->ev_snap) return fail(SYM_EINVAL, "GPU snapshot: none was started");
+    CK(cudaSetDevice(m->dev)); /* this thread's device (the writer's thread) */
+    CK(cudaEventSynchronize(m->ev_snap));
     return SYM_OK;
 }
 
@@ -964,7 +1201,8 @@ static const char *be_pci_bus_id(sym_gpu_model_t *m) { return m->pci; }
 static const struct sym_cuda_backend table = {
     SYM_CUDA_BACKEND_ABI, be_error,     be_device_count, be_create,   be_destroy,
     be_train_step,        be_eval,      be_get_state,    be_set_state, be_memory,
-    be_peak_flops,        be_describe,  be_pci_bus_id,   be_memory_saved};
+    be_peak_flops,        be_describe,  be_pci_bus_id,   be_memory_saved,
+    be_host_alloc,        be_host_free, be_snapshot_start, be_snapshot_wait};
 
 extern "C" __attribute__((visibility("default"))) const struct sym_cuda_backend *
 sym_cuda_backend(void) {

@@ -192,11 +192,15 @@ size_t sym_optim_state_size(const sym_optim_t *o) {
     return sizeof(state_hdr_t) + o->n * sizeof(float) * (o->cfg.kind == SYM_OPT_ADAMW ? 2 : 1);
 }
 
-void sym_optim_state_save(const sym_optim_t *o, void *buf) {
+size_t sym_optim_state_header(const sym_optim_t *o, void *buf) {
     state_hdr_t h = {STATE_MAGIC, (uint32_t)o->cfg.kind, 0, 0, o->n, o->t};
+    memcpy(buf, &h, sizeof h);
+    return sizeof h;
+}
+
+void sym_optim_state_save(const sym_optim_t *o, void *buf) {
     char *p = buf;
-    memcpy(p, &h, sizeof h);
-    p += sizeof h;
+    p += sym_optim_state_header(o, buf);
     memcpy(p, o->buf0, o->n * sizeof(float));
     if (o->cfg.kind == SYM_OPT_ADAMW) memcpy(p + o->n * sizeof(float), o->buf1, o->n * sizeof(float));
 }

@@ -83,6 +83,10 @@ int sym__comm_min_i32(shmem_team_t team, int32_t *x, size_t n) {
     return allreduce(team, x, n, SHMEMX_INT32, SHMEMX_MIN, "min");
 }
 
+int sym__comm_max_i64(shmem_team_t team, int64_t *x, size_t n) {
+    return allreduce(team, x, n, SHMEMX_INT64, SHMEMX_MAX, "max");
+}
+
 /* ---- uneven collectives over symmetric buffers (the distributed tensors) ---- */
 
 static int team_sync(shmem_team_t team) {

@@ -136,8 +136,8 @@ int sym_pipe_create(const sym_model_config_t *cfg, sym_mesh_t *mesh, const sym_p
     p->S = S;
     p->s = sym_mesh_coord(mesh, ppd);
     p->pp = sym_mesh_team(mesh, ppd);
-    p->dp = dpd >= 0 && sym_mesh_size(mesh, dpd) > 1 ? sym_mesh_team(mesh, dpd)
-                                                       : SHMEM_TEAM_INVALID;
+    p->dp = dpd >= 0 && (sym_mesh_size(mesh, dpd) > 1 || pc->shard) ? sym_mesh_team(mesh, dpd)
+                                                                     : SHMEM_TEAM_INVALID;
     p->tied = SHMEM_TEAM_INVALID;
     p->tp_size = tpd >= 0 ? sym_mesh_size(mesh, tpd) : 1;
     p->tp = p->tp_size > 1 ? sym_mesh_team(mesh, tpd) : SHMEM_TEAM_INVALID;
@@ -208,6 +208,7 @@ sym_model_t *sym_pipe_model(sym_pipe_t *p) { return p->model; }
 int sym_pipe_stage(const sym_pipe_t *p) { return p->s; }
 int sym_pipe_stages(const sym_pipe_t *p) { return p->S; }
 sym_pipe_stats_t sym_pipe_stats(const sym_pipe_t *p) { return p->stats; }
+sym_ddp_t *sym_pipe_ddp(sym_pipe_t *p) { return p->ddp; }
 
 void sym_pipe_layers(const sym_pipe_t *p, int s, int *first, int *layers) {
     *first = s >= 0 && s < p->S ? p->first[s] : 0;
@@ -298,6 +299,10 @@ static int forward(sym_pipe_t *p, int slot, int rows, int training, const int32_
     return SYM_OK;
 }
 
+/* The first and last stage: every finished bucket's dp reduction starts
+ * but the one at offset 0 (wte's), which waits for the tied sum. */
+static void ready_but_wte(void *ddp, size_t lo) { sym_ddp_ready(ddp, lo ? lo : 1); }
+
 /* Backward of the micro-batch in `slot` (rows sequences); the step's last
  * one starts the dp average of each gradient bucket as it finishes. */
 static int backward(sym_pipe_t *p, int slot, int rows, int last) {
@@ -311,7 +316,8 @@ static int backward(sym_pipe_t *p, int slot, int rows, int last) {
         if ((rc = receive(p, BWD, &g))) return rc;
         dy = sym_tensor_2d((float *)g, (int64_t)N, (int64_t)C);
     }
-    rc = sym_model_backward(m, &dy, last && p->ddp ? sym_ddp_ready : NULL, p->ddp);
+    sym_grad_ready_fn ready = p->tied != SHMEM_TEAM_INVALID ? ready_but_wte : sym_ddp_ready;
+    rc = sym_model_backward(m, &dy, last && p->ddp ? ready : NULL, p->ddp);
     if (p->s < p->S - 1) release(p, BWD);
     if (rc) return rc;
     if (p->s > 0) send(p, BWD, sym_model_input_grad(m), N * C);
@@ -335,7 +341,10 @@ int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, i
     if (rows < M) M = rows; /* a short last batch: no empty micro-batches */
     int slots = p->mslots;
     int warm = p->S - p->s - 1 < M ? p->S - p->s - 1 : M, f = 0, b = 0, r0, n;
-    sym_model_zero_grads(p->model);
+    if (p->pc.shard)
+        sym_ddp_zero_grads(p->ddp); /* ZeRO-2: the pages handed back are zero already */
+    else
+        sym_model_zero_grads(p->model);
     if (p->ddp) sym_ddp_begin(p->ddp);
     while (!rc && b < M) {
         /* 1F1B: the warm-up forwards, then a forward before each backward while any are left */
@@ -351,12 +360,13 @@ int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, i
         }
     }
     if (rc) return rc;
-    if (p->ddp && (rc = sym_ddp_finish(p->ddp))) return rc;
-    /* the tied weight: the embedding's gradient (first stage) + the LM head's (last) */
-    if (p->tied != SHMEM_TEAM_INVALID) /* wte is first on both: this PE's part of it */
-        rc = sym__comm_sum(p->tied, sym_model_grads(p->model),
-                           sym_model_param(p->model, 0)->numel);
-    return rc;
+    /* the tied weight: the embedding's gradient (first stage) + the LM head's
+     * (last), before the dp reduction of its bucket (the sums commute) */
+    if (p->tied != SHMEM_TEAM_INVALID && /* wte is first on both: this PE's part of it */
+        (rc = sym__comm_sum(p->tied, sym_model_grads(p->model),
+                            sym_model_param(p->model, 0)->numel)))
+        return rc;
+    return p->ddp ? sym_ddp_finish(p->ddp) : SYM_OK;
 }
 
 int sym_pipe_eval(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, int rows,

@@ -327,10 +327,10 @@ static size_t stage_acts(const sym_plan_request_t *r, const stage_t *st, int row
 enum { F_TP = 1, F_PP = 2, F_ZERO = 4, F_ACCUM = 8, F_RECOMPUTE = 16 };
 
 /* Features each device's training does (tp, pp, ZeRO and accumulation on
- * the CPU). The GPU trains data parallel only. Neither does the planner's
- * whole-block recompute: the GPU's --recompute gelu,ln keeps each block's
- * other buffers. */
-static const unsigned have[2] = {F_TP | F_PP | F_ZERO | F_ACCUM, 0};
+ * the CPU). The GPU trains data and tensor parallel (--device gpu). Neither
+ * does the planner's whole-block recompute: the GPU's --recompute gelu,ln
+ * keeps each block's other buffers. */
+static const unsigned have[2] = {F_TP | F_PP | F_ZERO | F_ACCUM, F_TP};
 
 static void say_needs(const sym_plan_request_t *r, unsigned used, char *buf, size_t len) {
     static const char *const name[] = {"tp", "pp", "zero", "micro-batches", "recompute"};

@@ -56,38 +56,42 @@ __global__ void __launch_bounds__(NORM_THREADS)
     if (threadIdx.x == 0) part[blockIdx.x] = s;
 }
 
-/* norm = sqrt(sum of the partials); scale = the clipping factor; with ls,
- * both for the gradients divided by ls->scale, and ls updated */
+/* norm = sqrt(s), s the sum of squares; scale = the clipping factor; with
+ * ls, both for the gradients divided by ls->scale, and ls updated. One thread. */
+static __device__ void norm_finish(double s, float *norm, float *scale, float max_norm,
+                            symcu_loss_scale_t *ls) {
+    float S = ls ? ls->scale : 1.0f;
+    double nrm = sqrt(s) / (double)S; /* S is a power of 2: exact */
+    *norm = (float)nrm;
+    /* sym_grad_clip's rule, in the same precision */
+    float clip = max_norm > 0.0f && nrm > (double)max_norm
+                     ? (float)((double)max_norm / (nrm + 1e-6))
+                     : 1.0f;
+    *scale = ls ? clip / S : clip;
+    if (ls) {
+        if (!isfinite(s)) { /* an inf or NaN in the gradients: skip, lower S */
+            ls->skipped = 1;
+            ls->skipped_total++;
+            ls->scale = fmaxf(1.0f, 0.5f * S);
+            ls->good = 0;
+            *scale = 0.0f;
+        } else {
+            ls->skipped = 0;
+            if (++ls->good >= ls->growth) {
+                ls->scale = fminf(SYMCU_LOSS_SCALE_MAX, 2.0f * S);
+                ls->good = 0;
+            }
+        }
+    }
+}
+
+/* the norm from the partials (NORM_BLOCKS) */
 __global__ void __launch_bounds__(NORM_BLOCKS)
     norm_final_kernel(float *norm, float *scale, const double *part, float max_norm,
                       symcu_loss_scale_t *ls) {
     __shared__ double sh[32];
     double s = block_sum(part[threadIdx.x], sh);
-    if (threadIdx.x == 0) {
-        float S = ls ? ls->scale : 1.0f;
-        double nrm = sqrt(s) / (double)S; /* S is a power of 2: exact */
-        *norm = (float)nrm;
-        /* sym_grad_clip's rule, in the same precision */
-        float clip = max_norm > 0.0f && nrm > (double)max_norm
-                         ? (float)((double)max_norm / (nrm + 1e-6))
-                         : 1.0f;
-        *scale = ls ? clip / S : clip;
-        if (ls) {
-            if (!isfinite(s)) { /* an inf or NaN in the gradients: skip, lower S */
-                ls->skipped = 1;
-                ls->skipped_total++;
-                ls->scale = fmaxf(1.0f, 0.5f * S);
-                ls->good = 0;
-                *scale = 0.0f;
-            } else {
-                ls->skipped = 0;
-                if (++ls->good >= ls->growth) {
-                    ls->scale = fminf(SYMCU_LOSS_SCALE_MAX, 2.0f * S);
-                    ls->good = 0;
-                }
-            }
-        }
-    }
+    if (threadIdx.x == 0) norm_finish(s, norm, scale, max_norm, ls);
 }
 
 int symcu_grad_norm(float *norm, float *scale, double *scratch, const float *g, size_t n,
@@ -97,6 +101,71 @@ int symcu_grad_norm(float *norm, float *scale, double *scratch, const float *g, 
     SYMCU_LAUNCHED("norm_part_kernel");
     norm_final_kernel<<<1, NORM_BLOCKS, 0, stream>>>(norm, scale, scratch, max_norm, ls);
     SYMCU_LAUNCHED("norm_final_kernel");
+    return SYM_OK;
+}
+
+/* ---- the norm of a tensor-parallel model's gradients ---- */
+
+/* part (2,NORM_BLOCKS): each block's sums of squares of the elements outside
+ * (part[b]) and inside (part[NORM_BLOCKS + b]) the nr ranges (offset,
+ * length), sorted and disjoint. A thread's indices grow, so its cursor into
+ * the ranges only moves forward. */
+__global__ void __launch_bounds__(NORM_THREADS)
+    norm_part2_kernel(double *part, const float *g, size_t n, const uint64_t *r, int nr) {
+    __shared__ double sh[32];
+    double out = 0.0, in = 0.0;
+    int k = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        while (k < nr && r[2 * k] + r[2 * k + 1] <= i) k++;
+        double v = g[i];
+        if (k < nr && i >= r[2 * k])
+            in += v * v;
+        else
+            out += v * v;
+    }
+    out = block_sum(out, sh);
+    in = block_sum(in, sh);
+    if (threadIdx.x == 0) {
+        part[blockIdx.x] = out;
+        part[NORM_BLOCKS + blockIdx.x] = in;
+    }
+}
+
+/* sq (2) = the two sums of the partials, as floats */
+__global__ void __launch_bounds__(NORM_BLOCKS) sumsq_final_kernel(float *sq, const double *part) {
+    __shared__ double sh[32];
+    double a = block_sum(part[threadIdx.x], sh);
+    double b = block_sum(part[NORM_BLOCKS + threadIdx.x], sh);
+    if (threadIdx.x == 0) {
+        sq[0] = (float)a;
+        sq[1] = (float)b;
+    }
+}
+
+__global__ void norm_from_sumsq_kernel(float *norm, float *scale, const float *sq, float max_norm,
+                                       symcu_loss_scale_t *ls) {
+    norm_finish((double)sq[0] + (double)sq[1], norm, scale, max_norm, ls);
+}
+
+size_t symcu_grad_sumsq_scratch(void) { return 2 * NORM_BLOCKS; }
+
+int symcu_grad_sumsq(float *sq, double *scratch, const float *g, size_t n, const uint64_t *ranges,
+                     int nr, cudaStream_t stream) {
+    if (!sq || !scratch || nr < 0 || (nr && !ranges))
+        return SYMCU_INVAL("grad sum of squares: sq, scratch and %d ranges are needed", nr);
+    norm_part2_kernel<<<NORM_BLOCKS, NORM_THREADS, 0, stream>>>(scratch, g, n, ranges, nr);
+    SYMCU_LAUNCHED("norm_part2_kernel");
+    sumsq_final_kernel<<<1, NORM_BLOCKS, 0, stream>>>(sq, scratch);
+    SYMCU_LAUNCHED("sumsq_final_kernel");
+    return SYM_OK;
+}
+
+int symcu_grad_norm_from_sumsq(float *norm, float *scale, const float *sq, float max_norm,
+                               symcu_loss_scale_t *ls, cudaStream_t stream) {
+    if (!norm || !scale || !sq) return SYMCU_INVAL("grad norm: norm, scale and sq are needed");
+    norm_from_sumsq_kernel<<<1, 1, 0, stream>>>(norm, scale, sq, max_norm, ls);
+    SYMCU_LAUNCHED("norm_from_sumsq_kernel");
     return SYM_OK;
 }
 

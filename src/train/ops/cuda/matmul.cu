@@ -125,6 +125,7 @@ typedef struct {
     const void *bias;      /* BIAS: (m) of the bias type; BGRADB: (n) written */
     cudaDataType_t biast;
     void *aux;             /* GELU_AUX: (m,n) ld m, D's type */
+    int ldb, ldd;          /* B's and D's leading dimensions where not the packed ones (0) */
 } lt_mm_t;
 
 #define LT_NO_ALGO 1 /* lt_matmul's "no algorithm for this", distinct from the errors */
@@ -166,8 +167,8 @@ static int lt_matmul(symcu_blas_t *h, const lt_mm_t *p, cudaStream_t stream) {
     LT(cublasLtMatrixLayoutCreate(&la, p->abt, p->ta ? p->k : p->m, p->ta ? p->m : p->k,
                                   p->ta ? p->k : p->m));
     LT(cublasLtMatrixLayoutCreate(&lb, p->abt, p->tb ? p->n : p->k, p->tb ? p->k : p->n,
-                                  p->tb ? p->n : p->k));
-    LT(cublasLtMatrixLayoutCreate(&ld, p->dt, p->m, p->n, p->m));
+                                  p->ldb ? p->ldb : p->tb ? p->n : p->k));
+    LT(cublasLtMatrixLayoutCreate(&ld, p->dt, p->m, p->n, p->ldd ? p->ldd : p->m));
     LT(cublasLtMatmulPreferenceCreate(&pref));
     LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                             sizeof ws));
@@ -264,15 +265,19 @@ static int lt_type(symcu_dtype_t dt, cudaDataType_t *t) {
     }
 }
 
-int symcu_matmul_forward(symcu_blas_t *h, symcu_dtype_t dt, void *out, const void *inp,
-                         const void *weight, const void *bias, int N, int C, int OC,
-                         void *pre_gelu, cudaStream_t stream) {
+/* out (N,ld) = inp @ W^T + bias [GELU]; ld == OC but for the padded forms. */
+static int matmul_forward(symcu_blas_t *h, symcu_dtype_t dt, void *out, int ld, const void *inp,
+                          const void *weight, const void *bias, int N, int C, int OC,
+                          void *pre_gelu, cudaStream_t stream) {
     cudaDataType_t t;
     if (lt_type(dt, &t)) return SYMCU_INVAL("matmul forward: unknown compute type %d", (int)dt);
-    char fn[32];
-    snprintf(fn, sizeof fn, "matmul forward (%s)", dt_name[dt]);
+    char fn[40];
+    snprintf(fn, sizeof fn, "matmul forward%s (%s)", ld != OC ? ", ld" : "", dt_name[dt]);
     int rc = check_sizes(fn, N, C, OC);
     if (rc) return rc;
+    if (ld < OC || (ld != OC && ld % 8))
+        return SYMCU_INVAL("%s: leading dimension %d for OC=%d; it must be OC, or more and a "
+                           "multiple of 8 (16-byte rows)", fn, ld, OC);
     if (pre_gelu && OC % 8)
         return SYMCU_INVAL("%s: with GELU, OC=%d must be a multiple of 8 (cuBLASLt's aux "
                            "leading dimension)",
@@ -288,6 +293,7 @@ int symcu_matmul_forward(symcu_blas_t *h, symcu_dtype_t dt, void *out, const voi
     p.m = OC;
     p.n = N;
     p.k = C;
+    p.ldd = ld;
     p.beta = 0.0f;
     p.bias = bias;
     p.biast = t;
@@ -297,15 +303,31 @@ int symcu_matmul_forward(symcu_blas_t *h, symcu_dtype_t dt, void *out, const voi
     return lt_matmul_must(h, &p, stream, fn);
 }
 
-int symcu_matmul_backward(symcu_blas_t *h, symcu_dtype_t dt, void *dinp, symcu_grad_store_t store,
-                          float *dweight, float *dbias, const void *dout, const void *inp,
-                          const void *weight, int N, int C, int OC, cudaStream_t stream) {
+int symcu_matmul_forward(symcu_blas_t *h, symcu_dtype_t dt, void *out, const void *inp,
+                         const void *weight, const void *bias, int N, int C, int OC,
+                         void *pre_gelu, cudaStream_t stream) {
+    return matmul_forward(h, dt, out, OC, inp, weight, bias, N, C, OC, pre_gelu, stream);
+}
+
+int symcu_matmul_forward_ld(symcu_blas_t *h, symcu_dtype_t dt, void *out, int ld, const void *inp,
+                            const void *weight, int N, int C, int OC, cudaStream_t stream) {
+    return matmul_forward(h, dt, out, ld, inp, weight, NULL, N, C, OC, NULL, stream);
+}
+
+/* The backward of matmul_forward; dout (N,ld), ld == OC where dbias is given. */
+static int matmul_backward(symcu_blas_t *h, symcu_dtype_t dt, void *dinp, symcu_grad_store_t store,
+                           float *dweight, float *dbias, const void *dout, int ld,
+                           const void *inp, const void *weight, int N, int C, int OC,
+                           cudaStream_t stream) {
     cudaDataType_t t;
     if (lt_type(dt, &t)) return SYMCU_INVAL("matmul backward: unknown compute type %d", (int)dt);
-    char fn[32];
-    snprintf(fn, sizeof fn, "matmul backward (%s)", dt_name[dt]);
+    char fn[40];
+    snprintf(fn, sizeof fn, "matmul backward%s (%s)", ld != OC ? ", ld" : "", dt_name[dt]);
     int rc = check_sizes(fn, N, C, OC);
     if (rc) return rc;
+    if (ld < OC || (ld != OC && (ld % 8 || dbias)))
+        return SYMCU_INVAL("%s: leading dimension %d for OC=%d; it must be OC, or more and a "
+                           "multiple of 8 (16-byte rows) without a bias", fn, ld, OC);
     if (dbias && OC > h->max_bias)
         return SYMCU_INVAL("%s: a bias gradient of OC=%d elements; the handle was made for at "
                            "most %d (symcu_blas_create's max_bias_grad)",
@@ -320,6 +342,7 @@ int symcu_matmul_backward(symcu_blas_t *h, symcu_dtype_t dt, void *dinp, symcu_g
         p.m = C;
         p.n = N;
         p.k = OC;
+        p.ldb = ld;
         p.beta = store == SYMCU_GRAD_ADD ? 1.0f : 0.0f;
         p.epi = CUBLASLT_EPILOGUE_DEFAULT;
         if ((rc = lt_matmul_must(h, &p, stream, fn))) return rc;
@@ -335,6 +358,7 @@ int symcu_matmul_backward(symcu_blas_t *h, symcu_dtype_t dt, void *dinp, symcu_g
         p.m = C;
         p.n = OC;
         p.k = N;
+        p.ldb = ld;
         p.beta = 1.0f;
         p.epi = CUBLASLT_EPILOGUE_DEFAULT;
         int fused = 0;
@@ -363,4 +387,19 @@ int symcu_matmul_backward(symcu_blas_t *h, symcu_dtype_t dt, void *dinp, symcu_g
         h->used_bgradb = 0;
     }
     return SYM_OK;
+}
+
+int symcu_matmul_backward(symcu_blas_t *h, symcu_dtype_t dt, void *dinp, symcu_grad_store_t store,
+                          float *dweight, float *dbias, const void *dout, const void *inp,
+                          const void *weight, int N, int C, int OC, cudaStream_t stream) {
+    return matmul_backward(h, dt, dinp, store, dweight, dbias, dout, OC, inp, weight, N, C, OC,
+                           stream);
+}
+
+int symcu_matmul_backward_ld(symcu_blas_t *h, symcu_dtype_t dt, void *dinp,
+                             symcu_grad_store_t store, float *dweight, const void *dout, int ld,
+                             const void *inp, const void *weight, int N, int C, int OC,
+                             cudaStream_t stream) {
+    return matmul_backward(h, dt, dinp, store, dweight, NULL, dout, ld, inp, weight, N, C, OC,
+                           stream);
 }

@@ -93,6 +93,16 @@ int symcu_matmul_forward(symcu_blas_t *h, symcu_dtype_t dt, void *out, const voi
 int symcu_matmul_backward(symcu_blas_t *h, symcu_dtype_t dt, void *dinp, symcu_grad_store_t store,
                           float *dweight, float *dbias, const void *dout, const void *inp,
                           const void *weight, int N, int C, int OC, cudaStream_t stream);
+/* The same products where out (forward) and dout (backward) are rows of ld
+ * elements, OC of them used (ld >= OC, ld % 8 == 0): the vocabulary-parallel
+ * LM head, whose nv columns per PE need not be a multiple of 8. No bias, no
+ * GELU. */
+int symcu_matmul_forward_ld(symcu_blas_t *h, symcu_dtype_t dt, void *out, int ld, const void *inp,
+                            const void *weight, int N, int C, int OC, cudaStream_t stream);
+int symcu_matmul_backward_ld(symcu_blas_t *h, symcu_dtype_t dt, void *dinp,
+                             symcu_grad_store_t store, float *dweight, const void *dout, int ld,
+                             const void *inp, const void *weight, int N, int C, int OC,
+                             cudaStream_t stream);
 /* fp32 products through TF32 tensor cores (on) or plain fp32 (off, the
  * default: what the CPU comparison needs). */
 void symcu_blas_use_tf32(symcu_blas_t *h, int on);
@@ -144,11 +154,48 @@ int symcu_attention_backward(symcu_dtype_t dt, void *dqkv, symcu_grad_store_t st
 int symcu_softmax_xent(symcu_dtype_t dt, float *loss, void *logits, const int32_t *targets, int N,
                        int V, int Vp, float scale, const float *dscale, cudaStream_t stream);
 
+/* Vocabulary-parallel (tensor parallelism; CPU reference:
+ * sym_softmax_xent_shard): logits (N,ld) hold this PE's columns [v0, v0 + nv)
+ * of the vocabulary, padding in [nv, ld) (ld % 8 == 0); the team's PEs hold
+ * disjoint blocks that cover it. The caller reduces over the team between
+ * the steps:
+ *   symcu_xent_shard_max    rowmax (N) = each row's maximum over its columns;
+ *                           then rowmax = the max over the team;
+ *   symcu_xent_shard_sums   sums (2,N): [0,N) the sum of e^(z - rowmax), [N,2N)
+ *                           the target's logit on the PE holding its column, 0
+ *                           on the others; then sums = the sum over the team;
+ *   symcu_xent_shard_grad   loss (N) = log-sum-exp - the target's logit, and the
+ *                           logits become (softmax - onehot) * scale (times
+ *                           *dscale where not NULL), zeros in [nv, ld);
+ *   symcu_argmax_shard      (evaluation, after the max over the team) first (N)
+ *                           = v0 + the first of this PE's columns holding
+ *                           rowmax, as a float, or SYMCU_NO_COLUMN; then first =
+ *                           the min over the team: the row's first arg-max.
+ * v0 + nv <= 2^24 (a column number is exact as a float). */
+#define SYMCU_NO_COLUMN 16777216.0f
+int symcu_xent_shard_max(symcu_dtype_t dt, float *rowmax, const void *logits, int N, int nv,
+                         int ld, cudaStream_t stream);
+int symcu_xent_shard_sums(symcu_dtype_t dt, float *sums, const void *logits,
+                          const int32_t *targets, const float *rowmax, int N, int v0, int nv,
+                          int ld, cudaStream_t stream);
+int symcu_xent_shard_grad(symcu_dtype_t dt, float *loss, void *logits, const int32_t *targets,
+                          const float *rowmax, const float *sums, int N, int v0, int nv, int ld,
+                          float scale, const float *dscale, cudaStream_t stream);
+int symcu_argmax_shard(symcu_dtype_t dt, float *first, const void *logits, const float *rowmax,
+                       int N, int v0, int nv, int ld, cudaStream_t stream);
+
 /* ---- embeddings (encoder.cu) ---- */
 
 /* out (B,T,C) = wte (V,C)[tok (B,T)] + wpe (T,C)[t]; tokens in [0, V). C % 8 == 0. */
 int symcu_encoder_forward(symcu_dtype_t dt, void *out, const int32_t *tok, const void *wte,
                           const void *wpe, int B, int T, int C, cudaStream_t stream);
+/* Vocabulary-parallel (CPU reference: sym_embed_shard_forward): this PE holds
+ * rows [v0, v0 + nv) of wte (nv,C); out (B,T,C) = wte[tok - v0] for a token it
+ * holds, zeros for the others, + wpe (T,C)[t] where wpe is not NULL (one PE of
+ * the team adds it); the sum over the team is the embedding. */
+int symcu_encoder_shard_forward(symcu_dtype_t dt, void *out, const int32_t *tok, const void *wte,
+                                int v0, int nv, const void *wpe, int B, int T, int C,
+                                cudaStream_t stream);
 /* Bytes of scratch symcu_encoder_backward needs for N = B * T tokens. */
 size_t symcu_encoder_backward_scratch(int N);
 /* dwte (V,C) += dout (B,T,C) rows at their tokens, dwpe (T,C) += dout summed
@@ -158,6 +205,12 @@ size_t symcu_encoder_backward_scratch(int N);
 int symcu_encoder_backward(symcu_dtype_t dt, float *dwte, float *dwpe, void *scratch,
                            size_t scratch_bytes, const void *dout, const int32_t *tok, int B,
                            int T, int C, int V, cudaStream_t stream);
+/* The same for rows [v0, v0 + nv) of wte (nv,C): tokens outside them add
+ * nothing to dwte; dwpe as above (every PE of the team computes it alike). */
+int symcu_encoder_shard_backward(symcu_dtype_t dt, float *dwte, float *dwpe, void *scratch,
+                                 size_t scratch_bytes, const void *dout, const int32_t *tok,
+                                 int v0, int nv, int B, int T, int C, int V,
+                                 cudaStream_t stream);
 
 /* ---- GELU, tanh approximation (gelu.cu) ---- */
 
@@ -197,6 +250,19 @@ size_t symcu_grad_norm_scratch(void);
  * (up to SYMCU_LOSS_SCALE_MAX) at ls->growth of them. */
 int symcu_grad_norm(float *norm, float *scale, double *scratch, const float *g, size_t n,
                     float max_norm, symcu_loss_scale_t *ls, cudaStream_t stream);
+
+/* Tensor parallelism: the norm's sum of squares in two parts, for the caller
+ * to sum one of them over the team. sq (2, device floats) = the squares of g
+ * (n) outside the nr ranges (offset, length; device uint64, sorted, disjoint)
+ * and inside them (fp32 of double sums, fixed order). scratch holds
+ * symcu_grad_sumsq_scratch() doubles. Then symcu_grad_norm_from_sumsq: norm
+ * and scale (and ls) as symcu_grad_norm gives them for the sum of squares
+ * sq[0] + sq[1]. */
+size_t symcu_grad_sumsq_scratch(void);
+int symcu_grad_sumsq(float *sq, double *scratch, const float *g, size_t n, const uint64_t *ranges,
+                     int nr, cudaStream_t stream);
+int symcu_grad_norm_from_sumsq(float *norm, float *scale, const float *sq, float max_norm,
+                               symcu_loss_scale_t *ls, cudaStream_t stream);
 
 /* The hyperparameters of one AdamW step (symtrain/optim.h's rule). */
 typedef struct {

@@ -1,0 +1,227 @@
+/*
+ * train_gpt_gpu_tp — tensor parallelism on GPU PEs (--device gpu --parallel
+ * tp=2, dp=2,tp=2 and tp=4), several PEs sharing the one GPU
+ * (SYMTRAIN_GPU_SHARE=1), through symrun and the symtrain CLI, on
+ * gpt:L=2,C=128,H=4,V=126,T=64 (at tp=2 two heads per PE, and the vocabulary
+ * of 126 splits into 63 + 63 rows, so each PE's logits are padded to 64
+ * columns), global batch 8, 20 steps of AdamW at lr 0.001, evaluated at steps
+ * 10 and 20:
+ *
+ *   (a) --precision fp32: tp=2 on 2 PEs, dp=2,tp=2 and tp=4 on 4 PEs (one
+ *       head a PE; 32, 32, 31 and 31 vocabulary rows) each match the
+ *       CPU run of the same layout and the 1-PE GPU run to 1e-4 relative in
+ *       every step's loss and both validation losses (the vocabulary-parallel
+ *       arg-max and loss of the evaluation), and in step 1's gradient norm
+ *       before clipping (the same weights and batch: the norm that counts
+ *       each element of the split model once; a split tensor's squares left
+ *       out, or a whole one's counted twice, moves it by percents); later
+ *       norms to 1e-3, since they see the weights' fp32 drift, which the
+ *       gradient amplifies (on the H200, tp=2 kept every loss within 2e-7 of
+ *       its CPU twin's and every norm within 4e-5, while dp=2,tp=2's norm at
+ *       step 18 was 1.9e-4 from its CPU twin's, its losses within 1e-4);
+ *       and a second dp=2,tp=2 GPU run repeats the first's losses and norms
+ *       exactly (the streams' collectives do not race);
+ *   (b) checkpoints at tp=2 on the GPU hold whole tensors: the run's step-10
+ *       checkpoint, resumed by 1 CPU PE with no --parallel, goes on with the
+ *       uninterrupted GPU run's losses (1e-4); resumed by tp=2 on the GPU it
+ *       ends with model.bin and optim.bin byte-identical to the uninterrupted
+ *       run's; and the sample the tp=2 GPU run prints from its gathered
+ *       weights is the text `symtrain sample` draws from its last checkpoint;
+ *   (c) bf16 and fp16 at tp=2 (the tp sums in the compute type, summed in
+ *       fp32 and rounded once; fp16 with its dynamic loss scale): smoke
+ *       checks, within train_gpt_gpu's bf16 tolerance (0.05 + 2%) of the fp32
+ *       CPU tp=2 run, and learning.
+ *
+ * SKIP (77) where the GPU part is not built or no GPU is visible.
+ */
+#include "train_e2e.h"
+
+#define MODEL "gpt:L=2,C=128,H=4,V=126,T=64"
+#define ARGS "--generated --model " MODEL " --batch 8 --threads 2 --lr 0.001 --warmup-steps 3 " \
+             "--eval-every 10 --test-samples 16"
+#define STEPS 20
+#define TOL 1e-4
+#define NORM_DRIFT 1e-3
+#define SAMPLE " --sample 30 --prompt KING"
+
+static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
+
+/* Records from..STEPS (1-based) of `got` match those of `ref` (a full run) to
+ * tol: losses and the evaluations they both hold; gradient norms to tol at
+ * step 1, to NORM_DRIFT after it. */
+static void match(const char *what, const char *got, const char *ref, int from, double tol) {
+    double rl[STEPS], gl[STEPS], rn[STEPS], gn[STEPS], rv[2], gv[2];
+    int k = STEPS - from + 1;
+    CHECK(e2e_fields(ref, "\"loss\":", 0, rl, STEPS) == STEPS, "%s: not %d steps", ref, STEPS);
+    CHECK(e2e_fields(ref, "\"grad_norm\":", 0, rn, STEPS) == STEPS, "%s: norms", ref);
+    CHECK(e2e_fields(ref, "\"test_loss\":", 1, rv, 2) == 2, "%s: not 2 evaluations", ref);
+    CHECK(e2e_fields(got, "\"loss\":", 0, gl, STEPS) == k, "%s: not %d step records", what, k);
+    CHECK(e2e_fields(got, "\"grad_norm\":", 0, gn, STEPS) == k, "%s: norms", what);
+    double worst = 0, worst_n = 0, first_n = -1;
+    for (int i = 0; i < k; i++) {
+        int s = from - 1 + i;
+        CHECK(rel(gl[i], rl[s]) <= tol, "%s, step %d: loss %.9g, the reference's %.9g (%.2g "
+              "relative, tolerance %g)", what, s + 1, gl[i], rl[s], rel(gl[i], rl[s]), tol);
+        double tn = s == 0 ? tol : NORM_DRIFT;
+        CHECK(rel(gn[i], rn[s]) <= tn, "%s, step %d: gradient norm %.7g, the reference's %.7g "
+              "(%.2g relative, tolerance %g)", what, s + 1, gn[i], rn[s], rel(gn[i], rn[s]), tn);
+        worst = fmax(worst, rel(gl[i], rl[s]));
+        worst_n = fmax(worst_n, rel(gn[i], rn[s]));
+        if (s == 0) first_n = rel(gn[i], rn[s]);
+    }
+    int ne = e2e_fields(got, "\"test_loss\":", 1, gv, 2);
+    CHECK(ne == (from <= 10 ? 2 : 1), "%s: %d evaluations", what, ne);
+    for (int i = 0; i < ne; i++)
+        CHECK(rel(gv[i], rv[2 - ne + i]) <= tol, "%s: validation loss %.9g, the reference's %.9g",
+              what, gv[i], rv[2 - ne + i]);
+    printf("train_gpt_gpu_tp: %s: steps %d-%d within %.2e (losses) and %.2e (norms; step 1's "
+           "%.2e) relative\n", what, from, STEPS, worst, worst_n, first_n);
+}
+
+/* One run of `npes` PEs: the layout (NULL: none) on `device`, metrics into
+ * NAME.jsonl, the log NAME.log, `extra` options appended. */
+static void train(const char *name, int npes, const char *device, const char *layout,
+                  const char *extra) {
+    char args[2048];
+    snprintf(args, sizeof args, ARGS " --device %s --max-steps %d --metrics %s%s%s %s", device,
+             STEPS, e2e_path("%s.jsonl", name), layout ? " --parallel " : "",
+             layout ? layout : "", extra ? extra : "");
+    e2e_run(npes, NULL, NULL, e2e_path("%s.log", name), 0, args);
+}
+
+int main(int argc, char **argv) {
+    e2e_init(argc, argv, "train_gpt_gpu_tp");
+    char args[2048];
+
+    /* the 1-PE GPU run: the reference, and the skip */
+    const char *log1 = e2e_path("gpu1.log");
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --max-steps %d --metrics %s",
+             STEPS, e2e_path("gpu1.jsonl"));
+    e2e_proc_t p = e2e_start(1, NULL, NULL, log1, args);
+    int rc = e2e_wait(&p);
+    if (rc != 0 && e2e_no_gpu(log1)) {
+        printf("SKIP: train_gpt_gpu_tp: no GPU or no GPU part\n");
+        e2e_cleanup();
+        return 77;
+    }
+    if (rc != 0) e2e_show(log1);
+    CHECK(rc == 0, "symtrain train %s: exit status %d", args, rc);
+    double l1[STEPS];
+    CHECK(e2e_fields(e2e_path("gpu1.jsonl"), "\"loss\":", 0, l1, STEPS) == STEPS, "gpu1: steps");
+    CHECK(l1[STEPS - 1] < l1[0] - 0.5, "1 GPU PE: the loss went from %.4f to %.4f: not learning",
+          l1[0], l1[STEPS - 1]);
+    setenv("SYMTRAIN_GPU_SHARE", "1", 1); /* several PEs on the one GPU */
+
+    /* (a) fp32: tp=2, dp=2 x tp=2 and tp=4, each against its CPU twin and the 1-PE GPU run */
+    static const struct {
+        int npes;
+        const char *layout, *name, *says;
+    } runs[] = {{2, "tp=2", "tp2", "layout dp=1 tp=2 pp=1: 1 data-parallel group of 2 PEs"},
+                {4, "dp=2,tp=2", "dp2xtp2", "layout dp=2 tp=2 pp=1: 2 data-parallel groups"},
+                {4, "tp=4", "tp4", "layout dp=1 tp=4 pp=1: 1 data-parallel group of 4 PEs"}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char cpu[64], gpu[64], extra[600] = "--precision fp32";
+        snprintf(cpu, sizeof cpu, "cpu_%s", runs[i].name);
+        snprintf(gpu, sizeof gpu, "gpu_%s", runs[i].name);
+        if (i == 0) /* the tp=2 run also saves (b) and samples */
+            snprintf(extra, sizeof extra, "--precision fp32 --ckpt-dir %s" SAMPLE,
+                     e2e_path("ck_full"));
+        train(cpu, runs[i].npes, "cpu", runs[i].layout, NULL);
+        train(gpu, runs[i].npes, "gpu", runs[i].layout, extra);
+        const char *glog = e2e_path("%s.log", gpu);
+        e2e_expect_log(glog, runs[i].says);
+        e2e_expect_log(glog, "on the GPU: ");
+        char what[128];
+        snprintf(what, sizeof what, "%s on the GPU vs the CPU", runs[i].name);
+        match(what, e2e_path("%s.jsonl", gpu), e2e_path("%s.jsonl", cpu), 1, TOL);
+        snprintf(what, sizeof what, "%s on the GPU vs 1 GPU PE", runs[i].name);
+        match(what, e2e_path("%s.jsonl", gpu), e2e_path("gpu1.jsonl"), 1, TOL);
+    }
+
+    { /* dp=2,tp=2 again: the same bits (no race between the streams' collectives) */
+        train("gpu_dp2xtp2_again", 4, "gpu", "dp=2,tp=2", "--precision fp32");
+        double a[STEPS], b[STEPS], na[STEPS], nb[STEPS];
+        CHECK(e2e_fields(e2e_path("gpu_dp2xtp2.jsonl"), "\"loss\":", 0, a, STEPS) == STEPS &&
+              e2e_fields(e2e_path("gpu_dp2xtp2_again.jsonl"), "\"loss\":", 0, b, STEPS) == STEPS &&
+              e2e_fields(e2e_path("gpu_dp2xtp2.jsonl"), "\"grad_norm\":", 0, na, STEPS) == STEPS &&
+              e2e_fields(e2e_path("gpu_dp2xtp2_again.jsonl"), "\"grad_norm\":", 0, nb, STEPS) ==
+                  STEPS, "dp2xtp2 on the GPU: not %d steps", STEPS);
+        for (int k = 0; k < STEPS; k++)
+            CHECK(a[k] == b[k] && na[k] == nb[k], "two dp=2,tp=2 GPU runs, step %d: loss %.9g and "
+                  "%.9g, gradient norm %.9g and %.9g", k + 1, a[k], b[k], na[k], nb[k]);
+        printf("train_gpt_gpu_tp: two dp2xtp2 runs on the GPU: the same losses and norms\n");
+    }
+
+    /* (b) the tp=2 GPU checkpoint holds whole tensors */
+    const char *half = e2e_path("ck_half");
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --parallel tp=2 --max-steps "
+             "10 --ckpt-dir %s", half);
+    e2e_run(2, NULL, NULL, e2e_path("half.log"), 0, args);
+    CHECK(e2e_newest(half, NULL, 0) == 10, "the tp=2 GPU run left no step-10 checkpoint");
+    CHECK(e2e_sh(e2e_path("cp.log"), "cp -a '%s' '%s'", half, e2e_path("ck_cpu")) == 0, "cp");
+    snprintf(args, sizeof args, ARGS " --device cpu --max-steps %d --resume --ckpt-dir %s "
+             "--metrics %s", STEPS, e2e_path("ck_cpu"), e2e_path("cpu_resumed.jsonl"));
+    e2e_run(1, NULL, NULL, e2e_path("cpu_resumed.log"), 0, args);
+    e2e_expect_log(e2e_path("cpu_resumed.log"), "resumed from ");
+    match("the tp=2 GPU checkpoint resumed by 1 CPU PE", e2e_path("cpu_resumed.jsonl"),
+          e2e_path("gpu_tp2.jsonl"), 11, TOL);
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --parallel tp=2 --max-steps "
+             "%d --resume --ckpt-dir %s", STEPS, half);
+    e2e_run(2, NULL, NULL, e2e_path("gpu_resumed.log"), 0, args);
+    e2e_expect_log(e2e_path("gpu_resumed.log"), "resumed from ");
+    CHECK(e2e_newest(half, NULL, 0) == STEPS, "the resumed tp=2 GPU run did not reach step %d",
+          STEPS);
+    e2e_same_ckpt_file(e2e_path("ck_full"), half, "model.bin");
+    e2e_same_ckpt_file(e2e_path("ck_full"), half, "optim.bin");
+    printf("train_gpt_gpu_tp: tp=2 on the GPU, step-10 checkpoint + --resume: model.bin and "
+           "optim.bin identical to the uninterrupted run's\n");
+    const char *txt = e2e_path("sample.txt");
+    CHECK(e2e_sh(txt, "'%s' sample --ckpt '%s' --prompt KING --max-new-tokens 30", e2e_symtrain,
+                 e2e_path("ck_full")) == 0, "symtrain sample --ckpt of the tp=2 GPU run");
+    char *want = e2e_read(txt, NULL), *said = e2e_read(e2e_path("gpu_tp2.log"), NULL);
+    CHECK(want && said && strlen(want) > 4 + 1, "no sample text");
+    if (!strstr(said, want)) e2e_show(e2e_path("gpu_tp2.log"));
+    CHECK(strstr(said, want) != NULL, "the tp=2 GPU run's sample is not `symtrain sample`'s "
+          "text from its checkpoint:\n%s", want);
+    printf("train_gpt_gpu_tp: the tp=2 GPU run samples its checkpoint's text\n");
+    free(want);
+    free(said);
+
+    /* (c) bf16 and fp16 at tp=2: smoke checks against the fp32 CPU run */
+    static const struct {
+        const char *prec, *name, *says;
+    } low[] = {{"bf16", "bf16_tp2", "bf16 (fp32 master weights)"},
+               {"fp16", "fp16_tp2", "fp16 (dynamic loss scaling)"}};
+    double lc[STEPS];
+    CHECK(e2e_fields(e2e_path("cpu_tp2.jsonl"), "\"loss\":", 0, lc, STEPS) == STEPS, "cpu tp2: steps");
+    for (size_t i = 0; i < sizeof low / sizeof low[0]; i++) {
+        char prec[32];
+        snprintf(prec, sizeof prec, "--precision %s", low[i].prec);
+        train(low[i].name, 2, "gpu", "tp=2", prec);
+        e2e_expect_log(e2e_path("%s.log", low[i].name), low[i].says);
+        double lb[STEPS], worst = 0;
+        const char *met = e2e_path("%s.jsonl", low[i].name);
+        CHECK(e2e_fields(met, "\"loss\":", 0, lb, STEPS) == STEPS, "%s: steps", low[i].prec);
+        for (int k = 0; k < STEPS; k++) {
+            CHECK(isfinite(lb[k]) && fabs(lb[k] - lc[k]) < 0.05 + 0.02 * fabs(lc[k]), "%s tp=2 on "
+                  "the GPU, step %d: loss %.6f, the fp32 CPU's %.6f (tolerance 0.05 + 2%%)",
+                  low[i].prec, k + 1, lb[k], lc[k]);
+            worst = fmax(worst, fabs(lb[k] - lc[k]));
+        }
+        CHECK(lb[STEPS - 1] < lb[0] - 0.5, "%s tp=2: the loss went from %.4f to %.4f", low[i].prec,
+              lb[0], lb[STEPS - 1]);
+        printf("train_gpt_gpu_tp: %s tp=2 on the GPU within %.4f of the fp32 CPU run\n",
+               low[i].prec, worst);
+    }
+    { /* fp16's loss scale is in every step's record, within its bounds */
+        double sc[STEPS];
+        CHECK(e2e_fields(e2e_path("fp16_tp2.jsonl"), "\"loss_scale\":", 0, sc, STEPS) == STEPS,
+              "fp16 tp=2: not %d loss scales", STEPS);
+        for (int k = 0; k < STEPS; k++)
+            CHECK(sc[k] >= 1 && sc[k] <= 16777216, "fp16 tp=2, step %d: loss scale %g", k + 1, sc[k]);
+    }
+
+    e2e_cleanup();
+    printf("train_gpt_gpu_tp: ok\n");
+    return 0;
+}
