@@ -85,6 +85,10 @@ set_tests_properties(train_gpt_gpu_tp PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERI
   ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
 sym_train_e2e(train_plan)    # symtrain plan: parameters, memory, times and choices by hand
 sym_train_e2e(train_plan_memory) # the planner's memory per PE vs symtrain train's allocators
+sym_train_e2e(train_plan_auto) # --parallel auto on 4 PEs: symtrain plan's choice, trained as by hand
+add_test(NAME train_plan_auto_restart # --parallel auto: a killed job restarts in the layout it began
+  COMMAND train_plan_auto $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> restart)
+set_tests_properties(train_plan_auto_restart PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 # The layouts of 4 PEs the other issue-17 branches train, once merged, checked the same way:
 # a list of LAYOUT[:TRAIN ARGS] (tests/train_plan_memory.c), e.g. "dp=2,tp=2;tp=4;dp=2,zero=1:--zero 1"
 set(SYM_PLAN_LAYOUTS "" CACHE STRING "more layouts for train_plan_memory_layouts")

@@ -15,6 +15,8 @@
  *  - a 100B GPT on 64 GPUs of 8 a node: its parameter count exactly, an answer,
  *    TP inside a node, the data-parallel group across nodes, and the
  *    assumptions said.
+ *  - TP on the CPU: the whole-width LayerNorms and residual adds each PE of
+ *    the group still does, by hand;
  *  - bad input: one clear message, exit status 2.
  */
 #include "train_e2e.h"
@@ -190,6 +192,28 @@ int main(int argc, char **argv) {
           num(strstr(s, "\"rates\":"), "flops"));
     CHECK(num(strstr(s, "\"choice\":{"), "step") > 0, "no predicted step time");
     free(s);
+
+    /* ---- TP on the CPU: the LayerNorms and residual adds stay whole ---- */
+    /* tp=2 and dp=2 split the same FLOPs (the blocks and the vocabulary over tp,
+     * or the batch over dp) but for ln_f (12 C a token, whole under tp); under
+     * tp each PE also makes 24 passes over the (4 x 32, 64) fp32 activation a
+     * layer at the memory rate, half of which the split rate already counts:
+     * 0.5 x 2 layers x 24 x 32,768 B / 10 GB/s + 12 x 64 x 64 tokens / 20 GFLOP/s */
+    {
+        const char *cpu = "--model gpt:L=2,C=64,H=4,V=128,T=32 --pes 2 --device cpu --no-measure "
+                          "--batch 4 --device-mem 1G --flops 20e9 --mem-bw 10e9 --layout";
+        char args[256];
+        snprintf(args, sizeof args, "%s tp=2", cpu);
+        s = plan(log, args);
+        double tp = num(strstr(s, "\"layouts\":"), "compute");
+        free(s);
+        snprintf(args, sizeof args, "%s dp=2", cpu);
+        s = plan(log, args);
+        double dp = num(strstr(s, "\"layouts\":"), "compute");
+        free(s);
+        near(tp - dp, 0.5 * 2 * 24 * 32768.0 / 10e9 + 12.0 * 64 * 64 / 20e9, 1e-3,
+             "tp=2 less dp=2 compute");
+    }
 
     /* ---- the table, and bad input ---- */
     int rc = e2e_sh(log, "%s plan --model gpt:d48 --pes 8 --device-mem 141G", e2e_symtrain);

@@ -8,16 +8,21 @@
  *
  *   train_plan_memory SYMRUN SYMTRAIN [LAYOUT[:TRAIN ARGS]]...
  *
- * Without layouts: dp=1, dp=2 and dp=4 (what `symtrain train` runs on main).
- * A layout is the planner's (dp=N,tp=M,pp=K[,micro=M,zero=Z]); one with tp or
- * pp > 1 runs `--parallel dp=N,tp=M,pp=K`, and what follows ':' is passed to
- * `symtrain train` as it is (e.g. "dp=2,zero=1:--zero 1"), so the layouts of
- * the other issue-17 branches can be added once they are merged:
- *   train_plan_memory build/symrun build/symtrain dp=4 dp=2,tp=2 "dp=2,pp=2,micro=4:--micro 4"
+ * Without layouts: every layout `symtrain train` runs on 1, 2 and 4 PEs:
+ * dp=1, dp=2, dp=4 with ZeRO 0, 1, 2 and with two micro-batches,
+ * dp=2,tp=2, tp=4, and the pipelines dp=2,pp=2, pp=4, tp=2,pp=2 (with the
+ * default micro-batches, one a stage) and dp=2,pp=2 with 4; ZeRO 1 and 2 inside
+ * dp=2,tp=2, ZeRO 1 inside dp=2,pp=2, and dp=2,tp=2 with two micro-batches.
+ * A layout is the planner's (dp=N,tp=M,pp=K[,micro=M,zero=Z]); it runs as
+ * `--parallel dp=N,tp=M,pp=K` where tp or pp > 1, micro=M as --micro-batches M,
+ * zero=Z as --zero Z; what follows ':' is
+ * passed to `symtrain train` as well, so the layouts of the other issue-17
+ * branches can be added once they are merged:
+ *   train_plan_memory build/symrun build/symtrain dp=2,tp=2,zero=1 "tp=2,pp=2,micro=4"
  */
 #include "train_e2e.h"
 
-#define MODEL "gpt:L=2,C=64,H=4,V=128,T=32"
+#define MODEL "gpt:L=4,C=64,H=4,V=128,T=32"
 #define BATCH 8
 
 static const char *const kinds[5] = {"params", "grads", "optim", "acts", "total"};
@@ -65,8 +70,13 @@ static double json_num(const char *s, const char *key) {
 
 int main(int argc, char **argv) {
     e2e_init(argc, argv, "train_plan_memory");
-    static const char *const dflt[] = {"dp=1", "dp=2", "dp=4"};
-    int n = argc > 3 ? argc - 3 : 3;
+    static const char *const dflt[] = {"dp=1",       "dp=2",        "dp=4",
+                                       "dp=4,zero=1", "dp=4,zero=2", "dp=4,micro=2",
+                                       "dp=2,tp=2",  "tp=4",        "dp=2,pp=2",
+                                       "pp=4",       "tp=2,pp=2",   "dp=2,pp=2,micro=4",
+                                       "dp=2,tp=2,zero=1", "dp=2,tp=2,zero=2", "dp=2,pp=2,zero=1",
+                                       "dp=2,tp=2,micro=2"};
+    int n = argc > 3 ? argc - 3 : (int)(sizeof dflt / sizeof *dflt);
     for (int li = 0; li < n; li++) {
         char spec[256], extra[256] = "";
         snprintf(spec, sizeof spec, "%s", argc > 3 ? argv[3 + li] : dflt[li]);
@@ -75,18 +85,26 @@ int main(int argc, char **argv) {
             snprintf(extra, sizeof extra, "%s", colon + 1);
             *colon = '\0';
         }
-        int dp = 1, tp = 1, pp = 1;
+        int dp = 1, tp = 1, pp = 1, micro = 0, zero = 0;
         for (char *t = spec; t && *t; t = strchr(t, ',') ? strchr(t, ',') + 1 : NULL) {
             if (!strncmp(t, "dp=", 3)) dp = atoi(t + 3);
             if (!strncmp(t, "tp=", 3)) tp = atoi(t + 3);
             if (!strncmp(t, "pp=", 3)) pp = atoi(t + 3);
+            if (!strncmp(t, "micro=", 6)) micro = atoi(t + 6);
+            if (!strncmp(t, "zero=", 5)) zero = atoi(t + 5);
         }
         int pes = dp * tp * pp;
         CHECK(pes >= 1 && pes <= 16, "layout %s: %d PEs", spec, pes);
-        char args[1024], par[128] = "";
-        if (tp > 1 || pp > 1) snprintf(par, sizeof par, " --parallel dp=%d,tp=%d,pp=%d", dp, tp, pp);
+        char args[1024], par[192] = "";
+        size_t at = 0;
+        if (tp > 1 || pp > 1)
+            at += (size_t)snprintf(par + at, sizeof par - at, " --parallel dp=%d,tp=%d,pp=%d", dp,
+                                   tp, pp);
+        if (micro)
+            at += (size_t)snprintf(par + at, sizeof par - at, " --micro-batches %d", micro);
+        if (zero) snprintf(par + at, sizeof par - at, " --zero %d", zero);
         snprintf(args, sizeof args,
-                 "--generated --model " MODEL " --batch %d --max-steps 2 --threads 1 --lr 0.01%s %s",
+                 "--generated --model " MODEL " --batch %d --max-steps 1 --test-samples 4 --threads 1 --lr 0.01%s %s",
                  BATCH, par, extra);
         const char *log = e2e_path("train-%d.log", li);
         e2e_run(pes, NULL, NULL, log, 0, args);

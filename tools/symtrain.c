@@ -102,6 +102,9 @@ static const char usage_text[] =
     "                               column-parallel input gradient in C row chunks, a\n"
     "                               chunk's all-reduce running while the next computes\n"
     "                               (default 1: no overlap)\n"
+    "  --parallel auto              the layout planner's fastest for this job (symtrain\n"
+    "                               plan --runnable): dp, tp, pp, micro-batches and ZeRO\n"
+    "                               stage, said in one line with why\n"
     "  --micro-batches M            split each replica's share of a step into M micro-\n"
     "                               batches: with pp the pipeline's (default K), else\n"
     "                               gradient accumulation, the gradients reduced after the\n"
@@ -228,12 +231,13 @@ static double duration_value(const char *opt, const char *s) {
 static void parallel_value(const char *v, sym_parallel_t *p, sym_model_config_t *model) {
     static const char *const form = "write dp=N,tp=M,pp=K (any of them, sizes >= 1 multiplying "
                                     "to the PE count) and optionally sp (sequence parallelism), "
-                                    "e.g. --parallel dp=2,tp=2 or dp=2,tp=2,sp";
+                                    "e.g. --parallel dp=2,tp=2, dp=2,tp=2,sp or auto";
     memset(p, 0, sizeof *p);
     model->seq_parallel = 0;
-    if (!strcmp(v, "auto"))
-        usage_error("--parallel auto: reserved for the layout planner, which is not in this "
-                    "build; %s", form);
+    if (!strcmp(v, "auto")) {
+        p->plan = 1;
+        return;
+    }
     const char *s = v;
     if (!*v || v[strlen(v) - 1] == ',') usage_error("--parallel '%s': %s", v, form);
     do {

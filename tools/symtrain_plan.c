@@ -49,8 +49,12 @@ static const char plan_usage[] =
     "                        splits them by vocabulary rows)\n"
     "  --runnable            choose only layouts our code trains today on this device\n"
     "  --no-measure          cpu: use the assumed rates (20 GFLOP/s, 10 GB/s a PE) instead\n"
-    "                        of measuring this machine (about a second)\n"
+    "                        of measuring this machine (about a second)\n"    "  --flops RATE          the compute rate a PE, FLOP/s (12.5e9): instead of the\n"
+    "                        recorded or measured one (symtrain train --parallel auto\n"
+    "                        prints the rates it planned with)\n"
+    "  --mem-bw RATE         the optimizer pass's memory rate a PE, bytes/s (5e9)\n"
     "  --layout L            only this layout: dp=N,tp=M,pp=K[,micro=M,zero=Z,recompute=0|1]\n"
+    "                        (micro: micro-batches, default K as in symtrain train)\n"
     "  --all                 list every layout (default: the 20 fastest that fit and the 5\n"
     "                        smallest that do not)\n"
     "  --json                one JSON document instead of the table\n";
@@ -75,6 +79,16 @@ static int whole(const char *s, long lo, long hi, long *out) {
     return 0;
 }
 
+/* "12.5e9": a positive finite rate */
+static int rate_value(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v > 0) || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+
 /* "141G", "512M", "1.5T", "1048576": bytes (powers of 1024) */
 static int size_value(const char *s, size_t *out) {
     char *end;
@@ -95,9 +109,10 @@ static int size_value(const char *s, size_t *out) {
     return 0;
 }
 
-/* "dp=2,tp=2,pp=1,micro=2,zero=1,recompute=0" (any subset; missing 1, zero 0) */
+/* "dp=2,tp=2,pp=1,micro=2,zero=1,recompute=0" (any subset; missing 1, zero 0;
+ * micro missing: pp, the micro-batches `symtrain train --parallel` takes) */
 static int layout_value(const char *s, sym_plan_layout_t *l) {
-    *l = (sym_plan_layout_t){1, 1, 1, 1, 0, 0};
+    *l = (sym_plan_layout_t){1, 1, 1, 0, 0, 0};
     const char *p = s;
     while (*p) {
         char key[16];
@@ -120,6 +135,7 @@ static int layout_value(const char *s, sym_plan_layout_t *l) {
         if (*p == ',') p++;
         else if (*p) return -1;
     }
+    if (!l->micro) l->micro = l->pp;
     return 0;
 }
 
@@ -188,7 +204,7 @@ int sym_cli_plan(int argc, char **argv) {
     const char *model = NULL, *link = NULL, *inter = NULL, *device = "gpu", *layout_s = NULL;
     long pes = 1, batch = 16, seq = 0, ppn = -1;
     size_t mem = 0;
-    double bucket_mb = 25;
+    double bucket_mb = 25, flops = 0, mem_bw = 0;
     int json = 0, all = 0, vp = 1, runnable = 0, sgd = 0, measure = 1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -204,7 +220,7 @@ int sym_cli_plan(int argc, char **argv) {
         static const char *const valued[] = {"--model", "--pes", "--device", "--device-mem",
                                              "--batch", "--seq", "--optimizer", "--link",
                                              "--inter-link", "--pes-per-node", "--bucket-mb",
-                                             "--layout", NULL};
+                                             "--layout", "--flops", "--mem-bw", NULL};
         int known = 0;
         for (int k = 0; valued[k]; k++) known |= !strcmp(a, valued[k]);
         if (!known) return bad("unknown option '%s'", a);
@@ -225,6 +241,9 @@ int sym_cli_plan(int argc, char **argv) {
             return bad("--pes-per-node '%s': expected a whole number from 1", v);
         else if (!strcmp(a, "--device-mem") && size_value(v, &mem))
             return bad("--device-mem '%s': expected a size such as 141G or 512M", v);
+        else if ((!strcmp(a, "--flops") || !strcmp(a, "--mem-bw")) &&
+                 rate_value(v, a[2] == 'f' ? &flops : &mem_bw))
+            return bad("%s '%s': expected a positive rate such as 12.5e9", a, v);
         else if (!strcmp(a, "--bucket-mb")) {
             char *end;
             bucket_mb = strtod(v, &end);
@@ -265,7 +284,16 @@ int sym_cli_plan(int argc, char **argv) {
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         if (pages > 0 && page > 0) r.device_mem = (size_t)pages * (size_t)page / (size_t)pes;
     }
-    if (dev == SYM_PLAN_CPU && measure) sym_plan_measure_cpu(&r, cpu_cores());
+    if (dev == SYM_PLAN_CPU && measure && !(flops > 0 && mem_bw > 0))
+        sym_plan_measure_cpu(&r, cpu_cores());
+    if (flops > 0) {
+        r.flops = flops;
+        r.flops_source = "given: --flops";
+    }
+    if (mem_bw > 0) {
+        r.mem_bw = mem_bw;
+        r.mem_bw_source = "given: --mem-bw";
+    }
 
     sym_plan_result_t *res = NULL, one;
     int n = 0;

@@ -115,11 +115,10 @@ int sym_plan_choose(const sym_plan_request_t *r, sym_plan_layout_t *out);
 
 /* The request `--parallel auto` makes for a run of `c` on npes PEs: its model,
  * global batch, sequence, optimizer and bucket; the device's figures from
- * sym_plan_defaults only (nothing measured, so every PE reaches the same
- * choice); runnable_only; device_mem as the caller knows it (GPU: the free
- * memory; CPU: the host's memory / its PEs; 0: no limit). Wiring, in the
- * training loop's mesh set-up: sym_plan_train_request(cfg, npes, gpu, mem, &r);
- * sym_plan_choose(&r, &l) -> "dp=l.dp,tp=l.tp,pp=l.pp" (+ l.micro, l.zero). */
+ * sym_plan_defaults (the CPU's then measured by sym_plan_measure_cpu on one
+ * PE, whose choice is broadcast: src/train/parallel/autoplan.c);
+ * runnable_only; device_mem as the caller knows it (CPU: the host's memory /
+ * its PEs; 0: no limit). */
 void sym_plan_train_request(const sym_train_config_t *c, int npes, int gpu, size_t device_mem,
                             sym_plan_request_t *r);
 

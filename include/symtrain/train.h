@@ -65,6 +65,8 @@ typedef struct {
  * All 0 (not given): dp over every PE, tp = pp = 1. */
 typedef struct {
     int dp, tp, pp; /* 0 where not given: 1 */
+    int plan;       /* --parallel auto: the layout planner chooses dp, tp, pp, the
+                       micro-batches and the ZeRO stage for the job (symtrain/plan.h) */
 } sym_parallel_t;
 
 typedef struct {

@@ -68,6 +68,7 @@
 #include "internal.h"
 #include "obs/progress.h"
 #include "obs/prom.h"
+#include "parallel/autoplan.h"
 #include "util/util.h"
 
 #define CTRL_LOSS 0 /* control floats after the gradients */
@@ -114,7 +115,7 @@ void sym_train_defaults(sym_train_config_t *c) {
  * when --parallel is not given at all. */
 static sym_parallel_t layout_of(const sym_train_config_t *c, int npes) {
     const sym_parallel_t *p = &c->parallel;
-    sym_parallel_t l = {npes, 1, 1};
+    sym_parallel_t l = {npes, 1, 1, 0};
     if (p->dp || p->tp || p->pp) {
         l.dp = p->dp ? p->dp : 1;
         l.tp = p->tp ? p->tp : 1;
@@ -210,9 +211,9 @@ int sym_train_validate(const sym_train_config_t *c, int npes) {
     if (c->steps < 0) return sym__error(SYM_EINVAL, "--steps cannot be negative");
     if (c->global_batch < 1 || c->global_batch > (1 << 20))
         return sym__error(SYM_EINVAL, "--batch must be between 1 and %d", 1 << 20);
-    int rc = validate_layout(c, npes);
+    int rc = c->parallel.plan ? SYM_OK : validate_layout(c, npes); /* auto: the planner's */
     if (rc) return rc;
-    int dp = layout_of(c, npes).dp;
+    int dp = c->parallel.plan ? 1 : layout_of(c, npes).dp;
     if (c->global_batch < dp && dp == npes)
         return sym__error(SYM_EINVAL,
                           "--batch %d is smaller than the number of PEs (%d): every PE needs at "
@@ -1947,7 +1948,16 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     sigaction(SIGTERM, &sa, &old_term);
     sigaction(SIGINT, &sa, &old_int);
 
-    int rc = agree(&r, setup(&r)), stopped = 0;
+    int rc = SYM_OK, stopped = 0;
+    sym_train_config_t planned; /* --parallel auto: the planner's layout in cfg's place */
+    if (cfg->parallel.plan) {
+        char why[768];
+        if ((rc = report(&r, sym__train_autoplan(cfg, &planned, why, sizeof why), 1)) == SYM_OK) {
+            cfg = r.cfg = &planned;
+            note(&r, "%s", why);
+        }
+    }
+    if (!rc) rc = agree(&r, setup(&r));
     if (!rc && cfg->ckpt_dir) { /* collective */
         int e = sym__ckpt_async_create(&r.ckasync);
         rc = agree(&r, e ? report(&r, e, 0) : SYM_OK);

@@ -27,7 +27,9 @@
  *  - Pipeline stages: layers spread evenly (the first stages take the
  *    remainder), the embeddings on the first stage, ln_f and the LM head on
  *    the last (which keeps a copy of the tied wte); 1F1B keeps up to pp
- *    micro-batches in flight on the first stage (min(m, pp - s) on stage s).
+ *    micro-batches in flight on the first stage (min(m, pp - s) on stage s),
+ *    each with its blocks' buffers, its input and on the last stage the
+ *    head's (gpt_init's slots); the backward's scratch is one set a stage.
  *    The heaviest PE is reported.
  *  - ZeRO-1 shards the optimizer state over dp, ZeRO-2 the gradients too. On
  *    the CPU (parallel/zero.c) each PE also keeps its gradient shard beside
@@ -42,7 +44,9 @@
  *   compute  the heaviest stage's FLOPs (6 x its parameters + 6 x layers x
  *            context x width per token, x 4/3 with recompute) over the rate;
  *            under TP the work split over tp is the blocks', the embeddings
- *            and LM head are computed whole by each PE unless vocab_parallel
+ *            and LM head are computed whole by each PE unless vocab_parallel,
+ *            and the blocks' LayerNorms and residual adds stay whole: 24
+ *            passes of a micro-batch's activation a layer at the memory rate
  *   bubble   compute x (pp - 1) / m, i.e. a (pp-1)/(m+pp-1) share of the pipe
  *   tp       4 all-reduces a layer a micro-batch (2 forward, 2 backward; 6
  *            with recompute) of rows x T x C activations
@@ -277,49 +281,58 @@ static size_t stage_params(const sym_model_config_t *m, const stage_t *st, int t
     return p;
 }
 
-/* Activation bytes of one micro-batch of `rows` sequences on a stage. */
+/* Activation bytes of a stage for micro-batches of `rows` sequences: what
+ * each micro-batch in flight keeps from its forward for its backward
+ * (*slot), and the buffers one backward at a time reuses (returned). */
 static size_t stage_acts(const sym_plan_request_t *r, const stage_t *st, int rows, int tp,
-                         int recompute) {
+                         int recompute, size_t *slot) {
     const sym_model_config_t *m = &r->model;
     size_t B = (size_t)rows, T = (size_t)m->max_seq, C = (size_t)m->n_embd, N = B * T;
     size_t NH = (size_t)m->n_head, Vp = (size_t)m->padded_vocab, L = (size_t)st->layers;
     if (r->device == SYM_PLAN_CPU) {
-        /* gpt_init: per block ln1, mean, rstd, qkv, att, atty, res2, ln2, mean, rstd,
-         * fch, fch_gelu, res3 (and two dropout masks); then encoded (its mask), lnf,
-         * mean, rstd, logits, scratch, dres, dln, datty, dqkv, dfch, datt (and with
-         * sequence parallelism full, dfull, lngrad; dsh). Each a power-of-two block of
-         * floats. Sequence parallelism keeps R = B x ceil(T / tp) rows of the
-         * LayerNorm / dropout / residual buffers. */
+        /* gpt_init: per slot each block's ln1, mean, rstd, qkv, att, atty, res2, ln2,
+         * mean, rstd, fch, fch_gelu, res3 (and two dropout masks), then encoded (its
+         * mask) and on the last stage lnf, mean, rstd, logits; shared scratch, dres,
+         * dln, datty, dqkv, dfch, datt (and with sequence parallelism full, dfull,
+         * lngrad; dsh with SP or dropout). Each a power-of-two block of floats.
+         * Sequence parallelism keeps R = B x ceil(T / tp) rows of the LayerNorm /
+         * dropout / residual buffers; TP splits the head-local ones. */
         int sp = tp > 1 && m->seq_parallel, drop = m->dropout > 0.0f;
         size_t R = sp ? B * ((T + (size_t)tp - 1) / (size_t)tp) : N;
         size_t Cl = C / (size_t)tp, NHl = NH / (size_t)tp; /* TP: this PE's heads */
         const size_t blk[] = {R * C, R, R, N * 3 * Cl, B * NHl * T * T, N * Cl, R * C,
                               R * C, R, R, N * 4 * Cl, N * 4 * Cl, R * C, R * C, R * C};
-        size_t one = 0;
+        size_t one = 0, shared = 0;
         for (size_t i = 0; i < (drop ? 15u : 13u); i++) one += sym__pow2_at_least(blk[i] * 4);
-        size_t acts = recompute ? L * sym__pow2_at_least(N * C * 4) + one : L * one;
-        const size_t oth[] = {R * C, R * C, N * C, R, R, N * Vp, N * C, N * C, N * C, N * Cl,
-                              N * 3 * Cl, N * 4 * Cl, T * T, N * C, N * C, 2 * C, R * C};
+        *slot = recompute ? L * sym__pow2_at_least(N * C * 4) : L * one;
+        if (recompute) shared += one; /* the recomputed block's buffers */
+        const size_t per[] = {R * C, R * C, N * C, R, R, N * Vp}; /* encoded, emask, head */
+        for (size_t i = 0; i < (st->last ? 6u : 2u); i++)
+            if (i != 1 || drop) *slot += sym__pow2_at_least(per[i] * 4);
+        const size_t oth[] = {N * C, N * C, N * C, N * Cl, N * 3 * Cl, N * 4 * Cl, T * T,
+                              N * C, N * C, 2 * C, R * C};
         for (size_t i = 0; i < sizeof oth / sizeof *oth; i++)
-            if ((i != 1 || drop) && (i != 5 || st->last) && (i < 13 || i == 16 || sp) &&
-                (i != 16 || sp || drop))
-                acts += sym__pow2_at_least(oth[i] * 4);
-        return acts;
+            if (i < 7 || (i < 10 && sp) || (i == 10 && (sp || drop)))
+                shared += sym__pow2_at_least(oth[i] * 4);
+        return shared;
     }
-    /* gpt_cuda.cu carve(): bf16 activations, fp32 row statistics */
+    /* gpt_cuda.cu carve(): bf16 activations, fp32 row statistics; for a
+     * pipeline (not in our GPU code) the blocks, the input and the head's
+     * buffers kept a micro-batch */
     size_t t = (size_t)tp, Cl = C / t, NHl = NH / t;
     size_t one = 4 * up256(N * C * 2)                        /* ln1, res2, ln2, res3 */
                  + up256(N * 3 * Cl * 2) + up256(N * Cl * 2) /* qkv, atty */
                  + 2 * up256(N * 4 * Cl * 2)                 /* fch, fch_gelu */
                  + 4 * up256(N * 4) + up256(N * NHl * 4);    /* means, rstds, lse */
-    size_t acts = recompute ? L * up256(N * C * 2) + one : L * one;
     size_t Vl = r->vocab_parallel ? Vp / t : Vp;
-    acts += up256(N * C * 2) * 6                                   /* encoded lnf proj dres dln datty */
-            + up256(N * 3 * Cl * 2) + up256(N * 4 * Cl * 2)        /* dqkv, dfch */
-            + (st->last ? up256(N * Vl * 2) : 0)                   /* logits */
-            + 4 * up256(N * 4) + up256(N * NHl * 4)                /* lnf stats, losses, hits, att */
-            + 3 * up256(N * 4) + 2 * up256(N * 4);                 /* encoder scratch, tok, tgt */
-    return acts;
+    *slot = (recompute ? L * up256(N * C * 2) : L * one) + up256(N * C * 2) /* encoded */
+            + (st->last ? up256(N * C * 2) + up256(N * Vl * 2) + 2 * up256(N * 4) : 0);
+    return (recompute ? one : 0) + up256(N * C * 2) * 4 + (st->last ? 0 : up256(N * C * 2))
+           /* proj dres dln datty, lnf where it is not kept */
+           + up256(N * 3 * Cl * 2) + up256(N * 4 * Cl * 2)        /* dqkv, dfch */
+           + (st->last ? 0 : 2 * up256(N * 4)) + 2 * up256(N * 4) /* lnf stats, losses, hits */
+           + up256(N * NHl * 4)                                   /* att */
+           + 3 * up256(N * 4) + 2 * up256(N * 4);                 /* encoder scratch, tok, tgt */
 }
 
 /* ---- what our code does today ---- */
@@ -327,9 +340,10 @@ static size_t stage_acts(const sym_plan_request_t *r, const stage_t *st, int row
 enum { F_TP = 1, F_PP = 2, F_ZERO = 4, F_ACCUM = 8, F_RECOMPUTE = 16 };
 
 /* Features each device's training does (tp, pp, ZeRO and accumulation on
- * the CPU). The GPU trains data and tensor parallel (--device gpu). Neither
- * does the planner's whole-block recompute: the GPU's --recompute gelu,ln
- * keeps each block's other buffers. */
+ * the CPU, in any combination). The GPU trains data and
+ * tensor parallel (--device gpu). Neither does the planner's whole-block
+ * recompute: the GPU's --recompute gelu,ln keeps each block's other
+ * buffers. */
 static const unsigned have[2] = {F_TP | F_PP | F_ZERO | F_ACCUM, F_TP};
 
 static void say_needs(const sym_plan_request_t *r, unsigned used, char *buf, size_t len) {
@@ -411,7 +425,8 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
             mem.grads = sym__pow2_at_least((P + SYM_GRAD_CTRL) * 4) + (l->zero ? Pz1 * 4 : 0);
             mem.optim = (size_t)(adam ? 2 : 1) * Pz1 * 4;
         }
-        mem.acts = (size_t)st.inflight * stage_acts(r, &st, rows, l->tp, l->recompute);
+        size_t slot, shared = stage_acts(r, &st, rows, l->tp, l->recompute, &slot);
+        mem.acts = (size_t)st.inflight * slot + shared;
         mem.total = mem.params + mem.grads + mem.optim + mem.acts;
         if (mem.total > o->mem.total) {
             o->mem = mem;
@@ -433,11 +448,18 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
     }
     double re = l->recompute ? 4.0 / 3.0 : 1.0;
     o->t_compute = worst * tokens * re / r->flops;
+    double elt = gpu ? 2 : 4, act = (double)rows * T * C * elt;
+    int layers_stage = m->n_layer / l->pp + (m->n_layer % l->pp != 0);
+    /* Under TP every PE of the group still does the blocks' LayerNorms and
+     * residual adds on the whole width (gpt.c; Megatron without sequence
+     * parallelism): about 24 passes over a (rows x T, C) activation a layer,
+     * forward and backward, at the memory rate. The rate above has them split
+     * over tp with the rest; the (1 - 1/tp) left is added back. */
+    if (l->tp > 1)
+        o->t_compute += (1.0 - 1.0 / l->tp) * layers_stage * l->micro * 24.0 * act / r->mem_bw;
     o->bubble = (double)(l->pp - 1) / (double)(l->micro + l->pp - 1);
     o->t_bubble = o->t_compute * (l->pp - 1) / l->micro;
     /* communication */
-    double elt = gpu ? 2 : 4, act = (double)rows * T * C * elt;
-    int layers_stage = m->n_layer / l->pp + (m->n_layer % l->pp != 0);
     /* sequence parallelism: the same bytes as reduce-scatter + all-gather pairs, plus
      * the backward's 2 all-gathers of the LayerNorm outputs (one all-reduce's worth) */
     o->t_tp = l->tp > 1 ? (double)layers_stage * l->micro *
