@@ -32,6 +32,7 @@ sym_pe_test(train_tensor NPES 1 2 LIBS symtrain) # pools; symmetric tensors and 
 sym_pe_test(train_ddp NPES 1 2 3 4 LIBS symtrain) # bucketed all-reduce vs fp64 average
 sym_pe_test(train_dtensor NPES 1 2 3 4 LIBS symtrain) # mesh + every redistribution vs a reference
 sym_pe_test(train_tp NPES 1 2 4 LIBS symtrain) # GPT split over a TP team (and dp x tp) == 1 PE
+sym_pe_test(train_sp NPES 2 4 LIBS symtrain) # sequence parallelism == plain TP == 1 PE, dropout on/off
 sym_pe_test(train_plan_tp NPES 2 4 LIBS symtrain) # planner memory vs sym_model_create_tp's pools
 sym_pe_test(train_pp NPES 2 4 LIBS symtrain) # GPT in pipeline stages (1F1B, credits; dp x pp) == 1 PE
 sym_pe_test(train_zero_shard NPES 1 3 4 LIBS symtrain) # reduce-scattered buckets, ZeRO-2 release, sharded AdamW
@@ -114,6 +115,7 @@ if(SYM_PLAN_LAYOUTS)
   set_tests_properties(train_plan_memory_layouts PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()
 sym_train_e2e(train_parallel) # --parallel dp x tp layouts == 1 PE; bad layouts refused
+sym_train_e2e(train_parallel_sp) # --parallel ...,sp and a GPT's --dropout == 1 PE; refusals
 add_test(NAME train_parallel_resume # tp checkpoints: SIGKILL + restart exact; tp=4 -> tp=2
   COMMAND train_parallel $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> resume)
 set_tests_properties(train_parallel_resume PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)

@@ -47,7 +47,9 @@ static const char usage_text[] =
     "                               gpt:L=4,C=256,H=4,V=256,T=256 (layers, width, heads,\n"
     "                               vocabulary, context)\n"
     "  --activation relu|gelu       MLP hidden activation (default relu)\n"
-    "  --dropout P                  MLP dropout after each hidden activation (default 0.2)\n"
+    "  --dropout P                  dropout: an MLP's after each hidden activation (default\n"
+    "                               0.2), a GPT's on the embeddings and each residual\n"
+    "                               branch (default 0; CPU)\n"
     "  --seed S                     weights, data order and dropout (default 1)\n"
     "device\n"
     "  --device auto|cpu|gpu        where a GPT trains (auto: the GPU when there is one)\n"
@@ -92,7 +94,14 @@ static const char usage_text[] =
     "                               over M PEs (tensor parallelism: heads, MLP and\n"
     "                               vocabulary) in K pipeline stages of its blocks (1F1B).\n"
     "                               Any subset, a size not given is 1, and N x M x K must\n"
-    "                               be the PE count (default: dp over all)\n"
+    "                               be the PE count (default: dp over all). Add ,sp for\n"
+    "                               sequence parallelism inside each tp group (the\n"
+    "                               LayerNorm/dropout/residual activations split along\n"
+    "                               the sequence): --parallel dp=2,tp=2,sp\n"
+    "  --tp-overlap C               with tp (without sp): each row-parallel GEMM and\n"
+    "                               column-parallel input gradient in C row chunks, a\n"
+    "                               chunk's all-reduce running while the next computes\n"
+    "                               (default 1: no overlap)\n"
     "  --parallel auto              the layout planner's fastest for this job (symtrain\n"
     "                               plan --runnable): dp, tp, pp, micro-batches and ZeRO\n"
     "                               stage, said in one line with why\n"
@@ -220,12 +229,15 @@ static double duration_value(const char *opt, const char *s) {
 
 /* ---- train ---- */
 
-/* --parallel dp=N,tp=M,pp=K: any subset, each at most once (the sizes are
- * checked against the job by sym_train_validate). */
-static void parallel_value(const char *v, sym_parallel_t *p) {
+/* --parallel dp=N,tp=M,pp=K[,sp]: any subset, each at most once (the sizes are
+ * checked against the job by sym_train_validate); sp sets the model's
+ * sequence parallelism. */
+static void parallel_value(const char *v, sym_parallel_t *p, sym_model_config_t *model) {
     static const char *const form = "write dp=N,tp=M,pp=K (any of them, sizes >= 1 multiplying "
-                                    "to the PE count), e.g. --parallel dp=2,tp=2, or auto";
+                                    "to the PE count) and optionally sp (sequence parallelism), "
+                                    "e.g. --parallel dp=2,tp=2, dp=2,tp=2,sp or auto";
     memset(p, 0, sizeof *p);
+    model->seq_parallel = 0;
     if (!strcmp(v, "auto")) {
         p->plan = 1;
         return;
@@ -234,6 +246,12 @@ static void parallel_value(const char *v, sym_parallel_t *p) {
     if (!*v || v[strlen(v) - 1] == ',') usage_error("--parallel '%s': %s", v, form);
     do {
         int *slot = NULL;
+        if (!strncmp(s, "sp", 2) && (s[2] == ',' || !s[2])) {
+            if (model->seq_parallel) usage_error("--parallel '%s': sp is given twice; %s", v, form);
+            model->seq_parallel = 1;
+            s += s[2] ? 3 : 2;
+            continue;
+        }
         if (!strncmp(s, "dp=", 3)) slot = &p->dp;
         if (!strncmp(s, "tp=", 3)) slot = &p->tp;
         if (!strncmp(s, "pp=", 3)) slot = &p->pp;
@@ -265,7 +283,8 @@ static const char *const valued[] = {
     "--metrics-port",
     "--log-interval", "--progress", "--device", "--precision", "--recompute",
     "--loss-scale-growth", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every",
-    "--sample", "--prompt", "--parallel", "--micro-batches", "--inbox-slots", NULL};
+    "--sample", "--prompt", "--parallel", "--micro-batches", "--inbox-slots", "--tp-overlap",
+    NULL};
 
 static const char *const flags[] = {"--generated", "--resume", "--quiet", "--help", NULL};
 
@@ -306,6 +325,7 @@ static int listed(const char *const *list, const char *opt) {
 
 static void parse_train(int argc, char **argv, sym_train_config_t *c) {
     sym_train_defaults(c);
+    int dropout_given = 0;
     const char *port = getenv("SYMTRAIN_METRICS_PORT");
     if (port && *port) c->metrics_port = (int)int_value("SYMTRAIN_METRICS_PORT", port, 0, 65535);
     for (int i = 0; i < argc; i++) {
@@ -330,13 +350,14 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             if (speaker) print_help();
             leave(0);
         } else if (!strcmp(opt, "--parallel")) {
-            parallel_value(v, &c->parallel);
+            parallel_value(v, &c->parallel, &c->model);
         } else if (!strcmp(opt, "--model")) {
             if (sym_model_parse(v, &c->model)) usage_error("%s", sym_last_error());
         } else if (!strcmp(opt, "--activation")) {
             if (sym_act_parse(v, &c->model.act)) usage_error("%s", sym_last_error());
         } else if (!strcmp(opt, "--dropout")) {
             c->model.dropout = (float)num_value(opt, v, 0, 0.95);
+            dropout_given = 1;
         } else if (!strcmp(opt, "--seed")) {
             c->model.seed = (uint64_t)int_value(opt, v, 0, INT64_MAX);
         } else if (!strcmp(opt, "--data")) {
@@ -402,6 +423,8 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->max_steps = int_value(opt, v, 1, INT64_MAX);
         } else if (!strcmp(opt, "--bucket-mb")) {
             c->bucket_mb = num_value(opt, v, 1e-6, 1 << 20);
+        } else if (!strcmp(opt, "--tp-overlap")) {
+            c->model.tp_chunks = (int)int_value(opt, v, 1, 64);
         } else if (!strcmp(opt, "--micro-batches")) {
             c->micro_batches = (int)int_value(opt, v, 1, 1 << 20);
         } else if (!strcmp(opt, "--inbox-slots")) {
@@ -482,6 +505,7 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             usage_error("unknown option '%s'", a);
         }
     }
+    if (!dropout_given && c->model.kind == SYM_MODEL_GPT) c->model.dropout = 0; /* a GPT's default */
 }
 
 static int train_main(int argc, char **argv) {

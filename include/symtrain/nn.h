@@ -157,7 +157,8 @@ typedef struct {
     int nlayers;               /* linear layers: dims has nlayers + 1 entries */
     int dims[SYM_MAX_LAYERS + 1];
     sym_act_t act;             /* after every hidden linear layer */
-    float dropout;             /* after every hidden activation; 0 = none */
+    float dropout;             /* MLP: after every hidden activation; GPT: on the embeddings
+                                  and each block's two residual branches; 0 = none */
     /* GPT (GPT-2's architecture) */
     int n_layer;               /* L: transformer blocks */
     int n_embd;                /* C: width */
@@ -165,6 +166,12 @@ typedef struct {
     int vocab;                 /* V: tokens in [0, V) */
     int padded_vocab;          /* Vp >= V: rows of the embedding (a multiple of 128) */
     int max_seq;               /* T: the longest context (rows of the position embedding) */
+    int seq_parallel;          /* under tensor parallelism: split the LayerNorm, dropout and
+                                  residual regions along the sequence (Megatron-SP) */
+    int tp_chunks;             /* under tensor parallelism without SP: each row-parallel GEMM
+                                  (and column-parallel input gradient) in this many row chunks,
+                                  chunk i's all-reduce running while chunk i+1 computes
+                                  (0 or 1: one GEMM, then one all-reduce) */
     uint64_t seed;             /* weight init and dropout masks */
 } sym_model_config_t;
 
@@ -221,7 +228,12 @@ int sym_model_create(const sym_model_config_t *cfg, int max_rows, int symmetric,
  * inputs; the whole-tensor parameters' gradients come out the same on every
  * PE of the team. Weights are the slices of the 1-PE model's, so the losses
  * match a 1-PE run to fp32 rounding. A team of one PE is sym_model_create.
- * Needs n_head and n_embd divisible by the team's size. */
+ * Needs n_head and n_embd divisible by the team's size. With
+ * cfg->seq_parallel (sequence parallelism, models/gpt.c) the sums become
+ * reduce-scatters along the sequence and all-gathers, the LayerNorm and
+ * residual activations are split along the sequence (any length: uneven
+ * parts), and the call (and sym_model_destroy) is collective over the whole
+ * job, which allocates the redistributions' symmetric scratch. */
 int sym_model_create_tp(const sym_model_config_t *cfg, int max_rows, int symmetric,
                         shmem_team_t tp, sym_model_t **out);
 void sym_model_destroy(sym_model_t *m);

@@ -33,6 +33,9 @@ int sym__comm_avg_start(shmem_team_t team, float *x, size_t n, sym__req_t *req);
  * the team of x (n floats, symmetric); block private or symmetric. */
 int sym__comm_avg_scatter_start(shmem_team_t team, const float *x, size_t n, float *block,
                                 sym__req_t *req);
+/* Start x (n floats, symmetric or private) = sum over the team's PEs, in
+ * place (the tensor-parallel GPT's chunks, overlapped with its GEMMs). */
+int sym__comm_sum_start(shmem_team_t team, float *x, size_t n, sym__req_t *req);
 /* *done = 1 once req is complete (then sym__comm_wait returns its status at once). */
 int sym__comm_test(sym__req_t req, int *done);
 int sym__comm_wait(sym__req_t req);

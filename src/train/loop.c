@@ -126,6 +126,38 @@ static sym_parallel_t layout_of(const sym_train_config_t *c, int npes) {
     return l;
 }
 
+/* Sequence parallelism (--parallel ...,sp), --tp-overlap and a GPT's dropout
+ * against the layout and the device. */
+static int validate_gpt_split(const sym_train_config_t *c, const sym_parallel_t *l) {
+    int gpt = c->model.kind == SYM_MODEL_GPT;
+    if (c->model.seq_parallel && (l->tp == 1 || l->pp > 1))
+        return sym__error(SYM_EINVAL, "--parallel ...,sp: sequence parallelism splits the "
+                                      "activations of a tp group%s; %s",
+                          l->tp == 1 ? ", and there is none" : ", and pipeline stages do not take it "
+                                                              "in this build",
+                          l->tp == 1 ? "add tp=M (M > 1)" : "drop sp, or pp");
+    if (c->model.tp_chunks > 1 && (l->tp == 1 || c->model.seq_parallel))
+        return sym__error(SYM_EINVAL, "--tp-overlap %d overlaps a tp group's all-reduces with "
+                                      "its GEMMs; %s",
+                          c->model.tp_chunks, l->tp == 1 ? "there is no tp group: add tp=M (M > 1)"
+                                                         : "with sp there are none (reduce-scatters "
+                                                           "and all-gathers instead): drop one");
+    if (gpt && c->model.dropout > 0 && l->pp > 1)
+        return sym__error(SYM_EINVAL, "--dropout %g with pp=%d: a GPT's dropout under a pipeline "
+                                      "is not in this build; pass --dropout 0, or drop pp",
+                          (double)c->model.dropout, l->pp);
+    if ((c->model.seq_parallel || c->model.tp_chunks > 1) && c->device == SYM_TRAIN_GPU)
+        return sym__error(SYM_EINVAL, "%s: the GPU's tensor parallelism has neither sequence "
+                                      "parallelism nor chunked overlap in this build; pass "
+                                      "--device cpu, or drop it",
+                          c->model.seq_parallel ? "--parallel ...,sp" : "--tp-overlap");
+    if (gpt && c->model.dropout > 0 && c->device == SYM_TRAIN_GPU)
+        return sym__error(SYM_EINVAL, "--dropout %g: a GPT's dropout trains on the CPU in this "
+                                      "build; pass --device cpu, or --dropout 0 for the GPU",
+                          (double)c->model.dropout);
+    return SYM_OK;
+}
+
 /* --micro-batches: a step's micro-batches per data-parallel replica, one
  * option for both kinds: with pp > 1 the pipeline's (default: one per
  * stage), else gradient accumulation (default 1). */
@@ -136,6 +168,7 @@ static int micro_of(const sym_train_config_t *c, sym_parallel_t l) {
 /* --parallel against the job and the model. */
 static int validate_layout(const sym_train_config_t *c, int npes) {
     sym_parallel_t l = layout_of(c, npes);
+    int rc;
     if (l.dp < 1 || l.tp < 1 || l.pp < 1)
         return sym__error(SYM_EINVAL, "--parallel: dp, tp and pp are whole numbers >= 1");
     if ((long)l.dp * l.tp * l.pp != npes)
@@ -143,6 +176,7 @@ static int validate_layout(const sym_train_config_t *c, int npes) {
                           "--parallel dp=%d,tp=%d,pp=%d makes %ld PEs, but the job has %d: make "
                           "dp x tp x pp = %d (a size not given is 1)",
                           l.dp, l.tp, l.pp, (long)l.dp * l.tp * l.pp, npes, npes);
+    if ((rc = validate_gpt_split(c, &l))) return rc;
     if (l.tp == 1) return SYM_OK;
     const sym_model_config_t *m = &c->model;
     if (m->kind != SYM_MODEL_GPT)
@@ -1279,6 +1313,11 @@ static int choose_device(run_t *r) {
         return report(r, sym__error(SYM_ENOENT, "--device gpu: %d PE%s cannot use a GPU: %s",
                                     missing, missing == 1 ? "" : "s", why), 0);
     if (missing) return SYM_OK; /* auto: the CPU */
+    if (c->model.dropout > 0) { /* auto: the GPU's GPT has no dropout */
+        note(r, "--dropout %g: a GPT's dropout trains on the CPU; --device auto takes the CPU",
+             (double)c->model.dropout);
+        return SYM_OK;
+    }
     r->gpu = be;
     return SYM_OK;
 }
@@ -1594,7 +1633,10 @@ static int setup(run_t *r) {
                  m->spec, m->n_layer, m->n_embd, m->n_head, m->vocab, m->max_seq,
                  sym_model_full_num_params(r->model), t->name,
                  (long long)t->n_train, (long long)t->n_eval, t->seq);
-        else
+        if (t->text && m->dropout > 0)
+            note(r, "dropout %g on the embeddings and each block's two residual branches",
+                 (double)m->dropout);
+        if (!t->text)
             note(r, "%s (%s, dropout %g), %zu parameters; %s: %lld training / %lld test samples",
                  m->spec, sym_act_name(m->act), (double)m->dropout, r->P, t->name,
                  (long long)t->n_train, (long long)t->n_eval);
@@ -1609,9 +1651,12 @@ static int setup(run_t *r) {
                                            "fp32 (products in TF32)"};
         if (r->lay.tp > 1)
             note(r, "layout dp=%d tp=%d pp=%d: %d data-parallel group%s of %d PEs, each "
-                    "holding %zu of the %zu parameters (heads and vocabulary split over tp)",
+                    "holding %zu of the %zu parameters (heads and vocabulary split over tp)%s",
                  r->lay.dp, r->lay.tp, r->lay.pp, r->lay.dp, r->lay.dp == 1 ? "" : "s",
-                 r->lay.tp, r->P, sym_model_full_num_params(r->model));
+                 r->lay.tp, r->P, sym_model_full_num_params(r->model),
+                 m->seq_parallel ? "; sequence parallel: LayerNorm, dropout and residual "
+                                   "activations split along the sequence over tp"
+                                 : "");
         else
             note(r, "layout dp=%d tp=%d pp=%d", r->lay.dp, r->lay.tp, r->lay.pp);
         char gmem[32], saved[96] = "";

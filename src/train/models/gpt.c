@@ -40,6 +40,34 @@
  * summed over the team. wpe, the LayerNorms and the row-parallel biases are
  * whole on every PE and computed alike on each, so their gradients agree
  * without communication.
+ *
+ * Sequence parallelism (cfg.seq_parallel with a TP team, Megatron-SP): in the
+ * LayerNorm / dropout / residual regions each PE of the team holds only its
+ * part of the sequence, the activations (B,T,C) placed Shard(1) over the team
+ * (sym_shard_range of T: uneven shards allowed, a PE may hold none). Where
+ * plain TP sums a row-parallel output over the team (all-reduce), SP
+ * redistributes it Partial -> Shard(1) (a reduce-scatter along the sequence);
+ * before each column-parallel GEMM (QKV, MLP up, the LM head) the LayerNorm's
+ * shard goes Shard(1) -> Replicate (an all-gather). The backward mirrors it:
+ * the residual gradient's shard is all-gathered before each row-parallel
+ * layer's backward, the column-parallel layers' partial input gradients
+ * reduce-scattered. Only the shards are kept: the backward all-gathers the
+ * LayerNorm outputs again (Megatron's choice), so the per-block buffers
+ * ln_1, ln_2, the two residuals and their row statistics (and the dropout
+ * masks) shrink by the team's size. The LayerNorms' weight gradients then
+ * come from a part of the rows on each PE and are summed over the team.
+ * Every redistribution is sym_redistribute on a 1-D mesh over the team
+ * (symtrain/dtensor.h), whose symmetric scratch (rows x T x C floats) the
+ * model allocates: with SP, creating and destroying the model is collective
+ * over the whole job. Pipeline stages do not take SP (refused).
+ *
+ * Dropout (cfg.dropout > 0, training only): GPT-2's embedding dropout and
+ * residual dropout on the output of each block's two row-parallel layers
+ * (attn.c_proj, mlp.c_proj) before its residual add; GPT-2's dropout on the
+ * attention probabilities is not here. A mask is a function of (the site's
+ * key, the step, the token's global row (row0 + b) * T + t, the unit), as in
+ * ops/cpu/dropout.c, so every split of the batch, the heads or the sequence
+ * draws the 1-PE model's masks.
  */
 #include <errno.h>
 #include <math.h>
@@ -47,7 +75,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <shmem.h>
+
 #include <symtrain/data.h>
+#include <symtrain/dtensor.h>
 #include <symtrain/rng.h>
 
 #include "internal.h"
@@ -123,26 +154,31 @@ int sym__gpt_parse(const char *spec, const char *p, sym_model_config_t *cfg) {
 
 enum { LN1W, LN1B, QKVW, QKVB, PROJW, PROJB, LN2W, LN2B, FCW, FCB, FCPW, FCPB, NBLOCK };
 
-typedef struct { /* one block's activations, sized for max_rows x T rows */
-    float *ln1, *ln1_mean, *ln1_rstd; /* (N,C), (N), (N) */
-    float *qkv;                       /* (N,3C) */
-    float *att;                       /* (B,NH,T,T) */
-    float *atty;                      /* (N,C) */
-    float *res2;                      /* (N,C) x + attention */
-    float *ln2, *ln2_mean, *ln2_rstd;
-    float *fch, *fch_gelu;            /* (N,4C) */
-    float *res3;                      /* (N,C) the block's output */
+typedef struct { /* one block's activations, sized for max_rows x T rows (R: this PE's
+                   * rows of the sequence-parallel regions, N without SP; with TP the
+                   * head-local ones Cl = C / tp wide, NHl = NH / tp heads) */
+    float *ln1, *ln1_mean, *ln1_rstd; /* (R,C), (R), (R) */
+    float *qkv;                       /* (N,3Cl) */
+    float *att;                       /* (B,NHl,T,T) */
+    float *atty;                      /* (N,Cl) */
+    float *res2;                      /* (R,C) x + attention */
+    float *ln2, *ln2_mean, *ln2_rstd; /* (R,C), (R), (R) */
+    float *fch, *fch_gelu;            /* (N,4Cl) */
+    float *res3;                      /* (R,C) the block's output */
+    float *mask1, *mask2;             /* (R,C) the residual dropouts' masks (dropout only) */
 } block_t;
 
 /* What one forward keeps for its backward: one set per slot (a pipeline stage
  * holds several micro-batches between their forward and their backward). */
 typedef struct {
     block_t *block;                   /* (nl) this model's blocks */
-    float *encoded;                   /* (N,C) the embeddings, or the previous stage's output */
-    float *lnf, *lnf_mean, *lnf_rstd; /* (N,C), (N), (N); the head only */
+    float *encoded;                   /* (R,C) the embeddings, or the previous stage's output */
+    float *emask;                     /* (R,C) the embedding dropout's mask (dropout only) */
+    float *lnf, *lnf_mean, *lnf_rstd; /* (N,C) (gathered with SP), (R), (R); the head only */
     float *logits;                    /* (N,Vp); the head only */
     const int32_t *tokens;            /* the forward's input (B,T) */
     int B, T, training;
+    int64_t t0, tl;                   /* this PE's positions [t0, t0 + tl) of the sequence */
 } acts_t;
 
 typedef struct {
@@ -154,10 +190,20 @@ typedef struct {
     /* backward: one block's worth, reused */
     float *dres;                      /* (N,C) the residual stream's gradient */
     float *dln;                       /* (N,C) */
-    float *datty;                     /* (N,C) */
-    float *dqkv;                      /* (N,3C) */
-    float *dfch;                      /* (N,4C) */
+    float *datty;                     /* (N,Cl) */
+    float *dqkv;                      /* (N,3Cl) */
+    float *dfch;                      /* (N,4Cl) */
     float *datt;                      /* (T,T) */
+    /* sequence parallelism (sp != NULL) */
+    sym_mesh_t *sp;                   /* "tp=t" over m->tp: the redistributions' mesh */
+    void *sp_scratch;                 /* its symmetric scratch (N,C) floats */
+    float *full;                      /* (N,C) a LayerNorm output gathered */
+    float *dfull;                     /* (N,C) a residual gradient gathered */
+    float *lngrad;                    /* (2C) a LayerNorm's weight and bias gradients, this
+                                       * PE's rows' share */
+    float *dsh;                       /* (R,C) a reduced shard, or a gradient through dropout
+                                       * (SP or dropout) */
+    uint64_t *drop_key;               /* (1 + 2 nl) embedding, then each block's two sites */
 } gpt_t;
 
 /* Declare a parameter; `index` is its place in the whole model's table (its
@@ -318,6 +364,22 @@ static int init_weights(sym_model_t *m) {
     return SYM_OK;
 }
 
+/* Sequence parallelism: on a TP team with cfg.seq_parallel. */
+static int sp_on(const sym_model_t *m) { return m->tp_size > 1 && m->cfg.seq_parallel; }
+
+/* The mesh of the sequence-parallel redistributions and its scratch (n floats). */
+static int sp_create(sym_model_t *m, gpt_t *g, size_t n) {
+    char spec[32];
+    snprintf(spec, sizeof spec, "tp=%d", m->tp_size);
+    int rc = sym_mesh_create(m->tp, spec, &g->sp);
+    if (rc) return rc;
+    if (!(g->sp_scratch = shmem_malloc(n * sizeof(float)))) /* every PE: the same size */
+        return sym__error(SYM_ENOMEM, "sequence parallelism: no %zu bytes of symmetric memory "
+                          "for the redistributions' scratch; raise SYMTRAIN_SYMMETRIC_SIZE",
+                          n * sizeof(float));
+    return sym_mesh_attach_scratch(g->sp, g->sp_scratch, n * sizeof(float));
+}
+
 static int gpt_init(sym_model_t *m) {
     gpt_t *g = m->impl;
     const sym_model_config_t *c = &m->cfg;
@@ -326,23 +388,41 @@ static int gpt_init(sym_model_t *m) {
     size_t B = (size_t)m->max_rows, T = (size_t)c->max_seq, C = (size_t)c->n_embd;
     size_t N = B * T, NH = (size_t)c->n_head, Vp = (size_t)c->padded_vocab;
     size_t S = (size_t)m->slots, nl = (size_t)m->nl;
-    if (!(g->slot = calloc(S, sizeof *g->slot))) return sym__error(SYM_ENOMEM, "out of memory");
+    int sp = sp_on(m), drop = c->dropout > 0.0f;
+    if (sp && (!m->embed || !m->head))
+        return sym__error(SYM_EINVAL, "sequence parallelism with pipeline stages is not in this "
+                                      "build; drop sp, or pp");
+    /* R: the rows of the sequence-parallel regions, the largest shard's (team PE 0's) */
+    size_t R = sp ? B * ((T + (size_t)m->tp_size - 1) / (size_t)m->tp_size) : N;
+    if (!(g->slot = calloc(S, sizeof *g->slot)) ||
+        (drop && !(g->drop_key = malloc((1 + 2 * nl) * sizeof *g->drop_key))))
+        return sym__error(SYM_ENOMEM, "out of memory");
     for (size_t s = 0; s < S; s++)
         if (!(g->slot[s].block = calloc(nl ? nl : 1, sizeof(block_t))))
             return sym__error(SYM_ENOMEM, "out of memory for the model");
+    for (size_t i = 0; drop && i < 1 + 2 * nl; i++) /* sites of the whole model: 0, 1 + 2 l + k */
+        g->drop_key[i] = sym_rng_key(c->seed, SYM_RNG_DROPOUT,
+                                     i ? 1 + 2 * (uint64_t)m->l0 + i - 1 : 0);
     /* Every buffer in floats; the pool is sized for their power-of-two blocks. */
-    size_t per_block[] = {N * C, N, N, N * 3 * C, B * NH * T * T, N * C, N * C,
-                          N * C, N, N, N * 4 * C, N * 4 * C, N * C};
-    size_t per_slot[] = {N * C, N * C, N, N, N * Vp}; /* encoded, then the head's */
-    size_t shared[] = {N * C, N * C, N * C, N * C, N * 3 * C, N * 4 * C, T * T};
-    size_t need = 0, nslot = m->head ? 5 : 1;
-    for (size_t i = 0; i < sizeof per_block / sizeof *per_block; i++)
-        need += S * nl * sym__pow2_at_least(per_block[i] * 4);
-    for (size_t i = 0; i < nslot; i++) need += S * sym__pow2_at_least(per_slot[i] * 4);
-    for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
-        need += sym__pow2_at_least(shared[i] * 4);
+    /* TP: the head-local buffers (qkv, the attention, its output, the MLP's hidden
+     * layer and their gradients) hold this PE's heads, Cl = C / tp wide */
+    size_t Cl = C / (size_t)m->tp_size, NHl = NH / (size_t)m->tp_size;
+    size_t per_block[] = {R * C, R, R, N * 3 * Cl, B * NHl * T * T, N * Cl, R * C,
+                          R * C, R, R, N * 4 * Cl, N * 4 * Cl, R * C, R * C, R * C};
+    size_t per_slot[] = {R * C, R * C, N * C, R, R, N * Vp}; /* encoded, emask, the head's */
+    size_t shared[] = {N * C, N * C, N * C, N * Cl, N * 3 * Cl, N * 4 * Cl, T * T,
+                       N * C, N * C, 2 * C, R * C};
+    size_t nblock = drop ? 15 : 13, nshared = sp ? 11 : 7;
+    size_t need = 0;
+    for (size_t i = 0; i < nblock; i++) need += S * nl * sym__pow2_at_least(per_block[i] * 4);
+    for (size_t i = 0; i < 6; i++)
+        if ((i != 1 || drop) && (i < 2 || m->head))
+            need += S * sym__pow2_at_least(per_slot[i] * 4);
+    for (size_t i = 0; i < nshared; i++) need += sym__pow2_at_least(shared[i] * 4);
+    if (drop && !sp) need += sym__pow2_at_least(shared[10] * 4); /* dsh */
     if ((rc = sym_pool_create("activations", sym__pow2_at_least(need), 0, &g->acts))) return rc;
     m->acts = g->acts;
+    if (sp && (rc = sp_create(m, g, N * C))) return rc;
     size_t k = 0;
 #define TAKE(ptr, sizes)                                                  \
     do {                                                                  \
@@ -368,9 +448,15 @@ static int gpt_init(sym_model_t *m) {
             TAKE(b->fch, per_block);
             TAKE(b->fch_gelu, per_block);
             TAKE(b->res3, per_block);
+            if (drop) {
+                TAKE(b->mask1, per_block);
+                TAKE(b->mask2, per_block);
+            }
         }
         k = 0;
         TAKE(a->encoded, per_slot);
+        if (drop) TAKE(a->emask, per_slot);
+        k = 2;
         if (m->head) {
             TAKE(a->lnf, per_slot);
             TAKE(a->lnf_mean, per_slot);
@@ -386,6 +472,13 @@ static int gpt_init(sym_model_t *m) {
     TAKE(g->dqkv, shared);
     TAKE(g->dfch, shared);
     TAKE(g->datt, shared);
+    if (sp) {
+        TAKE(g->full, shared);
+        TAKE(g->dfull, shared);
+        TAKE(g->lngrad, shared);
+    }
+    k = 10;
+    if (sp || drop) TAKE(g->dsh, shared);
 #undef TAKE
     g->a = &g->slot[0];
     return SYM_OK;
@@ -396,6 +489,9 @@ static void gpt_destroy(sym_model_t *m) {
     if (!g) return;
     sym_pool_destroy(g->acts);
     m->acts = NULL;
+    sym_mesh_destroy(g->sp); /* before its scratch */
+    if (g->sp_scratch) shmem_free(g->sp_scratch);
+    free(g->drop_key);
     for (int s = 0; g->slot && s < m->slots; s++) free(g->slot[s].block);
     free(g->slot);
     free(g->off);
@@ -440,9 +536,199 @@ static int tp_sum(const sym_model_t *m, float *x, size_t n) {
     return m->tp_size > 1 ? sym__comm_sum(m->tp, x, n) : SYM_OK;
 }
 
+/* ---- sequence parallelism: redistributions of (B,T,C) activations ---- */
+
+/* dst placed `to` from src placed `from` over the TP team's mesh. */
+static int sp_move(const gpt_t *g, float *dst, sym_placement_t to, const float *src,
+                   sym_placement_t from, int B, int T, int C) {
+    int64_t global[3] = {B, T, C}, ls[3], ld[3];
+    sym_dtensor_t x, y;
+    int rc;
+    if ((rc = sym_dtensor_local_shape(g->sp, SYM_DT_F32, 3, global, &from, ls, NULL)) ||
+        (rc = sym_dtensor_local_shape(g->sp, SYM_DT_F32, 3, global, &to, ld, NULL)))
+        return rc;
+    sym_tensor_t tx = sym_tensor_view((float *)src, 3, ls), ty = sym_tensor_view(dst, 3, ld);
+    if ((rc = sym_dtensor_wrap(&x, g->sp, &tx, 3, global, &from)) ||
+        (rc = sym_dtensor_wrap(&y, g->sp, &ty, 3, global, &to)))
+        return rc;
+    return sym_redistribute(&x, &y);
+}
+
+/* Before a column-parallel GEMM: the whole (N,C) input of a LayerNorm's
+ * output, this PE's shard (R,C) all-gathered with SP (Shard(1) -> Replicate). */
+static int col_input(const sym_model_t *m, gpt_t *g, const float *ln, const float **in) {
+    const acts_t *a = g->a;
+    *in = ln;
+    if (!g->sp) return SYM_OK;
+    *in = g->full;
+    return sp_move(g, g->full, sym_replicate(), ln, sym_shard(1), a->B, a->T, m->cfg.n_embd);
+}
+
+/* After a row-parallel GEMM (its partial output in part, (N,C)), or a
+ * column-parallel one's backward (its partial input gradient): the sum over
+ * the team, all of it (all-reduce, in place), or with SP this PE's rows
+ * (Partial(sum) -> Shard(1), a reduce-scatter into g->dsh). *out: the result. */
+static int row_output(const sym_model_t *m, gpt_t *g, float *part, float **out) {
+    const acts_t *a = g->a;
+    int C = m->cfg.n_embd;
+    *out = part;
+    if (!g->sp) return tp_sum(m, part, (size_t)a->B * a->T * C);
+    *out = g->dsh;
+    return sp_move(g, g->dsh, sym_shard(1), part, sym_partial(SYM_PARTIAL_SUM), a->B, a->T, C);
+}
+
+/* Before a row-parallel layer's backward: the whole gradient of its output,
+ * the residual gradient's shard d (R,C) all-gathered with SP. */
+static int row_grad(const sym_model_t *m, gpt_t *g, const float *d, const float **out) {
+    const acts_t *a = g->a;
+    *out = d;
+    if (!g->sp) return SYM_OK;
+    *out = g->dfull;
+    return sp_move(g, g->dfull, sym_replicate(), d, sym_shard(1), a->B, a->T, m->cfg.n_embd);
+}
+
+/* LayerNorm backward on this PE's R rows; with SP the weight and bias
+ * gradients of those rows are summed over the team before they are added. */
+static int ln_backward(const sym_model_t *m, gpt_t *g, float *dx, float *dw, float *db,
+                       const float *dout, const float *x, const float *w, const float *mean,
+                       const float *rstd, int64_t R) {
+    int C = m->cfg.n_embd, rc;
+    if (!g->sp) {
+        sym_layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, R, C);
+        return SYM_OK;
+    }
+    memset(g->lngrad, 0, 2 * (size_t)C * sizeof(float));
+    sym_layernorm_backward(dx, g->lngrad, g->lngrad + C, dout, x, w, mean, rstd, R, C);
+    if ((rc = sym__comm_sum(m->tp, g->lngrad, 2 * (size_t)C))) return rc;
+    for (int i = 0; i < C; i++) {
+        dw[i] += g->lngrad[i];
+        db[i] += g->lngrad[C + i];
+    }
+    return SYM_OK;
+}
+
+/* ---- tensor parallelism: the all-reduces overlapped with the GEMMs (tp_chunks) ---- */
+
+enum { MAX_CHUNKS = 64 };
+
+/* Plain TP (no SP) with cfg.tp_chunks > 1. */
+static int overlapped(const sym_model_t *m, const gpt_t *g) {
+    return m->tp_size > 1 && !g->sp && m->cfg.tp_chunks > 1;
+}
+
+/* Rows [*r0, *r1) of chunk k of N rows in K chunks. */
+static void chunk_rows(int64_t N, int K, int k, int64_t *r0, int64_t *r1) {
+    *r0 = N * k / K;
+    *r1 = N * (k + 1) / K;
+}
+
+/* Wait for the n started requests; the first error (rc) wins. */
+static int wait_all(sym__req_t *req, int n, int rc) {
+    for (int k = 0; k < n; k++) {
+        int w = sym__comm_wait(req[k]);
+        if (!rc) rc = w;
+    }
+    return rc;
+}
+
+/* A row-parallel layer summed over the team: out (N,O) = in (N,I) @ w^T + b
+ * (b on team PE 0 only, may be NULL), then row_output (*y: the sum, or with
+ * SP this PE's shard). Overlapped: in row chunks, each chunk's all-reduce
+ * started as soon as it is computed, while the next one computes. */
+static int row_parallel(const sym_model_t *m, gpt_t *g, float *out, const float *in,
+                        const float *w, const float *b, int64_t N, int64_t I, int64_t O,
+                        float **y) {
+    int rc;
+    if (!overlapped(m, g)) {
+        if ((rc = linear(out, in, w, b, N, I, O))) return rc;
+        return row_output(m, g, out, y);
+    }
+    sym__req_t req[MAX_CHUNKS];
+    int K = m->cfg.tp_chunks < MAX_CHUNKS ? m->cfg.tp_chunks : MAX_CHUNKS, n = 0;
+    if (K > N) K = (int)(N > 0 ? N : 1);
+    rc = SYM_OK;
+    for (int k = 0; k < K && !rc; k++) {
+        int64_t r0, r1;
+        chunk_rows(N, K, k, &r0, &r1);
+        if (r1 == r0) continue;
+        if (!(rc = linear(out + r0 * O, in + r0 * I, w, b, r1 - r0, I, O)) &&
+            !(rc = sym__comm_sum_start(m->tp, out + r0 * O, (size_t)((r1 - r0) * O), &req[n])))
+            n++;
+    }
+    *y = out;
+    return wait_all(req, n, rc);
+}
+
+/* A column-parallel layer's backward: dw (O,I) +=, db (O) += (may be NULL),
+ * din (N,I) += dout (N,O) @ w, the partial input gradient then summed over
+ * the team (row_output: *dl the sum, or with SP this PE's shard). Overlapped:
+ * the input gradient first, in row chunks whose all-reduces start at once,
+ * then the weight gradient while they run. */
+static int col_parallel_back(const sym_model_t *m, gpt_t *g, float *din, float *dw, float *db,
+                             const float *dout, const float *in, const float *w, int64_t N,
+                             int64_t I, int64_t O, float **dl) {
+    int rc;
+    if (!overlapped(m, g)) {
+        if ((rc = linear_back(din, dw, db, dout, in, w, N, I, O))) return rc;
+        return row_output(m, g, din, dl);
+    }
+    sym__req_t req[MAX_CHUNKS];
+    int K = m->cfg.tp_chunks < MAX_CHUNKS ? m->cfg.tp_chunks : MAX_CHUNKS, n = 0;
+    if (K > N) K = (int)(N > 0 ? N : 1);
+    sym_tensor_t tw = sym_tensor_2d((float *)w, O, I);
+    rc = SYM_OK;
+    for (int k = 0; k < K && !rc; k++) {
+        int64_t r0, r1;
+        chunk_rows(N, K, k, &r0, &r1);
+        if (r1 == r0) continue;
+        sym_tensor_t dy = sym_tensor_2d((float *)dout + r0 * O, r1 - r0, O);
+        sym_tensor_t dx = sym_tensor_2d(din + r0 * I, r1 - r0, I);
+        if (!(rc = sym_linear_backward_input(&tw, &dy, &dx)) &&
+            !(rc = sym__comm_sum_start(m->tp, din + r0 * I, (size_t)((r1 - r0) * I), &req[n])))
+            n++;
+    }
+    if (!rc) {
+        sym_tensor_t x = sym_tensor_2d((float *)in, N, I), dy = sym_tensor_2d((float *)dout, N, O);
+        sym_tensor_t tdw = sym_tensor_2d(dw, O, I), tdb = sym_tensor_view(db, 1, &O);
+        rc = sym_linear_backward_params(&x, &dy, &tdw, db ? &tdb : NULL);
+    }
+    *dl = din;
+    return wait_all(req, n, rc);
+}
+
+/* ---- dropout ---- */
+
+/* Dropout site `site` (0 the embeddings, 1 + 2 l + k block l's k-th) on x
+ * (B,tl,C): this PE's positions [t0, t0 + tl) of every sequence, in place;
+ * mask (B,tl,C). Masks follow the token's global row (row0 + b) * T + t. */
+static void dropout_forward(const sym_model_t *m, const gpt_t *g, const sym_forward_t *f,
+                            int site, float *x, float *mask) {
+    const acts_t *a = g->a;
+    int64_t C = m->cfg.n_embd, tl = a->tl, T = a->T;
+    if (tl == T) { /* the whole sequences: consecutive global rows */
+        sym_dropout_forward(x, x, mask, a->B * T, C, m->cfg.dropout, g->drop_key[site], f->step,
+                            f->row0 * T);
+        return;
+    }
+    for (int64_t b = 0; b < a->B; b++)
+        sym_dropout_forward(x + b * tl * C, x + b * tl * C, mask + b * tl * C, tl, C,
+                            m->cfg.dropout, g->drop_key[site], f->step, (f->row0 + b) * T + a->t0);
+}
+
+/* Did the forward drop? (training with dropout) */
+static int dropped(const gpt_t *g) { return g->drop_key && g->a->training; }
+
+/* The gradient of a dropped branch: d * mask into g->dsh (R,C), or d itself. */
+static const float *dropout_backward(gpt_t *g, const float *d, const float *mask, size_t n) {
+    if (!dropped(g)) return d;
+    sym_dropout_backward(d, mask, g->dsh, n);
+    return g->dsh;
+}
+
 /* The whole model: tokens -> logits (N,Vp). A pipeline stage: tokens
  * (embeddings) or in->x (N,C), the previous stage's output, copied in; out
- * the logits (head) or its last block's output (N,C). */
+ * the logits (head) or its last block's output (N,C). With SP every
+ * residual-stream tensor below is this PE's (B,tl,C) shard, R = B tl rows. */
 static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_t *f,
                        sym_tensor_t *logits) {
     gpt_t *g = m->impl;
@@ -465,13 +751,22 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
     a->B = B;
     a->T = T;
     a->training = f->training;
-    const float *P = m->params;
+    a->t0 = 0;
+    a->tl = T;
+    if (g->sp) sym_shard_range(T, m->tp_size, m->tp_rank, &a->t0, &a->tl);
+    int64_t R = (int64_t)B * a->tl;
+    size_t RC = (size_t)R * C;
+    int drop = dropped(g);
+    const float *P = m->params, *lin;
+    float *y;
     int rc;
     if (m->embed) {
         /* the embedding: this PE's vocabulary rows (wpe added once), summed over the team */
-        sym_embed_shard_forward(a->encoded, in->tokens, P + g->wte, m->v0, m->nv,
-                                m->tp_rank == 0 ? P + g->wpe : NULL, B, T, C);
-        if ((rc = tp_sum(m, a->encoded, (size_t)N * C))) return rc;
+        sym_embed_shard_forward(g->sp ? g->scratch : a->encoded, in->tokens, P + g->wte, m->v0,
+                                m->nv, m->tp_rank == 0 ? P + g->wpe : NULL, B, T, C);
+        if ((rc = row_output(m, g, g->sp ? g->scratch : a->encoded, &y))) return rc;
+        if (y != a->encoded) memcpy(a->encoded, y, RC * sizeof(float));
+        if (drop) dropout_forward(m, g, f, 0, a->encoded, a->emask);
     } else {
         memcpy(a->encoded, in->x, (size_t)N * C * sizeof(float));
     }
@@ -479,30 +774,38 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
         block_t *b = &a->block[l];
         const size_t *o = g->off[l];
         const float *x = l == 0 ? a->encoded : a->block[l - 1].res3;
-        sym_layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, x, P + o[LN1W], P + o[LN1B], N, C);
+        sym_layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, x, P + o[LN1W], P + o[LN1B], R, C);
         const float *pb = m->tp_rank == 0 ? P + o[PROJB] : NULL; /* a whole bias, added once */
-        if ((rc = linear(b->qkv, b->ln1, P + o[QKVW], P + o[QKVB], N, C, 3 * Cl))) return rc;
-        if ((rc = sym_attention_forward(b->atty, b->att, b->qkv, B, T, Cl, NHl))) return rc;
-        if ((rc = linear(g->scratch, b->atty, P + o[PROJW], pb, N, Cl, C)) ||
-            (rc = tp_sum(m, g->scratch, (size_t)N * C)))
+        if ((rc = col_input(m, g, b->ln1, &lin)) ||
+            (rc = linear(b->qkv, lin, P + o[QKVW], P + o[QKVB], N, C, 3 * Cl)))
             return rc;
-        sym_residual_forward(b->res2, x, g->scratch, (size_t)N * C);
+        if ((rc = sym_attention_forward(b->atty, b->att, b->qkv, B, T, Cl, NHl))) return rc;
+        if ((rc = row_parallel(m, g, g->scratch, b->atty, P + o[PROJW], pb, N, Cl, C, &y)))
+            return rc;
+        if (drop) dropout_forward(m, g, f, 1 + 2 * l, y, b->mask1);
+        sym_residual_forward(b->res2, x, y, RC);
         sym_layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->res2, P + o[LN2W],
-                              P + o[LN2B], N, C);
-        if ((rc = linear(b->fch, b->ln2, P + o[FCW], P + o[FCB], N, C, 4 * Cl))) return rc;
+                              P + o[LN2B], R, C);
+        if ((rc = col_input(m, g, b->ln2, &lin)) ||
+            (rc = linear(b->fch, lin, P + o[FCW], P + o[FCB], N, C, 4 * Cl)))
+            return rc;
         sym_gelu_tanh_forward(b->fch, b->fch_gelu, (size_t)N * 4 * Cl);
         pb = m->tp_rank == 0 ? P + o[FCPB] : NULL;
-        if ((rc = linear(g->scratch, b->fch_gelu, P + o[FCPW], pb, N, 4 * Cl, C)) ||
-            (rc = tp_sum(m, g->scratch, (size_t)N * C)))
+        if ((rc = row_parallel(m, g, g->scratch, b->fch_gelu, P + o[FCPW], pb, N, 4 * Cl, C, &y)))
             return rc;
-        sym_residual_forward(b->res3, b->res2, g->scratch, (size_t)N * C);
+        if (drop) dropout_forward(m, g, f, 2 + 2 * l, y, b->mask2);
+        sym_residual_forward(b->res3, b->res2, y, RC);
     }
     float *xL = m->nl ? a->block[m->nl - 1].res3 : a->encoded;
     if (!m->head) {
         *logits = sym_tensor_2d(xL, N, C);
         return SYM_OK;
     }
-    sym_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, xL, P + g->lnfw, P + g->lnfb, N, C);
+    /* ln_f, then the LM head over the whole sequence (with SP ln_f's shard gathered) */
+    sym_layernorm_forward(g->sp ? g->dsh : a->lnf, a->lnf_mean, a->lnf_rstd, xL, P + g->lnfw,
+                          P + g->lnfb, R, C);
+    if (g->sp && (rc = sp_move(g, a->lnf, sym_replicate(), g->dsh, sym_shard(1), B, T, C)))
+        return rc;
     if ((rc = linear(a->logits, a->lnf, P + g->wte, NULL, N, C, m->nv))) return rc;
     *logits = sym_tensor_2d(a->logits, N, m->nv); /* this PE's columns of the vocabulary */
     return SYM_OK;
@@ -510,7 +813,7 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
 
 /* dlogits (N,Vp), or on a stage without the head the gradient of its output
  * (N,C); a stage without the embeddings leaves its input's gradient (N,C) in
- * g->dres (sym_model_input_grad). */
+ * g->dres (sym_model_input_grad). With SP g->dres holds this PE's (R,C) rows. */
 static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_ready_fn ready,
                         void *user) {
     gpt_t *g = m->impl;
@@ -518,24 +821,25 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
     const sym_model_config_t *c = &m->cfg;
     int B = a->B, T = a->T, C = c->n_embd, W = m->head ? (int)m->nv : C;
     int Cl = C / m->tp_size, NHl = c->n_head / m->tp_size;
-    int64_t N = (int64_t)B * T;
+    int64_t N = (int64_t)B * T, R = (int64_t)B * a->tl;
     if (!a->training) return sym__error(SYM_EINVAL, "backward needs a training forward pass first");
     if (dlogits->shape[0] != N || dlogits->shape[1] != W || !sym_tensor_is_contiguous(dlogits))
         return sym__error(SYM_EINVAL, "backward: %s should be (%lld,%d) and contiguous",
                           m->head ? "dlogits" : "the output's gradient", (long long)N, W);
-    const float *P = m->params, *dlog = sym_tensor_f32(dlogits);
-    float *G = m->grads;
-    size_t NC = (size_t)N * C;
+    const float *P = m->params, *dlog = sym_tensor_f32(dlogits), *d;
+    float *G = m->grads, *dl;
+    size_t NC = (size_t)N * C, RC = (size_t)R * C;
     int rc;
     const float *xL = m->nl ? a->block[m->nl - 1].res3 : a->encoded;
     if (m->head) { /* LM head (tied to wte; its input gradient summed over the vocabulary's PEs) and ln_f */
         memset(g->dln, 0, NC * sizeof(float));
-        if ((rc = linear_back(g->dln, G + g->wte, NULL, dlog, a->lnf, P + g->wte, N, C, W)) ||
-            (rc = tp_sum(m, g->dln, NC)))
+        if ((rc = col_parallel_back(m, g, g->dln, G + g->wte, NULL, dlog, a->lnf, P + g->wte, N, C,
+                                    W, &dl)))
             return rc;
-        memset(g->dres, 0, NC * sizeof(float));
-        sym_layernorm_backward(g->dres, G + g->lnfw, G + g->lnfb, g->dln, xL, P + g->lnfw,
-                               a->lnf_mean, a->lnf_rstd, N, C);
+        memset(g->dres, 0, RC * sizeof(float));
+        if ((rc = ln_backward(m, g, g->dres, G + g->lnfw, G + g->lnfb, dl, xL, P + g->lnfw,
+                              a->lnf_mean, a->lnf_rstd, R)))
+            return rc;
         if (ready) ready(user, g->lnfw);
     } else {
         memcpy(g->dres, dlog, NC * sizeof(float));
@@ -543,41 +847,45 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
     for (int l = m->nl - 1; l >= 0; l--) {
         block_t *b = &a->block[l];
         const size_t *o = g->off[l];
-        const float *x = l == 0 ? a->encoded : a->block[l - 1].res3;
+        const float *x = l == 0 ? a->encoded : a->block[l - 1].res3, *lin;
         /* dres holds d res3: through the MLP half into d res2 (the residual adds) */
-        memset(g->dfch, 0, NC * 4 * sizeof(float));
-        if ((rc = linear_back(g->dfch, G + o[FCPW], G + o[FCPB], g->dres, b->fch_gelu,
-                              P + o[FCPW], N, 4 * Cl, C)))
+        memset(g->dfch, 0, (size_t)N * 4 * Cl * sizeof(float));
+        if ((rc = row_grad(m, g, dropout_backward(g, g->dres, b->mask2, RC), &d)) ||
+            (rc = linear_back(g->dfch, G + o[FCPW], G + o[FCPB], d, b->fch_gelu, P + o[FCPW], N,
+                              4 * Cl, C)))
             return rc;
         sym_gelu_tanh_backward(b->fch, g->dfch, g->dfch, (size_t)N * 4 * Cl);
         memset(g->dln, 0, NC * sizeof(float));
-        if ((rc = linear_back(g->dln, G + o[FCW], G + o[FCB], g->dfch, b->ln2, P + o[FCW], N, C,
-                              4 * Cl)) ||
-            (rc = tp_sum(m, g->dln, NC)))
+        if ((rc = col_input(m, g, b->ln2, &lin)) ||
+            (rc = col_parallel_back(m, g, g->dln, G + o[FCW], G + o[FCB], g->dfch, lin,
+                                    P + o[FCW], N, C, 4 * Cl, &dl)) ||
+            (rc = ln_backward(m, g, g->dres, G + o[LN2W], G + o[LN2B], dl, b->res2, P + o[LN2W],
+                              b->ln2_mean, b->ln2_rstd, R)))
             return rc;
-        sym_layernorm_backward(g->dres, G + o[LN2W], G + o[LN2B], g->dln, b->res2, P + o[LN2W],
-                               b->ln2_mean, b->ln2_rstd, N, C);
         /* dres holds d res2: through the attention half into d x */
-        memset(g->datty, 0, NC * sizeof(float));
-        if ((rc = linear_back(g->datty, G + o[PROJW], G + o[PROJB], g->dres, b->atty,
-                              P + o[PROJW], N, Cl, C)))
+        memset(g->datty, 0, (size_t)N * Cl * sizeof(float));
+        if ((rc = row_grad(m, g, dropout_backward(g, g->dres, b->mask1, RC), &d)) ||
+            (rc = linear_back(g->datty, G + o[PROJW], G + o[PROJB], d, b->atty, P + o[PROJW], N,
+                              Cl, C)))
             return rc;
-        memset(g->dqkv, 0, NC * 3 * sizeof(float));
+        memset(g->dqkv, 0, (size_t)N * 3 * Cl * sizeof(float));
         if ((rc = sym_attention_backward(g->dqkv, g->datt, g->datty, b->qkv, b->att, B, T, Cl,
                                          NHl)))
             return rc;
         memset(g->dln, 0, NC * sizeof(float));
-        if ((rc = linear_back(g->dln, G + o[QKVW], G + o[QKVB], g->dqkv, b->ln1, P + o[QKVW], N,
-                              C, 3 * Cl)) ||
-            (rc = tp_sum(m, g->dln, NC)))
+        if ((rc = col_input(m, g, b->ln1, &lin)) ||
+            (rc = col_parallel_back(m, g, g->dln, G + o[QKVW], G + o[QKVB], g->dqkv, lin,
+                                    P + o[QKVW], N, C, 3 * Cl, &dl)) ||
+            (rc = ln_backward(m, g, g->dres, G + o[LN1W], G + o[LN1B], dl, x, P + o[LN1W],
+                              b->ln1_mean, b->ln1_rstd, R)))
             return rc;
-        sym_layernorm_backward(g->dres, G + o[LN1W], G + o[LN1B], g->dln, x, P + o[LN1W],
-                               b->ln1_mean, b->ln1_rstd, N, C);
         if (ready) ready(user, o[LN1W]);
     }
-    if (m->embed)
-        sym_embed_shard_backward(G + g->wte, G + g->wpe, g->dres, a->tokens, m->v0, m->nv, B, T,
-                                 C);
+    if (m->embed) { /* through the embedding dropout; the whole sequences for wte's rows */
+        if (dropped(g)) sym_dropout_backward(g->dres, a->emask, g->dres, RC);
+        if ((rc = row_grad(m, g, g->dres, &d))) return rc;
+        sym_embed_shard_backward(G + g->wte, G + g->wpe, d, a->tokens, m->v0, m->nv, B, T, C);
+    }
     if (ready) ready(user, 0);
     return SYM_OK;
 }

@@ -14,12 +14,22 @@
 
 #include "internal.h"
 
-int sym__comm_avg_start(shmem_team_t team, float *x, size_t n, sym__req_t *req) {
-    int rc = shmemx_allreduce_nb(team, x, x, n, SHMEMX_FLOAT32, SHMEMX_AVG, req);
+/* x (n floats) = op over the team, in place, started. */
+static int allreduce_start(shmem_team_t team, float *x, size_t n, shmemx_op_t op,
+                           sym__req_t *req) {
+    int rc = shmemx_allreduce_nb(team, x, x, n, SHMEMX_FLOAT32, op, req);
     if (rc)
-        return sym__error(SYM_ECOMM, "shmemx_allreduce_nb of %zu floats failed: %s", n,
-                          shmemx_strerror(rc));
+        return sym__error(SYM_ECOMM, "shmemx_allreduce_nb (%s) of %zu floats failed: %s",
+                          op == SHMEMX_AVG ? "average" : "sum", n, shmemx_strerror(rc));
     return SYM_OK;
+}
+
+int sym__comm_avg_start(shmem_team_t team, float *x, size_t n, sym__req_t *req) {
+    return allreduce_start(team, x, n, SHMEMX_AVG, req);
+}
+
+int sym__comm_sum_start(shmem_team_t team, float *x, size_t n, sym__req_t *req) {
+    return allreduce_start(team, x, n, SHMEMX_SUM, req);
 }
 
 int sym__comm_avg_scatter_start(shmem_team_t team, const float *x, size_t n, float *block,
@@ -40,7 +50,7 @@ int sym__comm_wait(sym__req_t req) {
     int rc = shmemx_req_wait(req);
     shmemx_req_free(req); /* wait completes a request; free releases it */
     if (rc)
-        return sym__error(SYM_ECOMM, "a reduction of the gradients failed: %s",
+        return sym__error(SYM_ECOMM, "a non-blocking reduction failed: %s",
                           shmemx_strerror(rc));
     return SYM_OK;
 }

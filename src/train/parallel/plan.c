@@ -12,8 +12,12 @@
  *    momentum) are exact fp32 arrays, the activations are gpt_init's buffers,
  *    each a power-of-two block, sized for the batch rows x the model's
  *    context. Tensor parallelism splits the parameters of the column- and
- *    row-parallel layers but not the activation buffers (gpt.c sizes them
- *    for the whole width) nor the embeddings, LayerNorms and LM head.
+ *    row-parallel layers and the head-local activation buffers (qkv, the
+ *    attention matrix, its output, the MLP's hidden layer and their
+ *    gradients), not the embeddings, LayerNorms and LM head.
+ *    Sequence parallelism (the request's model.seq_parallel, tp > 1) keeps
+ *    B x ceil(T / tp) rows of the LayerNorm, dropout and residual buffers and
+ *    adds two gathered (N,C) buffers; dropout (model.dropout) its masks.
  *  - GPU (models/gpt_cuda.cu, its one region): fp32 master weights, their
  *    bf16 compute copy, fp32 gradients and moments (18 bytes a parameter),
  *    bf16 activations (no T x T matrix: the attention keeps its row
@@ -287,21 +291,29 @@ static size_t stage_acts(const sym_plan_request_t *r, const stage_t *st, int row
     size_t NH = (size_t)m->n_head, Vp = (size_t)m->padded_vocab, L = (size_t)st->layers;
     if (r->device == SYM_PLAN_CPU) {
         /* gpt_init: per slot each block's ln1, mean, rstd, qkv, att, atty, res2, ln2,
-         * mean, rstd, fch, fch_gelu, res3, then encoded and on the last stage lnf,
-         * mean, rstd, logits; shared scratch, dres, dln, datty, dqkv, dfch, datt.
-         * Each a power-of-two block of floats. */
-        const size_t blk[] = {N * C, N, N, N * 3 * C, B * NH * T * T, N * C, N * C,
-                              N * C, N, N, N * 4 * C, N * 4 * C, N * C};
+         * mean, rstd, fch, fch_gelu, res3 (and two dropout masks), then encoded (its
+         * mask) and on the last stage lnf, mean, rstd, logits; shared scratch, dres,
+         * dln, datty, dqkv, dfch, datt (and with sequence parallelism full, dfull,
+         * lngrad; dsh with SP or dropout). Each a power-of-two block of floats.
+         * Sequence parallelism keeps R = B x ceil(T / tp) rows of the LayerNorm /
+         * dropout / residual buffers; TP splits the head-local ones. */
+        int sp = tp > 1 && m->seq_parallel, drop = m->dropout > 0.0f;
+        size_t R = sp ? B * ((T + (size_t)tp - 1) / (size_t)tp) : N;
+        size_t Cl = C / (size_t)tp, NHl = NH / (size_t)tp; /* TP: this PE's heads */
+        const size_t blk[] = {R * C, R, R, N * 3 * Cl, B * NHl * T * T, N * Cl, R * C,
+                              R * C, R, R, N * 4 * Cl, N * 4 * Cl, R * C, R * C, R * C};
         size_t one = 0, shared = 0;
-        for (size_t i = 0; i < sizeof blk / sizeof *blk; i++)
-            one += sym__pow2_at_least(blk[i] * 4);
+        for (size_t i = 0; i < (drop ? 15u : 13u); i++) one += sym__pow2_at_least(blk[i] * 4);
         *slot = recompute ? L * sym__pow2_at_least(N * C * 4) : L * one;
         if (recompute) shared += one; /* the recomputed block's buffers */
-        const size_t per[] = {N * C, N * C, N, N, N * Vp};
-        for (size_t i = 0; i < (st->last ? 5u : 1u); i++) *slot += sym__pow2_at_least(per[i] * 4);
-        const size_t oth[] = {N * C, N * C, N * C, N * C, N * 3 * C, N * 4 * C, T * T};
+        const size_t per[] = {R * C, R * C, N * C, R, R, N * Vp}; /* encoded, emask, head */
+        for (size_t i = 0; i < (st->last ? 6u : 2u); i++)
+            if (i != 1 || drop) *slot += sym__pow2_at_least(per[i] * 4);
+        const size_t oth[] = {N * C, N * C, N * C, N * Cl, N * 3 * Cl, N * 4 * Cl, T * T,
+                              N * C, N * C, 2 * C, R * C};
         for (size_t i = 0; i < sizeof oth / sizeof *oth; i++)
-            shared += sym__pow2_at_least(oth[i] * 4);
+            if (i < 7 || (i < 10 && sp) || (i == 10 && (sp || drop)))
+                shared += sym__pow2_at_least(oth[i] * 4);
         return shared;
     }
     /* gpt_cuda.cu carve(): bf16 activations, fp32 row statistics; for a
@@ -448,7 +460,10 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
     o->bubble = (double)(l->pp - 1) / (double)(l->micro + l->pp - 1);
     o->t_bubble = o->t_compute * (l->pp - 1) / l->micro;
     /* communication */
-    o->t_tp = l->tp > 1 ? (double)layers_stage * l->micro * (l->recompute ? 6 : 4) *
+    /* sequence parallelism: the same bytes as reduce-scatter + all-gather pairs, plus
+     * the backward's 2 all-gathers of the LayerNorm outputs (one all-reduce's worth) */
+    o->t_tp = l->tp > 1 ? (double)layers_stage * l->micro *
+                              ((l->recompute ? 6 : 4) + (m->seq_parallel ? 1 : 0)) *
                               allreduce_t(ktp, l->tp, act)
                         : 0;
     o->t_pp = l->pp > 1 ? 2.0 * (l->micro + l->pp - 2) * (kpp->latency + act / kpp->p2p_bw) : 0;
@@ -613,6 +628,7 @@ void sym_plan_assumptions(const sym_plan_request_t *r, char *buf, size_t len) {
              r->device ? "GPU TP, PP, ZeRO and whole-block recompute are not in our code yet "
                          "(its --recompute gelu,ln keeps more): their rows assume Megatron-style "
                          "splits"
-                       : "TP splits parameters, not activation buffers (gpt.c sizes those for "
-                         "the whole width)");
+                       : "TP splits the parameters and the head-local activations (qkv, "
+                         "attention, MLP hidden), sequence parallelism the LayerNorm and "
+                         "residual ones");
 }
