@@ -1392,24 +1392,27 @@ static int memory_report(run_t *r) {
 
 /* ---- pipe: pipeline parallelism (--parallel dp=N,pp=K; symtrain/pipeline.h) ---- */
 
+const char *sym__pipe_refusal(const sym_train_config_t *c) {
+    if (c->model.kind != SYM_MODEL_GPT)
+        return "pp: pipeline stages split a GPT's blocks; pass --model gpt:...";
+    if (c->device == SYM_TRAIN_GPU)
+        return "pp: the pipeline trains on the CPU for now; pass --device cpu";
+    if (c->balance.policy != SYM_BALANCE_OFF)
+        return "pp: load balancing moves samples between replicas; a pipeline's stages pass "
+               "fixed micro-batches; pass --balance off";
+    if (c->sample_tokens)
+        return "pp: sampling needs the whole model on one PE; train without --sample";
+    return NULL;
+}
+
 /* With pp > 1: the pipeline's mesh (dp, pp, and tp inside each stage), and
  * what a pipeline cannot do yet; --inbox-slots without a pipeline is
  * refused. Every PE reaches the same verdict (the same options). */
 static int pipe_plan(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     const sym_parallel_t *l = &r->lay;
-    const char *why = NULL;
-    if (l->pp == 1)
-        why = "--inbox-slots is for a pipeline; add pp=K (K > 1)";
-    else if (c->model.kind != SYM_MODEL_GPT)
-        why = "pp: pipeline stages split a GPT's blocks; pass --model gpt:...";
-    else if (c->device == SYM_TRAIN_GPU)
-        why = "pp: the pipeline trains on the CPU for now; pass --device cpu";
-    else if (c->balance.policy != SYM_BALANCE_OFF)
-        why = "pp: load balancing moves samples between replicas; a pipeline's stages pass "
-              "fixed micro-batches; pass --balance off";
-    else if (c->sample_tokens)
-        why = "pp: sampling needs the whole model on one PE; train without --sample";
+    const char *why = l->pp == 1 ? "--inbox-slots is for a pipeline; add pp=K (K > 1)"
+                                 : sym__pipe_refusal(c);
     if (why)
         return report(r, sym__error(SYM_EINVAL, "--parallel dp=%d,tp=%d,pp=%d: %s", l->dp, l->tp,
                                     l->pp, why), 1);

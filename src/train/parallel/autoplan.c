@@ -53,14 +53,11 @@ static void apply(const sym_train_config_t *c, const sym_plan_layout_t *l, sym_t
 }
 
 /* Whether the training loop trains layout l with the job's other options:
- * its validation, and what the pipeline refuses at set-up (loop.c's
- * pipe_plan: load balancing, a sample, the GPU). */
+ * its validation, and what a pipeline refuses at set-up. */
 static int trains_here(const sym_train_config_t *c, const sym_plan_layout_t *l, int npes) {
     sym_train_config_t t;
     apply(c, l, &t);
-    if (l->pp > 1 &&
-        (c->balance.policy != SYM_BALANCE_OFF || c->sample_tokens || c->device == SYM_TRAIN_GPU))
-        return 0;
+    if (l->pp > 1 && sym__pipe_refusal(&t)) return 0;
     return sym_train_validate(&t, npes) == SYM_OK;
 }
 
