@@ -33,6 +33,10 @@
  *       byte-identical (model.bin, optim.bin), step 30 the same as (a)'s run
  *       without checkpoints, and a resume from the asynchronous step 15
  *       byte-identical again; both runs' stall figures are printed.
+ *   (h) in-memory snapshots (--mem-ckpt-every 3) from 2 PEs sharing the GPU:
+ *       PE 1 SIGKILLed after step 13, symrun restarts the job, which restores
+ *       step 12 from memory and ends with the uninterrupted run's losses and
+ *       byte-identical files.
  *
  * SKIP (77) where the GPU part is not built or no GPU is visible.
  */
@@ -239,6 +243,23 @@ int main(int argc, char **argv) {
     }
     printf("train_gpt_gpu: async GPU snapshots every 5 steps == --ckpt-async off, byte for byte; "
            "step 30 == the run without checkpoints; resumed from the async step 15: identical\n");
+
+    /* (h) in-memory snapshots from the GPU: PE 1 of 2 killed after step 13 */
+    const char *mlog = e2e_path("mem.log");
+    snprintf(args, sizeof args, ARGS " --device gpu --ckpt-steps 10 --mem-ckpt-every 3 "
+             "--ckpt-dir %s --metrics %s", e2e_path("ck10"), e2e_path("mem_ref.jsonl"));
+    e2e_run(2, NULL, NULL, e2e_path("mem_ref.log"), 0, args);
+    snprintf(args, sizeof args, ARGS " --device gpu --ckpt-steps 10 --mem-ckpt-every 3 "
+             "--resume=auto --ckpt-dir %s --metrics %s", e2e_path("ck11"), e2e_path("mem.jsonl"));
+    e2e_run(2, "--max-restarts 1", "SYMTRAIN_TEST_KILL_AT=1:13", mlog, 0, args);
+    e2e_expect_log(mlog, "was killed by signal 9");
+    e2e_expect_log(mlog, "in-memory snapshot of step 12 restored");
+    e2e_expect_log(mlog, "the job succeeded after 1 restart");
+    e2e_same_losses(e2e_path("mem_ref.jsonl"), e2e_path("mem.jsonl"), STEPS, 1);
+    e2e_same_ckpt_file(e2e_path("ck10"), e2e_path("ck11"), "model.bin");
+    e2e_same_ckpt_file(e2e_path("ck10"), e2e_path("ck11"), "optim.bin");
+    printf("train_gpt_gpu: 2 PEs on the GPU, PE 1 killed after step 13: restored from the "
+           "in-memory snapshot of step 12, every loss and step 30's files identical\n");
 
     free(g1);
     free(g2);

@@ -37,7 +37,7 @@ cpu) steps=${3:-8} every=${EVERY:-2} B=${BATCH:-1} T=${SEQ:-128}
      export SYMTRAIN_SYMMETRIC_SIZE=${SYMTRAIN_SYMMETRIC_SIZE:-4G}
      echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs);" \
           "load average $(cut -d' ' -f1-3 /proc/loadavg) at the start" ;;
-gpu) steps=${3:-60} every=${EVERY:-20} B=${BATCH:-16} T=${SEQ:-1024}
+gpu) steps=${3:-150} every=${EVERY:-50} B=${BATCH:-16} T=${SEQ:-1024}
      echo "# machine: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null |
           head -1); $(nproc) cores" ;;
 *) echo "usage: bench/ckpt/stall.sh BUILD_DIR cpu|gpu [STEPS]" >&2; exit 2 ;;
