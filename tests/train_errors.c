@@ -7,6 +7,9 @@
  *     first gradient all-reduce for good (and PE 0 in a collective free), and
  *     SIGTERM did not end them. Now every PE learns of it before the first
  *     step: the job exits 1 within seconds with the message said once.
+ *   - A step that fails on one PE alone mid-run (SYMTRAIN_TEST_STEP_FAIL, as a
+ *     GPU fault): that PE skips the collective frees and exits; symrun ends
+ *     the others within seconds.
  *   - SIGTERM asks for a clean stop at the end of the step; a second one
  *     during that step ends the process at once (it used to be ignored).
  *   - Interrupted without --ckpt-dir, the run exits 130 (it said 0 having
@@ -25,10 +28,10 @@ static double now_s(void) {
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static void one_pe_fails(const char *what, const char *args, const char *needle) {
+static void one_pe_fails(const char *what, const char *env, const char *args, const char *needle) {
     const char *log = e2e_path("%s.log", what);
     double t0 = now_s();
-    e2e_run(2, NULL, NULL, log, 1, args);
+    e2e_run(2, NULL, env, log, 1, args);
     double dt = now_s() - t0;
     CHECK(dt < 20, "%s: the job took %.1f s to end", what, dt);
     CHECK(e2e_count(log, needle) == 1, "%s: '%s' is not said exactly once", what, needle);
@@ -60,10 +63,17 @@ int main(int argc, char **argv) {
     CHECK(f && fclose(f) == 0, "create %s", file);
     snprintf(args, sizeof args, "--generated --train-samples 512 --test-samples 64 --ckpt-dir %s",
              file);
-    one_pe_fails("ckpt-dir-is-a-file", args, "is not a directory");
+    one_pe_fails("ckpt-dir-is-a-file", NULL, args, "is not a directory");
     snprintf(args, sizeof args, "--generated --train-samples 512 --test-samples 64 --metrics %s",
              e2e_path("missing/m.jsonl"));
-    one_pe_fails("metrics-dir-missing", args, "cannot open metrics file");
+    one_pe_fails("metrics-dir-missing", NULL, args, "cannot open metrics file");
+    /* A step failing on PE 1 alone (as a GPU fault does), with --ckpt-dir: PE
+     * 1 used to wait in teardown's collective frees while PE 0 waited in the
+     * next step's all-reduce, until symrun's timeout. */
+    snprintf(args, sizeof args, "--generated --train-samples 512 --test-samples 64 --ckpt-dir %s",
+             e2e_path("ck-fail"));
+    one_pe_fails("step-fails-on-one-pe", "SYMTRAIN_TEST_STEP_FAIL=1:3", args,
+                 "step 3 failed on this PE alone");
 
     /* Two SIGTERMs to one PE in the middle of a long step (a GPT of 2 x 512
      * tokens at 256 wide, one thread): the second ends it by the signal. */

@@ -168,7 +168,10 @@ void sym_train_defaults(sym_train_config_t *cfg);
 /* Check a config; SYM_EINVAL with sym_last_error saying which option is wrong. */
 int sym_train_validate(const sym_train_config_t *cfg, int npes);
 /* Train. Call on every PE, after shmem_init. Returns 0 or a SYM_E* code; on
- * error the message has been printed (once, by PE 0 when every PE sees it). */
+ * error the message has been printed (once, by PE 0 when every PE sees it).
+ * After an error, end the process without shmem_finalize (the other PEs may
+ * be inside a collective; the launcher ends them): an error one PE met alone
+ * leaves the run's symmetric allocations in place. */
 int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *result);
 
 #ifdef __cplusplus

@@ -311,18 +311,26 @@ static void on_stop(int sig) {
  * SYMTRAIN_TEST_KILL_AT="PE:STEP": on the job's first attempt
  * (SYMTRAIN_RESTART_COUNT unset or 0) PE `PE` kills itself with SIGKILL once
  * step STEP is done, the way a crashed machine ends: no checkpoint, no flush. */
-static int kill_pe = -1;
-static int64_t kill_step = -1;
+static int kill_pe = -1, fail_pe = -1;
+static int64_t kill_step = -1, fail_step = -1;
 
+/* SYMTRAIN_TEST_STEP_FAIL="PE:STEP": step STEP fails on PE `PE` alone, as a
+ * GPU fault would (tests/train_errors.c: the job must still end at once). */
 static void read_kill_spec(void) {
-    const char *s = getenv("SYMTRAIN_TEST_KILL_AT");
     const char *restart = getenv("SYMTRAIN_RESTART_COUNT");
-    if (!s || !*s || (restart && strcmp(restart, "0") != 0)) return;
-    int pe;
-    long long step;
-    if (sscanf(s, "%d:%lld", &pe, &step) == 2) {
-        kill_pe = pe;
-        kill_step = step;
+    if (restart && strcmp(restart, "0") != 0) return;
+    const char *names[2] = {"SYMTRAIN_TEST_KILL_AT", "SYMTRAIN_TEST_STEP_FAIL"};
+    int *pes[2] = {&kill_pe, &fail_pe};
+    int64_t *steps[2] = {&kill_step, &fail_step};
+    for (int i = 0; i < 2; i++) {
+        const char *s = getenv(names[i]);
+        int pe;
+        long long step;
+        *pes[i] = -1;
+        if (s && sscanf(s, "%d:%lld", &pe, &step) == 2) {
+            *pes[i] = pe;
+            *steps[i] = step;
+        }
     }
 }
 
@@ -346,6 +354,8 @@ typedef struct {
     sym_mesh_t *mesh;     /* tp > 1: the dp x tp mesh (its teams), else NULL */
     shmem_team_t tp_team; /* tp > 1: the tensor-parallel group, else SHMEM_TEAM_INVALID */
     int time_due;         /* PE 0's clock says a --ckpt-every checkpoint is due (ckpt_agree) */
+    int alone;            /* an error this PE reported alone, not yet agreed: the others may be
+                             inside a collective (teardown then skips the collective frees) */
     sym_loader_t loader;
     sym_lr_schedule_t sched;
     int64_t steps_per_epoch;
@@ -404,6 +414,7 @@ static void wait_for_the_end(void) {
 }
 
 static int report(run_t *r, int rc, int replicated) {
+    if (rc && !replicated) r->alone = 1;
     if (rc && (!replicated || r->me == 0))
         sym__warn("symtrain train", "%s", sym_last_error());
     else if (rc)
@@ -1718,6 +1729,12 @@ static int setup(run_t *r) {
 static void teardown(run_t *r) {
     sym__prom_stop(r->prom);
     if (r->writer) sym_ckpt_writer_destroy(r->writer);
+    if (r->alone) { /* the others may wait in a collective: no collective frees; the caller exits */
+        sym_ckpt_unlock(r->ckpt_lock);
+        if (r->metrics && sym_metrics_close(r->metrics))
+            sym__warn("symtrain train", "%s", sym_last_error());
+        return;
+    }
     snap_free(r); /* the writer is done with them */
     sym_ckpt_dist_destroy(r->dist);
     sym_peer_close(r->peer);
@@ -1975,6 +1992,7 @@ static int agree(run_t *r, int rc) {
     r->evalbuf[0] = rc ? 1.0f : 0.0f;
     int e = sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 1);
     if (e) return report(r, e, 1);
+    r->alone = 0; /* every PE knows now */
     return r->evalbuf[0] > 0.0f ? (rc ? rc : SYM_EIO) : SYM_OK;
 }
 
@@ -2085,8 +2103,8 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         rc = agree(&r, e ? report(&r, e, 0) : SYM_OK);
         /* The GPU's pinned snapshot buffers now, not in the first checkpoint's
          * stall (pinning gpt:d12's 1.5 GB takes about 0.6 s). */
-        if (!rc && r.gpu && snap_direct(&r))
-            rc = agree(&r, snap_buffers(&r, sym_optim_state_size(r.opt)));
+        if (!rc && r.gpu) /* every PE agrees; PE 0 alone writes */
+            rc = agree(&r, snap_direct(&r) ? snap_buffers(&r, sym_optim_state_size(r.opt)) : SYM_OK);
     }
     if (!rc && !r.gpu) rc = memory_report(&r); /* the planner's check */
     r.progress.seq = r.task.seq;
@@ -2122,6 +2140,10 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             int64_t before = r.sample;
             double ts = sym__now_s();
             if ((rc = step(&r, &loss, &norm, &rec, &stop))) break;
+            if (r.me == fail_pe && r.step == fail_step &&
+                (rc = report(&r, sym__error(SYM_EIO, "step %lld failed on this PE alone "
+                                            "(SYMTRAIN_TEST_STEP_FAIL)", (long long)r.step), 0)))
+                break;
             r.step_s += sym__now_s() - ts;
             r.step_n++;
             epoch_loss += (double)loss * (double)(r.sample - before);

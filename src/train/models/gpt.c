@@ -81,6 +81,7 @@
 #include <symtrain/dtensor.h>
 #include <symtrain/rng.h>
 
+#include "core/parallel.h"
 #include "internal.h"
 #include "models/model.h"
 
@@ -274,6 +275,23 @@ static double normal(sym_rng_t *r) {
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
 
+/* Element k of a weight drawn from stream `key`: normal() from counters 2k
+ * and 2k + 1, so any split of the elements over threads draws the same bits
+ * (gpt:d12's 124M draws take seconds on one thread: a restart's start-up). */
+typedef struct {
+    float *dst;
+    uint64_t key;
+    double sd;
+} draw_t;
+
+static void draw_range(size_t lo, size_t hi, void *arg) {
+    const draw_t *d = arg;
+    for (size_t k = lo; k < hi; k++) {
+        sym_rng_t r = {d->key, 2 * (uint64_t)k};
+        d->dst[k] = (float)(d->sd * normal(&r));
+    }
+}
+
 /* Copy n floats between the whole tensor and a part, either way. */
 static void move(float *whole, float *part, size_t n, int to_whole) {
     if (to_whole)
@@ -350,13 +368,13 @@ static int init_weights(sym_model_t *m) {
             continue;
         }
         double sd = strstr(p->name, "c_proj.weight") ? resid_std : 0.02;
-        sym_rng_t r = sym_rng_stream(sym_rng_key(c->seed, SYM_RNG_INIT, (uint64_t)p->index));
         size_t whole = sym_model_full_param(m, i)->numel;
         n = !strcmp(p->name, "wte") ? (size_t)c->vocab * (size_t)c->n_embd : whole;
         if (p->tp_dim >= 0 && !(full = malloc(whole * sizeof *full)))
             return sym__error(SYM_ENOMEM, "out of memory drawing %s", p->name);
         float *dst = full ? full : w;
-        for (size_t k = 0; k < n; k++) dst[k] = (float)(sd * normal(&r));
+        draw_t d = {dst, sym_rng_key(c->seed, SYM_RNG_INIT, (uint64_t)p->index), sd};
+        sym__parallel_for(n, n, draw_range, &d);
         for (size_t k = n; k < whole; k++) dst[k] = 0.0f; /* the vocabulary's padding rows */
         if (full) gpt_shard_copy(m, i, m->tp_rank, full, w, 0);
         free(full);
