@@ -31,7 +31,8 @@ for lay in "1 dp=1" "2 tp=2" "2 dp=2"; do
     [ "$pes" -gt 1 ] && launch=("$build/symrun" -n "$pes")
     "${launch[@]}" "$build/symtrain" train --model "$model" --generated --device gpu \
         --precision "$prec" --parallel "$par" --batch "$B" --steps "$steps" --test-samples 1 \
-        --log-interval 1000         --metrics "$tmp/$name.jsonl" >"$tmp/$name.log" 2>&1 || { tail -20 "$tmp/$name.log"; exit 1; }
+        --log-interval 1000 --metrics "$tmp/$name.jsonl" >"$tmp/$name.log" 2>&1 ||
+        { tail -20 "$tmp/$name.log"; exit 1; }
     [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$tmp/$name.jsonl" "$KEEP/" # KEEP=DIR: the metrics files
     mem=$(sed -n 's/.*; \([0-9.]* [KMGT]iB\) of GPU memory per PE.*/\1/p' "$tmp/$name.log" | head -1)
     tps=$(python3 "$here/gpt/rate.py" "$tmp/$name.jsonl")
