@@ -173,6 +173,8 @@ typedef struct {
                                   chunk i's all-reduce running while chunk i+1 computes
                                   (0 or 1: one GEMM, then one all-reduce) */
     uint64_t seed;             /* weight init and dropout masks */
+    int undrawn;               /* create the weights as zeros, to be drawn by
+                                  sym_model_draw_weights or filled by a restore */
 } sym_model_config_t;
 
 /* Parse a model spec into cfg->spec, kind and the kind's fields; other fields
@@ -236,6 +238,9 @@ int sym_model_create(const sym_model_config_t *cfg, int max_rows, int symmetric,
  * job, which allocates the redistributions' symmetric scratch. */
 int sym_model_create_tp(const sym_model_config_t *cfg, int max_rows, int symmetric,
                         shmem_team_t tp, sym_model_t **out);
+/* The initial weights from the config's seed, as create draws them without
+ * cfg->undrawn (the same bits); this PE's part only, no communication. */
+int sym_model_draw_weights(sym_model_t *m);
 void sym_model_destroy(sym_model_t *m);
 const sym_model_config_t *sym_model_config(const sym_model_t *m);
 

@@ -354,6 +354,7 @@ typedef struct {
     sym_mesh_t *mesh;     /* tp > 1: the dp x tp mesh (its teams), else NULL */
     shmem_team_t tp_team; /* tp > 1: the tensor-parallel group, else SHMEM_TEAM_INVALID */
     int time_due;         /* PE 0's clock says a --ckpt-every checkpoint is due (ckpt_agree) */
+    int restored;         /* the state came from a checkpoint or an in-memory snapshot */
     int alone;            /* an error this PE reported alone, not yet agreed: the others may be
                              inside a collective (teardown then skips the collective frees) */
     sym_loader_t loader;
@@ -700,6 +701,7 @@ static void resumed(run_t *r, const sym_ckpt_meta_t *m, const char *path) {
         note(r, "the checkpoint's shares are for %d PEs and this run has %d: the balancer starts "
                 "from the even split",
              m->nshares, r->npes);
+    r->restored = 1;
     r->step = m->step;
     r->epoch = m->epoch;
     r->sample = m->sample;
@@ -1212,7 +1214,9 @@ static int say_sample(run_t *r, const float *whole) {
     int rc = SYM_OK;
     if (r->gpu || whole) { /* the GPU's or the whole weights, in a host model that can run forward */
         if (r->gpu && !whole && !(rc = gpu_sync_host(r))) whole = sym_model_params(r->model);
-        if (!rc && !(rc = sym_model_create(&c->model, 1, 0, &host)))
+        sym_model_config_t hc = c->model;
+        hc.undrawn = 1; /* the weights are copied in */
+        if (!rc && !(rc = sym_model_create(&hc, 1, 0, &host)))
             memcpy(sym_model_params(host), whole, sym_model_num_params(host) * sizeof(float));
         if (rc) {
             free(tok);
@@ -1613,6 +1617,10 @@ static int setup(run_t *r) {
         return rc;
     if (c->resume && !from_memory && r->step > 0 && c->mem_ckpt_every)
         note(r, "the checkpoint was read in %.3f s", sym__now_s() - t_read);
+    /* --resume creates the model undrawn (sym_train_run): the weights are
+     * drawn only now that nothing was restored over them */
+    if (c->model.undrawn && !r->restored && (rc = sym_model_draw_weights(r->model)))
+        return report(r, rc, 1);
     if (r->gpu && (rc = gpu_create(r))) return rc;
     /* Starting over in a directory of checkpoints would remove them as it
      * saves, or leave newer ones to shadow its own on the next --resume. */
@@ -2096,6 +2104,12 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             cfg = r.cfg = &planned;
             note(&r, "%s", why);
         }
+    }
+    sym_train_config_t restoring; /* --resume: the weights drawn only if nothing is restored */
+    if (!rc && cfg->resume) {
+        restoring = *cfg;
+        restoring.model.undrawn = 1;
+        cfg = r.cfg = &restoring;
     }
     if (!rc) rc = agree(&r, setup(&r));
     if (!rc && cfg->ckpt_dir) { /* collective */

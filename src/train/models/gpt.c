@@ -401,8 +401,8 @@ static int sp_create(sym_model_t *m, gpt_t *g, size_t n) {
 static int gpt_init(sym_model_t *m) {
     gpt_t *g = m->impl;
     const sym_model_config_t *c = &m->cfg;
-    int rc = init_weights(m);
-    if (rc || m->max_rows == 0) return rc; /* parameters only */
+    int rc;
+    if (m->max_rows == 0) return SYM_OK; /* parameters only */
     size_t B = (size_t)m->max_rows, T = (size_t)c->max_seq, C = (size_t)c->n_embd;
     size_t N = B * T, NH = (size_t)c->n_head, Vp = (size_t)c->padded_vocab;
     size_t S = (size_t)m->slots, nl = (size_t)m->nl;
@@ -908,6 +908,6 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
     return SYM_OK;
 }
 
-const sym__model_ops_t sym__gpt_ops = {gpt_declare,  gpt_init,     gpt_forward,
+const sym__model_ops_t sym__gpt_ops = {gpt_declare,  gpt_init,     init_weights, gpt_forward,
                                        gpt_backward, gpt_destroy,  gpt_use_slot,
                                        gpt_input_grad, gpt_shard_copy, gpt_pieces};

@@ -109,7 +109,7 @@ static int mlp_declare(sym_model_t *m) {
     return SYM_OK;
 }
 
-static void init_weights(sym_model_t *m) {
+static int init_weights(sym_model_t *m) {
     mlp_t *n = m->impl;
     for (int l = 0; l < m->cfg.nlayers; l++) {
         layer_t *L = &n->layer[l];
@@ -121,12 +121,12 @@ static void init_weights(sym_model_t *m) {
         for (int i = 0; i < L->out; i++)
             m->params[L->b_off + (size_t)i] = (2.0f * sym_rng_uniform(&r) - 1.0f) * bound;
     }
+    return SYM_OK;
 }
 
 static int mlp_init(sym_model_t *m) {
     mlp_t *n = m->impl;
     const sym_model_config_t *cfg = &m->cfg;
-    init_weights(m);
     if (m->max_rows == 0) return SYM_OK; /* parameters only */
     /* Activations: per hidden layer z, a, and (with dropout) h and the mask;
      * the logits; two scratch buffers for the backward pass. */
@@ -255,6 +255,6 @@ static int mlp_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
     return SYM_OK;
 }
 
-const sym__model_ops_t sym__mlp_ops = {mlp_declare, mlp_init, mlp_forward, mlp_backward,
+const sym__model_ops_t sym__mlp_ops = {mlp_declare, mlp_init, init_weights, mlp_forward, mlp_backward,
                                        mlp_destroy, NULL,     NULL,        NULL,
                                        NULL}; /* never split */

@@ -150,7 +150,7 @@ static int create(const sym_model_config_t *cfg, int max_rows, int symmetric, sh
         rc = SYM_ENOMEM;
         goto fail;
     }
-    if ((rc = m->ops->init(m))) goto fail;
+    if ((rc = m->ops->init(m)) || (!cfg->undrawn && (rc = m->ops->weights(m)))) goto fail;
     *out = m;
     return SYM_OK;
 fail:
@@ -193,6 +193,8 @@ void sym_model_use_slot(sym_model_t *m, int slot) {
 const float *sym_model_input_grad(const sym_model_t *m) {
     return m->ops->input_grad && !m->embed ? m->ops->input_grad(m) : NULL;
 }
+
+int sym_model_draw_weights(sym_model_t *m) { return m->ops->weights(m); }
 
 void sym_model_destroy(sym_model_t *m) {
     if (!m) return;

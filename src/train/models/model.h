@@ -17,8 +17,10 @@
 typedef struct {
     /* Add the parameters (sym__model_param) and return 0 or an error. */
     int (*declare)(sym_model_t *m);
-    /* After the flat arrays exist: weights, activations (m->impl). */
+    /* After the flat arrays exist: activations (m->impl). */
     int (*init)(sym_model_t *m);
+    /* The initial weights from cfg.seed (sym_model_draw_weights). */
+    int (*weights)(sym_model_t *m);
     int (*forward)(sym_model_t *m, const sym_input_t *in, const sym_forward_t *f,
                    sym_tensor_t *logits);
     int (*backward)(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_ready_fn ready,
