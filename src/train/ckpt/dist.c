@@ -164,6 +164,9 @@ int sym_ckpt_dist_poll(sym_ckpt_dist_t *d, int wait) {
     if (d->me == 0)
         rc = sym__ckpt_commit(d->dir, d->stage, d->keep, &d->meta, d->npes, d->layout, d->last,
                               sizeof d->last);
+    /* No PE writes the next save's shards during PE 0's commit: on a disk
+     * near full they could take the room its manifest needs. */
+    shmem_barrier_all();
     return rc;
 }
 
