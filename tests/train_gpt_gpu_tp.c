@@ -30,7 +30,11 @@
  *   (c) bf16 and fp16 at tp=2 (the tp sums in the compute type, summed in
  *       fp32 and rounded once; fp16 with its dynamic loss scale): smoke
  *       checks, within train_gpt_gpu's bf16 tolerance (0.05 + 2%) of the fp32
- *       CPU tp=2 run, and learning.
+ *       CPU tp=2 run, and learning;
+ *   (d) --micro-batches on the GPU, fp32: 2 on 1 PE, 2 at dp=2 and 4 at tp=2
+ *       each match the CPU run with the same micro-batches and the GPU run of
+ *       one batch (to TOL, and the norms as in (a)); with --balance (whose
+ *       moving shares the GPU path does not split) they are refused.
  *
  * SKIP (77) where the GPU part is not built or no GPU is visible.
  */
@@ -220,6 +224,35 @@ int main(int argc, char **argv) {
         for (int k = 0; k < STEPS; k++)
             CHECK(sc[k] >= 1 && sc[k] <= 16777216, "fp16 tp=2, step %d: loss scale %g", k + 1, sc[k]);
     }
+
+    /* (d) --micro-batches on the GPU (fp32): the gradients of each micro-batch
+     * added on the GPU, the last one's step averaging and updating */
+    static const struct {
+        int npes, micro;
+        const char *layout, *name, *whole;
+    } acc[] = {{1, 2, NULL, "mb2", "gpu1"}, {2, 2, "dp=2", "dp2_mb2", "gpu1"},
+               {2, 4, "tp=2", "tp2_mb4", "gpu_tp2"}};
+    for (size_t i = 0; i < sizeof acc / sizeof acc[0]; i++) {
+        char cpu[64], gpu[64], extra[128], what[160];
+        snprintf(cpu, sizeof cpu, "cpu_%s", acc[i].name);
+        snprintf(gpu, sizeof gpu, "gpu_%s", acc[i].name);
+        snprintf(extra, sizeof extra, "--micro-batches %d", acc[i].micro);
+        train(cpu, acc[i].npes, "cpu", acc[i].layout, extra);
+        snprintf(extra, sizeof extra, "--precision fp32 --micro-batches %d", acc[i].micro);
+        train(gpu, acc[i].npes, "gpu", acc[i].layout, extra);
+        e2e_expect_log(e2e_path("%s.log", gpu), "on the GPU: ");
+        snprintf(what, sizeof what, "%s, %d micro-batches, on the GPU vs the CPU",
+                 acc[i].layout ? acc[i].layout : "1 PE", acc[i].micro);
+        match(what, e2e_path("%s.jsonl", gpu), e2e_path("%s.jsonl", cpu), 1, TOL);
+        snprintf(what, sizeof what, "%s, %d micro-batches, on the GPU vs one batch (%s)",
+                 acc[i].layout ? acc[i].layout : "1 PE", acc[i].micro, acc[i].whole);
+        match(what, e2e_path("%s.jsonl", gpu), e2e_path("%s.jsonl", acc[i].whole), 1, TOL);
+    }
+    snprintf(args, sizeof args, ARGS " --device gpu --parallel dp=2 --micro-batches 2 --balance "
+             "throughput");
+    e2e_run(2, NULL, NULL, e2e_path("mb_refused.log"), 1, args);
+    e2e_expect_log(e2e_path("mb_refused.log"), "--micro-batches with --balance trains on CPU PEs "
+                                               "for now");
 
     e2e_cleanup();
     printf("train_gpt_gpu_tp: ok\n");

@@ -1301,10 +1301,13 @@ static int choose_device(run_t *r) {
                                                 "CPU keeps every activation"), 1);
     /* tp > 1: the CPU's, unless --device gpu asks for the GPU */
     if (c->device == SYM_TRAIN_CPU || (r->lay.tp > 1 && c->device != SYM_TRAIN_GPU)) return SYM_OK;
-    if (c->zero || c->micro_batches > 1) { /* the sharded step, micro-batches: the CPU loop's */
+    /* the sharded step, micro-batches with shares that move: the CPU loop's */
+    int micro = c->micro_batches > 1;
+    if (c->zero || (micro && c->balance.policy != SYM_BALANCE_OFF)) {
         if (c->device == SYM_TRAIN_GPU)
-            return report(r, sym__error(SYM_EINVAL, "--zero and --micro-batches train on CPU PEs "
-                                                    "for now; drop them, or pass --device cpu"), 1);
+            return report(r, sym__error(SYM_EINVAL, "%s trains on CPU PEs for now; drop it, or "
+                                                    "pass --device cpu",
+                                        c->zero ? "--zero" : "--micro-batches with --balance"), 1);
         return SYM_OK;
     }
     int gpt = c->model.kind == SYM_MODEL_GPT;
@@ -1800,13 +1803,31 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     float lr = sym_lr_at(&r->sched, r->step);
     sym_gpu_step_t st;
     /* scaled so that the average over the dp team is the mean over the batch */
-    int rc = r->gpu->train_step(r->gm, r->tok, r->y, b->count, r->task.seq, lr,
-                                (float)(r->lay.dp / predictions), c->clip, &st);
+    float scale = (float)(r->lay.dp / predictions);
+    double lsum = 0;
+    int rows = b->count, rc = SYM_OK;
+    /* --micro-batches: each one's gradients added on the GPU, the last one's
+     * step averages and updates (the split is the CPU loop's, step()) */
+    for (int i = 0; !rc && r->accum > 1 && i < r->accum; i++) {
+        int64_t at, size;
+        sym_shard_range(b->gsize, r->accum, i, &at, &size);
+        sym_batch_t mb = sym_loader_micro_batch(&r->loader, r->sample + at, (int)size, NULL);
+        sym_input_t in;
+        if (mb.count)
+            sym__task_gather(&r->task, 1, mb.idx, mb.count, r->x, r->tok, r->y, &in);
+        double l = 0;
+        if (i == r->accum - 1)
+            rows = mb.count;
+        else if (mb.count)
+            rc = r->gpu->accumulate(r->gm, r->tok, r->y, mb.count, r->task.seq, scale, &l);
+        lsum += l;
+    }
+    if (!rc) rc = r->gpu->train_step(r->gm, r->tok, r->y, rows, r->task.seq, lr, scale, c->clip, &st);
     if (rc) return report(r, sym__error(rc, "GPU step: %s", r->gpu->error()), 0);
     sym__balance_computed(r->bal, t0, b->count, st.compute_s);
     double t1 = sym__now_s();
     /* a tp group's PEs hold the same loss: its tp PE 0 counts it */
-    r->evalbuf[0] = r->tp_rank == 0 ? (float)(st.loss_sum / predictions) : 0.0f;
+    r->evalbuf[0] = r->tp_rank == 0 ? (float)((lsum + st.loss_sum) / predictions) : 0.0f;
     r->evalbuf[1] = stop_signal ? 1.0f : 0.0f;
     if ((rc = sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 2))) return report(r, rc, 1);
     if (r->lay.tp > 1 && (rc = agree_tp(r, &r->evalbuf[1]))) return report(r, rc, 0);
@@ -1908,7 +1929,8 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
     sym_batch_t whole = sym_loader_batch_shares(&r->loader, r->sample, shares);
     if (r->gpu || r->pipe) {
         sym_input_t in;
-        sym__task_gather(&r->task, 1, whole.idx, whole.count, r->x, r->tok, r->y, &in);
+        if (r->accum == 1) /* else gpu_step gathers each micro-batch */
+            sym__task_gather(&r->task, 1, whole.idx, whole.count, r->x, r->tok, r->y, &in);
         return r->gpu ? gpu_step(r, &whole, t0, loss_out, norm_out, rec, stop)
                       : pipe_step(r, &whole, t0, loss_out, norm_out, rec, stop);
     }

@@ -25,7 +25,7 @@
 #include <symtrain/nn.h>
 #include <symtrain/optim.h>
 
-#define SYM_CUDA_BACKEND_ABI 6
+#define SYM_CUDA_BACKEND_ABI 7
 #define SYM_CUDA_BACKEND_SYMBOL "sym_cuda_backend"
 #define SYM_CUDA_BACKEND_FILE "libsymtrain_cuda.so"
 
@@ -93,10 +93,12 @@ struct sym_cuda_backend {
                   sym_gpu_model_t **out);
     void (*destroy)(sym_gpu_model_t *m);
     /* One step on tok, tgt (rows, seq) int32 host arrays (rows may change from
-     * step to step, up to max_rows: a balanced PE's share): loss gradient scaled by
+     * step to step, up to max_rows: a balanced PE's share; 0: this PE holds none
+     * of them): loss gradient scaled by
      * grad_scale (npes / global predictions), backward, gradients averaged over
      * the team, clipped to `clip` (0: off), AdamW at lr with weight decay on
-     * the table's `decay` tensors. Collective over the team. */
+     * the table's `decay` tensors. Collective over the team. After accumulate
+     * calls, its micro-batch is the step's last: the gradients add to theirs. */
     int (*train_step)(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows,
                       int seq, float lr, float grad_scale, float clip, sym_gpu_step_t *out);
     /* The summed loss and correct next-token predictions of a forward pass. */
@@ -133,6 +135,13 @@ struct sym_cuda_backend {
                           uint64_t *steps);
     /* Wait until that copy is in the buffers; any thread (the checkpoint writer's). */
     int (*snapshot_wait)(sym_gpu_model_t *m);
+    /* --micro-batches: forward and backward of one micro-batch of a step
+     * (rows >= 1), its gradients added to those of the step's micro-batches
+     * before it; nothing averaged, nothing updated (train_step does both with
+     * the last one). *loss_sum: the micro-batch's summed loss. Collective over
+     * the tp team only. */
+    int (*accumulate)(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows,
+                      int seq, float grad_scale, double *loss_sum);
 };
 
 typedef const struct sym_cuda_backend *(*sym_cuda_backend_fn)(void);

@@ -202,10 +202,11 @@ struct sym_gpu_model {
         symcu_loss_scale_t ls;
     } *out_h;
     uint64_t steps;
-    /* the captured steps, each valid for its (rows, seq, scale) */
+    int acc_pending; /* accumulate() added micro-batches' gradients since the last train_step */
+    /* the captured steps, each valid for its (rows, seq, scale, kind) */
     struct {
         cudaGraphExec_t exec;
-        int rows, seq;
+        int rows, seq, kind;
         float scale;
         uint64_t used; /* the step it last ran (LRU) */
     } graph[GRAPHS];
@@ -550,14 +551,19 @@ static int dp_send(sym_gpu_model_t *m, size_t lo) {
     return SYM_OK;
 }
 
-/* From dlogits (in m->logits) to the parameter gradients m->g (zeroed here),
- * averaged over the data-parallel team. */
-static int backward(sym_gpu_model_t *m, int B, int T) {
+/* What a step body does with the gradients (its graph's key too): KEEP adds
+ * to the ones accumulate() left (else they start from zero), AVERAGE
+ * averages them over the data-parallel team (the step's last micro-batch). */
+enum { BODY_KEEP = 1, BODY_AVERAGE = 2 };
+
+/* From dlogits (in m->logits) to the parameter gradients m->g (the kernels
+ * add into them), averaged over the data-parallel team with BODY_AVERAGE. */
+static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
     int N = B * T, C = m->C, L = m->L, Cl = m->Cl, rc;
     size_t NC = (size_t)N * C;
     cudaStream_t s = m->s;
-    m->dp_hi = m->P;
-    CK(cudaMemsetAsync(m->g, 0, m->P * sizeof(float), s));
+    m->dp_hi = kind & BODY_AVERAGE ? m->P : 0; /* dp_send sends nothing below dp_hi */
+    if (!(kind & BODY_KEEP)) CK(cudaMemsetAsync(m->g, 0, m->P * sizeof(float), s));
     if (m->tp > 1) { /* this PE's columns; the input gradient summed over the team */
         OP(symcu_matmul_backward_ld(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, G(m->off_wte), m->logits,
                                     m->ld, m->lnf, W(m->off_wte), N, C, m->nv, s));
@@ -605,7 +611,8 @@ static int backward(sym_gpu_model_t *m, int B, int T) {
         if ((rc = tp_sum(m, m->dln, NC))) return rc;
         OP(symcu_layernorm_backward(m->dt, m->dres, G(o[LN1W]), G(o[LN1B]), m->ln_scratch, m->dln, x,
                                     W(o[LN1W]), b->ln1_mean, b->ln1_rstd, N, C, s));
-        if (m->bucket && m->dp_hi - o[LN1W] >= m->bucket && (rc = dp_send(m, o[LN1W])))
+        if ((kind & BODY_AVERAGE) && m->bucket && m->dp_hi - o[LN1W] >= m->bucket &&
+            (rc = dp_send(m, o[LN1W])))
             return rc;
     }
     OP(symcu_encoder_shard_backward(m->dt, G(m->off_wte), G(m->off_wpe), m->enc_scratch,
@@ -613,7 +620,7 @@ static int backward(sym_gpu_model_t *m, int B, int T) {
                                     m->tp > 1 ? m->nv : m->V, B, T, C, m->V, s));
     stamp_kernel<<<1, 1, 0, s>>>(m->stamp + 1); /* the compute's end, before the join */
     CK(cudaGetLastError());
-    if (m->npes > 1) {
+    if (m->npes > 1 && (kind & BODY_AVERAGE)) {
         if ((rc = dp_send(m, 0))) return rc;
         CK(cudaEventRecord(m->ev_join, m->s_dp));
         CK(cudaStreamWaitEvent(s, m->ev_join, 0));
@@ -622,8 +629,8 @@ static int backward(sym_gpu_model_t *m, int B, int T) {
 }
 
 /* The part of a step a graph holds: tokens in, forward, loss, backward, the
- * loss sum. */
-static int step_body(sym_gpu_model_t *m, int B, int T, float scale) {
+ * loss sum; kind: BODY_* */
+static int step_body(sym_gpu_model_t *m, int B, int T, float scale, int kind) {
     size_t N = (size_t)B * T;
     stamp_kernel<<<1, 1, 0, m->s>>>(m->stamp); /* the compute's start */
     CK(cudaGetLastError());
@@ -638,7 +645,7 @@ static int step_body(sym_gpu_model_t *m, int B, int T, float scale) {
                               m->ls ? &m->ls->scale : NULL, m->s));
     sum_rows_kernel<<<1, 1024, 0, m->s>>>(m->sums, m->losses, NULL, (int)N);
     CK(cudaGetLastError());
-    return backward(m, B, T);
+    return backward(m, B, T, kind);
 }
 
 /* Said once per model (PE 0), then the steps run as plain launches. */
@@ -651,28 +658,29 @@ static int capture_failed(sym_gpu_model_t *m, const char *why) {
     return -1;
 }
 
-static int capture(sym_gpu_model_t *m, int slot, int B, int T, float scale);
+static int capture(sym_gpu_model_t *m, int slot, int B, int T, float scale, int kind);
 
-/* The graph for (B, T, scale): the kept one, or a new capture of step_body
- * in the least recently used slot. Returns it, or NULL (the capture is
- * abandoned and the error cleared). */
-static cudaGraphExec_t graph_for(sym_gpu_model_t *m, int B, int T, float scale) {
+/* The graph for (B, T, scale, kind): the kept one, or a new capture of
+ * step_body in the least recently used slot. Returns it, or NULL (the capture
+ * is abandoned and the error cleared). */
+static cudaGraphExec_t graph_for(sym_gpu_model_t *m, int B, int T, float scale, int kind) {
     int slot = 0;
     for (int i = 0; i < GRAPHS; i++) {
         if (m->graph[i].exec && m->graph[i].rows == B && m->graph[i].seq == T &&
-            m->graph[i].scale == scale) {
+            m->graph[i].scale == scale && m->graph[i].kind == kind) {
             m->graph[i].used = m->steps + 1;
             return m->graph[i].exec;
         }
         if (!m->graph[i].exec || (m->graph[slot].exec && m->graph[i].used < m->graph[slot].used))
             slot = i;
     }
-    return capture(m, slot, B, T, scale) ? NULL : m->graph[slot].exec;
+    return capture(m, slot, B, T, scale, kind) ? NULL : m->graph[slot].exec;
 }
 
-/* Capture step_body as a graph for (B, T, scale) into graph[slot]. Returns 0
- * with its exec set, or nonzero (the capture is abandoned, the error cleared). */
-static int capture(sym_gpu_model_t *m, int slot, int B, int T, float scale) {
+/* Capture step_body as a graph for (B, T, scale, kind) into graph[slot].
+ * Returns 0 with its exec set, or nonzero (the capture is abandoned, the
+ * error cleared). */
+static int capture(sym_gpu_model_t *m, int slot, int B, int T, float scale, int kind) {
     cudaGraphExec_t *exec = &m->graph[slot].exec;
     if (*exec) {
         cudaGraphExecDestroy(*exec);
@@ -680,7 +688,7 @@ static int capture(sym_gpu_model_t *m, int slot, int B, int T, float scale) {
     }
     cudaError_t e = cudaStreamBeginCapture(m->s, cudaStreamCaptureModeThreadLocal);
     if (e != cudaSuccess) return capture_failed(m, cudaGetErrorString(e));
-    int rc = step_body(m, B, T, scale);
+    int rc = step_body(m, B, T, scale, kind);
     cudaGraph_t graph = NULL;
     e = cudaStreamEndCapture(m->s, &graph);
     if (rc || e != cudaSuccess || !graph) {
@@ -696,6 +704,7 @@ static int capture(sym_gpu_model_t *m, int slot, int B, int T, float scale) {
     m->graph[slot].rows = B;
     m->graph[slot].seq = T;
     m->graph[slot].scale = scale;
+    m->graph[slot].kind = kind;
     m->graph[slot].used = m->steps + 1;
     return 0;
 }
@@ -1008,22 +1017,63 @@ static int stage(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int
     return SYM_OK;
 }
 
-static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows,
-                         int seq, float lr, float grad_scale, float clip, sym_gpu_step_t *out) {
-    memset(out, 0, sizeof *out);
-    CK(cudaSetDevice(m->dev));
+/* Tokens to gradients (kind: BODY_*), as a replayed graph where it can. */
+static int run_body(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows, int seq,
+                    float grad_scale, int kind) {
     int rc = stage(m, tok, tgt, rows, seq);
     if (rc) return rc;
     /* the first step warms up (cuBLASLt's choices, lazy module loading); later ones replay */
     cudaGraphExec_t exec = NULL;
     if (m->opts.use_graph && m->warm && !m->graph_failed &&
-        !(exec = graph_for(m, rows, seq, grad_scale)))
+        !(exec = graph_for(m, rows, seq, grad_scale, kind)))
         m->graph_failed = 1;
     if (exec)
         CK(cudaGraphLaunch(exec, m->s));
-    else if ((rc = step_body(m, rows, seq, grad_scale)))
+    else if ((rc = step_body(m, rows, seq, grad_scale, kind)))
         return rc;
     m->warm = 1;
+    return SYM_OK;
+}
+
+/* A PE with none of the last micro-batch's rows: its gradients (zero, or what
+ * accumulate() left) still go into the team's average. */
+static int no_rows(sym_gpu_model_t *m) {
+    if (!m->acc_pending) CK(cudaMemsetAsync(m->g, 0, m->P * sizeof(float), m->s));
+    CK(cudaMemsetAsync(m->sums, 0, 2 * sizeof(double), m->s));
+    stamp_kernel<<<1, 1, 0, m->s>>>(m->stamp);
+    stamp_kernel<<<1, 1, 0, m->s>>>(m->stamp + 1);
+    CK(cudaGetLastError());
+    if (m->npes > 1) {
+        m->dp_hi = m->P;
+        int rc = dp_send(m, 0);
+        if (rc) return rc;
+        CK(cudaEventRecord(m->ev_join, m->s_dp));
+        CK(cudaStreamWaitEvent(m->s, m->ev_join, 0));
+    }
+    return SYM_OK;
+}
+
+static int be_accumulate(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows,
+                         int seq, float grad_scale, double *loss_sum) {
+    *loss_sum = 0;
+    CK(cudaSetDevice(m->dev));
+    int rc = run_body(m, tok, tgt, rows, seq, grad_scale, m->acc_pending ? BODY_KEEP : 0);
+    if (rc) return rc;
+    m->acc_pending = 1;
+    CK(cudaMemcpyAsync(m->out_h->sums, m->sums, sizeof(double), cudaMemcpyDeviceToHost, m->s));
+    CK(cudaStreamSynchronize(m->s));
+    *loss_sum = m->out_h->sums[0];
+    return SYM_OK;
+}
+
+static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows,
+                         int seq, float lr, float grad_scale, float clip, sym_gpu_step_t *out) {
+    memset(out, 0, sizeof *out);
+    CK(cudaSetDevice(m->dev));
+    int kind = BODY_AVERAGE | (m->acc_pending ? BODY_KEEP : 0);
+    int rc = rows == 0 ? no_rows(m) : run_body(m, tok, tgt, rows, seq, grad_scale, kind);
+    m->acc_pending = 0;
+    if (rc) return rc;
     if (++m->calls == m->inject_at) { /* after the average: every PE injects alike */
         inject_inf_kernel<<<1, 1, 0, m->s>>>(m->g);
         CK(cudaGetLastError());
@@ -1202,7 +1252,8 @@ static const struct sym_cuda_backend table = {
     SYM_CUDA_BACKEND_ABI, be_error,     be_device_count, be_create,   be_destroy,
     be_train_step,        be_eval,      be_get_state,    be_set_state, be_memory,
     be_peak_flops,        be_describe,  be_pci_bus_id,   be_memory_saved,
-    be_host_alloc,        be_host_free, be_snapshot_start, be_snapshot_wait};
+    be_host_alloc,        be_host_free, be_snapshot_start, be_snapshot_wait,
+    be_accumulate};
 
 extern "C" __attribute__((visibility("default"))) const struct sym_cuda_backend *
 sym_cuda_backend(void) {
