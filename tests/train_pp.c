@@ -140,7 +140,7 @@ static void run_layout(const layout_t *L, const sym_model_config_t *cfg, sym_mod
             nanosleep(&ts, NULL);
         }
         double lsum;
-        CHECK(sym_pipe_step(p, in, lab, rows, (float)dp / (GB * T), &lsum) == 0, "%s step %d: %s",
+        CHECK(sym_pipe_step(p, in, lab, rows, 0, 0, (float)dp / (GB * T), &lsum) == 0, "%s step %d: %s",
               L->mesh, st, sym_last_error());
         if (st == 0) {
             memcpy(mg, sym_model_grads(m), np * sizeof *mg);

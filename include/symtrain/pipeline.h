@@ -127,8 +127,11 @@ void sym_pipe_layers(const sym_pipe_t *p, int s, int *first, int *layers);
  * reduce-scattered into the shards of the zero object over sym_pipe_ddp).
  * *loss_sum: the summed loss of this PE's predictions on the last stage's tp
  * rank 0, 0 elsewhere (so a sum over the job counts each prediction once). Every
- * stage of a pipeline passes the same rows (<= M x micro_rows). */
+ * stage of a pipeline passes the same rows (<= M x micro_rows). step and row0
+ * (the global row of this PE's row 0) place the dropout masks, as
+ * sym_forward_t's: the same masks as a 1-PE run's. */
 int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, int rows,
+                  uint64_t step, int64_t row0,
                   float grad_scale, double *loss_sum);
 /* Forward only, in micro-batches of at most micro_rows: rows sequences.
  * On the last stage's tp rank 0 *loss_sum and *correct get the summed loss

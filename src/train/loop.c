@@ -142,10 +142,6 @@ static int validate_gpt_split(const sym_train_config_t *c, const sym_parallel_t 
                           c->model.tp_chunks, l->tp == 1 ? "there is no tp group: add tp=M (M > 1)"
                                                          : "with sp there are none (reduce-scatters "
                                                            "and all-gathers instead): drop one");
-    if (gpt && c->model.dropout > 0 && l->pp > 1)
-        return sym__error(SYM_EINVAL, "--dropout %g with pp=%d: a GPT's dropout under a pipeline "
-                                      "is not in this build; pass --dropout 0, or drop pp",
-                          (double)c->model.dropout, l->pp);
     if ((c->model.seq_parallel || c->model.tp_chunks > 1) && c->device == SYM_TRAIN_GPU)
         return sym__error(SYM_EINVAL, "%s: the GPU's tensor parallelism has neither sequence "
                                       "parallelism nor chunked overlap in this build; pass "
@@ -1869,7 +1865,8 @@ static int pipe_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
                      double *norm_out, sym_step_record_t *rec, int *stop) {
     const sym_train_config_t *c = r->cfg;
     double predictions = (double)b->gsize * r->task.seq, lsum;
-    int rc = sym_pipe_step(r->pipe, r->tok, r->y, b->count, (float)(r->lay.dp / predictions),
+    int rc = sym_pipe_step(r->pipe, r->tok, r->y, b->count, (uint64_t)r->step, b->row0,
+                           (float)(r->lay.dp / predictions),
                            &lsum);
     if (rc) return report(r, rc, 0);
     sym__balance_computed(r->bal, t0, b->count, -1);

@@ -272,15 +272,15 @@ static void release(sym_pipe_t *p, int fwd) {
 
 /* Forward of one micro-batch (rows sequences; tok on the first stage, lab on
  * the last) in activation slot `slot`: receive, compute, send on; the last
- * stage's loss (and, training, its gradient in place of the logits). */
-static int forward(sym_pipe_t *p, int slot, int rows, int training, const int32_t *tok,
+ * stage's loss (and, training, its gradient in place of the logits). f: the
+ * pass (training, and the dropout masks' step and first row). */
+static int forward(sym_pipe_t *p, int slot, int rows, sym_forward_t f, const int32_t *tok,
                    const int32_t *lab, float scale, double *lsum, int64_t *correct) {
     sym_model_t *m = p->model;
-    int rc;
+    int rc, training = f.training;
     sym_model_use_slot(m, slot);
     sym_input_t in = {rows, p->pc.seq, NULL, p->s == 0 ? tok : NULL};
     if (p->s > 0 && (rc = receive(p, FWD, &in.x))) return rc;
-    sym_forward_t f = {training, 0, 0};
     sym_tensor_t y;
     rc = sym_model_forward(m, &in, &f, &y);
     if (p->s > 0) release(p, FWD);
@@ -332,7 +332,7 @@ static void micro(int rows, int M, int i, int *row0, int *n) {
 }
 
 int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, int rows,
-                  float grad_scale, double *loss_sum) {
+                  uint64_t step, int64_t row0, float grad_scale, double *loss_sum) {
     int M = p->pc.micro_batches, T = p->pc.seq, rc = SYM_OK;
     *loss_sum = 0;
     if (rows < 0 || rows > M * p->pc.micro_rows)
@@ -351,7 +351,9 @@ int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, i
         if (f < M && (f < warm || f == b + warm)) {
             micro(rows, M, f, &r0, &n);
             size_t at = (size_t)r0 * (size_t)T;
-            rc = forward(p, f % slots, n, 1, tokens + at, labels + at, grad_scale, loss_sum, NULL);
+            sym_forward_t pass = {1, step, row0 + r0};
+            rc = forward(p, f % slots, n, pass, tokens + at, labels + at, grad_scale, loss_sum,
+                         NULL);
             f++;
         } else {
             micro(rows, M, b, &r0, &n);
@@ -378,7 +380,8 @@ int sym_pipe_eval(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, i
         int n = rows - r0 < R ? rows - r0 : R;
         int64_t c = 0;
         size_t at = (size_t)r0 * (size_t)T;
-        rc = forward(p, 0, n, 0, tokens + at, labels + at, 1.0f, loss_sum, &c);
+        sym_forward_t pass = {0, 0, 0};
+        rc = forward(p, 0, n, pass, tokens + at, labels + at, 1.0f, loss_sum, &c);
         *correct += c;
     }
     return rc;
