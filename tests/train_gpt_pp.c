@@ -15,10 +15,11 @@
  * relative, each step's gradient norm over the whole pipeline to 2e-5 (the
  * metrics print 6 digits); the loss must fall, and a run with another seed
  * must differ by far more (its gradient norm at step 2), so the comparison
- * is not blind. What a pipeline
- * cannot do yet (--sample), a mesh that does not fit the job and
- * --inbox-slots without a pipeline are refused with a message saying so (its
- * checkpoints: tests/train_ckpt_layout).
+ * is not blind. A dp=2,pp=2 run with --sample gathers every stage's weights
+ * on PE 0 and prints the text `symtrain sample` draws from its last
+ * checkpoint. A mesh that does not fit the job and --inbox-slots without a
+ * pipeline are refused with a message saying so (its checkpoints:
+ * tests/train_ckpt_layout).
  */
 #include "train_e2e.h"
 
@@ -92,12 +93,27 @@ int main(int argc, char **argv) {
     CHECK(rel(g2[1], g1[1]) > 100 * TOL_NORM, "another seed gave the same gradient norm %.6g",
           g2[1]);
 
+    /* --sample: the weights of every stage gathered on PE 0 */
+    snprintf(args, sizeof args, ARGS " --parallel dp=2,pp=2 --sample 30 --prompt KING --ckpt-dir %s",
+             e2e_path("ck_sample"));
+    const char *slog = e2e_path("sample_run.log"), *txt = e2e_path("sample.txt");
+    e2e_run(4, NULL, NULL, slog, 0, args);
+    CHECK(e2e_sh(txt, "'%s' sample --ckpt '%s' --prompt KING --max-new-tokens 30", e2e_symtrain,
+                 e2e_path("ck_sample")) == 0, "symtrain sample --ckpt of the pipeline's run");
+    char *want = e2e_read(txt, NULL), *said = e2e_read(slog, NULL);
+    CHECK(want && said && strlen(want) > 5, "no sample text");
+    if (!strstr(said, want)) e2e_show(slog);
+    CHECK(strstr(said, want) != NULL, "the pipeline's sample is not `symtrain sample`'s text "
+          "from its checkpoint:\n%s", want);
+    free(want);
+    free(said);
+    printf("train_gpt_pp: dp=2,pp=2 --sample prints its checkpoint's text\n");
+
     /* refused, and said */
     const struct {
         int npes, status; /* 2: a usage error, found before the job starts */
         const char *opts, *says;
     } bad[] = {
-        {2, 1, "--parallel pp=2 --sample 10", "sampling needs the whole model on one PE"},
         {2, 2, "--parallel dp=3,pp=2", "makes 6 PEs, but the job has 2"},
         {1, 1, "--inbox-slots 4", "add pp=K"},
     };

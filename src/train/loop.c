@@ -525,7 +525,8 @@ static int agree(run_t *r, int rc);
 
 /* tp or pp > 1: the whole parameters and optimizer state, as ckpt_state_get
  * gives them, on PE 0 (*params malloc'd), from every PE's slices (collective
- * over the job; the other PEs get nothing). */
+ * over the job; the other PEs get nothing). Without ostate: the parameters
+ * alone (a sample's weights). */
 static int ckpt_state_gather(run_t *r, float **params, int *owned, void **ostate, size_t *osize) {
     size_t W = sym_model_full_num_params(r->model);
     sym_optim_t *o = NULL;
@@ -533,13 +534,23 @@ static int ckpt_state_gather(run_t *r, float **params, int *owned, void **ostate
     sym__ckpt_slices_t mine;
     *params = NULL;
     *owned = 1;
-    *ostate = NULL;
-    *osize = 0;
+    if (ostate) *ostate = NULL;
+    if (osize) *osize = 0;
     ckpt_layout(r, &L);
     int rc = sym__ckpt_layout_slices(&L, 1, &mine);
+    if (!rc && !ostate) { /* the parameters' slices alone */
+        int k = 0;
+        for (int i = 0; i < mine.n; i++)
+            if (mine.kind[i] == 0) {
+                mine.s[k] = mine.s[i];
+                mine.woff[k] = mine.woff[i];
+                mine.kind[k++] = 0;
+            }
+        mine.n = k;
+    }
     if (!rc && r->me == 0 && !(*params = malloc(W * sizeof **params)))
         rc = sym__error(SYM_ENOMEM, "out of memory for the whole model (%zu floats)", W);
-    if (!rc && r->me == 0) rc = sym_optim_create(&r->cfg->optim, W, &o);
+    if (!rc && r->me == 0 && ostate) rc = sym_optim_create(&r->cfg->optim, W, &o);
     if (rc) report(r, rc, 0);
     if (!(rc = agree(r, rc))) {
         float *whole[SYM_CKPT_KINDS] = {*params, o ? sym_optim_buffer(o, 0) : NULL,
@@ -1414,8 +1425,6 @@ const char *sym__pipe_refusal(const sym_train_config_t *c) {
     if (c->balance.policy != SYM_BALANCE_OFF)
         return "pp: load balancing moves samples between replicas; a pipeline's stages pass "
                "fixed micro-batches; pass --balance off";
-    if (c->sample_tokens)
-        return "pp: sampling needs the whole model on one PE; train without --sample";
     return NULL;
 }
 
@@ -2234,9 +2243,12 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     if (r.writer || r.dist) prom_ckpt(&r);
     if (!rc) say_stall(&r);
     double secs = sym__now_s() - t_start;
-    float *whole = NULL; /* tp > 1: the sample's weights, gathered by PE 0's tp group */
+    float *whole = NULL; /* tp or pp > 1: the sample's weights, gathered on PE 0 */
     int sample = !rc && r.task.text && cfg->sample_tokens > 0 && !stopped;
-    if (sample && r.lay.tp > 1 && r.dp_rank == 0) {
+    if (sample && r.pipe) { /* every stage's slices (collective over the job) */
+        int owned;
+        if ((rc = ckpt_state_gather(&r, &whole, &owned, NULL, NULL))) report(&r, rc, 0);
+    } else if (sample && r.lay.tp > 1 && r.dp_rank == 0) {
         size_t W = sym_model_full_num_params(r.model);
         whole = malloc(W * sizeof *whole);
         if ((r.gpu && (rc = gpu_sync_host(&r))) || (rc = tp_all_have(&r, whole != NULL, W)) ||
