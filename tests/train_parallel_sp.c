@@ -6,8 +6,9 @@
  * uneven over 4 PEs, 8 8 7 7 positions), global batch 8, 12 steps of AdamW,
  * dropout 0.1. Layouts tp=4,sp and dp=2,tp=2,sp on 4 PEs and tp=2,sp on 2,
  * tp=4 with its all-reduces overlapped in 5 row chunks (--tp-overlap 5), and
- * the pipelines pp=2 (2 PEs), dp=2,pp=2 and tp=2,pp=2 (4; a micro-batch a
- * stage, each stage drawing its blocks' masks)
+ * the pipelines pp=2 (2 PEs), dp=2,pp=2, tp=2,pp=2 and tp=2,pp=2,sp (4; a
+ * micro-batch a stage, each stage drawing its blocks' masks; with sp each
+ * stage passes on its tp rank's positions of the sequences)
  * must give every step's loss of the 1-PE run with the same dropout to 1e-5
  * relative, and the SP ones say once that they are sequence parallel; the 1-PE loss must
  * fall, and differ from the run without --dropout (whose log must not name a
@@ -18,7 +19,7 @@
  * of one never interrupted, bit for bit (the masks follow the step and row).
  *
  * Refused with exit status 2 and one message, before anything trains: sp
- * without a tp group, sp with pipeline stages.
+ * without a tp group.
  */
 #include "train_e2e.h"
 
@@ -76,7 +77,8 @@ int main(int argc, char **argv) {
                 {4, "tp=4 --tp-overlap 5", "tp4overlap"},
                 {2, "pp=2", "pp2"},
                 {4, "dp=2,pp=2", "dp2xpp2"},
-                {4, "tp=2,pp=2", "tp2xpp2"}};
+                {4, "tp=2,pp=2", "tp2xpp2"},
+                {4, "tp=2,pp=2,sp", "tp2xpp2sp"}};
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         snprintf(args, sizeof args, ARGS " --dropout 0.1 --max-steps %d --metrics %s "
                  "--parallel %s", STEPS, e2e_path("%s.jsonl", runs[i].name), runs[i].layout);
@@ -104,7 +106,6 @@ int main(int argc, char **argv) {
            "bit-identical\n", at);
     refused(2, "--parallel dp=2,sp", "sequence parallelism splits the activations of a tp "
                                      "group, and there is none");
-    refused(4, "--parallel tp=2,pp=2,sp", "pipeline stages do not take it");
     refused(2, "--parallel tp=2,sp --tp-overlap 2", "with sp there are none");
     e2e_cleanup();
     printf("train_parallel_sp: ok\n");

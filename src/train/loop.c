@@ -130,12 +130,10 @@ static sym_parallel_t layout_of(const sym_train_config_t *c, int npes) {
  * against the layout and the device. */
 static int validate_gpt_split(const sym_train_config_t *c, const sym_parallel_t *l) {
     int gpt = c->model.kind == SYM_MODEL_GPT;
-    if (c->model.seq_parallel && (l->tp == 1 || l->pp > 1))
+    if (c->model.seq_parallel && l->tp == 1)
         return sym__error(SYM_EINVAL, "--parallel ...,sp: sequence parallelism splits the "
-                                      "activations of a tp group%s; %s",
-                          l->tp == 1 ? ", and there is none" : ", and pipeline stages do not take it "
-                                                              "in this build",
-                          l->tp == 1 ? "add tp=M (M > 1)" : "drop sp, or pp");
+                                      "activations of a tp group, and there is none; add tp=M "
+                                      "(M > 1)");
     if (c->model.tp_chunks > 1 && (l->tp == 1 || c->model.seq_parallel))
         return sym__error(SYM_EINVAL, "--tp-overlap %d overlaps a tp group's all-reduces with "
                                       "its GEMMs; %s",

@@ -407,9 +407,6 @@ static int gpt_init(sym_model_t *m) {
     size_t N = B * T, NH = (size_t)c->n_head, Vp = (size_t)c->padded_vocab;
     size_t S = (size_t)m->slots, nl = (size_t)m->nl;
     int sp = sp_on(m), drop = c->dropout > 0.0f;
-    if (sp && (!m->embed || !m->head))
-        return sym__error(SYM_EINVAL, "sequence parallelism with pipeline stages is not in this "
-                                      "build; drop sp, or pp");
     /* R: the rows of the sequence-parallel regions, the largest shard's (team PE 0's) */
     size_t R = sp ? B * ((T + (size_t)m->tp_size - 1) / (size_t)m->tp_size) : N;
     if (!(g->slot = calloc(S, sizeof *g->slot)) ||
@@ -785,8 +782,8 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
         if ((rc = row_output(m, g, g->sp ? g->scratch : a->encoded, &y))) return rc;
         if (y != a->encoded) memcpy(a->encoded, y, RC * sizeof(float));
         if (drop) dropout_forward(m, g, f, 0, a->encoded, a->emask);
-    } else {
-        memcpy(a->encoded, in->x, (size_t)N * C * sizeof(float));
+    } else { /* the previous stage's output: with SP this PE's positions (R rows) */
+        memcpy(a->encoded, in->x, RC * sizeof(float));
     }
     for (int l = 0; l < m->nl; l++) {
         block_t *b = &a->block[l];
@@ -815,8 +812,8 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
         sym_residual_forward(b->res3, b->res2, y, RC);
     }
     float *xL = m->nl ? a->block[m->nl - 1].res3 : a->encoded;
-    if (!m->head) {
-        *logits = sym_tensor_2d(xL, N, C);
+    if (!m->head) { /* with SP this PE's positions, as the next stage's same tp rank takes them */
+        *logits = sym_tensor_2d(xL, R, C);
         return SYM_OK;
     }
     /* ln_f, then the LM head over the whole sequence (with SP ln_f's shard gathered) */
@@ -830,8 +827,9 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
 }
 
 /* dlogits (N,Vp), or on a stage without the head the gradient of its output
- * (N,C); a stage without the embeddings leaves its input's gradient (N,C) in
- * g->dres (sym_model_input_grad). With SP g->dres holds this PE's (R,C) rows. */
+ * (N,C; with SP this PE's (R,C) rows); a stage without the embeddings leaves
+ * its input's gradient (N,C) in g->dres (sym_model_input_grad). With SP g->dres
+ * holds this PE's (R,C) rows. */
 static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_ready_fn ready,
                         void *user) {
     gpt_t *g = m->impl;
@@ -839,11 +837,11 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
     const sym_model_config_t *c = &m->cfg;
     int B = a->B, T = a->T, C = c->n_embd, W = m->head ? (int)m->nv : C;
     int Cl = C / m->tp_size, NHl = c->n_head / m->tp_size;
-    int64_t N = (int64_t)B * T, R = (int64_t)B * a->tl;
+    int64_t N = (int64_t)B * T, R = (int64_t)B * a->tl, rows = m->head ? N : R;
     if (!a->training) return sym__error(SYM_EINVAL, "backward needs a training forward pass first");
-    if (dlogits->shape[0] != N || dlogits->shape[1] != W || !sym_tensor_is_contiguous(dlogits))
+    if (dlogits->shape[0] != rows || dlogits->shape[1] != W || !sym_tensor_is_contiguous(dlogits))
         return sym__error(SYM_EINVAL, "backward: %s should be (%lld,%d) and contiguous",
-                          m->head ? "dlogits" : "the output's gradient", (long long)N, W);
+                          m->head ? "dlogits" : "the output's gradient", (long long)rows, W);
     const float *P = m->params, *dlog = sym_tensor_f32(dlogits), *d;
     float *G = m->grads, *dl;
     size_t NC = (size_t)N * C, RC = (size_t)R * C;
@@ -860,7 +858,7 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
             return rc;
         if (ready) ready(user, g->lnfw);
     } else {
-        memcpy(g->dres, dlog, NC * sizeof(float));
+        memcpy(g->dres, dlog, RC * sizeof(float));
     }
     for (int l = m->nl - 1; l >= 0; l--) {
         block_t *b = &a->block[l];

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <symtrain/data.h>
 #include <symtrain/dist.h>
 #include <symtrain/pipeline.h>
 
@@ -307,7 +308,13 @@ static void ready_but_wte(void *ddp, size_t lo) { sym_ddp_ready(ddp, lo ? lo : 1
  * one starts the dp average of each gradient bucket as it finishes. */
 static int backward(sym_pipe_t *p, int slot, int rows, int last) {
     sym_model_t *m = p->model;
-    size_t N = (size_t)rows * (size_t)p->pc.seq, C = (size_t)p->cfg.n_embd;
+    /* the activations between stages: N = rows x seq of them, or with sequence
+     * parallelism this tp rank's positions of each sequence (its partners on
+     * the next and previous stage have the same rank: the same positions) */
+    int64_t t0 = 0, tl = p->pc.seq;
+    if (p->cfg.seq_parallel && p->tp_size > 1)
+        sym_shard_range(p->pc.seq, p->tp_size, p->tp_rank, &t0, &tl);
+    size_t N = (size_t)rows * (size_t)tl, C = (size_t)p->cfg.n_embd;
     int rc;
     sym_model_use_slot(m, slot);
     sym_tensor_t dy = p->dlogits[slot];
