@@ -554,6 +554,79 @@ static void check_attention(void) {
           "attention forward with T=0 was not refused");
 }
 
+/* Attention with dropout on its probabilities (p 0.3): the gradient through
+ * the fixed masks; the masks of heads and sequences computed apart (a PE's
+ * heads from h0, a PE's sequences from row0) are those computed together;
+ * about 1 - p of a long row's probabilities kept. */
+static const sym_attn_dropout_t attn_drop = {0.3f, 0xa77e, 3, 5, 1, 3};
+
+static double attn_drop_loss(void *ctx) {
+    attn_t *c = ctx;
+    float scratch[AT * AT];
+    CHECK(sym_attention_forward_drop(c->out, c->att, scratch, c->qkv, AB, AT, AC, ANH,
+                                     &attn_drop) == 0, "%s", sym_last_error());
+    return dot(c->r, c->out, AB * AT * AC);
+}
+
+static void check_attention_dropout(void) {
+    attn_t c;
+    fill(c.qkv, AB * AT * 3 * AC, -2, 2);
+    fill(c.r, AB * AT * AC, -1, 1);
+    poison(c.out, AB * AT * AC);
+    double with = attn_drop_loss(&c);
+    float plain[AB * AT * AC], scratch[AT * AT];
+    CHECK(sym_attention_forward(plain, c.att, c.qkv, AB, AT, AC, ANH) == 0, "%s", sym_last_error());
+    CHECK(fabs(dot(c.r, plain, AB * AT * AC) - with) > 1e-3, "attention dropout changed nothing");
+    attn_drop_loss(&c); /* att: the probabilities before the mask, as the backward needs */
+    float dqkv[AB * AT * 3 * AC];
+    grad_start(dqkv, AB * AT * 3 * AC);
+    poison(scratch, AT * AT);
+    CHECK(sym_attention_backward_drop(dqkv, scratch, c.r, c.qkv, c.att, AB, AT, AC, ANH,
+                                      &attn_drop) == 0, "%s", sym_last_error());
+    grad_unstart(dqkv, AB * AT * 3 * AC);
+    double num[AB * AT * 3 * AC];
+    numeric(attn_drop_loss, &c, c.qkv, AB * AT * 3 * AC, num);
+    compare("attention dropout dqkv", num, dqkv, AB * AT * 3 * AC);
+    attn_drop_loss(&c); /* out again at the unperturbed qkv */
+    /* apart: each sequence alone (row0 + b) and each head alone (h0 + h, of the same heads) */
+    float att1[AT * AT], out1[AT * AC / ANH], qkv1[AT * 3 * AC / ANH];
+    int hs = AC / ANH;
+    for (int b = 0; b < AB; b++)
+        for (int h = 0; h < ANH; h++) {
+            for (int i = 0; i < AT; i++)
+                for (int part = 0; part < 3; part++)
+                    memcpy(qkv1 + i * 3 * hs + part * hs,
+                           c.qkv + (b * AT + i) * 3 * AC + part * AC + h * hs, hs * sizeof(float));
+            sym_attn_dropout_t one = attn_drop;
+            one.row0 = attn_drop.row0 + b;
+            one.h0 = attn_drop.h0 + h;
+            CHECK(sym_attention_forward_drop(out1, att1, scratch, qkv1, 1, AT, hs, 1, &one) == 0,
+                  "%s", sym_last_error());
+            for (int i = 0; i < AT; i++)
+                for (int d = 0; d < hs; d++)
+                    CHECK(fabs(out1[i * hs + d] - c.out[(b * AT + i) * AC + h * hs + d]) <=
+                              1e-5 * (1 + fabs(out1[i * hs + d])), /* a mask's change: ~0.1 */
+                          "attention dropout of sequence %d head %d alone differs at %d,%d: %.9g "
+                          "and %.9g", b, h, i, d, out1[i * hs + d],
+                          c.out[(b * AT + i) * AC + h * hs + d]);
+        }
+    /* a long row: the kept share */
+    enum { LT = 512 };
+    static float lqkv[LT * 3 * 8], lout[LT * 8], latt[LT * LT], lscr[LT * LT];
+    fill(lqkv, LT * 3 * 8, -0.01, 0.01);
+    sym_attn_dropout_t d = attn_drop;
+    CHECK(sym_attention_forward_drop(lout, latt, lscr, lqkv, 1, LT, 8, 1, &d) == 0, "%s",
+          sym_last_error());
+    size_t kept = 0, total = 0;
+    for (int i = 0; i < LT; i++)
+        for (int j = 0; j <= i; j++, total++) kept += lscr[i * LT + j] != 0.0f;
+    double frac = (double)kept / (double)total;
+    CHECK(fabs(frac - (1 - d.p)) < 0.01, "attention dropout kept %.4f of the probabilities, "
+          "expected %.2f", frac, 1 - d.p);
+    printf("  %-28s masks the same apart and together; %.4f of %zu kept (p %.1f)\n",
+           "attention dropout", frac, total, (double)d.p);
+}
+
 /* ---- the same bits whatever the threads ---- */
 
 /* Large enough that each loop covers >= 4 * SYM_PAR_CHUNK elements, so 4
@@ -903,11 +976,14 @@ static double gpt_backward(gpt_ctx_t *c, gpt_ready_t *ready) {
     return l / (GB * GS);
 }
 
-static void check_gpt_model(void) {
+/* dropout > 0: on the embeddings, the residual branches and the attention
+ * probabilities, the masks fixed by (step 0, row 0) */
+static void check_gpt_model(float dropout) {
     sym_model_config_t cfg;
     memset(&cfg, 0, sizeof cfg);
     CHECK(sym_model_parse("gpt:L=2,C=8,H=2,V=11,T=5", &cfg) == 0, "%s", sym_last_error());
     cfg.seed = test_next(&rng);
+    cfg.dropout = dropout;
     CHECK(cfg.vocab == GV && cfg.padded_vocab == 128 && cfg.max_seq == 5 && GS < cfg.max_seq,
           "gpt:L=2,C=8,H=2,V=11,T=5 parsed to V=%d, Vp=%d, T=%d", cfg.vocab, cfg.padded_vocab,
           cfg.max_seq);
@@ -994,9 +1070,9 @@ static void check_gpt_model(void) {
     double *num = malloc(P * sizeof *num);
     CHECK(num != NULL, "out of memory");
     numeric(gpt_loss, &c, params, P, num);
-    printf("  gpt:L=2,C=8,H=2,V=11,T=5, %d x %d tokens (Vp %d, T 5), loss %.4f, %d ready calls, "
-           "weights drawn %d time%s:\n",
-           GB, GS, Vp, loss, ready.calls, tries + 1, tries ? "s" : "");
+    printf("  gpt:L=2,C=8,H=2,V=11,T=5, %d x %d tokens (Vp %d, T 5), dropout %g, loss %.4f, %d "
+           "ready calls, weights drawn %d time%s:\n",
+           GB, GS, Vp, (double)dropout, loss, ready.calls, tries + 1, tries ? "s" : "");
     for (int i = 0; i < nt; i++) {
         const sym_param_t *p = sym_model_param(c.m, i);
         char what[80];
@@ -1024,13 +1100,15 @@ int main(void) {
     check_embed();
     check_layernorm();
     check_attention();
+    check_attention_dropout();
     check_xent();
     check_model("mlp:6-5-4-3", SYM_ACT_GELU, 0.0f);
     check_model("mlp:6-8-3", SYM_ACT_GELU, 0.3f);
     check_model("mlp:6-8-3", SYM_ACT_RELU, 0.3f);
     check_model("mlp:6-3", SYM_ACT_GELU, 0.0f);
     check_thread_independence(); /* it leaves the threads at 1 */
-    check_gpt_model();
+    check_gpt_model(0.0f);
+    check_gpt_model(0.1f);
     printf("train_gradcheck: all gradients match\n");
     return 0;
 }

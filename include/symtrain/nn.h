@@ -130,6 +130,25 @@ int sym_attention_forward(float *out, float *att, const float *qkv, int B, int T
  * the forward's qkv and att; scratch holds T*T floats. */
 int sym_attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv,
                            const float *att, int B, int T, int C, int NH);
+/* Inverted dropout on the attention probabilities (GPT-2's attn_pdrop): p,
+ * and where the mask comes from. Element (i, j) of head h of sequence b is
+ * kept by a pure function of (key, step, row0 + b, h0 + h, i, j), so heads
+ * split over PEs (h0: this PE's first, of `heads`) or sequences split over
+ * them (row0: the batch's first global row) draw the 1-PE run's masks. */
+typedef struct {
+    float p;
+    uint64_t key, step;
+    int64_t row0;
+    int h0, heads;
+} sym_attn_dropout_t;
+/* The same passes with dropout d (NULL: none): out = (att * mask) v, att
+ * keeps the probabilities before the mask (the backward draws the mask
+ * again, nothing is stored); scratch (T*T floats) is the forward's too. */
+int sym_attention_forward_drop(float *out, float *att, float *scratch, const float *qkv, int B,
+                               int T, int C, int NH, const sym_attn_dropout_t *d);
+int sym_attention_backward_drop(float *dqkv, float *scratch, const float *dout, const float *qkv,
+                                const float *att, int B, int T, int C, int NH,
+                                const sym_attn_dropout_t *d);
 
 /* GELU, tanh approximation (GPT-2's): y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
  * dx = dy * y'(x) (overwrites; in place allowed). */

@@ -1662,7 +1662,8 @@ static int setup(run_t *r) {
                  sym_model_full_num_params(r->model), t->name,
                  (long long)t->n_train, (long long)t->n_eval, t->seq);
         if (t->text && m->dropout > 0)
-            note(r, "dropout %g on the embeddings and each block's two residual branches",
+            note(r, "dropout %g on the embeddings, each block's two residual branches and its "
+                    "attention probabilities",
                  (double)m->dropout);
         if (!t->text)
             note(r, "%s (%s, dropout %g), %zu parameters; %s: %lld training / %lld test samples",

@@ -180,6 +180,8 @@ typedef struct {
     const int32_t *tokens;            /* the forward's input (B,T) */
     int B, T, training;
     int64_t t0, tl;                   /* this PE's positions [t0, t0 + tl) of the sequence */
+    uint64_t step;                    /* the forward's step and first global row: the */
+    int64_t row0;                     /* attention dropout's masks, drawn again in backward */
 } acts_t;
 
 typedef struct {
@@ -204,7 +206,8 @@ typedef struct {
                                        * PE's rows' share */
     float *dsh;                       /* (R,C) a reduced shard, or a gradient through dropout
                                        * (SP or dropout) */
-    uint64_t *drop_key;               /* (1 + 2 nl) embedding, then each block's two sites */
+    uint64_t *drop_key;               /* (1 + 3 nl) embedding, each block's two residual
+                                       * sites, then each block's attention probabilities */
 } gpt_t;
 
 /* Declare a parameter; `index` is its place in the whole model's table (its
@@ -410,7 +413,7 @@ static int gpt_init(sym_model_t *m) {
     /* R: the rows of the sequence-parallel regions, the largest shard's (team PE 0's) */
     size_t R = sp ? B * ((T + (size_t)m->tp_size - 1) / (size_t)m->tp_size) : N;
     if (!(g->slot = calloc(S, sizeof *g->slot)) ||
-        (drop && !(g->drop_key = malloc((1 + 2 * nl) * sizeof *g->drop_key))))
+        (drop && !(g->drop_key = malloc((1 + 3 * nl) * sizeof *g->drop_key))))
         return sym__error(SYM_ENOMEM, "out of memory");
     for (size_t s = 0; s < S; s++)
         if (!(g->slot[s].block = calloc(nl ? nl : 1, sizeof(block_t))))
@@ -418,6 +421,9 @@ static int gpt_init(sym_model_t *m) {
     for (size_t i = 0; drop && i < 1 + 2 * nl; i++) /* sites of the whole model: 0, 1 + 2 l + k */
         g->drop_key[i] = sym_rng_key(c->seed, SYM_RNG_DROPOUT,
                                      i ? 1 + 2 * (uint64_t)m->l0 + i - 1 : 0);
+    for (size_t l = 0; drop && l < nl; l++) /* the attention's: 1 + 2 L + l of the whole model */
+        g->drop_key[1 + 2 * nl + l] = sym_rng_key(
+            c->seed, SYM_RNG_DROPOUT, 1 + 2 * (uint64_t)c->n_layer + (uint64_t)m->l0 + l);
     /* Every buffer in floats; the pool is sized for their power-of-two blocks. */
     /* TP: the head-local buffers (qkv, the attention, its output, the MLP's hidden
      * layer and their gradients) hold this PE's heads, Cl = C / tp wide */
@@ -733,6 +739,16 @@ static void dropout_forward(const sym_model_t *m, const gpt_t *g, const sym_forw
 /* Did the forward drop? (training with dropout) */
 static int dropped(const gpt_t *g) { return g->drop_key && g->a->training; }
 
+/* Block l's attention dropout (dropped() only): its key, the forward's step
+ * and rows, this PE's heads among the model's (tp: team PE r holds heads
+ * [r NHl, (r + 1) NHl)). */
+static sym_attn_dropout_t attn_dropout(const sym_model_t *m, const gpt_t *g, int l) {
+    int NHl = m->cfg.n_head / m->tp_size;
+    sym_attn_dropout_t d = {m->cfg.dropout, g->drop_key ? g->drop_key[1 + 2 * m->nl + l] : 0,
+                            g->a->step, g->a->row0, m->tp_rank * NHl, m->cfg.n_head};
+    return d;
+}
+
 /* The gradient of a dropped branch: d * mask into g->dsh (R,C), or d itself. */
 static const float *dropout_backward(gpt_t *g, const float *d, const float *mask, size_t n) {
     if (!dropped(g)) return d;
@@ -768,6 +784,8 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
     a->training = f->training;
     a->t0 = 0;
     a->tl = T;
+    a->step = f->step;
+    a->row0 = f->row0;
     if (g->sp) sym_shard_range(T, m->tp_size, m->tp_rank, &a->t0, &a->tl);
     int64_t R = (int64_t)B * a->tl;
     size_t RC = (size_t)R * C;
@@ -794,7 +812,10 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
         if ((rc = col_input(m, g, b->ln1, &lin)) ||
             (rc = linear(b->qkv, lin, P + o[QKVW], P + o[QKVB], N, C, 3 * Cl)))
             return rc;
-        if ((rc = sym_attention_forward(b->atty, b->att, b->qkv, B, T, Cl, NHl))) return rc;
+        sym_attn_dropout_t ad = attn_dropout(m, g, l);
+        if ((rc = sym_attention_forward_drop(b->atty, b->att, g->datt, b->qkv, B, T, Cl, NHl,
+                                             drop ? &ad : NULL)))
+            return rc;
         if ((rc = row_parallel(m, g, g->scratch, b->atty, P + o[PROJW], pb, N, Cl, C, &y)))
             return rc;
         if (drop) dropout_forward(m, g, f, 1 + 2 * l, y, b->mask1);
@@ -885,8 +906,9 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
                               Cl, C)))
             return rc;
         memset(g->dqkv, 0, (size_t)N * 3 * Cl * sizeof(float));
-        if ((rc = sym_attention_backward(g->dqkv, g->datt, g->datty, b->qkv, b->att, B, T, Cl,
-                                         NHl)))
+        sym_attn_dropout_t ad = attn_dropout(m, g, l);
+        if ((rc = sym_attention_backward_drop(g->dqkv, g->datt, g->datty, b->qkv, b->att, B, T,
+                                              Cl, NHl, dropped(g) ? &ad : NULL)))
             return rc;
         memset(g->dln, 0, NC * sizeof(float));
         if ((rc = col_input(m, g, b->ln1, &lin)) ||
