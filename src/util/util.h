@@ -150,6 +150,12 @@ static inline void sym__beat(void) {
         while (!(cond)) sym__backoff(&sym_bo_);                                      \
     } while (0)
 
+/* calloc for large arrays (the optimizer's moments): the pages it has not
+ * touched yet are asked for as transparent huge pages (madvise), where the
+ * kernel allows them, so their first touch (a restore, the first step)
+ * faults 512 times less often. Freed with free(). */
+void *sym__calloc_large(size_t n, size_t size);
+
 /* ---- copying the data of a put or get (copy.c) ---- */
 
 /* Copies of at least this many bytes go to sym__copy_large: streaming stores

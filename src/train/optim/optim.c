@@ -14,6 +14,7 @@
 
 #include "core/parallel.h"
 #include "internal.h"
+#include "util/util.h"
 
 #define STATE_MAGIC 0x4F4D5953u /* "SYMO" */
 
@@ -60,8 +61,8 @@ int sym_optim_create(const sym_optim_config_t *cfg, size_t n, sym_optim_t **out)
     o->cfg = *cfg;
     o->n = n;
     o->owns = 1;
-    o->buf0 = calloc(n ? n : 1, sizeof(float));
-    if (cfg->kind == SYM_OPT_ADAMW) o->buf1 = calloc(n ? n : 1, sizeof(float));
+    o->buf0 = sym__calloc_large(n ? n : 1, sizeof(float));
+    if (cfg->kind == SYM_OPT_ADAMW) o->buf1 = sym__calloc_large(n ? n : 1, sizeof(float));
     if (!o->buf0 || (cfg->kind == SYM_OPT_ADAMW && !o->buf1)) {
         sym_optim_destroy(o);
         return sym__error(SYM_ENOMEM, "out of memory for the optimizer state (%zu floats)", n);
