@@ -475,17 +475,20 @@ enum { AB = 2, AT = 5, AC = 8, ANH = 2, AHS = AC / ANH };
 
 typedef struct {
     float qkv[AB * AT * 3 * AC], out[AB * AT * AC], att[AB * ANH * AT * AT], r[AB * AT * AC];
+    float scratch[AT * AT];
+    const sym_attn_dropout_t *drop; /* NULL: none */
 } attn_t;
 
 static double attn_loss(void *ctx) {
     attn_t *c = ctx;
-    CHECK(sym_attention_forward(c->out, c->att, c->qkv, AB, AT, AC, ANH) == 0, "%s",
-          sym_last_error());
+    CHECK(sym_attention_forward_drop(c->out, c->att, c->scratch, c->qkv, AB, AT, AC, ANH,
+                                     c->drop) == 0, "%s", sym_last_error());
     return dot(c->r, c->out, AB * AT * AC);
 }
 
 static void check_attention(void) {
     attn_t c;
+    c.drop = NULL;
     fill(c.qkv, AB * AT * 3 * AC, -2, 2);
     fill(c.r, AB * AT * AC, -1, 1);
     poison(c.out, AB * AT * AC);
@@ -560,24 +563,17 @@ static void check_attention(void) {
  * about 1 - p of a long row's probabilities kept. */
 static const sym_attn_dropout_t attn_drop = {0.3f, 0xa77e, 3, 5, 1, 3};
 
-static double attn_drop_loss(void *ctx) {
-    attn_t *c = ctx;
-    float scratch[AT * AT];
-    CHECK(sym_attention_forward_drop(c->out, c->att, scratch, c->qkv, AB, AT, AC, ANH,
-                                     &attn_drop) == 0, "%s", sym_last_error());
-    return dot(c->r, c->out, AB * AT * AC);
-}
-
 static void check_attention_dropout(void) {
     attn_t c;
+    c.drop = &attn_drop;
     fill(c.qkv, AB * AT * 3 * AC, -2, 2);
     fill(c.r, AB * AT * AC, -1, 1);
     poison(c.out, AB * AT * AC);
-    double with = attn_drop_loss(&c);
+    double with = attn_loss(&c);
     float plain[AB * AT * AC], scratch[AT * AT];
     CHECK(sym_attention_forward(plain, c.att, c.qkv, AB, AT, AC, ANH) == 0, "%s", sym_last_error());
     CHECK(fabs(dot(c.r, plain, AB * AT * AC) - with) > 1e-3, "attention dropout changed nothing");
-    attn_drop_loss(&c); /* att: the probabilities before the mask, as the backward needs */
+    attn_loss(&c); /* att: the probabilities before the mask, as the backward needs */
     float dqkv[AB * AT * 3 * AC];
     grad_start(dqkv, AB * AT * 3 * AC);
     poison(scratch, AT * AT);
@@ -585,9 +581,9 @@ static void check_attention_dropout(void) {
                                       &attn_drop) == 0, "%s", sym_last_error());
     grad_unstart(dqkv, AB * AT * 3 * AC);
     double num[AB * AT * 3 * AC];
-    numeric(attn_drop_loss, &c, c.qkv, AB * AT * 3 * AC, num);
+    numeric(attn_loss, &c, c.qkv, AB * AT * 3 * AC, num);
     compare("attention dropout dqkv", num, dqkv, AB * AT * 3 * AC);
-    attn_drop_loss(&c); /* out again at the unperturbed qkv */
+    attn_loss(&c); /* out again at the unperturbed qkv */
     /* apart: each sequence alone (row0 + b) and each head alone (h0 + h, of the same heads) */
     float att1[AT * AT], out1[AT * AC / ANH], qkv1[AT * 3 * AC / ANH];
     int hs = AC / ANH;
