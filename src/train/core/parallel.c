@@ -9,6 +9,7 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "parallel.h"
 
@@ -53,6 +54,16 @@ static void *worker(void *arg) {
         }
     }
     return NULL;
+}
+
+static void zero_pages(size_t lo, size_t hi, void *arg) {
+    memset((char *)arg + lo * 4096, 0, (hi - lo) * 4096);
+}
+
+void sym__parallel_zero(void *p, size_t bytes) {
+    size_t pages = bytes / 4096;
+    sym__parallel_for(pages, bytes / sizeof(float), zero_pages, p);
+    memset((char *)p + pages * 4096, 0, bytes - pages * 4096);
 }
 
 void sym__parallel_for(size_t n, size_t work, void (*body)(size_t, size_t, void *), void *arg) {

@@ -25,5 +25,9 @@ extern int sym__threads;
  * one thread (n counts items: elements, or rows of `work / n` elements). */
 void sym__parallel_for(size_t n, size_t work, void (*body)(size_t lo, size_t hi, void *arg),
                        void *arg);
+/* memset(p, 0, bytes), a large one on the threads: in a fresh process the
+ * first touch of its pages is page faults (a gpt:d12 PE's parameters,
+ * gradients and moments: 2 GiB), which the threads take side by side. */
+void sym__parallel_zero(void *p, size_t bytes);
 
 #endif

@@ -15,6 +15,7 @@
 
 #include <symtrain/tensor.h>
 
+#include "core/parallel.h"
 #include "util/buddy.h"
 #include "util/util.h"
 #include "internal.h"
@@ -92,7 +93,7 @@ void *sym_pool_alloc(sym_pool_t *p, size_t bytes) {
                    sym__fmt_size(sym_buddy_largest_free(&p->buddy), big, sizeof big));
         return NULL;
     }
-    memset(p->base + off, 0, bytes);
+    sym__parallel_zero(p->base + off, bytes);
     return p->base + off;
 }
 
