@@ -13,6 +13,7 @@
  *   - a write that fails after the start (the directory made unwritable, as
  *     nobody when the test runs as root): every PE ends, exit 1, one message
  *     naming the cause, a few steps after the checkpoint that failed.
+ *   - --ckpt-at-eval: a checkpoint after each evaluation, in both formats.
  * SYMTRAIN_TEST_CKPT_WRITE_DELAY_MS makes each write pause once its data
  * files are written, so the signals land inside a write.
  */
@@ -213,6 +214,38 @@ static void write_fails(const char *fmt, int n) {
            strerror(EACCES), newest);
 }
 
+/* --ckpt-at-eval: a checkpoint after each evaluation (--eval-every 4, and
+ * the epochs' ends), in both formats, and nowhere else but the end; without
+ * --ckpt-dir it is a usage error. */
+static void at_eval(const char *fmt, int n) {
+    char args[2048];
+    const char *ck = e2e_path("eval-%s", fmt);
+    snprintf(args, sizeof args, "--generated --train-samples 400 --test-samples 40 --epochs 2 "
+             "--model mlp:784-32-10 --batch 40 --threads 1 --quiet --eval-every 4 --ckpt-at-eval "
+             "--ckpt-keep 100 --ckpt-format %s --max-steps 15 --ckpt-dir %s", fmt, ck);
+    e2e_run(n, NULL, NULL, e2e_path("eval-%s.log", fmt), 0, args);
+    /* 10 steps an epoch: evaluations at 4, 8, 10 (the epoch's end), 12; the end at 15 */
+    static const int want[] = {4, 8, 10, 12, 15};
+    int found = 0;
+    DIR *d = opendir(ck);
+    CHECK(d != NULL, "no %s", ck);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (!strncmp(e->d_name, "step-", 5)) {
+            int s = atoi(e->d_name + 5), ok = 0;
+            for (size_t i = 0; i < sizeof want / sizeof *want; i++) ok |= s == want[i];
+            CHECK(ok, "%s: a checkpoint of step %d, which follows no evaluation", fmt, s);
+            found++;
+        }
+    closedir(d);
+    CHECK(found == 5, "%s: %d checkpoints, not the 5 of steps 4, 8, 10, 12 and 15", fmt, found);
+    snprintf(args, sizeof args, "--generated --model mlp:784-32-10 --ckpt-at-eval --max-steps 1");
+    e2e_run(1, NULL, NULL, e2e_path("eval-nodir.log", fmt), 2, args);
+    e2e_expect_log(e2e_path("eval-nodir.log", fmt), "--ckpt-at-eval need --ckpt-dir DIR");
+    printf("train_ckpt_async: --ckpt-at-eval, %s, %d PEs: checkpoints at steps 4, 8, 10, 12 "
+           "(the evaluations) and 15 (the end)\n", fmt, n);
+}
+
 /* argv[3] picks a part (each a ctest of its own, to stay short): bytes
  * (the default), signals or failures. */
 int main(int argc, char **argv) {
@@ -221,6 +254,8 @@ int main(int argc, char **argv) {
     if (!strcmp(part, "bytes")) {
         same_bytes("single", 2);
         same_bytes("sharded", 3);
+        at_eval("single", 2);
+        at_eval("sharded", 2);
     } else if (!strcmp(part, "signals")) {
         sigterm_in_flight("single", 2);
         sigterm_in_flight("sharded", 2);

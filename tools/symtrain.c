@@ -130,6 +130,7 @@ static const char usage_text[] =
     "  --ckpt-dir DIR               where checkpoints go\n"
     "  --ckpt-every T               also every T: 30s, 5m, 1h (seconds without a unit)\n"
     "  --ckpt-steps N               also every N steps\n"
+    "  --ckpt-at-eval               also after every evaluation (--eval-every, epochs' ends)\n"
     "  --ckpt-keep K                keep the newest K (default 3)\n"
     "  --ckpt-format single|sharded single: PE 0 writes model.bin and optim.bin (the\n"
     "                               default); sharded: every PE writes its slice of every\n"
@@ -286,7 +287,8 @@ static const char *const valued[] = {
     "--sample", "--prompt", "--parallel", "--micro-batches", "--inbox-slots", "--tp-overlap",
     NULL};
 
-static const char *const flags[] = {"--generated", "--resume", "--quiet", "--help", NULL};
+static const char *const flags[] = {"--generated", "--resume", "--quiet", "--help",
+                                    "--ckpt-at-eval", NULL};
 
 /* Edit distance of a and b (short strings), for "did you mean". */
 static int distance(const char *a, const char *b) {
@@ -499,6 +501,8 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->log_interval_s = num_value(opt, v, 0.01, 1e6);
         } else if (!strcmp(opt, "--quiet")) {
             c->quiet = 1;
+        } else if (!strcmp(opt, "--ckpt-at-eval")) {
+            c->ckpt_at_eval = 1;
         } else {
             const char *near = closest(opt);
             if (near) usage_error("unknown option '%s'; did you mean %s?", a, near);

@@ -121,6 +121,7 @@ typedef struct {
     const char *ckpt_dir;   /* NULL: no checkpoints */
     double ckpt_every_s;    /* 0 = not by time */
     int64_t ckpt_steps;     /* 0 = not by step count */
+    int ckpt_at_eval;       /* also one after every evaluation (--eval-every, an epoch's end) */
     int ckpt_keep;
     int ckpt_sharded;       /* every PE writes its shards (format 3); 0: PE 0 writes all */
     int ckpt_sync;          /* --ckpt-async off: each checkpoint is written and committed

@@ -261,8 +261,9 @@ int sym_train_validate(const sym_train_config_t *c, int npes) {
     if (c->model.kind != SYM_MODEL_GPT && (c->seq || c->val_data || c->sample_tokens))
         return sym__error(SYM_EINVAL, "--seq, --val-data and --sample are for a GPT (--model gpt:...)");
     if (c->ckpt_keep < 1) return sym__error(SYM_EINVAL, "--ckpt-keep must be at least 1");
-    if (!c->ckpt_dir && (c->resume || c->ckpt_every_s > 0 || c->ckpt_steps > 0))
-        return sym__error(SYM_EINVAL, "--resume, --ckpt-every and --ckpt-steps need --ckpt-dir DIR");
+    if (!c->ckpt_dir && (c->resume || c->ckpt_every_s > 0 || c->ckpt_steps > 0 || c->ckpt_at_eval))
+        return sym__error(SYM_EINVAL, "--resume, --ckpt-every, --ckpt-steps and --ckpt-at-eval need "
+                                      "--ckpt-dir DIR");
     if (c->ckpt_every_s < 0 || c->ckpt_steps < 0)
         return sym__error(SYM_EINVAL, "--ckpt-every and --ckpt-steps cannot be negative");
     if ((rc = mem_ckpt_validate(c, npes))) return rc;
@@ -348,6 +349,7 @@ typedef struct {
     sym_mesh_t *mesh;     /* tp > 1: the dp x tp mesh (its teams), else NULL */
     shmem_team_t tp_team; /* tp > 1: the tensor-parallel group, else SHMEM_TEAM_INVALID */
     int time_due;         /* PE 0's clock says a --ckpt-every checkpoint is due (ckpt_agree) */
+    int eval_due;         /* --ckpt-at-eval: an evaluation since the last save check */
     int restored;         /* the state came from a checkpoint or an in-memory snapshot */
     int alone;            /* an error this PE reported alone, not yet agreed: the others may be
                              inside a collective (teardown then skips the collective frees) */
@@ -637,7 +639,7 @@ static int ckpt_due(const run_t *r) {
     const sym_train_config_t *c = r->cfg;
     if (!c->ckpt_dir || !ckpt_member(r)) return 0;
     if (c->ckpt_steps && r->step % c->ckpt_steps == 0) return 1;
-    return r->time_due; /* PE 0's --ckpt-every verdict, ckpt_agree's */
+    return r->eval_due || r->time_due; /* time: PE 0's --ckpt-every verdict, ckpt_agree's */
 }
 
 /* The load failed with rc: with nothing to resume from (SYM_ENOENT) or only
@@ -1138,6 +1140,7 @@ static int resume_memory(run_t *r) {
  * takes a block. */
 static int evaluate(run_t *r, double *loss, double *acc) {
     const sym__task_t *t = &r->task;
+    r->eval_due = r->cfg->ckpt_at_eval; /* every PE evaluates at the same steps */
     int64_t off, len; /* this dp group's block (its tp PEs compute it together) */
     sym_shard_range(t->n_eval, r->lay.dp, r->dp_rank, &off, &len);
     double lsum = 0;
@@ -2045,7 +2048,7 @@ static void prom_ckpt(run_t *r) {
 static int save_due(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     if (!r->dist) return ckpt_due(r);
-    return (c->ckpt_steps && r->step % c->ckpt_steps == 0) || r->time_due;
+    return (c->ckpt_steps && r->step % c->ckpt_steps == 0) || r->eval_due || r->time_due;
 }
 
 /* ---- async: the step loop's side of background checkpoints (ckpt/async.c) ---- */
@@ -2211,6 +2214,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             }
             mem_snapshot(&r);
             if (save_due(&r)) checkpoint(&r);
+            r.eval_due = 0;
         }
         if (rc) break;
         if (r.sample >= r.task.n_train) { /* the epoch is complete */
@@ -2226,6 +2230,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
             if (g[r.P + CTRL_STOP] > 0.0f) stopped = 1;
             if (!stopped && r.epoch < r.epochs) mem_snapshot(&r);
             if (!stopped && r.epoch < r.epochs && save_due(&r)) checkpoint(&r);
+            r.eval_due = 0;
         }
     }
     if (!rc && !evaluated && !stopped && eval_step != r.step) {
