@@ -14,8 +14,11 @@
  *       random point of the training, or by the hooks halfway through its own
  *       snapshot, halfway through the copy into its buddy's region, or once its
  *       shard of a checkpoint is written but not committed;
- *   (d) --mem-ckpt-every without --ckpt-dir, with --zero, or outside symrun
- *       (no store): each said once.
+ *   (d) --mem-ckpt-every without --ckpt-dir, with tp, or outside symrun
+ *       (no store): each said once;
+ *   (e) --zero 1 (each PE's optimizer state is its own blocks): PE 1 dies
+ *       after step 13, the restart takes the snapshot of step 12, every PE its
+ *       blocks from its own copy and the parameters from every part.
  * Every run ends with the uninterrupted run's tensors (each compared element
  * by element) and every loss (replays included) bit for bit; a half-written
  * snapshot is never the one restored; afterwards nothing is left in
@@ -34,6 +37,8 @@
 
 static const int mem_steps[] = {3, 5, 6, 9, 10, 12, 15, 18}; /* snapshots: every 3, and at 5, 10, 15 */
 static pid_t symruns[TRIALS + 8];
+static const char *extra = "";  /* more options for run_one: --zero 1 in (e) */
+static const char *ref = "ref"; /* the uninterrupted run with them */
 static int nsymruns;
 
 /* A /proc file whole (their size reads as 0, so e2e_read cannot), or NULL. */
@@ -148,7 +153,8 @@ static long long run_one(const char *name, const char *env, int kill_after, test
     char line[2048];
     const char *ck = e2e_path("%s", name), *metrics = e2e_path("%s.jsonl", name);
     const char *log = e2e_path("%s.log", name);
-    snprintf(line, sizeof line, MLP " --mem-ckpt-every 3 --ckpt-dir %s --metrics %s", ck, metrics);
+    snprintf(line, sizeof line, MLP " --mem-ckpt-every 3 --ckpt-dir %s --metrics %s%s", ck, metrics,
+             extra);
     e2e_proc_t p = e2e_start(4, "--max-restarts 1", env, log, line);
     symruns[nsymruns++] = p.pid;
     if (kill_after > 0) {
@@ -164,8 +170,8 @@ static long long run_one(const char *name, const char *env, int kill_after, test
     CHECK(rc == 0, "%s: exit status %d", name, rc);
     e2e_expect_log(log, "was killed by signal 9");
     e2e_expect_log(log, "the job succeeded after 1 restart");
-    dckpt_compare(e2e_path("ref/step-00000020"), e2e_path("%s/step-00000020", name), NULL);
-    e2e_same_losses(e2e_path("ref.jsonl"), metrics, STEPS, 0);
+    dckpt_compare(e2e_path("%s/step-00000020", ref), e2e_path("%s/step-00000020", name), NULL);
+    e2e_same_losses(e2e_path("%s.jsonl", ref), metrics, STEPS, 0);
     CHECK(dckpt_staging(ck) == 0, "%s: a staging directory is left in %s", name, ck);
     CHECK(dir_entries(getenv("TMPDIR"), NULL) == 0, "%s: files left in TMPDIR %s", name,
           getenv("TMPDIR"));
@@ -234,14 +240,30 @@ int main(int argc, char **argv) {
     CHECK(e2e_sh(one, "'%s' -n 2 '%s' train " PLAIN, e2e_symrun, e2e_symtrain) == 2,
           "--mem-ckpt-every without --ckpt-dir is not a usage error (exit 2)");
     e2e_expect_log(one, "--mem-ckpt-every needs --ckpt-dir DIR");
-    CHECK(e2e_sh(one, "'%s' -n 2 '%s' train " PLAIN " --zero 1 --ckpt-dir '%s'", e2e_symrun,
-                 e2e_symtrain, e2e_path("z")) == 2, "--mem-ckpt-every with --zero is not a usage error");
-    e2e_expect_log(one, "--mem-ckpt-every with --parallel tp/pp or --zero: not in this build");
+    CHECK(e2e_sh(one, "'%s' -n 2 '%s' train --generated --model gpt:L=2,C=32,H=2,V=64,T=16 "
+                 "--parallel tp=2 --mem-ckpt-every 1 --max-steps 1 --ckpt-dir '%s'", e2e_symrun,
+                 e2e_symtrain, e2e_path("z")) == 2, "--mem-ckpt-every with tp is not a usage error");
+    e2e_expect_log(one, "--mem-ckpt-every with --parallel tp/pp: not in this build");
     CHECK(e2e_sh(one, "'%s' train " PLAIN " --ckpt-dir '%s'", e2e_symtrain, e2e_path("alone")) == 0,
           "--mem-ckpt-every without symrun failed");
     e2e_expect_log(one, "--mem-ckpt-every: no in-memory snapshot store: symrun holds it");
     e2e_expect_log(one, "checkpoints go to the disk alone");
-    printf("train_memckpt: without --ckpt-dir, with --zero, without symrun: each said\n");
+    printf("train_memckpt: without --ckpt-dir, with tp, without symrun: each said\n");
+
+    /* (e) ZeRO-1: each PE's optimizer blocks from its own copy, the parameters from every part */
+    extra = " --zero 1";
+    ref = "zref";
+    snprintf(line, sizeof line, MLP " --zero 1 --ckpt-dir %s --metrics %s", e2e_path("zref"),
+             e2e_path("zref.jsonl"));
+    e2e_run(4, NULL, NULL, e2e_path("zref.log"), 0, line);
+    log = e2e_path("zero.log");
+    CHECK(run_one("zero", "SYMTRAIN_TEST_KILL_AT=1:13", 0, &rng, &t) == 12,
+          "with --zero 1 the restart did not take the snapshot of step 12");
+    e2e_expect_log(log, "in-memory snapshot of step 12 restored");
+    extra = "";
+    ref = "ref";
+    printf("train_memckpt: --zero 1, PE 1 killed after step 13: the snapshot of step 12 restored, "
+           "bit-identical to the uninterrupted ZeRO run\n");
 
     /* (c) the fault injection */
     int kinds[4] = {0};

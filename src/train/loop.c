@@ -204,9 +204,9 @@ static int mem_ckpt_validate(const sym_train_config_t *c, int npes) {
         return sym__error(SYM_EINVAL, "--mem-ckpt-every needs --ckpt-dir DIR: the disk is where a "
                                       "restart goes when both in-memory copies of a shard are gone");
     sym_parallel_t l = layout_of(c, npes);
-    if (l.tp > 1 || l.pp > 1 || c->zero)
-        return sym__error(SYM_EINVAL, "--mem-ckpt-every with --parallel tp/pp or --zero: not in "
-                                      "this build; use it with data parallelism alone");
+    if (l.tp > 1 || l.pp > 1)
+        return sym__error(SYM_EINVAL, "--mem-ckpt-every with --parallel tp/pp: not in this build; "
+                                      "use it with data parallelism (and --zero) alone");
     return SYM_OK;
 }
 
@@ -1048,12 +1048,20 @@ static int save(run_t *r) {
 
 /* PE q's part: the slices data-parallel rank q writes to a sharded
  * checkpoint (data parallelism alone: mem_ckpt_validate), pointing into
- * this PE's arrays, which hold every part. */
+ * this PE's arrays, which hold every part; with ZeRO only the parameters'
+ * (the first slices: they are kind-major) of another PE's part, whose
+ * optimizer blocks are that PE's alone. */
 static int mem_slices(run_t *r, int q, sym__ckpt_slices_t *out) {
     sym__ckpt_layout_t L;
     ckpt_layout(r, &L);
     L.dp_rank = q;
-    return sym__ckpt_layout_slices(&L, 1, out);
+    int rc = sym__ckpt_layout_slices(&L, 1, out);
+    if (!rc && r->zero && q != r->me) {
+        int k = 0;
+        while (k < out->n && out->kind[k] == 0) k++;
+        out->n = k;
+    }
+    return rc;
 }
 
 /* Setup, before a resume: map the store (collective). Without one (not
@@ -1109,12 +1117,13 @@ static int resume_memory(run_t *r) {
     if (rc) return report(r, rc, 1);
     for (int q = 0; !rc && q < r->npes; q++) { /* every part, from its copy */
         sym__ckpt_slices_t part;
-        if (!(rc = mem_slices(r, q, &part))) rc = sym_peer_read(r->peer, q, part.s, part.n);
+        if (!(rc = mem_slices(r, q, &part)))
+            rc = sym_peer_read(r->peer, q, part.s, part.n, r->zero && q != r->me);
         sym__ckpt_slices_free(&part);
     }
     if (rc) report(r, rc, 0);
     if ((rc = agree(r, rc))) return rc;
-    sym_optim_set_steps(r->opt, m.optim_steps);
+    set_optim_steps(r, m.optim_steps);
     char from[1024];
     int len = 0;
     for (int q = 0; q < r->npes && len < (int)sizeof from - 64; q++) {

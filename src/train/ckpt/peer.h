@@ -49,8 +49,9 @@ int sym_peer_find(sym_peer_t *p, sym_ckpt_meta_t *meta,
                   void (*report)(void *user, const char *msg), void *user);
 
 /* Local, after sym_peer_find: PE `pe`'s shard into `slices` (the slices PE
- * `pe` saved, in the same order); SYM_EMISMATCH when their sizes differ. */
-int sym_peer_read(sym_peer_t *p, int pe, const sym_ckpt_slice_t *slices, int n);
+ * `pe` saved, in the same order; with prefix, the first n of them);
+ * SYM_EMISMATCH when their sizes differ. */
+int sym_peer_read(sym_peer_t *p, int pe, const sym_ckpt_slice_t *slices, int n, int prefix);
 
 /* Which PE's region the chosen copy of PE `pe`'s shard lies in: pe itself
  * (its own copy) or its buddy. */
