@@ -79,6 +79,7 @@ static void bind_to_cpu(void) {
 static char *sym_buf;     /* max_size bytes on every PE: the remote end */
 static char *local_buf;   /* max_size private bytes: the local end */
 static char *local_buf2;  /* for memcpy */
+static size_t local_offset; /* --local-offset: the private buffers this far into their pages */
 static long pp_flag;      /* ping-pong word */
 static long amo_word;
 
@@ -248,6 +249,8 @@ static noreturn void usage(const char *why) {
                 "  --max-size SIZE      largest transfer, e.g. 64M (default %zu)\n"
                 "  --stream SPAN        put/get/memcpy: each transfer on the next slice of\n"
                 "                       SPAN-byte buffers (past the cache: streaming)\n"
+                "  --local-offset N     the private buffers N bytes into their pages (default 0;\n"
+                "                       their page offset against the symmetric buffer's)\n"
                 "  --no-bind            do not bind each PE to a CPU\n"
                 "  -h, --help           this text, with the environment variables\n",
                 "all", iters, iters_large, reps, window, min_size, max_size);
@@ -324,6 +327,9 @@ int main(int argc, char **argv) {
             else max_size = s;
         } else if (!strcmp(a, "--stream")) {
             if (sym__parse_size(v, &stream_span)) usage("--stream takes a size, e.g. 256M");
+        } else if (!strcmp(a, "--local-offset")) {
+            local_offset = (size_t)parse_long(a, v, 0);
+            if (local_offset >= 4096) usage("--local-offset is below a page (4096)");
         } else if (!takes) usage(NULL);
         else {
             char msg[96];
@@ -349,14 +355,16 @@ int main(int argc, char **argv) {
      * here at 4 KiB, which would be measuring malloc, not the transfer. */
     size_t span = buffer_bytes();
     sym_buf = shmem_malloc(span);
-    local_buf = aligned_alloc(4096, span);
-    local_buf2 = aligned_alloc(4096, span);
+    local_buf = aligned_alloc(4096, span + 4096);
+    local_buf2 = aligned_alloc(4096, span + 4096);
     if (!sym_buf || !local_buf || !local_buf2) {
         if (me == 0)
             fprintf(stderr, "symbench: cannot allocate %zu bytes (symmetric heap: raise "
                     "SYMTRAIN_SYMMETRIC_SIZE)\n", span);
         shmem_global_exit(1);
     }
+    if (local_buf) local_buf += local_offset;
+    if (local_buf2) local_buf2 += local_offset;
     memset(local_buf, 1, span);
     memset(local_buf2, 2, span);
     memset(sym_buf, 3, span);
@@ -369,8 +377,8 @@ int main(int argc, char **argv) {
     }
     shmem_barrier_all();
     shmem_free(sym_buf);
-    free(local_buf);
-    free(local_buf2);
+    free(local_buf - local_offset);
+    free(local_buf2 - local_offset);
     shmem_finalize();
     return 0;
 }
