@@ -538,16 +538,7 @@ static int ckpt_state_gather(run_t *r, float **params, int *owned, void **ostate
     if (osize) *osize = 0;
     ckpt_layout(r, &L);
     int rc = sym__ckpt_layout_slices(&L, 1, &mine);
-    if (!rc && !ostate) { /* the parameters' slices alone */
-        int k = 0;
-        for (int i = 0; i < mine.n; i++)
-            if (mine.kind[i] == 0) {
-                mine.s[k] = mine.s[i];
-                mine.woff[k] = mine.woff[i];
-                mine.kind[k++] = 0;
-            }
-        mine.n = k;
-    }
+    if (!rc && !ostate) sym__ckpt_slices_keep_params(&mine);
     if (!rc && r->me == 0 && !(*params = malloc(W * sizeof **params)))
         rc = sym__error(SYM_ENOMEM, "out of memory for the whole model (%zu floats)", W);
     if (!rc && r->me == 0 && ostate) rc = sym_optim_create(&r->cfg->optim, W, &o);
@@ -630,16 +621,6 @@ static int ckpt_state_put(run_t *r, const float *params, const void *ostate, siz
     }
     sym_optim_destroy(o);
     return rc;
-}
-
-/* A checkpoint is due after this step (--ckpt-steps, or --ckpt-every by PE
- * 0's clock, which ckpt_agree told every PE); only ever true on the PEs
- * that take part in saving. */
-static int ckpt_due(const run_t *r) {
-    const sym_train_config_t *c = r->cfg;
-    if (!c->ckpt_dir || !ckpt_member(r)) return 0;
-    if (c->ckpt_steps && r->step % c->ckpt_steps == 0) return 1;
-    return r->eval_due || r->time_due; /* time: PE 0's --ckpt-every verdict, ckpt_agree's */
 }
 
 /* The load failed with rc: with nothing to resume from (SYM_ENOENT) or only
@@ -1056,11 +1037,7 @@ static int mem_slices(run_t *r, int q, sym__ckpt_slices_t *out) {
     ckpt_layout(r, &L);
     L.dp_rank = q;
     int rc = sym__ckpt_layout_slices(&L, 1, out);
-    if (!rc && r->zero && q != r->me) {
-        int k = 0;
-        while (k < out->n && out->kind[k] == 0) k++;
-        out->n = k;
-    }
+    if (!rc && r->zero && q != r->me) sym__ckpt_slices_keep_params(out); /* a prefix: no tp */
     return rc;
 }
 
@@ -2050,13 +2027,13 @@ static void prom_ckpt(run_t *r) {
     sym__prom_ckpt(r->prom, &cs);
 }
 
-/* A checkpoint is due after this step: ckpt_due's verdict for the
- * whole-tensor format; with sharded checkpoints every --ckpt-steps, or PE
- * 0's --ckpt-every verdict, which ckpt_agree shared (a sharded save needs
- * every PE). */
-static int save_due(run_t *r) {
+/* A checkpoint is due after this step: every --ckpt-steps, after an
+ * evaluation (--ckpt-at-eval), or by PE 0's --ckpt-every verdict, which
+ * ckpt_agree told every PE. The whole-tensor format: only ever true on the
+ * PEs that take part in saving; sharded: on every PE (each writes). */
+static int save_due(const run_t *r) {
     const sym_train_config_t *c = r->cfg;
-    if (!r->dist) return ckpt_due(r);
+    if (!c->ckpt_dir || (!r->dist && !ckpt_member(r))) return 0;
     return (c->ckpt_steps && r->step % c->ckpt_steps == 0) || r->eval_due || r->time_due;
 }
 

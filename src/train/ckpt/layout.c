@@ -221,6 +221,17 @@ int sym__ckpt_layout_slices(const sym__ckpt_layout_t *L, int save, sym__ckpt_sli
     return rc;
 }
 
+void sym__ckpt_slices_keep_params(sym__ckpt_slices_t *s) {
+    int k = 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->kind[i] == 0) {
+            s->s[k] = s->s[i];
+            s->woff[k] = s->woff[i];
+            s->kind[k++] = 0;
+        }
+    s->n = k;
+}
+
 void sym__ckpt_slices_free(sym__ckpt_slices_t *s) {
     free(s->s);
     free(s->kind);

@@ -51,6 +51,10 @@ typedef struct {
  * data point into the run's arrays. 0, SYM_ENOMEM. */
 int sym__ckpt_layout_slices(const sym__ckpt_layout_t *L, int save, sym__ckpt_slices_t *out);
 void sym__ckpt_slices_free(sym__ckpt_slices_t *s);
+/* Keep the parameters' slices (kind 0) alone, in their order. The slices
+ * are kind-major (the padding rows' last), so without tp's padding rows
+ * these are a prefix of the whole list. */
+void sym__ckpt_slices_keep_params(sym__ckpt_slices_t *s);
 /* Between the slices and whole arrays (whole[kind], laid out as the whole
  * model's flat array), either way. Local. */
 void sym__ckpt_slices_copy(const sym__ckpt_slices_t *s, float *const *whole, int to_whole);

@@ -556,6 +556,16 @@ static int dp_send(sym_gpu_model_t *m, size_t lo) {
  * averages them over the data-parallel team (the step's last micro-batch). */
 enum { BODY_KEEP = 1, BODY_AVERAGE = 2 };
 
+/* The rest of the average, [0, dp_hi), and the step's stream waits for the
+ * side stream's reductions (npes > 1). */
+static int dp_finish(sym_gpu_model_t *m) {
+    int rc = dp_send(m, 0);
+    if (rc) return rc;
+    CK(cudaEventRecord(m->ev_join, m->s_dp));
+    CK(cudaStreamWaitEvent(m->s, m->ev_join, 0));
+    return SYM_OK;
+}
+
 /* From dlogits (in m->logits) to the parameter gradients m->g (the kernels
  * add into them), averaged over the data-parallel team with BODY_AVERAGE. */
 static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
@@ -620,12 +630,7 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
                                     m->tp > 1 ? m->nv : m->V, B, T, C, m->V, s));
     stamp_kernel<<<1, 1, 0, s>>>(m->stamp + 1); /* the compute's end, before the join */
     CK(cudaGetLastError());
-    if (m->npes > 1 && (kind & BODY_AVERAGE)) {
-        if ((rc = dp_send(m, 0))) return rc;
-        CK(cudaEventRecord(m->ev_join, m->s_dp));
-        CK(cudaStreamWaitEvent(s, m->ev_join, 0));
-    }
-    return SYM_OK;
+    return m->npes > 1 && (kind & BODY_AVERAGE) ? dp_finish(m) : SYM_OK;
 }
 
 /* The part of a step a graph holds: tokens in, forward, loss, backward, the
@@ -1043,14 +1048,8 @@ static int no_rows(sym_gpu_model_t *m) {
     stamp_kernel<<<1, 1, 0, m->s>>>(m->stamp);
     stamp_kernel<<<1, 1, 0, m->s>>>(m->stamp + 1);
     CK(cudaGetLastError());
-    if (m->npes > 1) {
-        m->dp_hi = m->P;
-        int rc = dp_send(m, 0);
-        if (rc) return rc;
-        CK(cudaEventRecord(m->ev_join, m->s_dp));
-        CK(cudaStreamWaitEvent(m->s, m->ev_join, 0));
-    }
-    return SYM_OK;
+    m->dp_hi = m->P;
+    return m->npes > 1 ? dp_finish(m) : SYM_OK;
 }
 
 static int be_accumulate(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows,
