@@ -2,8 +2,8 @@
  * mem.c — large allocations whose first touch is cheaper (util.h).
  *
  * A fresh process's gigabytes of optimizer state fault in 4 KiB at a time on
- * first touch (a restore writes them, or the first step): about 1 s a GiB on
- * the 2-core development machine, 0.5 s with transparent huge pages. glibc
+ * first touch (a restore writes them, or the first step): 1.2-1.3 s a GiB on
+ * the 2-core development machine, 0.5-0.8 s with transparent huge pages. glibc
  * serves such a calloc from a fresh mmap whose pages are zero and untouched,
  * so asking for huge pages there changes nothing but the faults.
  */
