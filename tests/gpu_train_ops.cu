@@ -55,6 +55,7 @@
 #include <symtrain/data.h>
 #include <symtrain/nn.h>
 #include <symtrain/optim.h>
+#include <symtrain/rng.h>
 #include <symtrain/tensor.h>
 
 #include "ops_cuda.h"
@@ -487,15 +488,39 @@ static fvec third(const fvec &v, size_t N, int C, int part) {
     return o;
 }
 
-static void test_attention(const ty &t, int B, int T, int C, int NH) {
+/* The device side of a dropout whose CPU side is c (drop on when c.p > 0):
+ * its step key and first row uploaded (freed by the caller). */
+static symcu_dropout_t device_dropout(const sym_attn_dropout_t &c, int attention) {
+    symcu_dropout_t d = {};
+    if (c.p <= 0.0f) return d;
+    std::vector<uint64_t> key = {sym_rng_mix(c.key ^ sym_rng_mix(c.step + SYMCU_DROPOUT_STEP_MIX))};
+    std::vector<int64_t> row0 = {c.row0};
+    d.step_key = upload(key);
+    d.row0 = upload(row0);
+    d.threshold = (uint32_t)((double)c.p * 16777216.0);
+    if (attention && d.threshold == 0) d.threshold = 1;
+    d.scale = 1.0f / (1.0f - c.p);
+    d.h0 = c.h0;
+    d.heads = c.heads;
+    return d;
+}
+
+/* p > 0: with dropout on the probabilities, this PE's heads [1, 1 + NH) of
+ * NH + 2, sequence 0 the batch's global sequence 5, step 7: against
+ * sym_attention_*_drop, whose masks the GPU must draw exactly. */
+static void test_attention(const ty &t, int B, int T, int C, int NH, float p = 0.0f) {
     int hs = C / NH;
-    printf("-- %s attention B=%d T=%d C=%d NH=%d (hs %d)\n", t.name, B, T, C, NH, hs);
+    printf("-- %s attention B=%d T=%d C=%d NH=%d (hs %d)%s\n", t.name, B, T, C, NH, hs,
+           p > 0 ? ", dropout 0.2" : "");
+    sym_attn_dropout_t cd = {p, 0x1234ABCDull, 7, 5, 1, NH + 2};
+    symcu_dropout_t gd = device_dropout(cd, 1);
     size_t N = (size_t)B * T, TT = (size_t)T * T, es = t.esz;
     /* dq and dk: 16-bit types take D from the rounded out (TOL_ATTN_DQK); in
      * fp32 the cancellation in dP - D leaves some 1e-6 */
     double tol_dqk = t.dt == SYMCU_F32 ? TOL_ATTN_DQK_F32 : TOL_ATTN_DQK;
-    fvec qkvf = rand_ty(t, N * 3 * C, 1.5f), out_ref(N * C), att((size_t)B * NH * TT);
-    if (sym_attention_forward(out_ref.data(), att.data(), qkvf.data(), B, T, C, NH)) {
+    fvec qkvf = rand_ty(t, N * 3 * C, 1.5f), out_ref(N * C), att((size_t)B * NH * TT), cscr(TT);
+    if (sym_attention_forward_drop(out_ref.data(), att.data(), cscr.data(), qkvf.data(), B, T, C,
+                                   NH, p > 0 ? &cd : NULL)) {
         printf("FAIL sym_attention_forward: %s\n", sym_last_error());
         failures++;
         return;
@@ -526,7 +551,7 @@ static void test_attention(const ty &t, int B, int T, int C, int NH) {
         d_lse[r] = dev<float>((size_t)B * NH * T);
         poison(d_out[r], N * C * es);
         poison(d_lse[r], (size_t)B * NH * T * 4);
-        OK(symcu_attention_forward(t.dt, d_out[r], d_lse[r], d_qkv, B, T, C, NH, 0));
+        OK(symcu_attention_forward(t.dt, d_out[r], d_lse[r], d_qkv, B, T, C, NH, &gd, 0));
     }
     compare(nm(t, "out"), fetch_ty(t, d_out[0], N * C), out_ref, t.tol);
     compare("fp32 lse", fetch(d_lse[0], (size_t)B * NH * T), lse_ref, TOL_F32);
@@ -536,8 +561,8 @@ static void test_attention(const ty &t, int B, int T, int C, int NH) {
     /* backward: dqkv starts at values of the gradient's own scale, so += is
      * checked without the start hiding the gradient's errors */
     fvec doutf = rand_ty(t, N * C, 1.0f), grad(N * 3 * C, 0.0f), scratch(TT);
-    sym_attention_backward(grad.data(), scratch.data(), doutf.data(), qkvf.data(), att.data(), B,
-                           T, C, NH);
+    sym_attention_backward_drop(grad.data(), scratch.data(), doutf.data(), qkvf.data(), att.data(),
+                                B, T, C, NH, p > 0 ? &cd : NULL);
     float gscale = (float)rms(grad);
     fvec dqkv0 = rand_ty(t, N * 3 * C, gscale);
     fvec ref = dqkv0;
@@ -548,7 +573,7 @@ static void test_attention(const ty &t, int B, int T, int C, int NH) {
         d_dqkv[r] = upload_ty(t, dqkv0);
         poison(d_scr, (size_t)B * NH * T * 4);
         OK(symcu_attention_backward(t.dt, d_dqkv[r], SYMCU_GRAD_ADD, d_scr, d_dout, d_out[0],
-                                    d_qkv, d_lse[0], B, T, C, NH, 0));
+                                    d_qkv, d_lse[0], B, T, C, NH, &gd, 0));
     }
     fvec got = fetch_ty(t, d_dqkv[0], N * 3 * C);
     const char *names[3] = {"dq +=", "dk +=", "dv +="};
@@ -558,14 +583,42 @@ static void test_attention(const ty &t, int B, int T, int C, int NH) {
     /* written over (SYMCU_GRAD_SET): a poisoned start must not show */
     poison(d_dqkv[1], N * 3 * C * es);
     OK(symcu_attention_backward(t.dt, d_dqkv[1], SYMCU_GRAD_SET, d_scr, d_dout, d_out[0], d_qkv,
-                                d_lse[0], B, T, C, NH, 0));
+                                d_lse[0], B, T, C, NH, &gd, 0));
     got = fetch_ty(t, d_dqkv[1], N * 3 * C);
     const char *set_names[3] = {"dq =", "dk =", "dv ="};
     for (int p = 0; p < 3; p++)
         compare(nm(t, set_names[p]), third(got, N, C, p), third(grad, N, C, p),
                 p < 2 ? tol_dqk : t.tol);
-    void *all[] = {d_qkv, d_out[0], d_out[1], d_lse[0], d_lse[1], d_dout, d_dqkv[0], d_dqkv[1], d_scr};
-    for (void *p : all) cudaFree(p);
+    void *all[] = {d_qkv, d_out[0], d_out[1], d_lse[0], d_lse[1], d_dout, d_dqkv[0], d_dqkv[1], d_scr,
+                   (void *)gd.step_key, (void *)gd.row0};
+    for (void *q : all) cudaFree(q);
+}
+
+/* Residual dropout (symcu_dropout) against sym_dropout_forward: rows of
+ * whole sequences (global token row row0 * T + r), in place and not; the
+ * backward is the same call on a gradient (dx = dy * mask). */
+static void test_dropout(const ty &t, int B, int T, int C, float p) {
+    printf("-- %s dropout B=%d T=%d C=%d p=%g\n", t.name, B, T, C, (double)p);
+    size_t N = (size_t)B * T, n = N * C, es = t.esz;
+    sym_attn_dropout_t cd = {p, 0xFEEDull, 11, 3, 0, 1};
+    symcu_dropout_t gd = device_dropout(cd, 0);
+    fvec x = rand_ty(t, n, 1.0f), y(n), mask(n), dy = rand_ty(t, n, 1.0f), dx(n);
+    sym_dropout_forward(x.data(), y.data(), mask.data(), (int64_t)N, C, p, cd.key, cd.step,
+                        cd.row0 * T);
+    sym_dropout_backward(dy.data(), mask.data(), dx.data(), n);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) kept += mask[i] != 0.0f;
+    void *d_x = upload_ty(t, x), *d_y = dev_ty(t, n), *d_dy = upload_ty(t, dy);
+    poison(d_y, n * es);
+    OK(symcu_dropout(t.dt, d_y, d_x, (int)N, C, T, &gd, 0));
+    compare(nm(t, "dropout out"), fetch_ty(t, d_y, n), y, t.tol);
+    OK(symcu_dropout(t.dt, d_x, d_x, (int)N, C, T, &gd, 0)); /* in place */
+    same_bits(nm(t, "dropout in place"), d_x, d_y, n * es);
+    OK(symcu_dropout(t.dt, d_dy, d_dy, (int)N, C, T, &gd, 0));
+    compare(nm(t, "dropout backward"), fetch_ty(t, d_dy, n), dx, t.tol);
+    printf("   kept %.4f of the units (1 - p = %.4f)\n", (double)kept / (double)n, 1.0 - p);
+    void *all[] = {d_x, d_y, d_dy, (void *)gd.step_key, (void *)gd.row0};
+    for (void *q : all) cudaFree(q);
 }
 
 /* ---- the loss ---- */
@@ -1023,10 +1076,10 @@ static void bench(symcu_blas_t *h) {
                    *aout = rnd_bf16(AN, 1.0f), *adout = rnd_bf16(AN, 1.0f);
         float *lse = dev<float>((size_t)AB * NH * T), *ascr = dev<float>((size_t)AB * NH * T);
         double hs = C / NH, per_prod = (double)AB * NH * T * T * hs; /* causal: T^2 hs per head */
-        us = time_us([&] { RUN(symcu_attention_forward(SYMCU_BF16, aout, lse, qkv, AB, T, C, NH, 0)); });
+        us = time_us([&] { RUN(symcu_attention_forward(SYMCU_BF16, aout, lse, qkv, AB, T, C, NH, NULL, 0)); });
         bench_line("attention forward (batch 16)", us, 4.0 * AN * b2, 2 * per_prod);
         us = time_us([&] {
-            RUN(symcu_attention_backward(SYMCU_BF16, dqkv, SYMCU_GRAD_SET, ascr, adout, aout, qkv, lse, AB, T, C, NH, 0));
+            RUN(symcu_attention_backward(SYMCU_BF16, dqkv, SYMCU_GRAD_SET, ascr, adout, aout, qkv, lse, AB, T, C, NH, NULL, 0));
         });
         bench_line("attention backward (batch 16)", us, 11.0 * AN * b2, 5 * per_prod);
         void *all[] = {qkv, dqkv, aout, adout, lse, ascr};
@@ -1363,6 +1416,10 @@ int main(int argc, char **argv) {
         test_attention(*t, 2, 256, 256, 4); /* hs 64, four tiles */
         test_attention(*t, 2, 77, 128, 2);  /* hs 64, a ragged second tile */
         test_attention(*t, 1, 200, 384, 3); /* hs 128 */
+        test_attention(*t, B, T, C, NH, 0.2f); /* dropout on the probabilities: */
+        test_attention(*t, 2, 77, 128, 2, 0.2f);
+        test_attention(*t, 1, 200, 384, 3, 0.2f);
+        test_dropout(*t, 3, 64, 128, 0.1f);
         test_xent(*t, N, V, Vp);
         test_xent(*t, 16, 50257, 50304); /* rows longer than one pass of the block */
         test_gelu(*t, (size_t)N * 4 * C);

@@ -100,6 +100,9 @@ set_tests_properties(train_gpt_gpu_precision PROPERTIES LABELS gpu TIMEOUT 300 R
 sym_train_e2e(train_gpt_gpu_tp) # --parallel tp=2 / dp=2,tp=2 on GPU PEs sharing the GPU vs the CPU, checkpoints, bf16
 set_tests_properties(train_gpt_gpu_tp PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
   ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
+sym_train_e2e(train_gpt_gpu_dropout) # --dropout on the GPU: the CPU's masks in every split, resume, bf16
+set_tests_properties(train_gpt_gpu_dropout PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
+  ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
 sym_train_e2e(train_plan)    # symtrain plan: parameters, memory, times and choices by hand
 sym_train_e2e(train_plan_memory) # the planner's memory per PE vs symtrain train's allocators
 sym_train_e2e(train_plan_auto) # --parallel auto on 4 PEs: symtrain plan's choice, trained as by hand

@@ -317,6 +317,49 @@ static inline int e2e_fields(const char *metrics, const char *key, int evals, do
     return n;
 }
 
+/* Records from..steps (1-based) of metrics file `got` match those of `ref` (a
+ * full run of `steps`, with ref_evals evaluations) to tol: each loss, the
+ * last got_evals evaluations, and the gradient norms, step 1's to tol and
+ * later ones to drift (they see the weights' fp32 drift, which the gradient
+ * amplifies). Prints the worst differences under `test`'s name. */
+static inline void e2e_match(const char *test, const char *what, const char *got,
+                             const char *ref, int steps, int from, double tol, double drift,
+                             int ref_evals, int got_evals) {
+    enum { CAP = 256 };
+    double rl[CAP], gl[CAP], rn[CAP], gn[CAP], rv[CAP], gv[CAP];
+    int k = steps - from + 1;
+    CHECK(steps <= CAP && k >= 1 && got_evals <= ref_evals, "e2e_match: %d steps from %d", steps,
+          from);
+    CHECK(e2e_fields(ref, "\"loss\":", 0, rl, CAP) == steps, "%s: not %d steps", ref, steps);
+    CHECK(e2e_fields(ref, "\"grad_norm\":", 0, rn, CAP) == steps, "%s: norms", ref);
+    CHECK(e2e_fields(ref, "\"test_loss\":", 1, rv, CAP) == ref_evals, "%s: not %d evaluations",
+          ref, ref_evals);
+    CHECK(e2e_fields(got, "\"loss\":", 0, gl, CAP) == k, "%s: not %d step records", what, k);
+    CHECK(e2e_fields(got, "\"grad_norm\":", 0, gn, CAP) == k, "%s: norms", what);
+    double worst = 0, worst_n = 0, first_n = -1;
+    for (int i = 0; i < k; i++) {
+        int s = from - 1 + i;
+        double dl = fabs(gl[i] - rl[s]) / fmax(fabs(rl[s]), 1e-30);
+        double dn = fabs(gn[i] - rn[s]) / fmax(fabs(rn[s]), 1e-30), tn = s == 0 ? tol : drift;
+        CHECK(dl <= tol, "%s, step %d: loss %.9g, the reference's %.9g (%.2g relative, "
+              "tolerance %g)", what, s + 1, gl[i], rl[s], dl, tol);
+        CHECK(dn <= tn, "%s, step %d: gradient norm %.7g, the reference's %.7g (%.2g relative, "
+              "tolerance %g)", what, s + 1, gn[i], rn[s], dn, tn);
+        worst = fmax(worst, dl);
+        worst_n = fmax(worst_n, dn);
+        if (s == 0) first_n = dn;
+    }
+    int ne = e2e_fields(got, "\"test_loss\":", 1, gv, CAP);
+    CHECK(ne == got_evals, "%s: %d evaluations, not %d", what, ne, got_evals);
+    for (int i = 0; i < ne; i++) {
+        double r = rv[ref_evals - ne + i];
+        CHECK(fabs(gv[i] - r) <= tol * fmax(fabs(r), 1e-30), "%s: validation loss %.9g, the "
+              "reference's %.9g", what, gv[i], r);
+    }
+    printf("%s: %s: steps %d-%d within %.2e (losses) and %.2e (norms; step 1's %.2e) "
+           "relative\n", test, what, from, steps, worst, worst_n, first_n);
+}
+
 /* Byte-identical files. */
 static inline void e2e_same_file(const char *a, const char *b) {
     size_t la, lb;

@@ -126,10 +126,9 @@ static sym_parallel_t layout_of(const sym_train_config_t *c, int npes) {
     return l;
 }
 
-/* Sequence parallelism (--parallel ...,sp), --tp-overlap and a GPT's dropout
- * against the layout and the device. */
+/* Sequence parallelism (--parallel ...,sp) and --tp-overlap against the
+ * layout and the device. */
 static int validate_gpt_split(const sym_train_config_t *c, const sym_parallel_t *l) {
-    int gpt = c->model.kind == SYM_MODEL_GPT;
     if (c->model.seq_parallel && l->tp == 1)
         return sym__error(SYM_EINVAL, "--parallel ...,sp: sequence parallelism splits the "
                                       "activations of a tp group, and there is none; add tp=M "
@@ -145,10 +144,6 @@ static int validate_gpt_split(const sym_train_config_t *c, const sym_parallel_t 
                                       "parallelism nor chunked overlap in this build; pass "
                                       "--device cpu, or drop it",
                           c->model.seq_parallel ? "--parallel ...,sp" : "--tp-overlap");
-    if (gpt && c->model.dropout > 0 && c->device == SYM_TRAIN_GPU)
-        return sym__error(SYM_EINVAL, "--dropout %g: a GPT's dropout trains on the CPU in this "
-                                      "build; pass --device cpu, or --dropout 0 for the GPU",
-                          (double)c->model.dropout);
     return SYM_OK;
 }
 
@@ -1325,11 +1320,6 @@ static int choose_device(run_t *r) {
         return report(r, sym__error(SYM_ENOENT, "--device gpu: %d PE%s cannot use a GPU: %s",
                                     missing, missing == 1 ? "" : "s", why), 0);
     if (missing) return SYM_OK; /* auto: the CPU */
-    if (c->model.dropout > 0) { /* auto: the GPU's GPT has no dropout */
-        note(r, "--dropout %g: a GPT's dropout trains on the CPU; --device auto takes the CPU",
-             (double)c->model.dropout);
-        return SYM_OK;
-    }
     r->gpu = be;
     return SYM_OK;
 }
@@ -1799,6 +1789,7 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     float scale = (float)(r->lay.dp / predictions);
     double lsum = 0;
     int rows = b->count, rc = SYM_OK;
+    int64_t row0 = b->row0; /* the dropout masks' rows, as step()'s */
     /* --micro-batches: each one's gradients added on the GPU, the last one's
      * step averages and updates (the split is the CPU loop's, step()) */
     for (int i = 0; !rc && r->accum > 1 && i < r->accum; i++) {
@@ -1809,13 +1800,17 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
         if (mb.count)
             sym__task_gather(&r->task, 1, mb.idx, mb.count, r->x, r->tok, r->y, &in);
         double l = 0;
+        row0 = at + mb.row0;
         if (i == r->accum - 1)
             rows = mb.count;
         else if (mb.count)
-            rc = r->gpu->accumulate(r->gm, r->tok, r->y, mb.count, r->task.seq, scale, &l);
+            rc = r->gpu->accumulate(r->gm, r->tok, r->y, mb.count, r->task.seq,
+                                    (uint64_t)r->step, row0, scale, &l);
         lsum += l;
     }
-    if (!rc) rc = r->gpu->train_step(r->gm, r->tok, r->y, rows, r->task.seq, lr, scale, c->clip, &st);
+    if (!rc)
+        rc = r->gpu->train_step(r->gm, r->tok, r->y, rows, r->task.seq, (uint64_t)r->step, row0,
+                                lr, scale, c->clip, &st);
     if (rc) return report(r, sym__error(rc, "GPU step: %s", r->gpu->error()), 0);
     sym__balance_computed(r->bal, t0, b->count, st.compute_s);
     double t1 = sym__now_s();

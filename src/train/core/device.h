@@ -25,7 +25,7 @@
 #include <symtrain/nn.h>
 #include <symtrain/optim.h>
 
-#define SYM_CUDA_BACKEND_ABI 7
+#define SYM_CUDA_BACKEND_ABI 8
 #define SYM_CUDA_BACKEND_SYMBOL "sym_cuda_backend"
 #define SYM_CUDA_BACKEND_FILE "libsymtrain_cuda.so"
 
@@ -94,13 +94,15 @@ struct sym_cuda_backend {
     void (*destroy)(sym_gpu_model_t *m);
     /* One step on tok, tgt (rows, seq) int32 host arrays (rows may change from
      * step to step, up to max_rows: a balanced PE's share; 0: this PE holds none
-     * of them): loss gradient scaled by
+     * of them; step and row0, the global row of its row 0, place the dropout
+     * masks as sym_forward_t's do): loss gradient scaled by
      * grad_scale (npes / global predictions), backward, gradients averaged over
      * the team, clipped to `clip` (0: off), AdamW at lr with weight decay on
      * the table's `decay` tensors. Collective over the team. After accumulate
      * calls, its micro-batch is the step's last: the gradients add to theirs. */
     int (*train_step)(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows,
-                      int seq, float lr, float grad_scale, float clip, sym_gpu_step_t *out);
+                      int seq, uint64_t step, int64_t row0, float lr, float grad_scale,
+                      float clip, sym_gpu_step_t *out);
     /* The summed loss and correct next-token predictions of a forward pass. */
     int (*eval)(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows, int seq,
                 double *loss_sum, int64_t *correct);
@@ -141,7 +143,7 @@ struct sym_cuda_backend {
      * the last one). *loss_sum: the micro-batch's summed loss. Collective over
      * the tp team only. */
     int (*accumulate)(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows,
-                      int seq, float grad_scale, double *loss_sum);
+                      int seq, uint64_t step, int64_t row0, float grad_scale, double *loss_sum);
 };
 
 typedef const struct sym_cuda_backend *(*sym_cuda_backend_fn)(void);

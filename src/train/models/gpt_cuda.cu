@@ -56,6 +56,16 @@
  * embedding's backward, and the step's stream joins the side stream before
  * the norm. Every PE cuts the same buckets, so the collectives match.
  *
+ * Dropout (cfg.dropout > 0, training steps only): gpt.c's sites and masks,
+ * drawn in the kernels from the same counters (symcu_dropout_t), so a GPU run
+ * drops exactly what the CPU run of the same seed drops, in any split of the
+ * batch or the heads: the embedding's output, each block's two row-parallel
+ * outputs before their residual add (after the tp sum, alike on every tp PE)
+ * and its attention probabilities (inside the flash kernels). Nothing is
+ * stored: the backward draws the masks again. The sites' step keys and the
+ * PE's first global sequence go into the region with the tokens (pinned
+ * staging, inside the graph), so a replayed graph drops with each step's.
+ *
  * Tensor parallelism (opts.tp_team of t PEs; the table is sym_model_create_tp's,
  * split as models/gpt.c splits it): each PE holds NH/t heads, Cl = C/t of the
  * width. c_attn (3Cl rows: its heads' q, k, v) and c_fc (4Cl) are
@@ -88,6 +98,7 @@
 
 #include <shmem.h>
 #include <shmemx_gpu.h>
+#include <symtrain/rng.h>
 
 #include "common.cuh"
 #include "core/device.h"
@@ -193,6 +204,13 @@ struct sym_gpu_model {
     int nw;
     double *sums;                         /* (2): loss sum, correct */
     int32_t *tok, *tgt;                   /* (N) */
+    /* dropout (cfg.dropout > 0): the sites' keys (1 + 3L: the embedding,
+     * block l's two residual branches at 1 + 2l + k, its attention at
+     * 1 + 2L + l), and on the device the step's keys of the sites followed by
+     * the PE's first global sequence (int64), from drop_h */
+    int nsites;                           /* 0: no dropout */
+    uint64_t *drop_key;                   /* host (nsites) */
+    uint64_t *drop_d, *drop_h;            /* (nsites + 1) */
     /* pinned host staging */
     int32_t *tok_h, *tgt_h;
     struct {
@@ -421,6 +439,7 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
     TAKE(c, m->sums, 2);
     TAKE(c, m->tok, N);
     TAKE(c, m->tgt, N);
+    if (m->nsites) TAKE(c, m->drop_d, m->nsites + 1);
 }
 
 /* ---- the passes ---- */
@@ -450,10 +469,51 @@ static int tp_sum(sym_gpu_model_t *m, void *x, size_t n) {
     return tp_reduce(m, x, n, m->coll_dt, SHMEMX_SUM);
 }
 
+/* Dropout site i (see the struct) as the kernels take it. */
+static symcu_dropout_t site(const sym_gpu_model_t *m, int i) {
+    symcu_dropout_t d;
+    float p = m->cfg.dropout;
+    d.step_key = m->drop_d + i;
+    d.row0 = (const int64_t *)(m->drop_d + m->nsites);
+    d.threshold = (uint32_t)((double)p * 16777216.0);
+    if (i > 2 * m->L && d.threshold == 0) d.threshold = 1; /* the attention's, as the CPU's */
+    d.scale = 1.0f / (1.0f - p);
+    d.h0 = m->tp_rank * m->NHl;
+    d.heads = m->NH;
+    return d;
+}
+
+/* x (N,C) = x * the mask of residual site i, in place (a training forward). */
+static int drop_rows(sym_gpu_model_t *m, void *x, int N, int T, int i) {
+    symcu_dropout_t d = site(m, i);
+    OP(symcu_dropout(m->dt, x, x, N, m->C, T, &d, m->s));
+    return SYM_OK;
+}
+
+/* The gradient of residual site i's input: d (N,C) * its mask into m->proj
+ * (free in backward), or d itself without dropout. */
+static const void *drop_grad(sym_gpu_model_t *m, const void *d, int N, int T, int i, int *rc) {
+    *rc = SYM_OK;
+    if (!m->nsites) return d;
+    symcu_dropout_t dd = site(m, i);
+    *rc = symcu_dropout(m->dt, m->proj, d, N, m->C, T, &dd, m->s);
+    if (*rc) fail(*rc, "%s", symcu_last_error());
+    return m->proj;
+}
+
+/* The attention's dropout of block l: NULL without (or outside training). */
+static const symcu_dropout_t *attn_drop(const sym_gpu_model_t *m, int l, int train,
+                                        symcu_dropout_t *d) {
+    if (!m->nsites || !train) return NULL;
+    *d = site(m, 1 + 2 * m->L + l);
+    return d;
+}
+
 /* Tokens (B,T) on the device to logits (B,T,Vp) (tp: this PE's columns, (B,T,ld)),
- * keeping the activations. */
-static int forward(sym_gpu_model_t *m, int B, int T) {
+ * keeping the activations; train: with dropout (when the model has it). */
+static int forward(sym_gpu_model_t *m, int B, int T, int train) {
     int N = B * T, C = m->C, L = m->L, Cl = m->Cl, rc;
+    int drop = train && m->nsites;
     cudaStream_t s = m->s;
     if (m->tp > 1) { /* this PE's vocabulary rows, wpe on PE 0, summed over the team */
         OP(symcu_encoder_shard_forward(m->dt, m->encoded, m->tok, W(m->off_wte), m->v0, m->nv,
@@ -463,6 +523,7 @@ static int forward(sym_gpu_model_t *m, int B, int T) {
         OP(symcu_encoder_forward(m->dt, m->encoded, m->tok, W(m->off_wte), W(m->off_wpe), B, T, C,
                                  s));
     }
+    if (drop && (rc = drop_rows(m, m->encoded, N, T, 0))) return rc;
     if (L > 0) {
         const size_t *o = m->blk[0].off;
         OP(symcu_residual_layernorm_forward(m->dt, NULL, m->blk[0].ln1, m->blk[0].ln1_mean,
@@ -478,10 +539,13 @@ static int forward(sym_gpu_model_t *m, int B, int T) {
         const void *x = l == 0 ? m->encoded : m->blk[l - 1].res3;
         OP(symcu_matmul_forward(m->blas, m->dt, b->qkv, b->ln1, W(o[QKVW]), W(o[QKVB]), N, C,
                                 3 * Cl, NULL, s));
-        OP(symcu_attention_forward(m->dt, b->atty, b->lse, b->qkv, B, T, Cl, m->NHl, s));
+        symcu_dropout_t ad;
+        OP(symcu_attention_forward(m->dt, b->atty, b->lse, b->qkv, B, T, Cl, m->NHl,
+                                   attn_drop(m, l, train, &ad), s));
         OP(symcu_matmul_forward(m->blas, m->dt, m->proj, b->atty, W(o[PROJW]), WB(o[PROJB]), N, Cl,
                                 C, NULL, s));
         if ((rc = tp_sum(m, m->proj, (size_t)N * C))) return rc;
+        if (drop && (rc = drop_rows(m, m->proj, N, T, 1 + 2 * l))) return rc;
         OP(symcu_residual_layernorm_forward(m->dt, b->res2, b->ln2, b->ln2_mean, b->ln2_rstd, x, m->proj,
                                             W(o[LN2W]), W(o[LN2B]), N, C, s));
         OP(symcu_matmul_forward(m->blas, m->dt, b->fch_gelu, b->ln2, W(o[FCW]), W(o[FCB]), N, C,
@@ -489,6 +553,7 @@ static int forward(sym_gpu_model_t *m, int B, int T) {
         OP(symcu_matmul_forward(m->blas, m->dt, m->proj, b->fch_gelu, W(o[FCPW]), WB(o[FCPB]), N,
                                 4 * Cl, C, NULL, s));
         if ((rc = tp_sum(m, m->proj, (size_t)N * C))) return rc;
+        if (drop && (rc = drop_rows(m, m->proj, N, T, 2 + 2 * l))) return rc;
         /* res3 = res2 + proj, normalised by the next block's ln_1 or by ln_f */
         void *out = l + 1 < L ? m->blk[l + 1].ln1 : m->lnf;
         float *mean = l + 1 < L ? m->blk[l + 1].ln1_mean : m->lnf_mean;
@@ -598,9 +663,12 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
         if (m->opts.recompute_gelu)
             OP(symcu_matmul_forward(m->blas, m->dt, b->fch_gelu, b->ln2, W(o[FCW]), W(o[FCB]), N, C,
                                     4 * Cl, b->fch, s));
-        /* dres holds d res3: through the MLP half into d res2 (with tp the
-         * column-parallel c_fc's input gradient summed over the team) */
-        OP(symcu_matmul_backward(m->blas, m->dt, m->dfch, SYMCU_GRAD_SET, G(o[FCPW]), G(o[FCPB]), m->dres, b->fch_gelu,
+        /* dres holds d res3: through the MLP half (its dropout's mask first)
+         * into d res2 (with tp the column-parallel c_fc's input gradient
+         * summed over the team) */
+        const void *dy = drop_grad(m, m->dres, N, T, 2 + 2 * l, &rc);
+        if (rc) return rc;
+        OP(symcu_matmul_backward(m->blas, m->dt, m->dfch, SYMCU_GRAD_SET, G(o[FCPW]), G(o[FCPB]), dy, b->fch_gelu,
                                  W(o[FCPW]), N, 4 * Cl, C, s));
         OP(symcu_gelu_backward(m->dt, m->dfch, b->fch, m->dfch, (size_t)N * 4 * Cl, s));
         OP(symcu_matmul_backward(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, G(o[FCW]), G(o[FCB]), m->dfch, b->ln2, W(o[FCW]),
@@ -609,10 +677,13 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
         OP(symcu_layernorm_backward(m->dt, m->dres, G(o[LN2W]), G(o[LN2B]), m->ln_scratch, m->dln,
                                     b->res2, W(o[LN2W]), b->ln2_mean, b->ln2_rstd, N, C, s));
         /* dres holds d res2: through the attention half into d x */
-        OP(symcu_matmul_backward(m->blas, m->dt, m->datty, SYMCU_GRAD_SET, G(o[PROJW]), G(o[PROJB]), m->dres, b->atty,
+        dy = drop_grad(m, m->dres, N, T, 1 + 2 * l, &rc);
+        if (rc) return rc;
+        OP(symcu_matmul_backward(m->blas, m->dt, m->datty, SYMCU_GRAD_SET, G(o[PROJW]), G(o[PROJB]), dy, b->atty,
                                  W(o[PROJW]), N, Cl, C, s));
+        symcu_dropout_t ad;
         OP(symcu_attention_backward(m->dt, m->dqkv, SYMCU_GRAD_SET, m->att_scratch, m->datty, b->atty, b->qkv, b->lse,
-                                    B, T, Cl, m->NHl, s));
+                                    B, T, Cl, m->NHl, attn_drop(m, l, 1, &ad), s));
         if (m->opts.recompute_ln)
             OP(symcu_residual_layernorm_forward(m->dt, NULL, b->ln1, m->ln_tmp_mean, m->ln_tmp_rstd, x,
                                                 NULL, W(o[LN1W]), W(o[LN1B]), N, C, s));
@@ -625,8 +696,10 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
             (rc = dp_send(m, o[LN1W])))
             return rc;
     }
+    const void *denc = drop_grad(m, m->dres, N, T, 0, &rc);
+    if (rc) return rc;
     OP(symcu_encoder_shard_backward(m->dt, G(m->off_wte), G(m->off_wpe), m->enc_scratch,
-                                    m->enc_scratch_bytes, m->dres, m->tok, m->v0,
+                                    m->enc_scratch_bytes, denc, m->tok, m->v0,
                                     m->tp > 1 ? m->nv : m->V, B, T, C, m->V, s));
     stamp_kernel<<<1, 1, 0, s>>>(m->stamp + 1); /* the compute's end, before the join */
     CK(cudaGetLastError());
@@ -641,7 +714,10 @@ static int step_body(sym_gpu_model_t *m, int B, int T, float scale, int kind) {
     CK(cudaGetLastError());
     CK(cudaMemcpyAsync(m->tok, m->tok_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
     CK(cudaMemcpyAsync(m->tgt, m->tgt_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
-    int rc = forward(m, B, T);
+    if (m->nsites)
+        CK(cudaMemcpyAsync(m->drop_d, m->drop_h, (m->nsites + 1) * sizeof(uint64_t),
+                           cudaMemcpyHostToDevice, m->s));
+    int rc = forward(m, B, T, 1);
     if (rc) return rc;
     if (m->tp > 1 && (rc = xent_tp(m, (int)N, scale, m->ls ? &m->ls->scale : NULL, NULL)))
         return rc;
@@ -734,6 +810,8 @@ static void be_destroy(sym_gpu_model_t *m) {
     if (m->tok_h) cudaFreeHost(m->tok_h);
     if (m->tgt_h) cudaFreeHost(m->tgt_h);
     if (m->out_h) cudaFreeHost(m->out_h);
+    if (m->drop_h) cudaFreeHost(m->drop_h);
+    free(m->drop_key);
     if (m->s) cudaStreamDestroy(m->s);
     free(m->blk);
     free(m->nodecay_h);
@@ -877,6 +955,8 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     CK(cudaMallocHost((void **)&m->tok_h, N * sizeof(int32_t)));
     CK(cudaMallocHost((void **)&m->tgt_h, N * sizeof(int32_t)));
     CK(cudaMallocHost((void **)&m->out_h, sizeof *m->out_h));
+    if (m->nsites)
+        CK(cudaMallocHost((void **)&m->drop_h, (m->nsites + 1) * sizeof(uint64_t)));
     CK(cudaMemcpyAsync(m->w, params, m->P * sizeof(float), cudaMemcpyHostToDevice, m->s));
     CK(cudaMemsetAsync(m->m, 0, m->P * sizeof(float), m->s));
     CK(cudaMemsetAsync(m->v, 0, m->P * sizeof(float), m->s));
@@ -981,6 +1061,15 @@ static int be_create(const sym_model_config_t *cfg, int max_rows, const sym_para
         be_destroy(m);
         return rc;
     }
+    if (cfg->dropout > 0.0f) { /* gpt.c's keys of the whole model's sites */
+        m->nsites = 1 + 3 * m->L;
+        if (!(m->drop_key = (uint64_t *)malloc(m->nsites * sizeof(uint64_t)))) {
+            be_destroy(m);
+            return fail(SYM_ENOMEM, "out of host memory for the GPU model");
+        }
+        for (int i = 0; i < m->nsites; i++)
+            m->drop_key[i] = sym_rng_key(cfg->seed, SYM_RNG_DROPOUT, (uint64_t)i);
+    }
     /* the test hook: +inf into a gradient at this process's Nth step (fp16) */
     const char *inj = getenv("SYMTRAIN_TEST_FP16_OVERFLOW");
     if (inj && *inj) {
@@ -1022,11 +1111,15 @@ static int stage(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int
     return SYM_OK;
 }
 
-/* Tokens to gradients (kind: BODY_*), as a replayed graph where it can. */
+/* Tokens to gradients (kind: BODY_*), as a replayed graph where it can;
+ * step and row0 place the dropout masks. */
 static int run_body(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows, int seq,
-                    float grad_scale, int kind) {
+                    uint64_t step, int64_t row0, float grad_scale, int kind) {
     int rc = stage(m, tok, tgt, rows, seq);
     if (rc) return rc;
+    for (int i = 0; i < m->nsites; i++) /* the previous step's copy is done: it synchronised */
+        m->drop_h[i] = sym_rng_mix(m->drop_key[i] ^ sym_rng_mix(step + SYMCU_DROPOUT_STEP_MIX));
+    if (m->nsites) memcpy(&m->drop_h[m->nsites], &row0, sizeof row0);
     /* the first step warms up (cuBLASLt's choices, lazy module loading); later ones replay */
     cudaGraphExec_t exec = NULL;
     if (m->opts.use_graph && m->warm && !m->graph_failed &&
@@ -1053,10 +1146,12 @@ static int no_rows(sym_gpu_model_t *m) {
 }
 
 static int be_accumulate(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows,
-                         int seq, float grad_scale, double *loss_sum) {
+                         int seq, uint64_t step, int64_t row0, float grad_scale,
+                         double *loss_sum) {
     *loss_sum = 0;
     CK(cudaSetDevice(m->dev));
-    int rc = run_body(m, tok, tgt, rows, seq, grad_scale, m->acc_pending ? BODY_KEEP : 0);
+    int rc = run_body(m, tok, tgt, rows, seq, step, row0, grad_scale,
+                      m->acc_pending ? BODY_KEEP : 0);
     if (rc) return rc;
     m->acc_pending = 1;
     CK(cudaMemcpyAsync(m->out_h->sums, m->sums, sizeof(double), cudaMemcpyDeviceToHost, m->s));
@@ -1066,11 +1161,13 @@ static int be_accumulate(sym_gpu_model_t *m, const int32_t *tok, const int32_t *
 }
 
 static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows,
-                         int seq, float lr, float grad_scale, float clip, sym_gpu_step_t *out) {
+                         int seq, uint64_t step, int64_t row0, float lr, float grad_scale,
+                         float clip, sym_gpu_step_t *out) {
     memset(out, 0, sizeof *out);
     CK(cudaSetDevice(m->dev));
     int kind = BODY_AVERAGE | (m->acc_pending ? BODY_KEEP : 0);
-    int rc = rows == 0 ? no_rows(m) : run_body(m, tok, tgt, rows, seq, grad_scale, kind);
+    int rc = rows == 0 ? no_rows(m)
+                       : run_body(m, tok, tgt, rows, seq, step, row0, grad_scale, kind);
     m->acc_pending = 0;
     if (rc) return rc;
     if (++m->calls == m->inject_at) { /* after the average: every PE injects alike */
@@ -1123,7 +1220,7 @@ static int be_eval(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, i
     size_t N = (size_t)rows * seq;
     CK(cudaMemcpyAsync(m->tok, m->tok_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
     CK(cudaMemcpyAsync(m->tgt, m->tgt_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
-    if ((rc = forward(m, rows, seq))) return rc;
+    if ((rc = forward(m, rows, seq, 0))) return rc;
     if (m->tp > 1) {
         if ((rc = xent_tp(m, (int)N, 1.0f, NULL, m->hits))) return rc;
     } else if (m->dt == SYMCU_F32)

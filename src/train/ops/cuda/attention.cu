@@ -295,9 +295,10 @@ constexpr size_t fwd_smem() {
 }
 
 /* out (B,T,C), lse (B,NH,T) from qkv (B,T,3C); grid (ceil(T/BT), B*NH) */
-template <typename E, int D>
+template <typename E, int D, bool DROP>
 __global__ void FWD_BOUNDS
-    attn_fwd_kernel(E *out, float *lse, const E *qkv, int T, int C, int NH, float sl2) {
+    attn_fwd_kernel(E *out, float *lse, const E *qkv, int T, int C, int NH, float sl2,
+                    symcu_dropout_t dr) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     constexpr int LD = D + PAD, DT = D / 8, TE = tile_elems<D>();
     E *sQ = reinterpret_cast<E *>(smem_raw), *sK = sQ + TE, *sV = sK + 2 * TE;
@@ -317,6 +318,12 @@ __global__ void FWD_BOUNDS
     qa.init(sQ, LD, warp * 16, lane);
 
     int row0 = qt * BT + warp * 16 + g, row1 = row0 + 8; /* this thread's two rows */
+    uint64_t rk0 = 0, rk1 = 0; /* their dropout keys */
+    if constexpr (DROP) {
+        uint64_t hk = symcu_head_key(dr, b, h);
+        rk0 = symcu_row_key(hk, (uint64_t)row0);
+        rk1 = symcu_row_key(hk, (uint64_t)row1);
+    }
     float o[DT][4];
 #pragma unroll
     for (int dt = 0; dt < DT; dt++) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
@@ -378,6 +385,16 @@ __global__ void FWD_BOUNDS
             }
         l0 = l0 * al0 + rs0; /* this thread's share of the row sums: reduced at the end */
         l1 = l1 * al1 + rs1;
+        if constexpr (DROP) { /* the sums keep every probability; the product P * mask */
+#pragma unroll
+            for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    uint64_t key = (uint64_t)(kt * BT + nt * 8 + 2 * q4 + e);
+                    s[nt][e] *= symcu_keep(rk0, key, dr);
+                    s[nt][2 + e] *= symcu_keep(rk1, key, dr);
+                }
+        }
 #pragma unroll
         for (int dt = 0; dt < DT; dt++) {
             o[dt][0] *= al0;
@@ -445,10 +462,11 @@ constexpr size_t dq_smem() {
 
 /* dqkv's q part += (add) or = from dout, given dvec; grid (ceil(T/BT), B*NH), block =
  * query tile */
-template <typename E, int D>
+template <typename E, int D, bool DROP>
 __global__ void DQ_BOUNDS
     attn_dq_kernel(E *dqkv, int add, const E *dout, const E *qkv, const float *lse,
-                   const float *dvec, int T, int C, int NH, float scale, float sl2) {
+                   const float *dvec, int T, int C, int NH, float scale, float sl2,
+                   symcu_dropout_t dr) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     constexpr int LD = D + PAD, DT = D / 8, TE = tile_elems<D>();
     constexpr bool HOLD = D <= 64;
@@ -471,6 +489,12 @@ __global__ void DQ_BOUNDS
     /* rows past T: lse = +inf makes their P zero */
     float L0 = row0 < T ? lrow[row0] * LOG2E : INFINITY, L1 = row1 < T ? lrow[row1] * LOG2E : INFINITY;
     float D0 = row0 < T ? drow[row0] : 0.0f, D1 = row1 < T ? drow[row1] : 0.0f;
+    uint64_t rk0 = 0, rk1 = 0;
+    if constexpr (DROP) {
+        uint64_t hk = symcu_head_key(dr, b, h);
+        rk0 = symcu_row_key(hk, (uint64_t)row0);
+        rk1 = symcu_row_key(hk, (uint64_t)row1);
+    }
     cp_wait<0>();
     __syncthreads();
     arows<E, D / 16, HOLD> qa, oa;
@@ -508,8 +532,13 @@ __global__ void DQ_BOUNDS
                         int key = kt * BT + (k0 + c) * 16 + j * 8 + 2 * q4 + e;
                         float p0 = key > row0 ? 0.0f : exp2f(s[c][j][e] * sl2 - L0);
                         float p1 = key > row1 ? 0.0f : exp2f(s[c][j][2 + e] * sl2 - L1);
-                        s[c][j][e] = p0 * (dp[c][j][e] - D0); /* dS */
-                        s[c][j][2 + e] = p1 * (dp[c][j][2 + e] - D1);
+                        float g0 = dp[c][j][e], g1 = dp[c][j][2 + e]; /* d(P * mask) */
+                        if constexpr (DROP) {
+                            g0 *= symcu_keep(rk0, (uint64_t)key, dr);
+                            g1 *= symcu_keep(rk1, (uint64_t)key, dr);
+                        }
+                        s[c][j][e] = p0 * (g0 - D0); /* dS */
+                        s[c][j][2 + e] = p1 * (g1 - D1);
                     }
 #pragma unroll
             for (int c = 0; c < KC; c++) {
@@ -544,10 +573,11 @@ constexpr size_t dkv_smem() {
 
 /* dqkv's k and v parts += (add) or = from dout, given dvec; grid (ceil(T/BT), B*NH),
  * block = key tile */
-template <typename E, int D>
+template <typename E, int D, bool DROP>
 __global__ void DKV_BOUNDS
     attn_dkv_kernel(E *dqkv, int add, const E *dout, const E *qkv, const float *lse,
-                    const float *dvec, int T, int C, int NH, float scale, float sl2) {
+                    const float *dvec, int T, int C, int NH, float scale, float sl2,
+                    symcu_dropout_t dr) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     constexpr int LD = D + PAD, DT = D / 8, TE = tile_elems<D>();
     constexpr bool HOLD = D <= 64;
@@ -585,6 +615,8 @@ __global__ void DKV_BOUNDS
     ka.init(sK, LD, warp * 16, lane);
     va.init(sV, LD, warp * 16, lane);
     int key0 = kt * BT + warp * 16 + (lane >> 2), key1 = key0 + 8;
+    uint64_t hk = 0;
+    if constexpr (DROP) hk = symcu_head_key(dr, b, h);
     float dk[DT][4], dv[DT][4];
 #pragma unroll
     for (int dt = 0; dt < DT; dt++)
@@ -624,10 +656,16 @@ __global__ void DKV_BOUNDS
                         float L = cL[qi], Dq = cD[qi];
                         float p0 = qrow < key0 ? 0.0f : exp2f(p[c][j][e] * sl2 - L);
                         float p1 = qrow < key1 ? 0.0f : exp2f(p[c][j][2 + e] * sl2 - L);
-                        p[c][j][e] = p0;
-                        p[c][j][2 + e] = p1;
-                        dp[c][j][e] = p0 * (dp[c][j][e] - Dq); /* dS^T */
-                        dp[c][j][2 + e] = p1 * (dp[c][j][2 + e] - Dq);
+                        float k0m = 1.0f, k1m = 1.0f; /* the mask of (qrow, key0), (qrow, key1) */
+                        if constexpr (DROP) {
+                            uint64_t rk = symcu_row_key(hk, (uint64_t)qrow);
+                            k0m = symcu_keep(rk, (uint64_t)key0, dr);
+                            k1m = symcu_keep(rk, (uint64_t)key1, dr);
+                        }
+                        p[c][j][e] = p0 * k0m; /* (P * mask)^T, for dV */
+                        p[c][j][2 + e] = p1 * k1m;
+                        dp[c][j][e] = p0 * (dp[c][j][e] * k0m - Dq); /* dS^T */
+                        dp[c][j][2 + e] = p1 * (dp[c][j][2 + e] * k1m - Dq);
                     }
 #pragma unroll
             for (int c = 0; c < KC; c++) {
@@ -669,9 +707,9 @@ __global__ void DKV_BOUNDS
  * no T x T matrix, and no atomics (each output row is one warp's). */
 
 /* out (B,T,C), lse (B,NH,T) from qkv (B,T,3C); grid (T, B*NH), 32 threads */
-template <int D>
+template <int D, bool DROP>
 __global__ void attn_fwd_f32_kernel(float *out, float *lse, const float *qkv, int T, int C,
-                                    int NH, float scale) {
+                                    int NH, float scale, symcu_dropout_t dr) {
     constexpr int PL = D / 32;
     int i = blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH, lane = threadIdx.x;
     size_t stride = 3 * (size_t)C;
@@ -683,6 +721,8 @@ __global__ void attn_fwd_f32_kernel(float *out, float *lse, const float *qkv, in
         o[k] = 0.0f;
     }
     float m = -INFINITY, l = 0.0f;
+    uint64_t rk = 0;
+    if constexpr (DROP) rk = symcu_row_key(symcu_head_key(dr, b, h), (uint64_t)i);
     for (int j = 0; j <= i; j++) {
         const float *kr = base + (size_t)j * stride + C, *vr = kr + C;
         float sc = 0.0f;
@@ -691,6 +731,7 @@ __global__ void attn_fwd_f32_kernel(float *out, float *lse, const float *qkv, in
         sc = warp_sum(sc) * scale;
         float mn = fmaxf(m, sc), al = expf(m - mn), p = expf(sc - mn); /* al = 0 at j = 0 */
         l = l * al + p;
+        if constexpr (DROP) p *= symcu_keep(rk, (uint64_t)j, dr); /* the sum keeps it */
 #pragma unroll
         for (int k = 0; k < PL; k++) o[k] = o[k] * al + p * vr[lane + 32 * k];
         m = mn;
@@ -704,10 +745,10 @@ __global__ void attn_fwd_f32_kernel(float *out, float *lse, const float *qkv, in
 /* dqkv's q part (add: +=, else =) of query row blockIdx.x: dq = scale *
  * sum over j <= i of P_ij (dP_ij - D_i) k_j, P_ij = exp(q_i k_j scale - lse_i),
  * dP_ij = dout_i . v_j */
-template <int D>
+template <int D, bool DROP>
 __global__ void attn_dq_f32_kernel(float *dqkv, int add, const float *dout, const float *qkv,
                                    const float *lse, const float *dvec, int T, int C, int NH,
-                                   float scale) {
+                                   float scale, symcu_dropout_t dr) {
     constexpr int PL = D / 32;
     int i = blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH, lane = threadIdx.x;
     size_t stride = 3 * (size_t)C;
@@ -721,6 +762,8 @@ __global__ void attn_dq_f32_kernel(float *dqkv, int add, const float *dout, cons
         dq[k] = 0.0f;
     }
     float L = lse[(size_t)bh * T + i], Dv = dvec[(size_t)bh * T + i];
+    uint64_t rk = 0;
+    if constexpr (DROP) rk = symcu_row_key(symcu_head_key(dr, b, h), (uint64_t)i);
     for (int j = 0; j <= i; j++) {
         const float *kr = base + (size_t)j * stride + C, *vr = kr + C;
         float sc = 0.0f, dp = 0.0f;
@@ -729,7 +772,9 @@ __global__ void attn_dq_f32_kernel(float *dqkv, int add, const float *dout, cons
             sc += q[k] * kr[lane + 32 * k];
             dp += g[k] * vr[lane + 32 * k];
         }
-        float p = expf(warp_sum(sc) * scale - L), ds = p * (warp_sum(dp) - Dv);
+        float gp = warp_sum(dp); /* d(P * mask) */
+        if constexpr (DROP) gp *= symcu_keep(rk, (uint64_t)j, dr);
+        float p = expf(warp_sum(sc) * scale - L), ds = p * (gp - Dv);
 #pragma unroll
         for (int k = 0; k < PL; k++) dq[k] += ds * kr[lane + 32 * k];
     }
@@ -741,15 +786,17 @@ __global__ void attn_dq_f32_kernel(float *dqkv, int add, const float *dout, cons
 
 /* dqkv's k and v parts of key row blockIdx.x: over queries i >= j, dv +=
  * P_ij dout_i, dk += P_ij (dP_ij - D_i) q_i (times scale) */
-template <int D>
+template <int D, bool DROP>
 __global__ void attn_dkv_f32_kernel(float *dqkv, int add, const float *dout, const float *qkv,
                                     const float *lse, const float *dvec, int T, int C, int NH,
-                                    float scale) {
+                                    float scale, symcu_dropout_t dr) {
     constexpr int PL = D / 32;
     int j = blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH, lane = threadIdx.x;
     size_t stride = 3 * (size_t)C;
     const float *base = qkv + (size_t)b * T * stride + (size_t)h * D;
     float kk[PL], vv[PL], dk[PL], dv[PL];
+    uint64_t hk = 0;
+    if constexpr (DROP) hk = symcu_head_key(dr, b, h);
 #pragma unroll
     for (int k = 0; k < PL; k++) {
         kk[k] = base[(size_t)j * stride + C + lane + 32 * k];
@@ -765,11 +812,13 @@ __global__ void attn_dkv_f32_kernel(float *dqkv, int add, const float *dout, con
             sc += qr[lane + 32 * k] * kk[k];
             dp += dorow[lane + 32 * k] * vv[k];
         }
+        float mk = 1.0f; /* the mask of (i, j) */
+        if constexpr (DROP) mk = symcu_keep(symcu_row_key(hk, (uint64_t)i), (uint64_t)j, dr);
         float p = expf(warp_sum(sc) * scale - lse[(size_t)bh * T + i]);
-        float ds = p * (warp_sum(dp) - dvec[(size_t)bh * T + i]);
+        float ds = p * (warp_sum(dp) * mk - dvec[(size_t)bh * T + i]), pm = p * mk;
 #pragma unroll
         for (int k = 0; k < PL; k++) {
-            dv[k] += p * dorow[lane + 32 * k];
+            dv[k] += pm * dorow[lane + 32 * k];
             dk[k] += ds * qr[lane + 32 * k];
         }
     }
@@ -795,40 +844,57 @@ static int check(const char *fn, int B, int T, int C, int NH, int *D) {
     return SYM_OK;
 }
 
-template <typename E, int D>
+template <typename E, int D, bool DROP>
 static int fwd(E *out, float *lse, const E *qkv, int B, int T, int C, int NH,
-               cudaStream_t stream) {
+               const symcu_dropout_t &dr, cudaStream_t stream) {
     if constexpr (std::is_same<E, float>::value) {
-        attn_fwd_f32_kernel<D><<<dim3(T, B * NH), 32, 0, stream>>>(
-            out, lse, qkv, T, C, NH, (float)(1.0 / sqrt((double)D)));
+        attn_fwd_f32_kernel<D, DROP><<<dim3(T, B * NH), 32, 0, stream>>>(
+            out, lse, qkv, T, C, NH, (float)(1.0 / sqrt((double)D)), dr);
         SYMCU_LAUNCHED("attn_fwd_f32_kernel");
         return SYM_OK;
     } else {
         size_t sm = fwd_smem<D>();
-        SYMCU_SMEM_OPT_IN((attn_fwd_kernel<E, D>), sm);
+        SYMCU_SMEM_OPT_IN((attn_fwd_kernel<E, D, DROP>), sm);
         dim3 grid((T + BT - 1) / BT, B * NH);
         float sl2 = (float)(1.0 / sqrt((double)D)) * LOG2E;
-        attn_fwd_kernel<E, D><<<grid, NWARPS * 32, sm, stream>>>(out, lse, qkv, T, C, NH, sl2);
+        attn_fwd_kernel<E, D, DROP><<<grid, NWARPS * 32, sm, stream>>>(out, lse, qkv, T, C, NH,
+                                                                       sl2, dr);
         SYMCU_LAUNCHED("attn_fwd_kernel");
         return SYM_OK;
     }
 }
 
+/* Dropout is on when drop gives a step key; its sequence and head numbers must fit. */
+static int drop_on(const symcu_dropout_t *drop, const char *fn, int NH) {
+    if (!drop || !drop->step_key) return 0;
+    if (!drop->row0 || drop->h0 < 0 || drop->heads < drop->h0 + NH)
+        return SYMCU_INVAL("%s: dropout without its first row, or heads [%d, %d) outside the "
+                           "model's %d", fn, drop->h0, drop->h0 + NH, drop->heads);
+    return 1;
+}
+
 int symcu_attention_forward(symcu_dtype_t dt, void *out, float *lse, const void *qkv, int B,
-                            int T, int C, int NH, cudaStream_t stream) {
+                            int T, int C, int NH, const symcu_dropout_t *drop,
+                            cudaStream_t stream) {
     int D = 0, rc = check("attention forward", B, T, C, NH, &D);
     if (rc) return rc;
+    int on = drop_on(drop, "attention forward", NH);
+    if (on < 0) return on;
+    symcu_dropout_t dr = on ? *drop : symcu_dropout_t{};
+#define FWD(DV, ON) fwd<E, DV, ON>((E *)out, lse, (const E *)qkv, B, T, C, NH, dr, stream)
     SYMCU_DISPATCH(dt, "attention forward", switch (D) {
-        case 32: return fwd<E, 32>((E *)out, lse, (const E *)qkv, B, T, C, NH, stream);
-        case 64: return fwd<E, 64>((E *)out, lse, (const E *)qkv, B, T, C, NH, stream);
-        default: return fwd<E, 128>((E *)out, lse, (const E *)qkv, B, T, C, NH, stream);
+        case 32: return on ? FWD(32, true) : FWD(32, false);
+        case 64: return on ? FWD(64, true) : FWD(64, false);
+        default: return on ? FWD(128, true) : FWD(128, false);
     });
+#undef FWD
     return SYM_OK;
 }
 
-template <typename E, int D>
+template <typename E, int D, bool DROP>
 static int bwd(E *dqkv, int add, float *dvec, const E *dout, const E *out, const E *qkv,
-               const float *lse, int B, int T, int C, int NH, cudaStream_t stream) {
+               const float *lse, int B, int T, int C, int NH, const symcu_dropout_t &dr,
+               cudaStream_t stream) {
     float scale = (float)(1.0 / sqrt((double)D)), sl2 = scale * LOG2E;
     size_t rows = (size_t)B * T * NH;
     attn_dvec_kernel<E, D><<<(unsigned)((rows + 255) / 256), 256, 0, stream>>>(dvec, dout, out, B,
@@ -836,22 +902,22 @@ static int bwd(E *dqkv, int add, float *dvec, const E *dout, const E *out, const
     SYMCU_LAUNCHED("attn_dvec_kernel");
     if constexpr (std::is_same<E, float>::value) {
         dim3 grid(T, B * NH);
-        attn_dq_f32_kernel<D><<<grid, 32, 0, stream>>>(dqkv, add, dout, qkv, lse, dvec, T, C, NH,
-                                                       scale);
+        attn_dq_f32_kernel<D, DROP><<<grid, 32, 0, stream>>>(dqkv, add, dout, qkv, lse, dvec, T,
+                                                             C, NH, scale, dr);
         SYMCU_LAUNCHED("attn_dq_f32_kernel");
-        attn_dkv_f32_kernel<D><<<grid, 32, 0, stream>>>(dqkv, add, dout, qkv, lse, dvec, T, C, NH,
-                                                        scale);
+        attn_dkv_f32_kernel<D, DROP><<<grid, 32, 0, stream>>>(dqkv, add, dout, qkv, lse, dvec, T,
+                                                              C, NH, scale, dr);
         SYMCU_LAUNCHED("attn_dkv_f32_kernel");
     } else {
         dim3 grid((T + BT - 1) / BT, B * NH);
         size_t s1 = dq_smem<D>(), s2 = dkv_smem<D>();
-        SYMCU_SMEM_OPT_IN((attn_dq_kernel<E, D>), s1);
-        SYMCU_SMEM_OPT_IN((attn_dkv_kernel<E, D>), s2);
-        attn_dq_kernel<E, D><<<grid, NWARPS * 32, s1, stream>>>(dqkv, add, dout, qkv, lse, dvec, T,
-                                                                C, NH, scale, sl2);
+        SYMCU_SMEM_OPT_IN((attn_dq_kernel<E, D, DROP>), s1);
+        SYMCU_SMEM_OPT_IN((attn_dkv_kernel<E, D, DROP>), s2);
+        attn_dq_kernel<E, D, DROP><<<grid, NWARPS * 32, s1, stream>>>(
+            dqkv, add, dout, qkv, lse, dvec, T, C, NH, scale, sl2, dr);
         SYMCU_LAUNCHED("attn_dq_kernel");
-        attn_dkv_kernel<E, D><<<grid, NWARPS * 32, s2, stream>>>(dqkv, add, dout, qkv, lse, dvec,
-                                                                 T, C, NH, scale, sl2);
+        attn_dkv_kernel<E, D, DROP><<<grid, NWARPS * 32, s2, stream>>>(
+            dqkv, add, dout, qkv, lse, dvec, T, C, NH, scale, sl2, dr);
         SYMCU_LAUNCHED("attn_dkv_kernel");
     }
     return SYM_OK;
@@ -859,17 +925,22 @@ static int bwd(E *dqkv, int add, float *dvec, const E *dout, const E *out, const
 
 int symcu_attention_backward(symcu_dtype_t dt, void *dqkv, symcu_grad_store_t store,
                              float *scratch, const void *dout, const void *out, const void *qkv,
-                             const float *lse, int B, int T, int C, int NH, cudaStream_t stream) {
+                             const float *lse, int B, int T, int C, int NH,
+                             const symcu_dropout_t *drop, cudaStream_t stream) {
     int D = 0, rc = check("attention backward", B, T, C, NH, &D);
     if (rc) return rc;
+    int on = drop_on(drop, "attention backward", NH);
+    if (on < 0) return on;
+    symcu_dropout_t dr = on ? *drop : symcu_dropout_t{};
     int add = store == SYMCU_GRAD_ADD;
+#define BWD(DV, ON)                                                                        \
+    bwd<E, DV, ON>((E *)dqkv, add, scratch, (const E *)dout, (const E *)out, (const E *)qkv, \
+                   lse, B, T, C, NH, dr, stream)
     SYMCU_DISPATCH(dt, "attention backward", switch (D) {
-        case 32: return bwd<E, 32>((E *)dqkv, add, scratch, (const E *)dout, (const E *)out,
-                                   (const E *)qkv, lse, B, T, C, NH, stream);
-        case 64: return bwd<E, 64>((E *)dqkv, add, scratch, (const E *)dout, (const E *)out,
-                                   (const E *)qkv, lse, B, T, C, NH, stream);
-        default: return bwd<E, 128>((E *)dqkv, add, scratch, (const E *)dout, (const E *)out,
-                                    (const E *)qkv, lse, B, T, C, NH, stream);
+        case 32: return on ? BWD(32, true) : BWD(32, false);
+        case 64: return on ? BWD(64, true) : BWD(64, false);
+        default: return on ? BWD(128, true) : BWD(128, false);
     });
+#undef BWD
     return SYM_OK;
 }

@@ -126,6 +126,31 @@ int symcu_layernorm_backward(symcu_dtype_t dt, void *dx, float *dw, float *db, f
                              const void *dout, const void *x, const void *w, const float *mean,
                              const float *rstd, int N, int C, cudaStream_t stream);
 
+/* ---- dropout (dropout.cu; masks drawn in the kernels) ---- */
+
+/* Inverted dropout with the CPU's masks (ops/cpu/dropout.c and the attention's
+ * in ops/cpu/attention.c): a unit is kept when the top 24 bits of its draw,
+ * sym_rng_hash(row key, unit), are >= threshold, and then scaled by `scale`.
+ * The step's key of the site (sym_rng_mix(key ^ sym_rng_mix(step +
+ * SYMCU_DROPOUT_STEP_MIX))) and the batch's first global sequence are read
+ * from device memory when a kernel runs, so a CUDA graph replays them with
+ * each step's values; nothing is stored: the backward draws the masks again. */
+#define SYMCU_DROPOUT_STEP_MIX 0x632BE59BD9B4E019ull
+typedef struct {
+    const uint64_t *step_key; /* device (1): the site's step key; NULL: no dropout */
+    const int64_t *row0;      /* device (1): the global sequence of the batch's sequence 0 */
+    uint32_t threshold;       /* (uint32_t)(p * 2^24); the attention's at least 1 */
+    float scale;              /* 1 / (1 - p) */
+    int h0, heads;            /* the attention's: this PE's first head, the model's heads */
+} symcu_dropout_t;
+
+/* out (N,C) = in (N,C) * the mask of rows N = B*T of whole sequences of T
+ * tokens (row r is global token row *row0 * T + r, units its C columns);
+ * out may be in. The forward on an activation and the backward on its
+ * gradient are the same call. C % 8 == 0. */
+int symcu_dropout(symcu_dtype_t dt, void *out, const void *in, int N, int C, int T,
+                  const symcu_dropout_t *d, cudaStream_t stream);
+
 /* ---- causal attention (attention.cu) ---- */
 
 /* out (B,T,C) = softmax(q k^T / sqrt(hs), j <= i) v per head, from qkv
@@ -133,15 +158,22 @@ int symcu_layernorm_backward(symcu_dtype_t dt, void *dx, float *dw, float *db, f
  * row's log-sum-exp of the scaled scores (natural log), all the backward needs
  * of the softmax: the T x T matrix is never written. hs = C / NH is 32, 64 or
  * 128. bf16 and fp16 run on the tensor cores; fp32 on plain fp32 arithmetic
- * (one warp per row, for checking against the CPU: not fast). */
+ * (one warp per row, for checking against the CPU: not fast). drop (NULL or
+ * its step_key NULL: none): dropout on the probabilities, out = (P * mask) v
+ * with P's rows summing to 1 before the mask (GPT-2's attn_pdrop); element
+ * (i, j) of head h of sequence b is kept as sym_attention_forward_drop keeps
+ * it, head h0 + h of `heads` and global sequence *row0 + b. The backward
+ * takes the same drop and draws the same masks. */
 int symcu_attention_forward(symcu_dtype_t dt, void *out, float *lse, const void *qkv, int B,
-                            int T, int C, int NH, cudaStream_t stream);
+                            int T, int C, int NH, const symcu_dropout_t *drop,
+                            cudaStream_t stream);
 /* dqkv (B,T,3C) += or = (store) the gradient through the attention of dout
  * (B,T,C), given the forward's out (B,T,C), qkv (B,T,3C) and lse (B,NH,T);
  * scratch holds B*NH*T floats (each row's D = sum_j P_ij dP_ij = dout . out). */
 int symcu_attention_backward(symcu_dtype_t dt, void *dqkv, symcu_grad_store_t store,
                              float *scratch, const void *dout, const void *out, const void *qkv,
-                             const float *lse, int B, int T, int C, int NH, cudaStream_t stream);
+                             const float *lse, int B, int T, int C, int NH,
+                             const symcu_dropout_t *drop, cudaStream_t stream);
 
 /* ---- the loss (classifier.cu) ---- */
 
