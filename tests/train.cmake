@@ -103,6 +103,9 @@ set_tests_properties(train_gpt_gpu_tp PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERI
 sym_train_e2e(train_gpt_gpu_dropout) # --dropout on the GPU: the CPU's masks in every split, resume, bf16
 set_tests_properties(train_gpt_gpu_dropout PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
   ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
+sym_train_e2e(train_gpt_gpu_pp) # --parallel pp=2 (dp, tp) on GPU PEs sharing the GPU vs the CPU, resume, dropout, bf16
+set_tests_properties(train_gpt_gpu_pp PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
+  ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
 sym_train_e2e(train_plan)    # symtrain plan: parameters, memory, times and choices by hand
 sym_train_e2e(train_plan_memory) # the planner's memory per PE vs symtrain train's allocators
 sym_train_e2e(train_plan_auto) # --parallel auto on 4 PEs: symtrain plan's choice, trained as by hand

@@ -93,6 +93,8 @@ typedef struct {
     double bucket_mb;  /* the dp average's buckets */
     int shard;         /* ZeRO: the dp buckets exist even with dp=1, for sym_zero_create
                           (sym_pipe_ddp) to shard; the caller clips and steps */
+    int params_only;   /* a device computes the stage (sym_pipe_use_device): the stage
+                          model holds the parameters' host copy alone, no activations */
 } sym_pipe_config_t;
 
 typedef struct {
@@ -145,8 +147,38 @@ int sym_pipe_eval(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, i
 int sym_pipe_clip(sym_pipe_t *p, double max_norm, double *norm);
 sym_pipe_stats_t sym_pipe_stats(const sym_pipe_t *p);
 /* The stage's dp buckets over its gradients (no control floats); NULL
- * without dp > 1 and without shard. */
+ * without dp > 1 and without shard, or with params_only. */
 sym_ddp_t *sym_pipe_ddp(sym_pipe_t *p);
+/* The pipeline's team (its stages in order), the first and last stage's
+ * pair (SHMEM_TEAM_INVALID on the others, and with one stage), and this
+ * stage's activation sets (micro-batches between forward and backward). */
+shmem_team_t sym_pipe_team(const sym_pipe_t *p);
+shmem_team_t sym_pipe_tied_team(const sym_pipe_t *p);
+int sym_pipe_slots(const sym_pipe_t *p);
+
+/* ---- a device that computes the stage ----
+ * The same schedule, inboxes and credits, with the stage's forward and
+ * backward on a device (the GPU backend through the trainer): activations
+ * and gradients reach it and leave it as host fp32 (rows x seq, C) arrays,
+ * the messages' format. forward: micro-batch in activation set `slot`, tok on
+ * the first stage, else x (the previous stage's output); y receives the
+ * output of a stage before the last; on the last, lab gives *loss (summed;
+ * training: the loss gradient times scale kept for the backward; else
+ * *correct, when not NULL). backward: dy the next stage's gradient (NULL on
+ * the last), dx receives the input's (NULL on the first); first: the step's
+ * first backward (the device's gradients start from zero). The device keeps
+ * the gradients: sym_pipe_step then neither zeroes, sums nor averages the
+ * host's, and the caller ends the step on the device (the tied sum, dp,
+ * clipping, the update). */
+typedef struct {
+    void *ctx;
+    int (*forward)(void *ctx, int slot, int rows, const sym_forward_t *f, const int32_t *tok,
+                   const int32_t *lab, const float *x, float scale, float *y, double *loss,
+                   int64_t *correct);
+    int (*backward)(void *ctx, int slot, const float *dy, float *dx, int first);
+} sym_pipe_device_t;
+/* From now on (a pipeline created with params_only). */
+int sym_pipe_use_device(sym_pipe_t *p, const sym_pipe_device_t *d);
 
 #ifdef __cplusplus
 }

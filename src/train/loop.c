@@ -1134,12 +1134,12 @@ static int evaluate(run_t *r, double *loss, double *acc) {
         sym__task_gather(t, 0, r->eidx, rows, r->x, r->tok, r->y, &in);
         int64_t c;
         double l;
-        if (r->gpu) {
-            int rc = r->gpu->eval(r->gm, r->tok, r->y, rows, t->seq, &l, &c);
-            if (rc) return report(r, sym__error(rc, "GPU evaluation: %s", r->gpu->error()), 0);
-        } else if (r->pipe) { /* pipe: the last stages' sums; 0 on the others */
+        if (r->pipe) { /* pipe: the last stages' sums; 0 on the others */
             int rc = sym_pipe_eval(r->pipe, r->tok, r->y, rows, &l, &c);
             if (rc) return report(r, rc, 0);
+        } else if (r->gpu) {
+            int rc = r->gpu->eval(r->gm, r->tok, r->y, rows, t->seq, &l, &c);
+            if (rc) return report(r, sym__error(rc, "GPU evaluation: %s", r->gpu->error()), 0);
         } else {
             sym_tensor_t logits;
             int rc = sym_model_forward(r->model, &in, &f, &logits);
@@ -1288,8 +1288,10 @@ static int choose_device(run_t *r) {
     if (c->device == SYM_TRAIN_CPU && (c->recompute_gelu || c->recompute_ln))
         return report(r, sym__error(SYM_EINVAL, "--recompute is for the GPU (--device gpu); the "
                                                 "CPU keeps every activation"), 1);
-    /* tp > 1: the CPU's, unless --device gpu asks for the GPU */
-    if (c->device == SYM_TRAIN_CPU || (r->lay.tp > 1 && c->device != SYM_TRAIN_GPU)) return SYM_OK;
+    /* tp or pp > 1: the CPU's, unless --device gpu asks for the GPU */
+    if (c->device == SYM_TRAIN_CPU ||
+        ((r->lay.tp > 1 || r->lay.pp > 1) && c->device != SYM_TRAIN_GPU))
+        return SYM_OK;
     /* the sharded step, micro-batches with shares that move: the CPU loop's */
     int micro = c->micro_batches > 1;
     if (c->zero || (micro && c->balance.policy != SYM_BALANCE_OFF)) {
@@ -1324,6 +1326,22 @@ static int choose_device(run_t *r) {
     return SYM_OK;
 }
 
+/* A pipeline stage on the GPU (sym_pipe_device_t's calls, ctx the run). */
+static int pipe_gpu_forward(void *ctx, int slot, int rows, const sym_forward_t *f,
+                            const int32_t *tok, const int32_t *lab, const float *x, float scale,
+                            float *y, double *loss, int64_t *correct) {
+    run_t *r = ctx;
+    int rc = r->gpu->stage_forward(r->gm, slot, tok, lab, x, rows, r->task.seq, f->step, f->row0,
+                                   f->training, scale, y, loss, correct);
+    return rc ? sym__error(rc, "GPU stage forward: %s", r->gpu->error()) : SYM_OK;
+}
+
+static int pipe_gpu_backward(void *ctx, int slot, const float *dy, float *dx, int first) {
+    run_t *r = ctx;
+    int rc = r->gpu->stage_backward(r->gm, slot, dy, dx, first);
+    return rc ? sym__error(rc, "GPU stage backward: %s", r->gpu->error()) : SYM_OK;
+}
+
 /* The GPU model from the host copy's weights (after a resume: the checkpoint's). */
 static int gpu_create(run_t *r) {
     const sym_train_config_t *c = r->cfg;
@@ -1338,17 +1356,38 @@ static int gpu_create(run_t *r) {
     o.use_graph = 1;
     o.bucket_bytes = (size_t)(c->bucket_mb * 1024 * 1024);
     o.tp_team = r->tp_team; /* tp > 1: the model is split over it (this PE's table) */
+    int tp_rank = r->tp_rank, rows = r->rows;
+    o.pp_team = o.tied_team = SHMEM_TEAM_INVALID;
+    if (r->pipe) { /* this PE's stage, its teams from the pipeline's mesh */
+        sym_mesh_t *mesh = r->pipe_mesh;
+        int s = sym_pipe_stage(r->pipe), S = sym_pipe_stages(r->pipe), tpd = sym_mesh_dim(mesh, "tp");
+        sym_pipe_layers(r->pipe, s, &o.stage_first, &o.stage_layers);
+        o.stage_embed = s == 0;
+        o.stage_head = s == S - 1;
+        o.slots = sym_pipe_slots(r->pipe);
+        o.pp_team = sym_pipe_team(r->pipe);
+        o.tied_team = sym_pipe_tied_team(r->pipe);
+        o.dp_team = sym_mesh_team(mesh, sym_mesh_dim(mesh, "dp"));
+        o.tp_team = r->lay.tp > 1 ? sym_mesh_team(mesh, tpd) : SHMEM_TEAM_INVALID;
+        tp_rank = r->lay.tp > 1 ? sym_mesh_coord(mesh, tpd) : 0;
+        int M = micro_of(c, r->lay);
+        rows = (r->max_local + M - 1) / M; /* a micro-batch's (pipe_create's micro_rows) */
+    }
     if (r->lay.tp > 1) {
         int64_t lo, len;
-        sym_shard_range(c->model.vocab, r->lay.tp, r->tp_rank, &lo, &len);
+        sym_shard_range(c->model.vocab, r->lay.tp, tp_rank, &lo, &len);
         o.vocab_lo = (int)lo;
         o.vocab_len = (int)len;
     }
     int nt = sym_model_num_tensors(r->model);
     const sym_param_t *table = sym_model_param(r->model, 0);
-    int rc = r->gpu->create(&c->model, r->rows, table, nt, sym_model_params(r->model), r->P, &o,
+    int rc = r->gpu->create(&c->model, rows, table, nt, sym_model_params(r->model), r->P, &o,
                             &r->gm);
     if (rc) return report(r, sym__error(rc, "GPU model: %s", r->gpu->error()), 0);
+    if (r->pipe) {
+        sym_pipe_device_t d = {r, pipe_gpu_forward, pipe_gpu_backward};
+        if ((rc = sym_pipe_use_device(r->pipe, &d))) return report(r, rc, 0);
+    }
     sym__balance_use_gpu(r->bal, r->gpu->pci_bus_id(r->gm));
     if (sym_optim_steps(r->opt) &&
         (rc = r->gpu->set_state(r->gm, sym_model_params(r->model), sym_optim_buffer(r->opt, 0),
@@ -1397,8 +1436,9 @@ static int memory_report(run_t *r) {
 const char *sym__pipe_refusal(const sym_train_config_t *c) {
     if (c->model.kind != SYM_MODEL_GPT)
         return "pp: pipeline stages split a GPT's blocks; pass --model gpt:...";
-    if (c->device == SYM_TRAIN_GPU)
-        return "pp: the pipeline trains on the CPU for now; pass --device cpu";
+    if (c->device == SYM_TRAIN_GPU && c->zero)
+        return "pp: ZeRO inside a pipeline trains on CPU PEs for now; drop --zero, or pass "
+               "--device cpu";
     if (c->balance.policy != SYM_BALANCE_OFF)
         return "pp: load balancing moves samples between replicas; a pipeline's stages pass "
                "fixed micro-batches; pass --balance off";
@@ -1430,7 +1470,7 @@ static int pipe_create(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     int M = micro_of(c, r->lay);
     sym_pipe_config_t pc = {M, (r->max_local + M - 1) / M, r->task.seq, c->inbox_slots,
-                            c->bucket_mb, c->zero != 0};
+                            c->bucket_mb, c->zero != 0, r->gpu != NULL};
     int rc = sym_pipe_create(&c->model, r->pipe_mesh, &pc, &r->pipe);
     if (rc) return report(r, rc, 1);
     r->model = sym_pipe_model(r->pipe);
@@ -1526,7 +1566,7 @@ static int setup(run_t *r) {
     if ((rc = sym__balance_create(&c->balance, c->global_batch, cap, threads, say_balance, r,
                                   &r->bal)))
         return report(r, rc, 1);
-    if (!r->pipe_mesh && (rc = choose_device(r))) return rc;
+    if ((rc = choose_device(r))) return rc;
     /* On the GPU the host keeps a parameters-only copy (init, checkpoints, samples). */
     if (r->pipe_mesh) {
         if ((rc = pipe_create(r))) return rc;
@@ -1777,6 +1817,8 @@ static void record(const run_t *r, sym_step_record_t *rec, float loss, float lr,
     rec->bytes_allreduced = bytes;
 }
 
+static void gpu_fp16_record(run_t *r, sym_step_record_t *rec, const sym_gpu_step_t *st);
+
 /* The step on the GPU: everything but the data stays there; the PEs agree on
  * the mean loss and the stop flag with one small collective afterwards. */
 static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
@@ -1829,17 +1871,21 @@ static int gpu_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     double comm = sym__now_s() - t1;
     record(r, rec, *loss_out, lr, st.grad_norm, b->gsize, dt, comm,
            r->npes > 1 ? r->P * sym_dtype_size(SYM_DT_F32) : 0);
-    if (c->precision == SYM_PREC_FP16) {
-        rec->loss_scale = st.loss_scale;
-        rec->skipped = st.skipped;
-        r->loss_scale = st.loss_scale;
-        if (st.skipped) {
-            r->skipped++;
-            note(r, "step %lld: fp16 overflow (an inf or NaN gradient): the update was "
-                    "skipped; loss scale now %g", (long long)r->step, (double)st.loss_scale);
-        }
-    }
+    gpu_fp16_record(r, rec, &st);
     return SYM_OK;
+}
+
+/* fp16 on the GPU: the step's loss scale into its record, a skipped update said. */
+static void gpu_fp16_record(run_t *r, sym_step_record_t *rec, const sym_gpu_step_t *st) {
+    if (r->cfg->precision != SYM_PREC_FP16) return;
+    rec->loss_scale = st->loss_scale;
+    rec->skipped = st->skipped;
+    r->loss_scale = st->loss_scale;
+    if (st->skipped) {
+        r->skipped++;
+        note(r, "step %lld: fp16 overflow (an inf or NaN gradient): the update was skipped; loss "
+                "scale now %g", (long long)r->step, (double)st->loss_scale);
+    }
 }
 
 /* What ZeRO-2 frees, said once (after step 1): st, the step's buckets. */
@@ -1865,19 +1911,25 @@ static int pipe_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     double t1 = sym__now_s();
     r->evalbuf[0] = (float)(lsum / predictions);
     r->evalbuf[1] = stop_signal ? 1.0f : 0.0f;
+    float lr = sym_lr_at(&r->sched, r->step);
+    sym_gpu_step_t st; /* the GPU's stages: the device ends the step (the tied sum, dp, norm, AdamW) */
     if ((rc = sym_allreduce_sum_f32(SHMEM_TEAM_WORLD, r->evalbuf, 2)) ||
-        (rc = sym__balance_exchange(r->bal, r->step + 1)) ||
-        (rc = r->zero ? sym_zero_clip(r->zero, NULL, 0, c->clip, norm_out) /* from the shards */
-                      : sym_pipe_clip(r->pipe, c->clip, norm_out)))
+        (rc = sym__balance_exchange(r->bal, r->step + 1)))
+        return report(r, rc, 0);
+    if (r->gpu && (rc = r->gpu->stage_update(r->gm, lr, c->clip, &st)))
+        return report(r, sym__error(rc, "GPU step: %s", r->gpu->error()), 0);
+    if (r->gpu)
+        *norm_out = st.grad_norm;
+    else if ((rc = r->zero ? sym_zero_clip(r->zero, NULL, 0, c->clip, norm_out) /* the shards' */
+                           : sym_pipe_clip(r->pipe, c->clip, norm_out)))
         return report(r, rc, 0);
     float *g = sym_model_grads(r->model);
     *loss_out = r->evalbuf[0];
     *stop = r->evalbuf[1] > 0.0f;
     g[r->P + CTRL_STOP] = r->evalbuf[1]; /* read again at the epoch's end */
-    float lr = sym_lr_at(&r->sched, r->step);
     if (r->zero && (rc = sym_zero_step(r->zero, sym_model_params(r->model), lr)))
         return report(r, rc, 0);
-    if (!r->zero) sym_optim_step(r->opt, sym_model_params(r->model), g, lr);
+    if (!r->zero && !r->gpu) sym_optim_step(r->opt, sym_model_params(r->model), g, lr);
     r->step++;
     r->sample += b->gsize;
     if (r->zero) {
@@ -1886,6 +1938,7 @@ static int pipe_step(run_t *r, const sym_batch_t *b, double t0, float *loss_out,
     }
     double now = sym__now_s();
     record(r, rec, *loss_out, lr, *norm_out, b->gsize, now - t0, now - t1, 0);
+    if (r->gpu) gpu_fp16_record(r, rec, &st);
     return SYM_OK;
 }
 
@@ -1920,8 +1973,8 @@ static int step(run_t *r, float *loss_out, double *norm_out, sym_step_record_t *
         sym_input_t in;
         if (r->accum == 1) /* else gpu_step gathers each micro-batch */
             sym__task_gather(&r->task, 1, whole.idx, whole.count, r->x, r->tok, r->y, &in);
-        return r->gpu ? gpu_step(r, &whole, t0, loss_out, norm_out, rec, stop)
-                      : pipe_step(r, &whole, t0, loss_out, norm_out, rec, stop);
+        return r->pipe ? pipe_step(r, &whole, t0, loss_out, norm_out, rec, stop)
+                       : gpu_step(r, &whole, t0, loss_out, norm_out, rec, stop);
     }
     int gsize = whole.gsize;
     /* Scaled so that the average over the dp groups is the mean over the
@@ -2232,7 +2285,9 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     int sample = !rc && r.task.text && cfg->sample_tokens > 0 && !stopped;
     if (sample && r.pipe) { /* every stage's slices (collective over the job) */
         int owned;
-        if ((rc = ckpt_state_gather(&r, &whole, &owned, NULL, NULL))) report(&r, rc, 0);
+        if ((r.gpu && (rc = gpu_sync_host(&r))) ||
+            (rc = ckpt_state_gather(&r, &whole, &owned, NULL, NULL)))
+            report(&r, rc, 0);
     } else if (sample && r.lay.tp > 1 && r.dp_rank == 0) {
         size_t W = sym_model_full_num_params(r.model);
         whole = malloc(W * sizeof *whole);

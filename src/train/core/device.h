@@ -58,6 +58,17 @@ typedef struct {
                                  * none). The table is then the split model's, and */
     int vocab_lo, vocab_len;    /* wte holds rows [vocab_lo, vocab_lo + vocab_len) of the
                                  * vocabulary (sym_shard_range of V over the team) */
+    /* pipeline parallelism: this PE's stage (stage_layers 0: the whole model).
+     * The table is then sym_pipe_model's (the stage's tensors, named as the
+     * whole model's), and the stage_* calls below train it. */
+    int stage_first, stage_layers; /* blocks [first, first + layers) */
+    int stage_embed, stage_head;   /* holds wte and wpe / ln_f and the LM head (and wte's
+                                    * copy, the tied head) */
+    int slots;                     /* activation sets: micro-batches between their forward
+                                    * and backward (0: 1) */
+    shmem_team_t pp_team;          /* the pipeline: the clipping norm is summed over it */
+    shmem_team_t tied_team;        /* its first and last stage: their wte gradients are summed
+                                    * over it (SHMEM_TEAM_INVALID elsewhere) */
 } sym_gpu_opts_t;
 
 /* What one training step reports. */
@@ -144,6 +155,29 @@ struct sym_cuda_backend {
      * the tp team only. */
     int (*accumulate)(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows,
                       int seq, uint64_t step, int64_t row0, float grad_scale, double *loss_sum);
+    /* ---- a pipeline stage (opts.stage_layers > 0; parallel/pipeline.c's
+     * schedule calls these through sym_pipe_use_device) ----
+     * Forward of one micro-batch (rows, seq) in activation set `slot`: tok on
+     * the first stage, else x (host, rows * seq * C fp32), the previous stage's
+     * output; on a stage without the head y (host, the same size) receives its
+     * output; on the head, tgt gives *loss_sum (summed) and, training, the
+     * loss gradient times grad_scale, kept for the backward (else *correct,
+     * if not NULL, the right arg-maxes). train 0: evaluation (no dropout);
+     * step and row0 place the dropout masks. Collective over the tp team. */
+    int (*stage_forward)(sym_gpu_model_t *m, int slot, const int32_t *tok, const int32_t *tgt,
+                         const float *x, int rows, int seq, uint64_t step, int64_t row0,
+                         int train, float grad_scale, float *y, double *loss_sum,
+                         int64_t *correct);
+    /* Backward of slot's micro-batch: dy (host fp32) the next stage's
+     * gradient of this stage's output (NULL on the head); dx (host) receives
+     * the gradient of its input (NULL on the first stage); first: the step's
+     * first backward (the gradients start from zero, else they add up). */
+    int (*stage_backward)(sym_gpu_model_t *m, int slot, const float *dy, float *dx, int first);
+    /* The step's end: wte's gradients summed over the tied team, all of them
+     * averaged over the dp team, the global norm (over the tp team and the
+     * pipeline, wte counted once), clipping, AdamW at lr; *out as
+     * train_step's (its loss_sum 0). Collective over those teams. */
+    int (*stage_update)(sym_gpu_model_t *m, float lr, float clip, sym_gpu_step_t *out);
 };
 
 typedef const struct sym_cuda_backend *(*sym_cuda_backend_fn)(void);

@@ -158,10 +158,30 @@ typedef struct {
     float *lse;                  /* (B,NH,T) */
 } gblock_t;
 
+/* One activation set (a micro-batch between its forward and its backward):
+ * what a stage's backward reads of its forward. */
+typedef struct {
+    gblock_t *blk;                        /* (L) */
+    void *encoded, *lnf, *logits;         /* (N,C); the head's (N,C) (N,ld) */
+    float *lnf_mean, *lnf_rstd;           /* the head's (N) */
+    int32_t *tok;                         /* the embeddings' (N) */
+    int rows, seq;                        /* of its forward */
+} gslot_t;
+
 struct sym_gpu_model {
     sym_model_config_t cfg;
     sym_gpu_opts_t opts;
     int L, C, NH, V, Vp, T, Bmax, dev, npes, own_gpu_init;
+    /* the stage: blocks [l0, l0 + L) of the model's Lt; embed, head: holds
+     * the embeddings, the LM head (the whole model: 0, Lt, 1, 1) */
+    int l0, Lt, embed, head, pp;
+    shmem_team_t tied;                    /* wte's pair (first and last stage), or INVALID */
+    size_t norm_lo;                       /* the norm counts the gradients [norm_lo, P): the
+                                           * last stage's wte copy is counted on the first */
+    int nslots;
+    gslot_t *sl;                          /* (nslots); the fields below point into the one in use */
+    float *xfer;                          /* (N,C) fp32: a stage's input or output to or from
+                                           * the host (16-bit compute types) */
     /* tensor parallelism (tp 1: none; Cl = C, NHl = NH, v0 = 0, nv = ld = Vp) */
     int tp, tp_rank, Cl, NHl, v0, nv, ld; /* wte (nv,C); logits (N,ld) */
     shmemx_dtype_t coll_dt;               /* the compute type's, for the tp sums */
@@ -180,10 +200,11 @@ struct sym_gpu_model {
     uint64_t *nodecay; /* (2 nr) */
     int nr;
     uint64_t *nodecay_h;
-    /* activations */
+    /* activations: the slot in use's (gslot_t), then shared scratch */
     gblock_t *blk;
     void *encoded, *lnf, *logits, *proj;  /* (N,C) (N,C) (N,Vp) (N,C) */
     float *lnf_mean, *lnf_rstd;           /* (N) */
+    int32_t *tok;                         /* (N) */
     void *dres, *dln, *datty, *dqkv, *dfch; /* (N,C) (N,C) (N,C) (N,3C) (N,4C) */
     float *losses, *hits;                 /* (N) */
     /* --recompute: the one buffer every block's ln1 and ln2 (recompute_ln)
@@ -203,14 +224,16 @@ struct sym_gpu_model {
     uint64_t *whole, *whole_h;            /* (2 nw) */
     int nw;
     double *sums;                         /* (2): loss sum, correct */
-    int32_t *tok, *tgt;                   /* (N) */
+    int32_t *tgt;                         /* (N) */
     /* dropout (cfg.dropout > 0): the sites' keys (1 + 3L: the embedding,
      * block l's two residual branches at 1 + 2l + k, its attention at
      * 1 + 2L + l), and on the device the step's keys of the sites followed by
      * the PE's first global sequence (int64), from drop_h */
     int nsites;                           /* 0: no dropout */
     uint64_t *drop_key;                   /* host (nsites) */
-    uint64_t *drop_d, *drop_h;            /* (nsites + 1) */
+    uint64_t *drop_d, *drop_h;            /* (nslots, nsites + 1): each activation set's, its
+                                           * backward draws its forward's masks; pinned (nsites + 1) */
+    uint64_t *drop_cur;                   /* the slot in use's */
     /* pinned host staging */
     int32_t *tok_h, *tgt_h;
     struct {
@@ -383,36 +406,43 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
         TAKEA(c, m->wc, P);
     if (m->dt == SYMCU_F16) TAKE(c, m->ls, 1);
     TAKE(c, m->nodecay, 2 * (size_t)(m->nr ? m->nr : 1));
-    TAKEA(c, m->encoded, N * C);
-    for (int l = 0; l < m->L; l++) {
-        gblock_t *b = &m->blk[l];
-        if (recompute_ln)
-            b->ln1 = b->ln2 = m->ln_tmp;
-        else {
-            TAKEA(c, b->ln1, N * C);
-            TAKEA(c, b->ln2, N * C);
+    for (int k = 0; k < m->nslots; k++) {
+        gslot_t *a = &m->sl[k];
+        TAKEA(c, a->encoded, N * C);
+        if (m->head) {
+            TAKEA(c, a->lnf, N * C);
+            TAKE(c, a->lnf_mean, N);
+            TAKE(c, a->lnf_rstd, N);
+            TAKEA(c, a->logits, N * m->ld);
         }
-        if (recompute_gelu) {
-            b->fch = m->fch_tmp;
-            b->fch_gelu = m->fchg_tmp;
-        } else {
-            TAKEA(c, b->fch, N * 4 * Cl);
-            TAKEA(c, b->fch_gelu, N * 4 * Cl);
+        if (m->embed) TAKE(c, a->tok, N);
+        for (int l = 0; l < m->L; l++) {
+            gblock_t *b = &a->blk[l];
+            if (recompute_ln)
+                b->ln1 = b->ln2 = m->ln_tmp;
+            else {
+                TAKEA(c, b->ln1, N * C);
+                TAKEA(c, b->ln2, N * C);
+            }
+            if (recompute_gelu) {
+                b->fch = m->fch_tmp;
+                b->fch_gelu = m->fchg_tmp;
+            } else {
+                TAKEA(c, b->fch, N * 4 * Cl);
+                TAKEA(c, b->fch_gelu, N * 4 * Cl);
+            }
+            TAKE(c, b->ln1_mean, N);
+            TAKE(c, b->ln1_rstd, N);
+            TAKEA(c, b->qkv, N * 3 * Cl);
+            TAKEA(c, b->atty, N * Cl);
+            TAKE(c, b->lse, N * NHl);
+            TAKEA(c, b->res2, N * C);
+            TAKE(c, b->ln2_mean, N);
+            TAKE(c, b->ln2_rstd, N);
+            TAKEA(c, b->res3, N * C);
         }
-        TAKE(c, b->ln1_mean, N);
-        TAKE(c, b->ln1_rstd, N);
-        TAKEA(c, b->qkv, N * 3 * Cl);
-        TAKEA(c, b->atty, N * Cl);
-        TAKE(c, b->lse, N * NHl);
-        TAKEA(c, b->res2, N * C);
-        TAKE(c, b->ln2_mean, N);
-        TAKE(c, b->ln2_rstd, N);
-        TAKEA(c, b->res3, N * C);
     }
-    TAKEA(c, m->lnf, N * C);
-    TAKE(c, m->lnf_mean, N);
-    TAKE(c, m->lnf_rstd, N);
-    TAKEA(c, m->logits, N * m->ld);
+    if (m->nslots > 1 || !m->embed || !m->head) TAKE(c, m->xfer, N * C);
     TAKEA(c, m->proj, N * C);
     TAKEA(c, m->dres, N * C);
     TAKEA(c, m->dln, N * C);
@@ -425,11 +455,14 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
     TAKE(c, m->att_scratch, N * NHl);
     m->enc_scratch_bytes = symcu_encoder_backward_scratch((int)N);
     m->enc_scratch = take(c, m->enc_scratch_bytes);
-    TAKE(c, m->norm_scratch, m->tp > 1 ? symcu_grad_sumsq_scratch() : symcu_grad_norm_scratch());
+    int split = m->tp > 1 || m->pp > 1; /* the norm's squares summed over teams */
+    TAKE(c, m->norm_scratch, split ? symcu_grad_sumsq_scratch() : symcu_grad_norm_scratch());
     if (m->tp > 1) {
         TAKE(c, m->xmax, N);
         TAKE(c, m->xsums, 2 * N);
         TAKE(c, m->first, N);
+    }
+    if (split) {
         TAKE(c, m->sq, 2);
         TAKE(c, m->whole, 2 * (size_t)(m->nw ? m->nw : 1));
     }
@@ -437,9 +470,8 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
     TAKE(c, m->clip_scale, 1);
     TAKE(c, m->stamp, 2);
     TAKE(c, m->sums, 2);
-    TAKE(c, m->tok, N);
     TAKE(c, m->tgt, N);
-    if (m->nsites) TAKE(c, m->drop_d, m->nsites + 1);
+    if (m->nsites) TAKE(c, m->drop_d, (size_t)(m->nsites + 1) * m->nslots);
 }
 
 /* ---- the passes ---- */
@@ -469,14 +501,77 @@ static int tp_sum(sym_gpu_model_t *m, void *x, size_t n) {
     return tp_reduce(m, x, n, m->coll_dt, SHMEMX_SUM);
 }
 
+/* ---- activation sets, a stage's edges ---- */
+
+/* The fields of slot k in use. */
+static void use_slot(sym_gpu_model_t *m, int k) {
+    gslot_t *a = &m->sl[k];
+    m->blk = a->blk;
+    m->encoded = a->encoded;
+    m->lnf = a->lnf;
+    m->lnf_mean = a->lnf_mean;
+    m->lnf_rstd = a->lnf_rstd;
+    m->logits = a->logits;
+    m->tok = a->tok;
+    m->drop_cur = m->drop_d ? m->drop_d + (size_t)k * (m->nsites + 1) : NULL;
+}
+
+/* out (n) = a (n) + b (n), rounded (a stage's last residual, with no ln_f after it). */
+template <typename E>
+__global__ void add_kernel(E *out, const E *a, const E *b, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = from_f<E>(to_f(a[i]) + to_f(b[i]));
+}
+
+/* out (n, fp32) = in (n, E) exactly. */
+template <typename E>
+__global__ void to_f32_kernel(float *out, const E *in, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = to_f(in[i]);
+}
+
+/* An activation (n, the compute type) from the host's fp32 x: through
+ * m->xfer, rounded (fp32: straight in). */
+static int from_host(sym_gpu_model_t *m, void *dst, const float *x, size_t n) {
+    if (m->dt == SYMCU_F32) {
+        CK(cudaMemcpyAsync(dst, x, n * sizeof(float), cudaMemcpyHostToDevice, m->s));
+        return SYM_OK;
+    }
+    CK(cudaMemcpyAsync(m->xfer, x, n * sizeof(float), cudaMemcpyHostToDevice, m->s));
+    if (m->dt == SYMCU_BF16)
+        to_compute_kernel<bf16><<<1024, 256, 0, m->s>>>((bf16 *)dst, m->xfer, n);
+    else
+        to_compute_kernel<f16><<<1024, 256, 0, m->s>>>((f16 *)dst, m->xfer, n);
+    CK(cudaGetLastError());
+    return SYM_OK;
+}
+
+/* The host's fp32 y (n) from an activation; the stream then synchronises. */
+static int to_host(sym_gpu_model_t *m, float *y, const void *src, size_t n) {
+    const void *from = src;
+    if (m->dt != SYMCU_F32) {
+        if (m->dt == SYMCU_BF16)
+            to_f32_kernel<bf16><<<1024, 256, 0, m->s>>>(m->xfer, (const bf16 *)src, n);
+        else
+            to_f32_kernel<f16><<<1024, 256, 0, m->s>>>(m->xfer, (const f16 *)src, n);
+        CK(cudaGetLastError());
+        from = m->xfer;
+    }
+    CK(cudaMemcpyAsync(y, from, n * sizeof(float), cudaMemcpyDeviceToHost, m->s));
+    CK(cudaStreamSynchronize(m->s));
+    return SYM_OK;
+}
+
 /* Dropout site i (see the struct) as the kernels take it. */
 static symcu_dropout_t site(const sym_gpu_model_t *m, int i) {
     symcu_dropout_t d;
     float p = m->cfg.dropout;
-    d.step_key = m->drop_d + i;
-    d.row0 = (const int64_t *)(m->drop_d + m->nsites);
+    d.step_key = m->drop_cur + i;
+    d.row0 = (const int64_t *)(m->drop_cur + m->nsites);
     d.threshold = (uint32_t)((double)p * 16777216.0);
-    if (i > 2 * m->L && d.threshold == 0) d.threshold = 1; /* the attention's, as the CPU's */
+    if (i > 2 * m->Lt && d.threshold == 0) d.threshold = 1; /* the attention's, as the CPU's */
     d.scale = 1.0f / (1.0f - p);
     d.h0 = m->tp_rank * m->NHl;
     d.heads = m->NH;
@@ -501,13 +596,16 @@ static const void *drop_grad(sym_gpu_model_t *m, const void *d, int N, int T, in
     return m->proj;
 }
 
-/* The attention's dropout of block l: NULL without (or outside training). */
+/* The attention's dropout of the stage's block l: NULL without (or outside training). */
 static const symcu_dropout_t *attn_drop(const sym_gpu_model_t *m, int l, int train,
                                         symcu_dropout_t *d) {
     if (!m->nsites || !train) return NULL;
-    *d = site(m, 1 + 2 * m->L + l);
+    *d = site(m, 1 + 2 * m->Lt + m->l0 + l);
     return d;
 }
+
+/* The k-th residual dropout site (0: attention, 1: MLP) of the stage's block l. */
+static int res_site(const sym_gpu_model_t *m, int l, int k) { return 1 + 2 * (m->l0 + l) + k; }
 
 /* Tokens (B,T) on the device to logits (B,T,Vp) (tp: this PE's columns, (B,T,ld)),
  * keeping the activations; train: with dropout (when the model has it). */
@@ -515,7 +613,8 @@ static int forward(sym_gpu_model_t *m, int B, int T, int train) {
     int N = B * T, C = m->C, L = m->L, Cl = m->Cl, rc;
     int drop = train && m->nsites;
     cudaStream_t s = m->s;
-    if (m->tp > 1) { /* this PE's vocabulary rows, wpe on PE 0, summed over the team */
+    if (!m->embed) { /* a later stage: encoded holds the previous stage's output */
+    } else if (m->tp > 1) { /* this PE's vocabulary rows, wpe on PE 0, summed over the team */
         OP(symcu_encoder_shard_forward(m->dt, m->encoded, m->tok, W(m->off_wte), m->v0, m->nv,
                                        WB(m->off_wpe), B, T, C, s));
         if ((rc = tp_sum(m, m->encoded, (size_t)N * C))) return rc;
@@ -523,7 +622,7 @@ static int forward(sym_gpu_model_t *m, int B, int T, int train) {
         OP(symcu_encoder_forward(m->dt, m->encoded, m->tok, W(m->off_wte), W(m->off_wpe), B, T, C,
                                  s));
     }
-    if (drop && (rc = drop_rows(m, m->encoded, N, T, 0))) return rc;
+    if (m->embed && drop && (rc = drop_rows(m, m->encoded, N, T, 0))) return rc;
     if (L > 0) {
         const size_t *o = m->blk[0].off;
         OP(symcu_residual_layernorm_forward(m->dt, NULL, m->blk[0].ln1, m->blk[0].ln1_mean,
@@ -545,7 +644,7 @@ static int forward(sym_gpu_model_t *m, int B, int T, int train) {
         OP(symcu_matmul_forward(m->blas, m->dt, m->proj, b->atty, W(o[PROJW]), WB(o[PROJB]), N, Cl,
                                 C, NULL, s));
         if ((rc = tp_sum(m, m->proj, (size_t)N * C))) return rc;
-        if (drop && (rc = drop_rows(m, m->proj, N, T, 1 + 2 * l))) return rc;
+        if (drop && (rc = drop_rows(m, m->proj, N, T, res_site(m, l, 0)))) return rc;
         OP(symcu_residual_layernorm_forward(m->dt, b->res2, b->ln2, b->ln2_mean, b->ln2_rstd, x, m->proj,
                                             W(o[LN2W]), W(o[LN2B]), N, C, s));
         OP(symcu_matmul_forward(m->blas, m->dt, b->fch_gelu, b->ln2, W(o[FCW]), W(o[FCB]), N, C,
@@ -553,7 +652,21 @@ static int forward(sym_gpu_model_t *m, int B, int T, int train) {
         OP(symcu_matmul_forward(m->blas, m->dt, m->proj, b->fch_gelu, W(o[FCPW]), WB(o[FCPB]), N,
                                 4 * Cl, C, NULL, s));
         if ((rc = tp_sum(m, m->proj, (size_t)N * C))) return rc;
-        if (drop && (rc = drop_rows(m, m->proj, N, T, 2 + 2 * l))) return rc;
+        if (drop && (rc = drop_rows(m, m->proj, N, T, res_site(m, l, 1)))) return rc;
+        if (l + 1 == L && !m->head) { /* the stage's output: res3 = res2 + proj */
+            size_t n = (size_t)N * C;
+            if (m->dt == SYMCU_F32)
+                add_kernel<float><<<1024, 256, 0, s>>>((float *)b->res3, (const float *)b->res2,
+                                                       (const float *)m->proj, n);
+            else if (m->dt == SYMCU_BF16)
+                add_kernel<bf16><<<1024, 256, 0, s>>>((bf16 *)b->res3, (const bf16 *)b->res2,
+                                                      (const bf16 *)m->proj, n);
+            else
+                add_kernel<f16><<<1024, 256, 0, s>>>((f16 *)b->res3, (const f16 *)b->res2,
+                                                     (const f16 *)m->proj, n);
+            CK(cudaGetLastError());
+            break;
+        }
         /* res3 = res2 + proj, normalised by the next block's ln_1 or by ln_f */
         void *out = l + 1 < L ? m->blk[l + 1].ln1 : m->lnf;
         float *mean = l + 1 < L ? m->blk[l + 1].ln1_mean : m->lnf_mean;
@@ -563,6 +676,7 @@ static int forward(sym_gpu_model_t *m, int B, int T, int train) {
         OP(symcu_residual_layernorm_forward(m->dt, b->res3, out, mean, rstd, b->res2, m->proj, W(lw),
                                             W(lb), N, C, s));
     }
+    if (!m->head) return SYM_OK;
     if (m->tp > 1)
         OP(symcu_matmul_forward_ld(m->blas, m->dt, m->logits, m->ld, m->lnf, W(m->off_wte), N, C,
                                    m->nv, s));
@@ -639,7 +753,8 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
     cudaStream_t s = m->s;
     m->dp_hi = kind & BODY_AVERAGE ? m->P : 0; /* dp_send sends nothing below dp_hi */
     if (!(kind & BODY_KEEP)) CK(cudaMemsetAsync(m->g, 0, m->P * sizeof(float), s));
-    if (m->tp > 1) { /* this PE's columns; the input gradient summed over the team */
+    if (!m->head) { /* a stage before the last: dres holds its output's gradient */
+    } else if (m->tp > 1) { /* this PE's columns; the input gradient summed over the team */
         OP(symcu_matmul_backward_ld(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, G(m->off_wte), m->logits,
                                     m->ld, m->lnf, W(m->off_wte), N, C, m->nv, s));
         if ((rc = tp_sum(m, m->dln, NC))) return rc;
@@ -648,9 +763,11 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
                                  m->lnf, W(m->off_wte), N, C, m->Vp, s));
     }
     const void *xL = L ? m->blk[L - 1].res3 : m->encoded;
-    CK(cudaMemsetAsync(m->dres, 0, NC * m->esz, s));
-    OP(symcu_layernorm_backward(m->dt, m->dres, G(m->off_lnfw), G(m->off_lnfb), m->ln_scratch, m->dln,
-                                xL, W(m->off_lnfw), m->lnf_mean, m->lnf_rstd, N, C, s));
+    if (m->head) {
+        CK(cudaMemsetAsync(m->dres, 0, NC * m->esz, s));
+        OP(symcu_layernorm_backward(m->dt, m->dres, G(m->off_lnfw), G(m->off_lnfb), m->ln_scratch,
+                                    m->dln, xL, W(m->off_lnfw), m->lnf_mean, m->lnf_rstd, N, C, s));
+    }
     for (int l = L - 1; l >= 0; l--) {
         gblock_t *b = &m->blk[l];
         const size_t *o = b->off;
@@ -666,7 +783,7 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
         /* dres holds d res3: through the MLP half (its dropout's mask first)
          * into d res2 (with tp the column-parallel c_fc's input gradient
          * summed over the team) */
-        const void *dy = drop_grad(m, m->dres, N, T, 2 + 2 * l, &rc);
+        const void *dy = drop_grad(m, m->dres, N, T, res_site(m, l, 1), &rc);
         if (rc) return rc;
         OP(symcu_matmul_backward(m->blas, m->dt, m->dfch, SYMCU_GRAD_SET, G(o[FCPW]), G(o[FCPB]), dy, b->fch_gelu,
                                  W(o[FCPW]), N, 4 * Cl, C, s));
@@ -677,7 +794,7 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
         OP(symcu_layernorm_backward(m->dt, m->dres, G(o[LN2W]), G(o[LN2B]), m->ln_scratch, m->dln,
                                     b->res2, W(o[LN2W]), b->ln2_mean, b->ln2_rstd, N, C, s));
         /* dres holds d res2: through the attention half into d x */
-        dy = drop_grad(m, m->dres, N, T, 1 + 2 * l, &rc);
+        dy = drop_grad(m, m->dres, N, T, res_site(m, l, 0), &rc);
         if (rc) return rc;
         OP(symcu_matmul_backward(m->blas, m->dt, m->datty, SYMCU_GRAD_SET, G(o[PROJW]), G(o[PROJB]), dy, b->atty,
                                  W(o[PROJW]), N, Cl, C, s));
@@ -696,14 +813,44 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
             (rc = dp_send(m, o[LN1W])))
             return rc;
     }
-    const void *denc = drop_grad(m, m->dres, N, T, 0, &rc);
-    if (rc) return rc;
-    OP(symcu_encoder_shard_backward(m->dt, G(m->off_wte), G(m->off_wpe), m->enc_scratch,
-                                    m->enc_scratch_bytes, denc, m->tok, m->v0,
-                                    m->tp > 1 ? m->nv : m->V, B, T, C, m->V, s));
+    if (m->embed) { /* else dres holds the gradient of the stage's input */
+        const void *denc = drop_grad(m, m->dres, N, T, 0, &rc);
+        if (rc) return rc;
+        OP(symcu_encoder_shard_backward(m->dt, G(m->off_wte), G(m->off_wpe), m->enc_scratch,
+                                        m->enc_scratch_bytes, denc, m->tok, m->v0,
+                                        m->tp > 1 ? m->nv : m->V, B, T, C, m->V, s));
+    }
     stamp_kernel<<<1, 1, 0, s>>>(m->stamp + 1); /* the compute's end, before the join */
     CK(cudaGetLastError());
     return m->npes > 1 && (kind & BODY_AVERAGE) ? dp_finish(m) : SYM_OK;
+}
+
+/* The head's loss of N rows into m->sums: training, the logits become the
+ * loss gradient times scale (and fp16's loss scale); else sums[1] counts the
+ * right arg-maxes too. */
+static int head_loss(sym_gpu_model_t *m, int N, int train, float scale) {
+    int rc;
+    const float *dscale = train && m->ls ? &m->ls->scale : NULL;
+    if (!train) scale = 1.0f;
+    if (m->tp > 1) {
+        if ((rc = xent_tp(m, N, scale, dscale, train ? NULL : m->hits))) return rc;
+    } else {
+        if (!train && m->dt == SYMCU_F32)
+            argmax_hits_kernel<float><<<(unsigned)N, 256, 0, m->s>>>(
+                m->hits, (const float *)m->logits, m->tgt, m->V, m->Vp);
+        else if (!train && m->dt == SYMCU_F16)
+            argmax_hits_kernel<f16><<<(unsigned)N, 256, 0, m->s>>>(
+                m->hits, (const f16 *)m->logits, m->tgt, m->V, m->Vp);
+        else if (!train)
+            argmax_hits_kernel<bf16><<<(unsigned)N, 256, 0, m->s>>>(
+                m->hits, (const bf16 *)m->logits, m->tgt, m->V, m->Vp);
+        CK(cudaGetLastError());
+        OP(symcu_softmax_xent(m->dt, m->losses, m->logits, m->tgt, N, m->V, m->Vp, scale, dscale,
+                              m->s));
+    }
+    sum_rows_kernel<<<1, 1024, 0, m->s>>>(m->sums, m->losses, train ? NULL : m->hits, N);
+    CK(cudaGetLastError());
+    return SYM_OK;
 }
 
 /* The part of a step a graph holds: tokens in, forward, loss, backward, the
@@ -715,17 +862,10 @@ static int step_body(sym_gpu_model_t *m, int B, int T, float scale, int kind) {
     CK(cudaMemcpyAsync(m->tok, m->tok_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
     CK(cudaMemcpyAsync(m->tgt, m->tgt_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
     if (m->nsites)
-        CK(cudaMemcpyAsync(m->drop_d, m->drop_h, (m->nsites + 1) * sizeof(uint64_t),
+        CK(cudaMemcpyAsync(m->drop_cur, m->drop_h, (m->nsites + 1) * sizeof(uint64_t),
                            cudaMemcpyHostToDevice, m->s));
     int rc = forward(m, B, T, 1);
-    if (rc) return rc;
-    if (m->tp > 1 && (rc = xent_tp(m, (int)N, scale, m->ls ? &m->ls->scale : NULL, NULL)))
-        return rc;
-    if (m->tp == 1)
-        OP(symcu_softmax_xent(m->dt, m->losses, m->logits, m->tgt, (int)N, m->V, m->Vp, scale,
-                              m->ls ? &m->ls->scale : NULL, m->s));
-    sum_rows_kernel<<<1, 1024, 0, m->s>>>(m->sums, m->losses, NULL, (int)N);
-    CK(cudaGetLastError());
+    if (rc || (rc = head_loss(m, (int)N, 1, scale))) return rc;
     return backward(m, B, T, kind);
 }
 
@@ -813,7 +953,8 @@ static void be_destroy(sym_gpu_model_t *m) {
     if (m->drop_h) cudaFreeHost(m->drop_h);
     free(m->drop_key);
     if (m->s) cudaStreamDestroy(m->s);
-    free(m->blk);
+    for (int k = 0; m->sl && k < m->nslots; k++) free(m->sl[k].blk);
+    free(m->sl);
     free(m->nodecay_h);
     free(m->whole_h);
     if (m->own_gpu_init) shmemx_gpu_finalize();
@@ -875,10 +1016,11 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     int C = m->C;
     size_t uC = (size_t)C, uCl = (size_t)m->Cl;
     int rc;
-    if ((rc = find(table, ntable, "wte", (size_t)m->nv * uC, &m->off_wte)) ||
-        (rc = find(table, ntable, "wpe", (size_t)m->T * uC, &m->off_wpe)) ||
-        (rc = find(table, ntable, "ln_f.weight", uC, &m->off_lnfw)) ||
-        (rc = find(table, ntable, "ln_f.bias", uC, &m->off_lnfb)))
+    if (((m->embed || m->head) &&
+         (rc = find(table, ntable, "wte", (size_t)m->nv * uC, &m->off_wte))) ||
+        (m->embed && (rc = find(table, ntable, "wpe", (size_t)m->T * uC, &m->off_wpe))) ||
+        (m->head && ((rc = find(table, ntable, "ln_f.weight", uC, &m->off_lnfw)) ||
+                     (rc = find(table, ntable, "ln_f.bias", uC, &m->off_lnfb)))))
         return rc;
     static const char *const names[NBLOCK] = {
         "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
@@ -886,14 +1028,24 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
         "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"};
     const size_t numel[NBLOCK] = {uC, uC, 3 * uCl * uC, 3 * uCl, uC * uCl, uC,
                                   uC, uC, 4 * uCl * uC, 4 * uCl, 4 * uCl * uC, uC};
-    if (!(m->blk = (gblock_t *)calloc((size_t)m->L, sizeof *m->blk)) && m->L)
+    if (!(m->sl = (gslot_t *)calloc((size_t)m->nslots, sizeof *m->sl)))
         return fail(SYM_ENOMEM, "out of host memory for the GPU model");
+    for (int k = 0; k < m->nslots; k++)
+        if (!(m->sl[k].blk = (gblock_t *)calloc((size_t)(m->L ? m->L : 1), sizeof(gblock_t))))
+            return fail(SYM_ENOMEM, "out of host memory for the GPU model");
     for (int l = 0; l < m->L; l++)
         for (int k = 0; k < NBLOCK; k++) {
-            char name[64];
-            snprintf(name, sizeof name, "h.%d.%s", l, names[k]);
-            if ((rc = find(table, ntable, name, numel[k], &m->blk[l].off[k]))) return rc;
+            char name[64]; /* the whole model's names: the stage's blocks from l0 */
+            snprintf(name, sizeof name, "h.%d.%s", m->l0 + l, names[k]);
+            if ((rc = find(table, ntable, name, numel[k], &m->sl[0].blk[l].off[k]))) return rc;
+            for (int j = 1; j < m->nslots; j++) m->sl[j].blk[l].off[k] = m->sl[0].blk[l].off[k];
         }
+    use_slot(m, 0);
+    /* the last of several stages: its wte copy (first in its table) is the
+     * first stage's in the norm */
+    m->norm_lo = m->pp > 1 && m->head ? m->off_wte + (size_t)m->nv * uC : 0;
+    if (m->norm_lo && m->off_wte != 0)
+        return fail(SYM_EINVAL, "GPU GPT: the last stage's table does not begin with wte");
     /* AdamW's no-decay ranges; with tp the whole (unsplit) tensors', which the
      * norm counts once */
     size_t slots = 2 * (size_t)(ntable ? ntable : 1);
@@ -906,8 +1058,8 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
             return fail(SYM_EINVAL, "GPU GPT: the parameter table is not in layout order");
         prev_end = table[i].offset + table[i].numel;
         if (!table[i].decay) add_range(m->nodecay_h, &m->nr, table[i].offset, table[i].numel);
-        if (m->tp > 1 && table[i].tp_dim < 0)
-            add_range(m->whole_h, &m->nw, table[i].offset, table[i].numel);
+        if (m->tp > 1 && table[i].tp_dim < 0) /* relative to norm_lo: whole tensors lie past it */
+            add_range(m->whole_h, &m->nw, table[i].offset - m->norm_lo, table[i].numel);
     }
     if (prev_end != m->P)
         return fail(SYM_EINVAL, "GPU GPT: the table covers %zu floats, the parameters are %zu",
@@ -918,15 +1070,16 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     CK(cudaStreamCreateWithFlags(&m->s_dp, cudaStreamNonBlocking));
     CK(cudaEventCreateWithFlags(&m->ev_fork, cudaEventDisableTiming));
     CK(cudaEventCreateWithFlags(&m->ev_join, cudaEventDisableTiming));
-    /* buckets need the blocks contiguous, in order, between wpe and ln_f (gpt.c's layout) */
-    m->bucket = m->opts.bucket_bytes / sizeof(float);
+    /* buckets need the blocks contiguous, in order, between wpe and ln_f (gpt.c's
+     * layout); a stage's gradients are averaged once, after its backwards */
+    m->bucket = m->embed && m->head ? m->opts.bucket_bytes / sizeof(float) : 0;
     size_t at = m->off_wpe + (size_t)m->T * uC;
-    for (int l = 0; l < m->L; l++)
+    for (int l = 0; m->bucket && l < m->L; l++)
         for (int k = 0; k < NBLOCK; k++) {
             if (m->blk[l].off[k] != at) m->bucket = 0; /* then one average after backward */
             at += numel[k];
         }
-    if (at != m->off_lnfw || m->off_wte >= m->off_wpe) m->bucket = 0;
+    if (m->bucket && (at != m->off_lnfw || m->off_wte >= m->off_wpe)) m->bucket = 0;
     if (m->tp > 1) m->bucket = 0; /* one GPU collective at a time: after backward's tp sums */
     OP(symcu_blas_create(&m->blas, 4 * C));
     symcu_blas_use_tf32(m->blas, m->opts.precision == SYM_PREC_TF32);
@@ -951,6 +1104,7 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     cv.base = m->region;
     cv.used = 0;
     carve(m, &cv, m->opts.recompute_gelu, m->opts.recompute_ln);
+    use_slot(m, 0);
     size_t N = (size_t)m->Bmax * m->T;
     CK(cudaMallocHost((void **)&m->tok_h, N * sizeof(int32_t)));
     CK(cudaMallocHost((void **)&m->tgt_h, N * sizeof(int32_t)));
@@ -1010,6 +1164,28 @@ static int tp_config(sym_gpu_model_t *m, const sym_gpu_opts_t *o) {
     return SYM_OK;
 }
 
+/* Pipeline parallelism from opts: the stage's blocks, ends and teams (m->L
+ * the model's blocks, set). */
+static int stage_config(sym_gpu_model_t *m, const sym_gpu_opts_t *o) {
+    m->Lt = m->L;
+    m->embed = m->head = 1;
+    m->nslots = o->slots > 1 ? o->slots : 1;
+    m->tied = SHMEM_TEAM_INVALID;
+    m->pp = 1;
+    if (o->stage_layers <= 0) return SYM_OK;
+    if (o->stage_first < 0 || o->stage_first + o->stage_layers > m->Lt)
+        return fail(SYM_EINVAL, "GPU GPT: a stage of blocks [%d, %d) of a model of %d",
+                    o->stage_first, o->stage_first + o->stage_layers, m->Lt);
+    m->l0 = o->stage_first;
+    m->L = o->stage_layers;
+    m->embed = o->stage_embed;
+    m->head = o->stage_head;
+    m->pp = o->pp_team == SHMEM_TEAM_INVALID ? 1 : shmem_team_n_pes(o->pp_team);
+    if (m->pp < 1) m->pp = 1;
+    m->tied = o->tied_team;
+    return SYM_OK;
+}
+
 static int be_create(const sym_model_config_t *cfg, int max_rows, const sym_param_t *table,
                      int ntable, const float *params, size_t P, const sym_gpu_opts_t *opts,
                      sym_gpu_model_t **out) {
@@ -1057,12 +1233,12 @@ static int be_create(const sym_model_config_t *cfg, int max_rows, const sym_para
     m->coll_dt = m->dt == SYMCU_F32 ? SHMEMX_FLOAT32
                  : m->dt == SYMCU_F16 ? SHMEMX_FLOAT16
                                       : SHMEMX_BFLOAT16;
-    if ((rc = tp_config(m, opts))) {
+    if ((rc = tp_config(m, opts)) || (rc = stage_config(m, opts))) {
         be_destroy(m);
         return rc;
     }
     if (cfg->dropout > 0.0f) { /* gpt.c's keys of the whole model's sites */
-        m->nsites = 1 + 3 * m->L;
+        m->nsites = 1 + 3 * m->Lt;
         if (!(m->drop_key = (uint64_t *)malloc(m->nsites * sizeof(uint64_t)))) {
             be_destroy(m);
             return fail(SYM_ENOMEM, "out of host memory for the GPU model");
@@ -1096,19 +1272,29 @@ static int be_create(const sym_model_config_t *cfg, int max_rows, const sym_para
     return SYM_OK;
 }
 
-/* Validate a batch and stage it in pinned memory. */
+/* Validate a batch and stage it in pinned memory (a stage's tokens or
+ * targets may be NULL: the first stage reads no targets, the last no tokens). */
 static int stage(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows, int seq) {
     if (rows < 1 || rows > m->Bmax || seq < 1 || seq > m->T)
         return fail(SYM_EINVAL, "GPU GPT: a batch of %d x %d tokens; the model takes at most "
                                 "%d x %d", rows, seq, m->Bmax, m->T);
     size_t N = (size_t)rows * seq;
     for (size_t i = 0; i < N; i++)
-        if (tok[i] < 0 || tok[i] >= m->V || tgt[i] < 0 || tgt[i] >= m->V)
+        if ((tok && (tok[i] < 0 || tok[i] >= m->V)) || (tgt && (tgt[i] < 0 || tgt[i] >= m->V)))
             return fail(SYM_EINVAL, "token %d / target %d at position %zu is not in the "
-                                    "model's vocabulary [0, %d)", (int)tok[i], (int)tgt[i], i, m->V);
-    memcpy(m->tok_h, tok, N * sizeof(int32_t));
-    memcpy(m->tgt_h, tgt, N * sizeof(int32_t));
+                                    "model's vocabulary [0, %d)", tok ? (int)tok[i] : 0,
+                        tgt ? (int)tgt[i] : 0, i, m->V);
+    if (tok) memcpy(m->tok_h, tok, N * sizeof(int32_t));
+    if (tgt) memcpy(m->tgt_h, tgt, N * sizeof(int32_t));
     return SYM_OK;
+}
+
+/* The dropout sites' keys of `step` and the first global row into their
+ * pinned staging (the step's kernels copy it in). */
+static void stage_dropout(sym_gpu_model_t *m, uint64_t step, int64_t row0) {
+    for (int i = 0; i < m->nsites; i++) /* the previous step's copy is done: it synchronised */
+        m->drop_h[i] = sym_rng_mix(m->drop_key[i] ^ sym_rng_mix(step + SYMCU_DROPOUT_STEP_MIX));
+    if (m->nsites) memcpy(&m->drop_h[m->nsites], &row0, sizeof row0);
 }
 
 /* Tokens to gradients (kind: BODY_*), as a replayed graph where it can;
@@ -1117,9 +1303,7 @@ static int run_body(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, 
                     uint64_t step, int64_t row0, float grad_scale, int kind) {
     int rc = stage(m, tok, tgt, rows, seq);
     if (rc) return rc;
-    for (int i = 0; i < m->nsites; i++) /* the previous step's copy is done: it synchronised */
-        m->drop_h[i] = sym_rng_mix(m->drop_key[i] ^ sym_rng_mix(step + SYMCU_DROPOUT_STEP_MIX));
-    if (m->nsites) memcpy(&m->drop_h[m->nsites], &row0, sizeof row0);
+    stage_dropout(m, step, row0);
     /* the first step warms up (cuBLASLt's choices, lazy module loading); later ones replay */
     cudaGraphExec_t exec = NULL;
     if (m->opts.use_graph && m->warm && !m->graph_failed &&
@@ -1160,6 +1344,8 @@ static int be_accumulate(sym_gpu_model_t *m, const int32_t *tok, const int32_t *
     return SYM_OK;
 }
 
+static int update(sym_gpu_model_t *m, float lr, float clip, sym_gpu_step_t *out);
+
 static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows,
                          int seq, uint64_t step, int64_t row0, float lr, float grad_scale,
                          float clip, sym_gpu_step_t *out) {
@@ -1170,14 +1356,32 @@ static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *
                        : run_body(m, tok, tgt, rows, seq, step, row0, grad_scale, kind);
     m->acc_pending = 0;
     if (rc) return rc;
+    rc = update(m, lr, clip, out);
+    if (!rc) out->compute_s = (double)(m->out_h->stamp[1] - m->out_h->stamp[0]) * 1e-9;
+    return rc;
+}
+
+/* After the averaged gradients: the norm, clipping, AdamW, and the step's
+ * one synchronisation; *out but compute_s. */
+static int update(sym_gpu_model_t *m, float lr, float clip, sym_gpu_step_t *out) {
+    int rc;
     if (++m->calls == m->inject_at) { /* after the average: every PE injects alike */
         inject_inf_kernel<<<1, 1, 0, m->s>>>(m->g);
         CK(cudaGetLastError());
     }
     /* an inf or NaN on any PE is one in the average on every PE: all skip alike */
-    if (m->tp > 1) { /* the split tensors' squares summed over the team, the whole ones' once */
-        OP(symcu_grad_sumsq(m->sq, m->norm_scratch, m->g, m->P, m->whole, m->nw, m->s));
+    if (m->tp > 1 || m->pp > 1) { /* the split tensors' squares summed over the tp team,
+                                   * the whole ones' once; then the stages' summed */
+        OP(symcu_grad_sumsq(m->sq, m->norm_scratch, m->g + m->norm_lo, m->P - m->norm_lo,
+                            m->whole, m->nw, m->s));
         if ((rc = tp_reduce(m, m->sq, 1, SHMEMX_FLOAT32, SHMEMX_SUM))) return rc;
+        if (m->pp > 1) {
+            int e = shmemx_gpu_allreduce_team(m->opts.pp_team, m->sq, m->sq, 2, SHMEMX_FLOAT32,
+                                              SHMEMX_SUM, m->s);
+            if (e)
+                return fail(SYM_EIO, "PE %d: the pipeline's sum of the norm's squares failed: %s",
+                            shmem_my_pe(), shmemx_gpu_strerror(e));
+        }
         OP(symcu_grad_norm_from_sumsq(m->norm, m->clip_scale, m->sq, clip, m->ls, m->s));
     } else {
         OP(symcu_grad_norm(m->norm, m->clip_scale, m->norm_scratch, m->g, m->P, clip, m->ls, m->s));
@@ -1206,7 +1410,6 @@ static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *
     out->skipped = m->ls && m->out_h->ls.skipped;
     if (!out->skipped) m->steps++;
     out->loss_scale = m->ls ? m->out_h->ls.scale : 1.0f;
-    out->compute_s = (double)(m->out_h->stamp[1] - m->out_h->stamp[0]) * 1e-9;
     out->loss_sum = m->out_h->sums[0];
     out->grad_norm = m->out_h->norm;
     return SYM_OK;
@@ -1220,30 +1423,98 @@ static int be_eval(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, i
     size_t N = (size_t)rows * seq;
     CK(cudaMemcpyAsync(m->tok, m->tok_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
     CK(cudaMemcpyAsync(m->tgt, m->tgt_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
-    if ((rc = forward(m, rows, seq, 0))) return rc;
-    if (m->tp > 1) {
-        if ((rc = xent_tp(m, (int)N, 1.0f, NULL, m->hits))) return rc;
-    } else if (m->dt == SYMCU_F32)
-        argmax_hits_kernel<float><<<(unsigned)N, 256, 0, m->s>>>(m->hits, (const float *)m->logits,
-                                                                 m->tgt, m->V, m->Vp);
-    else if (m->dt == SYMCU_F16)
-        argmax_hits_kernel<f16><<<(unsigned)N, 256, 0, m->s>>>(m->hits, (const f16 *)m->logits,
-                                                               m->tgt, m->V, m->Vp);
-    else
-        argmax_hits_kernel<bf16><<<(unsigned)N, 256, 0, m->s>>>(m->hits, (const bf16 *)m->logits,
-                                                                m->tgt, m->V, m->Vp);
-    CK(cudaGetLastError());
-    if (m->tp == 1)
-        OP(symcu_softmax_xent(m->dt, m->losses, m->logits, m->tgt, (int)N, m->V, m->Vp, 1.0f, NULL,
-                              m->s));
-    sum_rows_kernel<<<1, 1024, 0, m->s>>>(m->sums, m->losses, m->hits, (int)N);
-    CK(cudaGetLastError());
+    if ((rc = forward(m, rows, seq, 0)) || (rc = head_loss(m, (int)N, 0, 1.0f))) return rc;
     CK(cudaMemcpyAsync(m->out_h->sums, m->sums, 2 * sizeof(double), cudaMemcpyDeviceToHost,
                        m->s));
     CK(cudaStreamSynchronize(m->s));
     *loss_sum = m->out_h->sums[0];
     *correct = (int64_t)m->out_h->sums[1];
     return SYM_OK;
+}
+
+/* ---- a pipeline stage (core/device.h's stage_* calls) ---- */
+
+static int check_slot(const sym_gpu_model_t *m, int slot) {
+    if (slot < 0 || slot >= m->nslots)
+        return fail(SYM_EINVAL, "GPU GPT: activation set %d of %d", slot, m->nslots);
+    return SYM_OK;
+}
+
+static int be_stage_forward(sym_gpu_model_t *m, int slot, const int32_t *tok, const int32_t *tgt,
+                            const float *x, int rows, int seq, uint64_t step, int64_t row0,
+                            int train, float grad_scale, float *y, double *loss_sum,
+                            int64_t *correct) {
+    *loss_sum = 0;
+    if (correct) *correct = 0;
+    CK(cudaSetDevice(m->dev));
+    int rc = check_slot(m, slot);
+    if (!rc) rc = stage(m, m->embed ? tok : NULL, m->head ? tgt : NULL, rows, seq);
+    if (rc) return rc;
+    if ((!m->embed && !x) || (!m->head && !y))
+        return fail(SYM_EINVAL, "GPU GPT: a stage's forward without its %s",
+                    m->embed ? "output's buffer" : "input");
+    use_slot(m, slot);
+    m->sl[slot].rows = rows;
+    m->sl[slot].seq = seq;
+    size_t N = (size_t)rows * seq, NC = N * m->C;
+    if (m->embed)
+        CK(cudaMemcpyAsync(m->tok, m->tok_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
+    else if ((rc = from_host(m, m->encoded, x, NC)))
+        return rc;
+    if (m->head)
+        CK(cudaMemcpyAsync(m->tgt, m->tgt_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
+    if (train && m->nsites) {
+        stage_dropout(m, step, row0);
+        CK(cudaMemcpyAsync(m->drop_cur, m->drop_h, (m->nsites + 1) * sizeof(uint64_t),
+                           cudaMemcpyHostToDevice, m->s));
+    }
+    if ((rc = forward(m, rows, seq, train))) return rc;
+    if (!m->head) {
+        const void *out = m->L ? m->blk[m->L - 1].res3 : m->encoded;
+        return to_host(m, y, out, NC);
+    }
+    if ((rc = head_loss(m, (int)N, train, grad_scale))) return rc;
+    CK(cudaMemcpyAsync(m->out_h->sums, m->sums, 2 * sizeof(double), cudaMemcpyDeviceToHost,
+                       m->s));
+    CK(cudaStreamSynchronize(m->s));
+    *loss_sum = m->out_h->sums[0];
+    if (correct && !train) *correct = (int64_t)m->out_h->sums[1];
+    return SYM_OK;
+}
+
+static int be_stage_backward(sym_gpu_model_t *m, int slot, const float *dy, float *dx,
+                             int first) {
+    CK(cudaSetDevice(m->dev));
+    int rc = check_slot(m, slot);
+    if (rc) return rc;
+    if ((!m->head && !dy) || (!m->embed && !dx))
+        return fail(SYM_EINVAL, "GPU GPT: a stage's backward without its %s",
+                    m->head ? "input gradient's buffer" : "output's gradient");
+    use_slot(m, slot);
+    int rows = m->sl[slot].rows, seq = m->sl[slot].seq;
+    size_t NC = (size_t)rows * seq * m->C;
+    if (!m->head && (rc = from_host(m, m->dres, dy, NC))) return rc;
+    if ((rc = backward(m, rows, seq, first ? 0 : BODY_KEEP))) return rc;
+    if (!m->embed) return to_host(m, dx, m->dres, NC);
+    CK(cudaStreamSynchronize(m->s));
+    return SYM_OK;
+}
+
+static int be_stage_update(sym_gpu_model_t *m, float lr, float clip, sym_gpu_step_t *out) {
+    memset(out, 0, sizeof *out);
+    CK(cudaSetDevice(m->dev));
+    if (m->tied != SHMEM_TEAM_INVALID) { /* the embedding's gradient + the LM head's */
+        int e = shmemx_gpu_allreduce_team(m->tied, m->g + m->off_wte, m->g + m->off_wte,
+                                          (size_t)m->nv * m->C, SHMEMX_FLOAT32, SHMEMX_SUM, m->s);
+        if (e)
+            return fail(SYM_EIO, "PE %d: the tied embedding's gradient sum over the first and "
+                                 "last stage failed: %s", shmem_my_pe(), shmemx_gpu_strerror(e));
+    }
+    int rc;
+    m->dp_hi = m->P;
+    if (m->npes > 1 && (rc = dp_finish(m))) return rc;
+    CK(cudaMemsetAsync(m->sums, 0, 2 * sizeof(double), m->s));
+    return update(m, lr, clip, out);
 }
 
 static int be_get_state(sym_gpu_model_t *m, float *params, float *exp_avg, float *exp_avg_sq,
@@ -1349,7 +1620,7 @@ static const struct sym_cuda_backend table = {
     be_train_step,        be_eval,      be_get_state,    be_set_state, be_memory,
     be_peak_flops,        be_describe,  be_pci_bus_id,   be_memory_saved,
     be_host_alloc,        be_host_free, be_snapshot_start, be_snapshot_wait,
-    be_accumulate};
+    be_accumulate,        be_stage_forward, be_stage_backward, be_stage_update};
 
 extern "C" __attribute__((visibility("default"))) const struct sym_cuda_backend *
 sym_cuda_backend(void) {

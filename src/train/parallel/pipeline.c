@@ -58,6 +58,8 @@ struct sym_pipe {
     int mslots;           /* the model's activation slots: micro-batches in flight here */
     sym_tensor_t *dlogits; /* (mslots) the head's loss gradient awaiting its backward */
     sym_pipe_stats_t stats;
+    sym_pipe_device_t dev; /* dev.forward: a device computes the stage */
+    float *stage_buf;      /* its output or input gradient on the way out (msg_floats) */
 };
 
 /* ---- the plan ---- */
@@ -107,6 +109,7 @@ void sym_pipe_destroy(sym_pipe_t *p) {
     if (p->fwd_box) shmem_free(p->fwd_box);
     if (p->ctl) shmem_free(p->ctl);
     free(p->dlogits);
+    free(p->stage_buf);
     free(p->first);
     free(p->layers);
     free(p);
@@ -179,13 +182,15 @@ int sym_pipe_create(const sym_model_config_t *cfg, sym_mesh_t *mesh, const sym_p
     }
     sym_gpt_stage_t st = stage_of(p, p->s, mslots);
     st.reserve = reserve;
-    if ((rc = sym_model_create_stage(cfg, pc->micro_rows, 1, p->tp, &st, &p->model))) goto fail;
+    if ((rc = sym_model_create_stage(cfg, pc->params_only ? 0 : pc->micro_rows, 1, p->tp, &st,
+                                     &p->model)))
+        goto fail;
     if (S > 1 && shmem_team_split_strided(p->pp, 0, S - 1, 2, NULL, 0, &p->tied)) {
         rc = sym__error(SYM_ECOMM, "pipeline: shmem_team_split_strided failed for the tied "
                         "embedding's pair (no free team slots)");
         goto fail;
     }
-    if (p->dp != SHMEM_TEAM_INVALID) {
+    if (p->dp != SHMEM_TEAM_INVALID && !pc->params_only) {
         int nt = sym_model_num_tensors(p->model);
         size_t *cuts = malloc((size_t)nt * sizeof *cuts);
         if (!cuts) {
@@ -210,6 +215,19 @@ int sym_pipe_stage(const sym_pipe_t *p) { return p->s; }
 int sym_pipe_stages(const sym_pipe_t *p) { return p->S; }
 sym_pipe_stats_t sym_pipe_stats(const sym_pipe_t *p) { return p->stats; }
 sym_ddp_t *sym_pipe_ddp(sym_pipe_t *p) { return p->ddp; }
+shmem_team_t sym_pipe_team(const sym_pipe_t *p) { return p->pp; }
+shmem_team_t sym_pipe_tied_team(const sym_pipe_t *p) { return p->tied; }
+int sym_pipe_slots(const sym_pipe_t *p) { return p->mslots; }
+
+int sym_pipe_use_device(sym_pipe_t *p, const sym_pipe_device_t *d) {
+    if (!p->pc.params_only || !d || !d->forward || !d->backward)
+        return sym__error(SYM_EINVAL, "pipeline: a device stage needs a pipeline created with "
+                          "params_only and both of its calls");
+    if (!p->stage_buf && !(p->stage_buf = malloc(p->msg_floats * sizeof(float))))
+        return sym__error(SYM_ENOMEM, "pipeline: out of memory for the stage's staging buffer");
+    p->dev = *d;
+    return SYM_OK;
+}
 
 void sym_pipe_layers(const sym_pipe_t *p, int s, int *first, int *layers) {
     *first = s >= 0 && s < p->S ? p->first[s] : 0;
@@ -271,6 +289,42 @@ static void release(sym_pipe_t *p, int fwd) {
 
 /* ---- one step ---- */
 
+/* forward() on the device: the message in, the stage's output out (host fp32). */
+static int device_forward(sym_pipe_t *p, int slot, int rows, sym_forward_t f, const int32_t *tok,
+                          const int32_t *lab, float scale, double *lsum, int64_t *correct) {
+    const float *x = NULL;
+    int rc, last = p->s == p->S - 1;
+    double l = 0;
+    if (p->s > 0 && (rc = receive(p, FWD, &x))) return rc;
+    rc = p->dev.forward(p->dev.ctx, slot, rows, &f, p->s == 0 ? tok : NULL, last ? lab : NULL, x,
+                        scale, last ? NULL : p->stage_buf, &l, correct);
+    if (p->s > 0) release(p, FWD);
+    if (rc) return rc;
+    if (!last) {
+        send(p, FWD, p->stage_buf, (size_t)rows * (size_t)p->pc.seq * (size_t)p->cfg.n_embd);
+        return SYM_OK;
+    }
+    if (isnan(l)) return sym__error(SYM_EINVAL, "pipeline stage %d: the loss is not a number", p->s);
+    if (p->tp_rank == 0) /* the tp team computes the same loss: counted once */
+        *lsum += l;
+    else if (correct)
+        *correct = 0;
+    return SYM_OK;
+}
+
+/* backward() on the device. */
+static int device_backward(sym_pipe_t *p, int slot, int rows, int first) {
+    const float *dy = NULL;
+    int rc;
+    if (p->s < p->S - 1 && (rc = receive(p, BWD, &dy))) return rc;
+    rc = p->dev.backward(p->dev.ctx, slot, dy, p->s > 0 ? p->stage_buf : NULL, first);
+    if (p->s < p->S - 1) release(p, BWD);
+    if (rc) return rc;
+    if (p->s > 0)
+        send(p, BWD, p->stage_buf, (size_t)rows * (size_t)p->pc.seq * (size_t)p->cfg.n_embd);
+    return SYM_OK;
+}
+
 /* Forward of one micro-batch (rows sequences; tok on the first stage, lab on
  * the last) in activation slot `slot`: receive, compute, send on; the last
  * stage's loss (and, training, its gradient in place of the logits). f: the
@@ -279,6 +333,7 @@ static int forward(sym_pipe_t *p, int slot, int rows, sym_forward_t f, const int
                    const int32_t *lab, float scale, double *lsum, int64_t *correct) {
     sym_model_t *m = p->model;
     int rc, training = f.training;
+    if (p->dev.forward) return device_forward(p, slot, rows, f, tok, lab, scale, lsum, correct);
     sym_model_use_slot(m, slot);
     sym_input_t in = {rows, p->pc.seq, NULL, p->s == 0 ? tok : NULL};
     if (p->s > 0 && (rc = receive(p, FWD, &in.x))) return rc;
@@ -348,11 +403,12 @@ int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, i
     if (rows < M) M = rows; /* a short last batch: no empty micro-batches */
     int slots = p->mslots;
     int warm = p->S - p->s - 1 < M ? p->S - p->s - 1 : M, f = 0, b = 0, r0, n;
-    if (p->pc.shard)
+    int dev = p->dev.forward != NULL; /* the device zeroes, sums and averages its own */
+    if (!dev && p->pc.shard)
         sym_ddp_zero_grads(p->ddp); /* ZeRO-2: the pages handed back are zero already */
-    else
+    else if (!dev)
         sym_model_zero_grads(p->model);
-    if (p->ddp) sym_ddp_begin(p->ddp);
+    if (p->ddp && !dev) sym_ddp_begin(p->ddp);
     while (!rc && b < M) {
         /* 1F1B: the warm-up forwards, then a forward before each backward while any are left */
         if (f < M && (f < warm || f == b + warm)) {
@@ -364,11 +420,12 @@ int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, i
             f++;
         } else {
             micro(rows, M, b, &r0, &n);
-            rc = backward(p, b % slots, n, b == M - 1);
+            rc = dev ? device_backward(p, b % slots, n, b == 0)
+                     : backward(p, b % slots, n, b == M - 1);
             b++;
         }
     }
-    if (rc) return rc;
+    if (rc || dev) return rc;
     /* the tied weight: the embedding's gradient (first stage) + the LM head's
      * (last), before the dp reduction of its bucket (the sums commute) */
     if (p->tied != SHMEM_TEAM_INVALID && /* wte is first on both: this PE's part of it */

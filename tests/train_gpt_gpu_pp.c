@@ -1,0 +1,129 @@
+/*
+ * train_gpt_gpu_pp — pipeline parallelism on GPU PEs (--device gpu --parallel
+ * pp=2, dp=2,pp=2, tp=2,pp=2), several PEs sharing the one GPU
+ * (SYMTRAIN_GPU_SHARE=1), through symrun and the symtrain CLI: the CPU
+ * pipeline's schedule, inboxes and credits, each stage's forward and backward
+ * on the GPU (activations and their gradients pass as host fp32 messages).
+ * On gpt:L=4,C=128,H=4,V=126,T=64, global batch 8 in 4 micro-batches, 20
+ * steps of AdamW at lr 0.001, evaluated at steps 10 and 20, fp32 unless said:
+ *
+ *   (a) pp=2 matches the CPU's pp=2 run and the 1-PE CPU run to 1e-4 relative
+ *       in every loss, both validation losses and step 1's gradient norm
+ *       (later norms to 1e-3): the tied embedding's gradient summed over the
+ *       first and last stage, the norm over the pipeline with wte counted once;
+ *   (b) dp=2,pp=2 and tp=2,pp=2 on 4 PEs each match the 1-PE CPU run alike
+ *       (each stage averaged over its dp team; split over its tp team);
+ *   (c) pp=2 checkpointed at step 10 and resumed to 20: model.bin and optim.bin
+ *       byte-identical to the uninterrupted run's;
+ *   (d) pp=2 with --dropout 0.1 matches the 1-PE CPU run with it (each
+ *       stage's sites keyed as the whole model's);
+ *   (e) bf16 pp=2: within train_gpt_gpu's bf16 tolerance (0.05 + 2%) of the
+ *       fp32 CPU run, and learning.
+ *
+ * SKIP (77) where the GPU part is not built or no GPU is visible.
+ */
+#include "train_e2e.h"
+
+#define MODEL "gpt:L=4,C=128,H=4,V=126,T=64"
+#define ARGS "--generated --model " MODEL " --batch 8 --threads 2 --lr 0.001 --warmup-steps 3 " \
+             "--eval-every 10 --test-samples 16"
+#define STEPS 20
+#define TOL 1e-4
+#define NORM_DRIFT 1e-3
+#define NAME "train_gpt_gpu_pp"
+
+/* One run of `npes` PEs on `device` to `steps`: metrics into NAME.jsonl, the
+ * log NAME.log, `extra` options appended. */
+static void train(const char *name, int npes, const char *device, int steps, const char *extra) {
+    char args[2048];
+    snprintf(args, sizeof args, ARGS " --device %s --max-steps %d --metrics %s %s", device, steps,
+             e2e_path("%s.jsonl", name), extra);
+    e2e_run(npes, NULL, NULL, e2e_path("%s.log", name), 0, args);
+}
+
+int main(int argc, char **argv) {
+    e2e_init(argc, argv, NAME);
+    char args[2048];
+
+    /* the skip: one GPU PE, no pipeline */
+    const char *log1 = e2e_path("probe.log");
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --max-steps 1");
+    e2e_proc_t p = e2e_start(1, NULL, NULL, log1, args);
+    int rc = e2e_wait(&p);
+    if (rc != 0 && e2e_no_gpu(log1)) {
+        printf("SKIP: " NAME ": no GPU or no GPU part\n");
+        e2e_cleanup();
+        return 77;
+    }
+    if (rc != 0) e2e_show(log1);
+    CHECK(rc == 0, "symtrain train %s: exit status %d", args, rc);
+    train("cpu1", 1, "cpu", STEPS, "");
+    train("cpu1_drop", 1, "cpu", STEPS, "--dropout 0.1");
+    setenv("SYMTRAIN_GPU_SHARE", "1", 1); /* several PEs on the one GPU */
+
+    /* (a) pp=2 against the CPU's pp=2 and the 1-PE run */
+    train("cpu_pp2", 2, "cpu", STEPS, "--parallel pp=2 --micro-batches 4");
+    snprintf(args, sizeof args, "--precision fp32 --parallel pp=2 --micro-batches 4 --ckpt-dir %s "
+             "--ckpt-steps 10", e2e_path("ck_full"));
+    train("gpu_pp2", 2, "gpu", STEPS, args);
+    e2e_expect_log(e2e_path("gpu_pp2.log"), "pipeline: 2 stages");
+    e2e_expect_log(e2e_path("gpu_pp2.log"), "on the GPU: ");
+    e2e_match(NAME, "pp=2 on the GPU vs the CPU's pp=2", e2e_path("gpu_pp2.jsonl"),
+              e2e_path("cpu_pp2.jsonl"), STEPS, 1, TOL, NORM_DRIFT, 2, 2);
+    e2e_match(NAME, "pp=2 on the GPU vs 1 CPU PE", e2e_path("gpu_pp2.jsonl"),
+              e2e_path("cpu1.jsonl"), STEPS, 1, TOL, NORM_DRIFT, 2, 2);
+
+    /* (b) with dp and with tp */
+    static const struct {
+        const char *name, *layout, *what;
+    } runs[] = {{"gpu_dp2pp2", "dp=2,pp=2", "dp=2,pp=2 on the GPU vs 1 CPU PE"},
+                {"gpu_tp2pp2", "tp=2,pp=2", "tp=2,pp=2 on the GPU vs 1 CPU PE"}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char extra[256];
+        snprintf(extra, sizeof extra, "--precision fp32 --parallel %s --micro-batches 4",
+                 runs[i].layout);
+        train(runs[i].name, 4, "gpu", STEPS, extra);
+        e2e_match(NAME, runs[i].what, e2e_path("%s.jsonl", runs[i].name), e2e_path("cpu1.jsonl"),
+                  STEPS, 1, TOL, NORM_DRIFT, 2, 2);
+    }
+
+    /* (c) resume at step 10: the same bytes */
+    const char *half = e2e_path("ck_half");
+    snprintf(args, sizeof args, "--precision fp32 --parallel pp=2 --micro-batches 4 --ckpt-dir %s",
+             half);
+    train("half", 2, "gpu", 10, args);
+    snprintf(args, sizeof args, "--precision fp32 --parallel pp=2 --micro-batches 4 --ckpt-dir %s "
+             "--resume", half);
+    train("resumed", 2, "gpu", STEPS, args);
+    e2e_expect_log(e2e_path("resumed.log"), "resumed from ");
+    CHECK(e2e_newest(half, NULL, 0) == STEPS, "the resumed run did not reach step %d", STEPS);
+    e2e_same_ckpt_file(e2e_path("ck_full"), half, "model.bin");
+    e2e_same_ckpt_file(e2e_path("ck_full"), half, "optim.bin");
+    printf(NAME ": pp=2 on the GPU, step-10 checkpoint + --resume: model.bin and optim.bin "
+           "identical to the uninterrupted run's\n");
+
+    /* (d) dropout through the stages */
+    train("gpu_pp2_drop", 2, "gpu", STEPS,
+          "--precision fp32 --parallel pp=2 --micro-batches 4 --dropout 0.1");
+    e2e_match(NAME, "pp=2 with dropout on the GPU vs 1 CPU PE", e2e_path("gpu_pp2_drop.jsonl"),
+              e2e_path("cpu1_drop.jsonl"), STEPS, 1, TOL, NORM_DRIFT, 2, 2);
+
+    /* (e) bf16 */
+    train("bf16_pp2", 2, "gpu", STEPS, "--precision bf16 --parallel pp=2 --micro-batches 4");
+    double lc[STEPS], lb[STEPS], worst = 0;
+    CHECK(e2e_fields(e2e_path("cpu1.jsonl"), "\"loss\":", 0, lc, STEPS) == STEPS &&
+              e2e_fields(e2e_path("bf16_pp2.jsonl"), "\"loss\":", 0, lb, STEPS) == STEPS,
+          "bf16: not %d steps", STEPS);
+    for (int k = 0; k < STEPS; k++) {
+        CHECK(fabs(lb[k] - lc[k]) < 0.05 + 0.02 * fabs(lc[k]), "bf16 pp=2, step %d: loss %.6f, "
+              "the fp32 CPU run's %.6f", k + 1, lb[k], lc[k]);
+        worst = fmax(worst, fabs(lb[k] - lc[k]));
+    }
+    CHECK(lb[STEPS - 1] < lb[0] - 0.5, "bf16 pp=2: the loss went from %.4f to %.4f: not learning",
+          lb[0], lb[STEPS - 1]);
+    printf(NAME ": bf16 pp=2: within %.4f of the fp32 CPU run, loss %.4f -> %.4f\n", worst, lb[0],
+           lb[STEPS - 1]);
+    e2e_cleanup();
+    printf(NAME ": ok\n");
+    return 0;
+}
