@@ -54,7 +54,10 @@
  *     Pass symmetric buffers on every member or on none.
  *   - In place is allowed: dest == source (all-gather: dest == source, or
  *     source == dest + pe*count, pe the team PE number, both meaning the PE's
- *     block is already at dest + pe*count).
+ *     block is already at dest + pe*count; reduce-scatter: dest == source,
+ *     the PE's block of the result landing at the front, or dest == source +
+ *     off, off the block's offset (shmemx_block_range), the block reduced
+ *     where it lies).
  *   - Reduce-scatter splits `count` like shmemx_block_range (shmemx.h): team
  *     PE i receives count/n elements, plus one if i < count % n (n members).
  *   Algorithms, chosen by size and team size (SYMTRAIN_GPU_ALGO forces one):

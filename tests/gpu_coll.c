@@ -2,7 +2,9 @@
  * gpu_coll.c — the GPU collectives against an fp64 CPU reference: all-reduce
  * and reduce-scatter for every dtype x op, all-gather and broadcast for every
  * dtype, at odd sizes, with each algorithm forced, with private (cudaMalloc)
- * and symmetric buffers, out of place and in place; then sequences of
+ * and symmetric buffers, out of place and in place (all-gather and
+ * reduce-scatter in both spellings: the PE's block where it lies, or at the
+ * front / the source whole); then sequences of
  * different collectives and algorithms back to back on the same buffers with
  * no host synchronisation, and the same captured in a CUDA graph and replayed
  * (the kernels keep their own epochs, so replays must still match up).
@@ -291,6 +293,8 @@ static void run_case(const case_t *k) {
             if (k->coll != BC || me == k->root)
                 CUDA(cudaMemcpyAsync(a, h_in, in_bytes, cudaMemcpyHostToDevice, stream));
             src = a;
+            /* reduce-scatter: the block at the front, or where it is (ZeRO-1's form) */
+            if (k->coll == RS && (ncases & 1)) dst = a + off * es;
         }
     } else {
         src = a;

@@ -1,7 +1,8 @@
 /*
  * train_cli — what a person sees from `symtrain`: usage errors (exit 2, one
  * message even with several PEs), data errors (exit 1, naming the file or the
- * package to install), the progress lines and summary when stdout is not a
+ * package to install; --zero 2 with --device gpu, which the GPU does not
+ * train, exit 1), the progress lines and summary when stdout is not a
  * terminal, the metrics file, and `symtrain plot` turning it into an SVG.
  */
 #include "train_e2e.h"
@@ -49,6 +50,11 @@ int main(int argc, char **argv) {
     snprintf(args, sizeof args, "train --data %s", e2e_path("bad"));
     direct("damaged data file", 1, "bad/train-images-idx3-ubyte.gz", args);
     direct("model does not fit data", 1, "use mlp:784-...-10", "train --generated --model mlp:100-10");
+    /* the GPU trains ZeRO-1 alone: said before any GPU is looked for */
+    direct("--zero 2 on the GPU", 1, "--zero 2 shards the gradients, and the GPU's backward "
+           "writes them as one array, so it would save nothing there; use --zero 1 (the "
+           "optimizer state sharded) on the GPU, or --device cpu",
+           "train --generated --model gpt:L=1,C=16,H=2,V=128,T=16 --device gpu --zero 2 --steps 1");
     /* the default location empty: say how to install, then train on generated data */
     snprintf(args, sizeof args,
              "SYMTRAIN_DATA_DIR=%s %s train --train-samples 300 --test-samples 100 --model mlp:784-8-10 "

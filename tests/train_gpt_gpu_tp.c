@@ -1,6 +1,6 @@
 /*
  * train_gpt_gpu_tp — tensor parallelism on GPU PEs (--device gpu --parallel
- * tp=2, dp=2,tp=2 and tp=4), several PEs sharing the one GPU
+ * tp=2, dp=2,tp=2 and tp=4), and ZeRO-1 on them, several PEs sharing the one GPU
  * (SYMTRAIN_GPU_SHARE=1), through symrun and the symtrain CLI, on
  * gpt:L=2,C=128,H=4,V=126,T=64 (at tp=2 two heads per PE, and the vocabulary
  * of 126 splits into 63 + 63 rows, so each PE's logits are padded to 64
@@ -34,7 +34,23 @@
  *   (d) --micro-batches on the GPU, fp32: 2 on 1 PE, 2 at dp=2 and 4 at tp=2
  *       each match the CPU run with the same micro-batches and the GPU run of
  *       one batch (to TOL, and the norms as in (a)); with --balance (whose
- *       moving shares the GPU path does not split) they are refused.
+ *       moving shares the GPU path does not split) they are refused;
+ *   (e) --zero 1 on the GPU (AdamW's moments sharded over the dp team; the
+ *       gradients reduce-scattered, the weights all-gathered): fp32 at dp=2
+ *       and at dp=2,tp=2 each match the same layout without --zero on the
+ *       GPU and the CPU's --zero 1 run (to TOL, the norms as in (a): the norm
+ *       from the blocks' sums of squares, whole tensors counted once); the
+ *       start line's GPU memory is smaller than without --zero by 2 P 4 (1 -
+ *       1/dp) bytes, the moments' share (to the line's 0.1 MiB rounding); a
+ *       step-10 checkpoint (single-writer, and sharded) resumed with --zero 1
+ *       on the GPU ends with model.bin and optim.bin byte-identical to the
+ *       uninterrupted run's, and so does a run restored from its in-memory
+ *       snapshot of step 12 after PE 1 is SIGKILLed after step 13 (every
+ *       loss, replays included, the same bits); fp16 with an inf forced into
+ *       PE 0's block at step 5 (SYMTRAIN_TEST_FP16_OVERFLOW) skips step 5 on
+ *       both PEs (the global norm): step 5's checkpoint is step 4's, byte
+ *       for byte; and bf16 at dp=2 learns within (c)'s tolerance of the fp32
+ *       CPU run.
  *
  * SKIP (77) where the GPU part is not built or no GPU is visible.
  */
@@ -48,38 +64,13 @@
 #define NORM_DRIFT 1e-3
 #define SAMPLE " --sample 30 --prompt KING"
 
-static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
 
 /* Records from..STEPS (1-based) of `got` match those of `ref` (a full run) to
  * tol: losses and the evaluations they both hold; gradient norms to tol at
  * step 1, to NORM_DRIFT after it. */
 static void match(const char *what, const char *got, const char *ref, int from, double tol) {
-    double rl[STEPS], gl[STEPS], rn[STEPS], gn[STEPS], rv[2], gv[2];
-    int k = STEPS - from + 1;
-    CHECK(e2e_fields(ref, "\"loss\":", 0, rl, STEPS) == STEPS, "%s: not %d steps", ref, STEPS);
-    CHECK(e2e_fields(ref, "\"grad_norm\":", 0, rn, STEPS) == STEPS, "%s: norms", ref);
-    CHECK(e2e_fields(ref, "\"test_loss\":", 1, rv, 2) == 2, "%s: not 2 evaluations", ref);
-    CHECK(e2e_fields(got, "\"loss\":", 0, gl, STEPS) == k, "%s: not %d step records", what, k);
-    CHECK(e2e_fields(got, "\"grad_norm\":", 0, gn, STEPS) == k, "%s: norms", what);
-    double worst = 0, worst_n = 0, first_n = -1;
-    for (int i = 0; i < k; i++) {
-        int s = from - 1 + i;
-        CHECK(rel(gl[i], rl[s]) <= tol, "%s, step %d: loss %.9g, the reference's %.9g (%.2g "
-              "relative, tolerance %g)", what, s + 1, gl[i], rl[s], rel(gl[i], rl[s]), tol);
-        double tn = s == 0 ? tol : NORM_DRIFT;
-        CHECK(rel(gn[i], rn[s]) <= tn, "%s, step %d: gradient norm %.7g, the reference's %.7g "
-              "(%.2g relative, tolerance %g)", what, s + 1, gn[i], rn[s], rel(gn[i], rn[s]), tn);
-        worst = fmax(worst, rel(gl[i], rl[s]));
-        worst_n = fmax(worst_n, rel(gn[i], rn[s]));
-        if (s == 0) first_n = rel(gn[i], rn[s]);
-    }
-    int ne = e2e_fields(got, "\"test_loss\":", 1, gv, 2);
-    CHECK(ne == (from <= 10 ? 2 : 1), "%s: %d evaluations", what, ne);
-    for (int i = 0; i < ne; i++)
-        CHECK(rel(gv[i], rv[2 - ne + i]) <= tol, "%s: validation loss %.9g, the reference's %.9g",
-              what, gv[i], rv[2 - ne + i]);
-    printf("train_gpt_gpu_tp: %s: steps %d-%d within %.2e (losses) and %.2e (norms; step 1's "
-           "%.2e) relative\n", what, from, STEPS, worst, worst_n, first_n);
+    e2e_match("train_gpt_gpu_tp", what, got, ref, STEPS, from, tol, NORM_DRIFT, 2,
+              from <= 10 ? 2 : 1);
 }
 
 /* One run of `npes` PEs: the layout (NULL: none) on `device`, metrics into
@@ -91,6 +82,145 @@ static void train(const char *name, int npes, const char *device, const char *la
              STEPS, e2e_path("%s.jsonl", name), layout ? " --parallel " : "",
              layout ? layout : "", extra ? extra : "");
     e2e_run(npes, NULL, NULL, e2e_path("%s.log", name), 0, args);
+}
+
+/* A size as the log writes it ("12.3 MiB", sym__fmt_size), in bytes. */
+static double size_at(const char *p) {
+    char *end;
+    double v = strtod(p, &end);
+    CHECK(end != p, "not a size: %.20s", p);
+    while (*end == ' ') end++;
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB"};
+    for (int u = 3; u >= 0; u--)
+        if (!strncmp(end, unit[u], strlen(unit[u]))) return v * pow(1024, u);
+    CHECK(0, "not a size: %.20s", p);
+    return 0;
+}
+
+/* The start lines' "..., N parameters;" and "...; X of GPU memory per PE". */
+static void memory_of(const char *log, double *params, double *mem) {
+    char *s = e2e_read(log, NULL);
+    CHECK(s != NULL, "cannot read %s", log);
+    char *at = strstr(s, " parameters; ");
+    CHECK(at != NULL, "%s: no \"N parameters\" in the start lines", log);
+    char *p = at;
+    while (p > s && p[-1] != ' ') p--;
+    *params = strtod(p, NULL);
+    at = strstr(s, " of GPU memory per PE");
+    CHECK(at != NULL, "%s: no \"of GPU memory per PE\" in the start lines", log);
+    for (p = at; p > s && p[-1] != ';'; p--)
+        ;
+    *mem = size_at(p);
+    free(s);
+}
+
+/* (e) --zero 1 on the GPU */
+static void zero_case(void) {
+    char args[2048], what[160];
+    const char *full = e2e_path("ck_z1_full");
+    /* dp=2 and dp=2,tp=2, each against the GPU without --zero and the CPU's --zero 1 */
+    train("cpu_dp2_z1", 2, "cpu", "dp=2", "--zero 1");
+    train("gpu_dp2", 2, "gpu", "dp=2", "--precision fp32");
+    snprintf(args, sizeof args, "--precision fp32 --zero 1 --ckpt-dir %s", full);
+    train("gpu_dp2_z1", 2, "gpu", "dp=2", args);
+    train("cpu_dp2xtp2_z1", 4, "cpu", "dp=2,tp=2", "--zero 1");
+    train("gpu_dp2xtp2_z1", 4, "gpu", "dp=2,tp=2", "--precision fp32 --zero 1");
+    static const char *const layouts[2][2] = {{"dp2", "dp=2"}, {"dp2xtp2", "dp=2,tp=2"}};
+    for (int i = 0; i < 2; i++) {
+        const char *name = layouts[i][0], *lay = layouts[i][1];
+        const char *glog = e2e_path("gpu_%s_z1.log", name);
+        e2e_expect_log(glog, "on the GPU: ");
+        e2e_expect_log(glog, "ZeRO-1 on the GPU: AdamW's moments sharded over the 2 PEs of each "
+                             "dp team");
+        const char *got = e2e_path("gpu_%s_z1.jsonl", name);
+        snprintf(what, sizeof what, "%s --zero 1 on the GPU vs --zero 0 on the GPU", lay);
+        match(what, got, e2e_path("gpu_%s.jsonl", name), 1, TOL);
+        snprintf(what, sizeof what, "%s --zero 1 on the GPU vs --zero 1 on the CPU", lay);
+        match(what, got, e2e_path("cpu_%s_z1.jsonl", name), 1, TOL);
+    }
+
+    /* the memory: AdamW's two moments, 1 - 1/dp of them, are gone */
+    double P0, P1, mem0, mem1;
+    memory_of(e2e_path("gpu_dp2.log"), &P0, &mem0);
+    memory_of(e2e_path("gpu_dp2_z1.log"), &P1, &mem1);
+    CHECK(P0 == P1 && P0 > 0, "the two dp=2 runs' parameters: %.0f and %.0f", P0, P1);
+    double want = 2 * P0 * 4 * (1 - 1.0 / 2), slack = 0.1 * 1048576 + 0.01 * want;
+    CHECK(fabs((mem0 - mem1) - want) <= slack, "dp=2 on the GPU: %.0f bytes of GPU memory "
+          "without --zero, %.0f with --zero 1: %.0f fewer, expected %.0f (2 P 4 (1 - 1/dp), P = "
+          "%.0f) within %.0f", mem0, mem1, mem0 - mem1, want, P0, slack);
+    printf("train_gpt_gpu_tp: dp=2 --zero 1 on the GPU holds %.2f MiB less GPU memory per PE "
+           "(%.2f MiB: the moments' half)\n", (mem0 - mem1) / 1048576, want / 1048576);
+
+    /* a step-10 checkpoint, single-writer and sharded, resumed with --zero 1 on the GPU */
+    static const char *const formats[2] = {"single", "sharded"};
+    for (int f = 0; f < 2; f++) {
+        const char *dir = e2e_path("ck_z1_%s", formats[f]);
+        snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --parallel dp=2 --zero 1 "
+                 "--max-steps 10 --ckpt-dir %s --ckpt-format %s", dir, formats[f]);
+        e2e_run(2, NULL, NULL, e2e_path("z1_half_%s.log", formats[f]), 0, args);
+        CHECK(e2e_newest(dir, NULL, 0) == 10, "the --zero 1 GPU run left no step-10 %s "
+              "checkpoint", formats[f]);
+        /* the resume writes the single-writer format (it reads either) */
+        snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --parallel dp=2 --zero 1 "
+                 "--max-steps %d --resume --ckpt-dir %s", STEPS, dir);
+        const char *rlog = e2e_path("z1_resumed_%s.log", formats[f]);
+        e2e_run(2, NULL, NULL, rlog, 0, args);
+        e2e_expect_log(rlog, "resumed from ");
+        CHECK(e2e_newest(dir, NULL, 0) == STEPS, "the resumed --zero 1 GPU run did not reach "
+              "step %d", STEPS);
+        e2e_same_ckpt_file(full, dir, "model.bin");
+        e2e_same_ckpt_file(full, dir, "optim.bin");
+        printf("train_gpt_gpu_tp: dp=2 --zero 1 on the GPU, %s step-10 checkpoint + --resume: "
+               "model.bin and optim.bin identical to the uninterrupted run's\n", formats[f]);
+    }
+
+    /* in-memory snapshots: PE 1 killed after step 13, the job restarted */
+    const char *mlog = e2e_path("z1_mem.log"), *mdir = e2e_path("ck_z1_mem");
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --parallel dp=2 --zero 1 "
+             "--max-steps %d --mem-ckpt-every 3 --resume=auto --ckpt-dir %s --metrics %s", STEPS,
+             mdir, e2e_path("z1_mem.jsonl"));
+    e2e_run(2, "--max-restarts 1", "SYMTRAIN_TEST_KILL_AT=1:13", mlog, 0, args);
+    e2e_expect_log(mlog, "was killed by signal 9");
+    e2e_expect_log(mlog, "in-memory snapshot of step 12 restored");
+    e2e_expect_log(mlog, "the job succeeded after 1 restart");
+    e2e_same_losses(e2e_path("gpu_dp2_z1.jsonl"), e2e_path("z1_mem.jsonl"), STEPS, 1);
+    e2e_same_ckpt_file(full, mdir, "model.bin");
+    e2e_same_ckpt_file(full, mdir, "optim.bin");
+    printf("train_gpt_gpu_tp: dp=2 --zero 1 on the GPU, PE 1 killed after step 13: restored "
+           "from the in-memory snapshot of step 12, every loss and step 20's files identical\n");
+
+    /* fp16: an inf in PE 0's block at step 5 skips the step on both PEs */
+    const char *ck4 = e2e_path("ck_z1_fp16_4"), *ck5 = e2e_path("ck_z1_fp16_5");
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp16 --parallel dp=2 --zero 1 "
+             "--max-steps 4 --ckpt-dir %s", ck4);
+    e2e_run(2, NULL, NULL, e2e_path("z1_fp16_4.log"), 0, args);
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp16 --parallel dp=2 --zero 1 "
+             "--max-steps 5 --ckpt-dir %s", ck5);
+    const char *flog = e2e_path("z1_fp16_5.log");
+    e2e_run(2, NULL, "SYMTRAIN_TEST_FP16_OVERFLOW=5", flog, 0, args);
+    e2e_expect_log(flog, "step 5: fp16 overflow");
+    CHECK(e2e_newest(ck5, NULL, 0) == 5, "no step-5 checkpoint of the forced fp16 run");
+    e2e_same_ckpt_file(ck4, ck5, "model.bin");
+    e2e_same_ckpt_file(ck4, ck5, "optim.bin");
+    printf("train_gpt_gpu_tp: fp16 dp=2 --zero 1, an inf in PE 0's block at step 5: skipped on "
+           "both PEs (step 5's model.bin and optim.bin are step 4's)\n");
+
+    /* bf16 at dp=2: a smoke check against the fp32 CPU run */
+    train("bf16_dp2_z1", 2, "gpu", "dp=2", "--precision bf16 --zero 1");
+    double lc[STEPS], lb[STEPS], worst = 0;
+    CHECK(e2e_fields(e2e_path("cpu_dp2_z1.jsonl"), "\"loss\":", 0, lc, STEPS) == STEPS &&
+          e2e_fields(e2e_path("bf16_dp2_z1.jsonl"), "\"loss\":", 0, lb, STEPS) == STEPS,
+          "bf16 dp=2 --zero 1: not %d steps", STEPS);
+    for (int k = 0; k < STEPS; k++) {
+        CHECK(isfinite(lb[k]) && fabs(lb[k] - lc[k]) < 0.05 + 0.02 * fabs(lc[k]), "bf16 dp=2 "
+              "--zero 1 on the GPU, step %d: loss %.6f, the fp32 CPU's %.6f (tolerance 0.05 + 2%%)",
+              k + 1, lb[k], lc[k]);
+        worst = fmax(worst, fabs(lb[k] - lc[k]));
+    }
+    CHECK(lb[STEPS - 1] < lb[0] - 0.5, "bf16 dp=2 --zero 1: the loss went from %.4f to %.4f",
+          lb[0], lb[STEPS - 1]);
+    printf("train_gpt_gpu_tp: bf16 dp=2 --zero 1 on the GPU within %.4f of the fp32 CPU run\n",
+           worst);
 }
 
 int main(int argc, char **argv) {
@@ -253,6 +383,8 @@ int main(int argc, char **argv) {
     e2e_run(2, NULL, NULL, e2e_path("mb_refused.log"), 1, args);
     e2e_expect_log(e2e_path("mb_refused.log"), "--micro-batches with --balance trains on CPU PEs "
                                                "for now");
+
+    zero_case();
 
     e2e_cleanup();
     printf("train_gpt_gpu_tp: ok\n");

@@ -389,7 +389,14 @@ typedef struct {
 } run_t;
 
 static int gpu_sync_host(run_t *r);
+static int gpu_sync_params(run_t *r);
 static int agree_tp(run_t *r, float *stop);
+
+/* ZeRO-1 on the GPU (--device gpu --zero 1): the backend shards AdamW's
+ * moments over the dp team and the host keeps whole arrays (r->opt) as the
+ * checkpoint's copy, so bringing them over (gpu_sync_host) is collective
+ * over the dp team. r->zero, the CPU's ZeRO, stays NULL. */
+static int gpu_zero(const run_t *r) { return r->gpu && r->cfg->zero; }
 
 /* Errors every PE sees alike are printed by PE 0 alone. The other PEs then
  * wait for the job to be ended (PE 0's own failure ends it), at most
@@ -506,7 +513,8 @@ static void ckpt_layout_name(const run_t *r, char *out, size_t len) {
     int n = snprintf(out, len, "dp=%d", r->lay.dp);
     if (r->lay.tp > 1 && n > 0 && (size_t)n < len) n += snprintf(out + n, len - n, ",tp=%d", r->lay.tp);
     if (r->lay.pp > 1 && n > 0 && (size_t)n < len) n += snprintf(out + n, len - n, ",pp=%d", r->lay.pp);
-    if (r->zero && n > 0 && (size_t)n < len) snprintf(out + n, len - n, ",zero=%d", r->cfg->zero);
+    if ((r->zero || gpu_zero(r)) && n > 0 && (size_t)n < len)
+        snprintf(out + n, len - n, ",zero=%d", r->cfg->zero);
 }
 
 static void set_optim_steps(run_t *r, uint64_t t) {
@@ -579,8 +587,9 @@ static int tp_all_have(run_t *r, int have, size_t W) {
 /* Single-writer saves gather every PE's slices (collective over the job). */
 static int ckpt_gathers(const run_t *r) { return r->lay.tp > 1 || r->lay.pp > 1; }
 
-/* This PE takes part in saving checkpoints: PE 0, or every PE when they gather. */
-static int ckpt_member(const run_t *r) { return ckpt_gathers(r) || r->me == 0; }
+/* This PE takes part in saving checkpoints: PE 0, or every PE when they
+ * gather or when the GPU's state is gathered over dp first (gpu_zero). */
+static int ckpt_member(const run_t *r) { return ckpt_gathers(r) || r->me == 0 || gpu_zero(r); }
 
 /* dp alone, PE 0: the whole parameters (*params: the model's own array,
  * *owned 0) and the optimizer state (*ostate, malloc'd, *osize bytes,
@@ -832,7 +841,8 @@ static int resume_sharded(run_t *r) {
 
 static int snap_direct(const run_t *r) {
     const sym_train_config_t *c = r->cfg;
-    return r->writer && r->lay.tp == 1 && !r->zero && !r->pipe &&
+    /* ZeRO on the CPU or the GPU: the state is gathered first */
+    return r->writer && r->lay.tp == 1 && !c->zero && !r->pipe &&
            (!r->gpu || (!c->ckpt_sync && c->optim.kind == SYM_OPT_ADAMW));
 }
 
@@ -933,7 +943,8 @@ static void ckpt_meta(run_t *r, sym_ckpt_meta_t *m) {
 }
 
 /* Hand a snapshot of the current state to the writer: PE 0 (with tp or pp > 1
- * every PE gathers the snapshot to it), or every PE with sharded checkpoints. */
+ * every PE gathers the snapshot to it; with ZeRO-1 on the GPU every PE takes
+ * part in gathering the moments), or every PE with sharded checkpoints. */
 static int save(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     if (r->saved_step == r->step || (!r->dist && (!ckpt_member(r) || !c->ckpt_dir)))
@@ -942,6 +953,10 @@ static int save(run_t *r) {
     if (r->gpu && !direct) {
         int rc = gpu_sync_host(r);
         if (rc) return rc;
+    }
+    if (!r->dist && !ckpt_gathers(r) && r->me != 0) { /* gpu_zero: its part was the gather */
+        r->saved_step = r->step;
+        return SYM_OK;
     }
     float *params = NULL;
     void *ostate = NULL;
@@ -1202,7 +1217,7 @@ static int say_sample(run_t *r, const float *whole) {
     sym_model_t *m = r->model, *host = NULL;
     int rc = SYM_OK;
     if (r->gpu || whole) { /* the GPU's or the whole weights, in a host model that can run forward */
-        if (r->gpu && !whole && !(rc = gpu_sync_host(r))) whole = sym_model_params(r->model);
+        if (r->gpu && !whole && !(rc = gpu_sync_params(r))) whole = sym_model_params(r->model);
         sym_model_config_t hc = c->model;
         hc.undrawn = 1; /* the weights are copied in */
         if (!rc && !(rc = sym_model_create(&hc, 1, 0, &host)))
@@ -1292,13 +1307,21 @@ static int choose_device(run_t *r) {
     if (c->device == SYM_TRAIN_CPU ||
         ((r->lay.tp > 1 || r->lay.pp > 1) && c->device != SYM_TRAIN_GPU))
         return SYM_OK;
-    /* the sharded step, micro-batches with shares that move: the CPU loop's */
+    /* ZeRO-2, micro-batches with shares that move: the CPU loop's (the GPU
+     * runs ZeRO-1: its backward writes one gradient array, so sharded
+     * gradients would save nothing there) */
     int micro = c->micro_batches > 1;
-    if (c->zero || (micro && c->balance.policy != SYM_BALANCE_OFF)) {
+    if (c->zero == 2 && c->device == SYM_TRAIN_GPU)
+        return report(r, sym__error(SYM_EINVAL, "--zero 2 shards the gradients, and the GPU's "
+                                                "backward writes them as one array, so it would "
+                                                "save nothing there; use --zero 1 (the optimizer "
+                                                "state sharded) on the GPU, or --device cpu"), 1);
+    if (c->zero == 2) return SYM_OK;
+    if (micro && c->balance.policy != SYM_BALANCE_OFF) {
         if (c->device == SYM_TRAIN_GPU)
-            return report(r, sym__error(SYM_EINVAL, "%s trains on CPU PEs for now; drop it, or "
-                                                    "pass --device cpu",
-                                        c->zero ? "--zero" : "--micro-batches with --balance"), 1);
+            return report(r, sym__error(SYM_EINVAL, "--micro-batches with --balance trains on CPU "
+                                                    "PEs for now; drop it, or pass --device cpu"),
+                          1);
         return SYM_OK;
     }
     int gpt = c->model.kind == SYM_MODEL_GPT;
@@ -1356,6 +1379,7 @@ static int gpu_create(run_t *r) {
     o.use_graph = 1;
     o.bucket_bytes = (size_t)(c->bucket_mb * 1024 * 1024);
     o.tp_team = r->tp_team; /* tp > 1: the model is split over it (this PE's table) */
+    o.zero = c->zero; /* 1: AdamW's moments sharded over dp_team (choose_device refused 2) */
     int tp_rank = r->tp_rank, rows = r->rows;
     o.pp_team = o.tied_team = SHMEM_TEAM_INVALID;
     if (r->pipe) { /* this PE's stage, its teams from the pipeline's mesh */
@@ -1396,7 +1420,10 @@ static int gpu_create(run_t *r) {
     return SYM_OK;
 }
 
-/* Bring the GPU's weights and optimizer state to the host copy. */
+/* Bring the GPU's weights and optimizer state to the host copy. With
+ * --zero 1 the GPU's moments are sharded: this gathers them over the dp team,
+ * so every PE of it calls this alike (gpu_zero); a PE alone takes the
+ * weights only (gpu_sync_params). */
 static int gpu_sync_host(run_t *r) {
     uint64_t t = 0;
     int rc = r->gpu->get_state(r->gm, sym_model_params(r->model), sym_optim_buffer(r->opt, 0),
@@ -1404,6 +1431,12 @@ static int gpu_sync_host(run_t *r) {
     if (rc) return report(r, sym__error(rc, "GPU model: %s", r->gpu->error()), 0);
     sym_optim_set_steps(r->opt, t);
     return SYM_OK;
+}
+
+/* The GPU's weights alone to the host copy: local to this PE, whatever --zero. */
+static int gpu_sync_params(run_t *r) {
+    int rc = r->gpu->get_state(r->gm, sym_model_params(r->model), NULL, NULL, NULL);
+    return rc ? report(r, sym__error(rc, "GPU model: %s", r->gpu->error()), 0) : SYM_OK;
 }
 
 /* ---- memory by kind (the planner's check, tests/train_plan_memory.c) ----
@@ -1576,7 +1609,9 @@ static int setup(run_t *r) {
     }
     r->P = sym_model_num_params(r->model);
     r->accum = accum;
-    if (!c->zero && (rc = sym_optim_create(&c->optim, r->P, &r->opt))) return report(r, rc, 1);
+    /* the GPU (any --zero) keeps whole host arrays: the checkpoint's copy */
+    if ((!c->zero || r->gpu) && (rc = sym_optim_create(&c->optim, r->P, &r->opt)))
+        return report(r, rc, 1);
     int nt = sym_model_num_tensors(r->model);
     size_t *cuts = malloc((size_t)nt * sizeof *cuts);
     if (!cuts) return report(r, sym__error(SYM_ENOMEM, "out of memory for the gradient buckets"), 0);
@@ -1592,7 +1627,7 @@ static int setup(run_t *r) {
         rc = sym_ddp_create(r->dp_team, sym_model_grads(r->model),
                             r->P + (c->zero ? 0 : SYM_GRAD_CTRL), cuts, nt, bucket, &r->ddp);
     free(cuts);
-    if (!rc && c->zero) /* a pipeline's: the stage's buckets over its dp team */
+    if (!rc && c->zero && !r->gpu) /* a pipeline's: the stage's buckets over its dp team */
         rc = sym_zero_create(c->zero, r->pipe ? sym_pipe_ddp(r->pipe) : r->ddp,
                              r->pipe ? sym_mesh_team(r->pipe_mesh, sym_mesh_dim(r->pipe_mesh, "dp"))
                                      : r->dp_team,
@@ -1729,6 +1764,12 @@ static int setup(run_t *r) {
                  r->lay.tp > 1 ? "dp group" : "PE", sym_optim_name(c->optim.kind),
                  (double)c->lr, len, nb, nb == 1 ? "" : "s",
                  sym__fmt_size((r->P + SYM_GRAD_CTRL) * 4, bsz, sizeof bsz));
+        if (r->gpu && c->zero && r->lay.dp > 1)
+            note(r, "ZeRO-1 on the GPU: AdamW's moments sharded over the %d PEs of each dp team "
+                    "(the gradients reduce-scattered after backward, the weights all-gathered "
+                    "after AdamW)", r->lay.dp);
+        else if (r->gpu && c->zero)
+            note(r, "ZeRO-1 over dp=1: nothing to shard, each PE holds its part's whole state");
         if (!r->gpu) { /* the bytes, exactly: tests compare them across --zero */
             char how[160];
             int M = micro_of(c, r->lay);
@@ -2291,7 +2332,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     } else if (sample && r.lay.tp > 1 && r.dp_rank == 0) {
         size_t W = sym_model_full_num_params(r.model);
         whole = malloc(W * sizeof *whole);
-        if ((r.gpu && (rc = gpu_sync_host(&r))) || (rc = tp_all_have(&r, whole != NULL, W)) ||
+        if ((r.gpu && (rc = gpu_sync_params(&r))) || (rc = tp_all_have(&r, whole != NULL, W)) ||
             (rc = sym_model_gather(r.model, sym_model_params(r.model), whole)))
             report(&r, rc, 0);
     }

@@ -10,7 +10,11 @@
  * activations in GPU memory from one pool; a training step is forward,
  * backward, the gradient average over the data-parallel team (on the GPU
  * collectives), clipping and AdamW, launched on the GPU with no host
- * synchronisation inside it (one CUDA graph after the first step).
+ * synchronisation inside it (one CUDA graph after the first step). With
+ * ZeRO-1 (sym_gpu_opts_t.zero) each PE of the data-parallel team keeps
+ * AdamW's moments for its block of the parameters alone: the average becomes
+ * a reduce-scatter, AdamW updates the block, and an all-gather of the
+ * weights follows.
  *
  * The backend reports failures as a SYM_E* code with the sentence readable
  * through error(); it uses only the public API of libsymtrain and symshmem.
@@ -58,6 +62,9 @@ typedef struct {
                                  * none). The table is then the split model's, and */
     int vocab_lo, vocab_len;    /* wte holds rows [vocab_lo, vocab_lo + vocab_len) of the
                                  * vocabulary (sym_shard_range of V over the team) */
+    int zero;                   /* 1: ZeRO-1 over dp_team (AdamW's m and v of this PE's
+                                 * block of the parameters alone; get_state is then
+                                 * collective over the team for them); 0: none */
     /* pipeline parallelism: this PE's stage (stage_layers 0: the whole model).
      * The table is then sym_pipe_model's (the stage's tensors, named as the
      * whole model's), and the stage_* calls below train it. */
@@ -118,7 +125,11 @@ struct sym_cuda_backend {
     int (*eval)(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows, int seq,
                 double *loss_sum, int64_t *correct);
     /* Copy out / in the fp32 master weights (P), AdamW's m and v (P each, may be
-     * NULL) and its step count: checkpoints and resume. */
+     * NULL) and its step count: checkpoints and resume. With ZeRO-1 the
+     * weights are whole on every PE, the moments sharded: get_state asking
+     * for m or v gathers them over the dp team and is collective over it
+     * (every member asks alike; params alone stays local), and set_state
+     * takes whole arrays and keeps this PE's block. */
     int (*get_state)(sym_gpu_model_t *m, float *params, float *exp_avg, float *exp_avg_sq,
                      uint64_t *steps);
     int (*set_state)(sym_gpu_model_t *m, const float *params, const float *exp_avg,
@@ -143,7 +154,8 @@ struct sym_cuda_backend {
      * each) into host_alloc'd buffers on a side stream, after everything the
      * step's stream holds now; return at once with the optimizer's step count.
      * The next train_step's forward and backward run while it copies; its
-     * AdamW (the first kernel to change them) waits for the copy. */
+     * AdamW (the first kernel to change them) waits for the copy. Refused
+     * with ZeRO-1 (the moments are sharded: get_state gathers them). */
     int (*snapshot_start)(sym_gpu_model_t *m, float *params, float *exp_avg, float *exp_avg_sq,
                           uint64_t *steps);
     /* Wait until that copy is in the buffers; any thread (the checkpoint writer's). */

@@ -88,6 +88,31 @@
  * (shmemx_gpu.h), so with tp the data-parallel average does not overlap
  * backward's tp sums: it is one average after backward (bucket 0), ordered
  * after them by the fork event, as every PE orders them alike.
+ *
+ * ZeRO-1 (opts.zero, a dp team of n > 1 PEs): team PE r updates the block
+ * [zlo, zlo + zlen) of the P parameters alone and holds AdamW's m and v for
+ * it only (zblock floats each: the memory saved). The blocks are equal,
+ * zblock = ceil(P / n) rounded up to 64 floats (aligned, vectorised kernels),
+ * so that the all-gather (equal blocks) can rebuild the weights in place: w
+ * and g hold Pp = n * zblock floats, the padding past P zero in w and never
+ * read in g, and block r is shmemx_block_range(Pp, n, r), clipped to P. A
+ * step, all on the step's stream:
+ *   backward     as above, then the gradients reduce-scattered (averaged)
+ *                over the dp team in place: block r of the average lands at
+ *                g + zlo (one collective of all Pp floats after backward,
+ *                inside the graph: no buckets, so the layout is the one AdamW
+ *                uses); the rest of g is left as it was and never read;
+ *   norm         the block's sum of squares (two parts with tp: split and
+ *                whole tensors, the ranges clipped to the block), summed over
+ *                the dp team, then over the tp team with the whole tensors'
+ *                part of tp rank 0 alone (every tp rank's blocks cover them
+ *                once): the same global norm, bit for bit, on every PE, so an
+ *                inf or NaN anywhere skips fp16's step on every PE alike;
+ *   AdamW        on the block (w + zlo, m, v, g + zlo; the no-decay ranges
+ *                clipped to the block), then the weights all-gathered over
+ *                the dp team in place and the compute copy refreshed from
+ *                them (to_compute_kernel rounds as AdamW does).
+ * get_state gathers m and v over the dp team (into g, free between steps).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -192,9 +217,14 @@ struct sym_gpu_model {
     size_t region_bytes;
     symcu_dtype_t dt;
     size_t esz;                  /* bytes of one element of dt */
-    /* parameters, fp32 (P); wc the compute copy (P), w itself for fp32 */
+    /* parameters, fp32 (P; w and g Pp); wc the compute copy (P), w itself for
+     * fp32; m and v (nmom: P, or zblock with ZeRO-1) */
     float *w, *m, *v, *g;
     void *wc;
+    /* ZeRO-1 (see the top): on, the block [zlo, zlo + zlen) this PE updates
+     * ([0, P) without), each PE's block size, the floats w and g hold */
+    int zero;
+    size_t zlo, zlen, zblock, Pp, nmom;
     symcu_loss_scale_t *ls;      /* fp16's loss scale (device), else NULL */
     uint64_t calls, inject_at;   /* train_step calls; SYMTRAIN_TEST_FP16_OVERFLOW */
     uint64_t *nodecay; /* (2 nr) */
@@ -396,10 +426,10 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
         TAKEA(c, m->fch_tmp, N * 4 * Cl);
         TAKEA(c, m->fchg_tmp, N * 4 * Cl);
     }
-    TAKE(c, m->w, P);
-    TAKE(c, m->m, P);
-    TAKE(c, m->v, P);
-    TAKE(c, m->g, P);
+    TAKE(c, m->w, m->Pp);
+    TAKE(c, m->m, m->nmom);
+    TAKE(c, m->v, m->nmom);
+    TAKE(c, m->g, m->Pp);
     if (m->dt == SYMCU_F32)
         m->wc = m->w; /* the products read the master weights */
     else
@@ -455,7 +485,8 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
     TAKE(c, m->att_scratch, N * NHl);
     m->enc_scratch_bytes = symcu_encoder_backward_scratch((int)N);
     m->enc_scratch = take(c, m->enc_scratch_bytes);
-    int split = m->tp > 1 || m->pp > 1; /* the norm's squares summed over teams */
+    /* the norm's squares in two sums, summed over teams (tp, the pipeline, ZeRO's dp) */
+    int split = m->tp > 1 || m->pp > 1 || m->zero;
     TAKE(c, m->norm_scratch, split ? symcu_grad_sumsq_scratch() : symcu_grad_norm_scratch());
     if (m->tp > 1) {
         TAKE(c, m->xmax, N);
@@ -735,9 +766,33 @@ static int dp_send(sym_gpu_model_t *m, size_t lo) {
  * averages them over the data-parallel team (the step's last micro-batch). */
 enum { BODY_KEEP = 1, BODY_AVERAGE = 2 };
 
+/* ZeRO-1: the gradients (Pp) averaged over the data-parallel team, this PE's
+ * block of the average into g + zlo, in place (shmemx_gpu.h: dest == source
+ * + the block's offset), on the step's stream. */
+static int zero_scatter(sym_gpu_model_t *m) {
+    int e = shmemx_gpu_reduce_scatter_team(m->opts.dp_team, m->g + m->zlo, m->g, m->Pp,
+                                           SHMEMX_FLOAT32, SHMEMX_AVG, m->s);
+    if (e)
+        return fail(SYM_EIO, "PE %d: ZeRO-1's gradient average (shmemx_gpu_reduce_scatter_team "
+                             "of %zu floats over the dp team) failed: %s",
+                    shmem_my_pe(), m->Pp, shmemx_gpu_strerror(e));
+    return SYM_OK;
+}
+
+/* x (n floats) summed over the data-parallel team in place, on the step's stream. */
+static int dp_sum(sym_gpu_model_t *m, float *x, size_t n) {
+    int e = shmemx_gpu_allreduce_team(m->opts.dp_team, x, x, n, SHMEMX_FLOAT32, SHMEMX_SUM, m->s);
+    if (e)
+        return fail(SYM_EIO, "PE %d: a sum over the dp team (shmemx_gpu_allreduce_team of %zu "
+                             "floats) failed: %s",
+                    shmem_my_pe(), n, shmemx_gpu_strerror(e));
+    return SYM_OK;
+}
+
 /* The rest of the average, [0, dp_hi), and the step's stream waits for the
- * side stream's reductions (npes > 1). */
+ * side stream's reductions (npes > 1); with ZeRO-1 the reduce-scatter. */
 static int dp_finish(sym_gpu_model_t *m) {
+    if (m->zero) return zero_scatter(m);
     int rc = dp_send(m, 0);
     if (rc) return rc;
     CK(cudaEventRecord(m->ev_join, m->s_dp));
@@ -746,13 +801,14 @@ static int dp_finish(sym_gpu_model_t *m) {
 }
 
 /* From dlogits (in m->logits) to the parameter gradients m->g (the kernels
- * add into them), averaged over the data-parallel team with BODY_AVERAGE. */
+ * add into them), averaged over the data-parallel team with BODY_AVERAGE
+ * (ZeRO-1: this PE's block of the average). */
 static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
     int N = B * T, C = m->C, L = m->L, Cl = m->Cl, rc;
     size_t NC = (size_t)N * C;
     cudaStream_t s = m->s;
     m->dp_hi = kind & BODY_AVERAGE ? m->P : 0; /* dp_send sends nothing below dp_hi */
-    if (!(kind & BODY_KEEP)) CK(cudaMemsetAsync(m->g, 0, m->P * sizeof(float), s));
+    if (!(kind & BODY_KEEP)) CK(cudaMemsetAsync(m->g, 0, m->Pp * sizeof(float), s));
     if (!m->head) { /* a stage before the last: dres holds its output's gradient */
     } else if (m->tp > 1) { /* this PE's columns; the input gradient summed over the team */
         OP(symcu_matmul_backward_ld(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, G(m->off_wte), m->logits,
@@ -979,6 +1035,11 @@ static int check_config(const sym_model_config_t *c, const sym_gpu_opts_t *o, in
     if (o->precision < SYM_PREC_FP32 || o->precision > SYM_PREC_TF32)
         return fail(SYM_EINVAL, "GPU GPT: precision %d; use bf16, fp16, fp32 or tf32",
                     (int)o->precision);
+    if (o->zero != 0 && o->zero != 1)
+        return fail(SYM_EINVAL, "GPU GPT: ZeRO stage %d; the GPU shards the optimizer state (1) "
+                                "or nothing (0): its backward writes one gradient array, so "
+                                "stage 2 would save nothing there",
+                    o->zero);
     if (o->precision == SYM_PREC_FP16 && o->loss_scale_growth < 1)
         return fail(SYM_EINVAL, "GPU GPT: fp16's loss scale grows after %d good steps; give 1 "
                                 "or more (--loss-scale-growth)", o->loss_scale_growth);
@@ -997,6 +1058,22 @@ static int check_config(const sym_model_config_t *c, const sym_gpu_opts_t *o, in
         return fail(SYM_EINVAL, "GPU GPT: %d rows x %d heads; the attention grid takes at most "
                                 "65535", max_rows, H);
     return SYM_OK;
+}
+
+/* The n ranges r (pairs, in offset order) cut to [lo, lo + len) and made
+ * relative to lo, in place; returns how many are left. */
+static int clip_ranges(uint64_t *r, int n, size_t lo, size_t len) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        size_t a = r[2 * i], b = a + r[2 * i + 1];
+        if (a < lo) a = lo;
+        if (b > lo + len) b = lo + len;
+        if (a >= b) continue;
+        r[2 * k] = a - lo;
+        r[2 * k + 1] = b - a;
+        k++;
+    }
+    return k;
 }
 
 /* (off, len) appended to the n ranges r (pairs, in offset order), merged with
@@ -1064,6 +1141,9 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     if (prev_end != m->P)
         return fail(SYM_EINVAL, "GPU GPT: the table covers %zu floats, the parameters are %zu",
                     prev_end, m->P);
+    /* AdamW and the norm see the block this PE updates (all of it without ZeRO) */
+    m->nr = clip_ranges(m->nodecay_h, m->nr, m->zlo, m->zlen);
+    m->nw = clip_ranges(m->whole_h, m->nw, m->zlo, m->zlen);
 
     CK(cudaSetDevice(m->dev));
     CK(cudaStreamCreateWithFlags(&m->s, cudaStreamNonBlocking));
@@ -1081,6 +1161,7 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
         }
     if (m->bucket && (at != m->off_lnfw || m->off_wte >= m->off_wpe)) m->bucket = 0;
     if (m->tp > 1) m->bucket = 0; /* one GPU collective at a time: after backward's tp sums */
+    if (m->zero) m->bucket = 0;   /* one reduce-scatter after backward, in AdamW's blocks */
     OP(symcu_blas_create(&m->blas, 4 * C));
     symcu_blas_use_tf32(m->blas, m->opts.precision == SYM_PREC_TF32);
     carver_t cv = {NULL, 0};
@@ -1112,8 +1193,11 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     if (m->nsites)
         CK(cudaMallocHost((void **)&m->drop_h, (m->nsites + 1) * sizeof(uint64_t)));
     CK(cudaMemcpyAsync(m->w, params, m->P * sizeof(float), cudaMemcpyHostToDevice, m->s));
-    CK(cudaMemsetAsync(m->m, 0, m->P * sizeof(float), m->s));
-    CK(cudaMemsetAsync(m->v, 0, m->P * sizeof(float), m->s));
+    if (m->Pp > m->P) /* ZeRO-1's padding: zero, the last block's all-gather copies it */
+        CK(cudaMemsetAsync(m->w + m->P, 0, (m->Pp - m->P) * sizeof(float), m->s));
+    CK(cudaMemsetAsync(m->g, 0, m->Pp * sizeof(float), m->s));
+    CK(cudaMemsetAsync(m->m, 0, m->nmom * sizeof(float), m->s));
+    CK(cudaMemsetAsync(m->v, 0, m->nmom * sizeof(float), m->s));
     if (m->nr)
         CK(cudaMemcpyAsync(m->nodecay, m->nodecay_h, 2 * (size_t)m->nr * sizeof(uint64_t),
                            cudaMemcpyHostToDevice, m->s));
@@ -1186,6 +1270,24 @@ static int stage_config(sym_gpu_model_t *m, const sym_gpu_opts_t *o) {
     return SYM_OK;
 }
 
+/* ZeRO-1 from opts (m->P, npes set): this PE's block of the parameters, the
+ * sizes of w, g and the moments (see the top). Without it (or a dp team of
+ * one PE) the block is all of them. */
+static void zero_config(sym_gpu_model_t *m) {
+    size_t n = (size_t)m->npes;
+    m->zero = m->opts.zero == 1 && n > 1;
+    m->zlo = 0;
+    m->zlen = m->zblock = m->Pp = m->nmom = m->P;
+    if (!m->zero) return;
+    size_t r = (size_t)shmem_team_my_pe(m->opts.dp_team);
+    m->zblock = ((m->P + n - 1) / n + 63) / 64 * 64;
+    m->Pp = n * m->zblock;
+    m->nmom = m->zblock;
+    m->zlo = r * m->zblock;
+    /* the last block ends at P; past it (a tiny model on many PEs) a block is empty */
+    m->zlen = m->zlo >= m->P ? 0 : m->P - m->zlo < m->zblock ? m->P - m->zlo : m->zblock;
+}
+
 static int be_create(const sym_model_config_t *cfg, int max_rows, const sym_param_t *table,
                      int ntable, const float *params, size_t P, const sym_gpu_opts_t *opts,
                      sym_gpu_model_t **out) {
@@ -1246,6 +1348,7 @@ static int be_create(const sym_model_config_t *cfg, int max_rows, const sym_para
         for (int i = 0; i < m->nsites; i++)
             m->drop_key[i] = sym_rng_key(cfg->seed, SYM_RNG_DROPOUT, (uint64_t)i);
     }
+    zero_config(m);
     /* the test hook: +inf into a gradient at this process's Nth step (fp16) */
     const char *inj = getenv("SYMTRAIN_TEST_FP16_OVERFLOW");
     if (inj && *inj) {
@@ -1320,7 +1423,7 @@ static int run_body(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, 
 /* A PE with none of the last micro-batch's rows: its gradients (zero, or what
  * accumulate() left) still go into the team's average. */
 static int no_rows(sym_gpu_model_t *m) {
-    if (!m->acc_pending) CK(cudaMemsetAsync(m->g, 0, m->P * sizeof(float), m->s));
+    if (!m->acc_pending) CK(cudaMemsetAsync(m->g, 0, m->Pp * sizeof(float), m->s));
     CK(cudaMemsetAsync(m->sums, 0, 2 * sizeof(double), m->s));
     stamp_kernel<<<1, 1, 0, m->s>>>(m->stamp);
     stamp_kernel<<<1, 1, 0, m->s>>>(m->stamp + 1);
@@ -1370,8 +1473,16 @@ static int update(sym_gpu_model_t *m, float lr, float clip, sym_gpu_step_t *out)
         CK(cudaGetLastError());
     }
     /* an inf or NaN on any PE is one in the average on every PE: all skip alike */
-    if (m->tp > 1 || m->pp > 1) { /* the split tensors' squares summed over the tp team,
-                                   * the whole ones' once; then the stages' summed */
+    if (m->zero) { /* the block's squares over the dp team, then over tp (see the top) */
+        OP(symcu_grad_sumsq(m->sq, m->norm_scratch, m->g + m->zlo, m->zlen, m->whole, m->nw, m->s));
+        if ((rc = dp_sum(m, m->sq, 2))) return rc;
+        if (m->tp > 1) {
+            if (m->tp_rank) CK(cudaMemsetAsync(m->sq + 1, 0, sizeof(float), m->s));
+            if ((rc = tp_reduce(m, m->sq, 2, SHMEMX_FLOAT32, SHMEMX_SUM))) return rc;
+        }
+        OP(symcu_grad_norm_from_sumsq(m->norm, m->clip_scale, m->sq, clip, m->ls, m->s));
+    } else if (m->tp > 1 || m->pp > 1) { /* the split tensors' squares summed over the tp
+                                          * team, the whole ones' once; then the stages' */
         OP(symcu_grad_sumsq(m->sq, m->norm_scratch, m->g + m->norm_lo, m->P - m->norm_lo,
                             m->whole, m->nw, m->s));
         if ((rc = tp_reduce(m, m->sq, 1, SHMEMX_FLOAT32, SHMEMX_SUM))) return rc;
@@ -1397,8 +1508,19 @@ static int update(sym_gpu_model_t *m, float lr, float clip, sym_gpu_step_t *out)
         CK(cudaStreamWaitEvent(m->s, m->ev_snap, 0));
         m->snap_pending = 0;
     }
-    OP(symcu_adamw(m->w, m->dt, m->dt == SYMCU_F32 ? NULL : m->wc, m->m, m->v, m->g, m->P,
-                   m->clip_scale, m->ls ? &m->ls->skipped : NULL, m->nodecay, m->nr, &hp, m->s));
+    /* this PE's block (all of it without ZeRO-1) */
+    OP(symcu_adamw(m->w + m->zlo, m->dt, m->dt == SYMCU_F32 || m->zero ? NULL : m->wc, m->m, m->v,
+                   m->g + m->zlo, m->zlen, m->clip_scale, m->ls ? &m->ls->skipped : NULL,
+                   m->nodecay, m->nr, &hp, m->s));
+    if (m->zero) { /* every block from its owner, in place; then the compute copy */
+        int e = shmemx_gpu_allgather_team(m->opts.dp_team, m->w, m->w + m->zlo, m->zblock,
+                                          SHMEMX_FLOAT32, m->s);
+        if (e)
+            return fail(SYM_EIO, "PE %d: ZeRO-1's weight all-gather (shmemx_gpu_allgather_team "
+                                 "of %zu floats from each PE of the dp team) failed: %s",
+                        shmem_my_pe(), m->zblock, shmemx_gpu_strerror(e));
+        if ((rc = refresh_copy(m))) return rc;
+    }
     CK(cudaMemcpyAsync(m->out_h->sums, m->sums, sizeof(double), cudaMemcpyDeviceToHost, m->s));
     CK(cudaMemcpyAsync(&m->out_h->norm, m->norm, sizeof(float), cudaMemcpyDeviceToHost, m->s));
     CK(cudaMemcpyAsync(m->out_h->stamp, m->stamp, 2 * sizeof(uint64_t), cudaMemcpyDeviceToHost,
@@ -1500,6 +1622,19 @@ static int be_stage_backward(sym_gpu_model_t *m, int slot, const float *dy, floa
     return SYM_OK;
 }
 
+/* ZeRO-1: every PE's block of a moment (x, zblock floats) into g (Pp), then
+ * its first P floats to host (P). Collective over the dp team. */
+static int zero_gather(sym_gpu_model_t *m, float *host, const float *x) {
+    int e = shmemx_gpu_allgather_team(m->opts.dp_team, m->g, x, m->zblock, SHMEMX_FLOAT32, m->s);
+    if (e)
+        return fail(SYM_EIO, "PE %d: gathering AdamW's moments for a checkpoint "
+                             "(shmemx_gpu_allgather_team over the dp team) failed: %s",
+                    shmem_my_pe(), shmemx_gpu_strerror(e));
+    CK(cudaMemcpyAsync(host, m->g, m->P * sizeof(float), cudaMemcpyDeviceToHost, m->s));
+    CK(cudaStreamSynchronize(m->s));
+    return SYM_OK;
+}
+
 static int be_stage_update(sym_gpu_model_t *m, float lr, float clip, sym_gpu_step_t *out) {
     memset(out, 0, sizeof *out);
     CK(cudaSetDevice(m->dev));
@@ -1523,8 +1658,19 @@ static int be_get_state(sym_gpu_model_t *m, float *params, float *exp_avg, float
     CK(cudaStreamSynchronize(m->s));
     size_t b = m->P * sizeof(float);
     if (params) CK(cudaMemcpy(params, m->w, b, cudaMemcpyDeviceToHost));
-    if (exp_avg) CK(cudaMemcpy(exp_avg, m->m, b, cudaMemcpyDeviceToHost));
-    if (exp_avg_sq) CK(cudaMemcpy(exp_avg_sq, m->v, b, cudaMemcpyDeviceToHost));
+    if (m->zero && (exp_avg || exp_avg_sq)) {
+        /* g is the scratch: free between steps, not between accumulate and train_step */
+        if (m->acc_pending)
+            return fail(SYM_EINVAL, "GPU GPT: get_state of AdamW's moments with ZeRO-1 between "
+                                    "a step's micro-batches (the gradients are in the gather's "
+                                    "scratch); call it after train_step");
+        int rc;
+        if (exp_avg && (rc = zero_gather(m, exp_avg, m->m))) return rc;
+        if (exp_avg_sq && (rc = zero_gather(m, exp_avg_sq, m->v))) return rc;
+    } else {
+        if (exp_avg) CK(cudaMemcpy(exp_avg, m->m, b, cudaMemcpyDeviceToHost));
+        if (exp_avg_sq) CK(cudaMemcpy(exp_avg_sq, m->v, b, cudaMemcpyDeviceToHost));
+    }
     if (steps) *steps = m->steps;
     return SYM_OK;
 }
@@ -1536,8 +1682,11 @@ static int be_set_state(sym_gpu_model_t *m, const float *params, const float *ex
     if (m->s_snap) CK(cudaStreamSynchronize(m->s_snap));
     size_t b = m->P * sizeof(float);
     if (params) CK(cudaMemcpy(m->w, params, b, cudaMemcpyHostToDevice));
-    if (exp_avg) CK(cudaMemcpy(m->m, exp_avg, b, cudaMemcpyHostToDevice));
-    if (exp_avg_sq) CK(cudaMemcpy(m->v, exp_avg_sq, b, cudaMemcpyHostToDevice));
+    /* the moments of this PE's block (all of them without ZeRO-1); a block's
+     * padding past P stays zero */
+    size_t mb = m->zlen * sizeof(float);
+    if (exp_avg) CK(cudaMemcpy(m->m, exp_avg + m->zlo, mb, cudaMemcpyHostToDevice));
+    if (exp_avg_sq) CK(cudaMemcpy(m->v, exp_avg_sq + m->zlo, mb, cudaMemcpyHostToDevice));
     m->steps = steps;
     int rc = refresh_copy(m);
     if (rc) return rc;
@@ -1569,6 +1718,10 @@ static void be_host_free(sym_gpu_model_t *m, void *p) {
  * the last step's AdamW is in it), ending with ev_snap. */
 static int be_snapshot_start(sym_gpu_model_t *m, float *params, float *exp_avg,
                              float *exp_avg_sq, uint64_t *steps) {
+    if (m->zero)
+        return fail(SYM_EINVAL, "GPU snapshot: with ZeRO-1 AdamW's moments are sharded over the "
+                                "dp team; take them with get_state (collective over the team), "
+                                "as the trainer does with --zero 1");
     CK(cudaSetDevice(m->dev));
     if (!m->s_snap) {
         CK(cudaStreamCreateWithFlags(&m->s_snap, cudaStreamNonBlocking));
