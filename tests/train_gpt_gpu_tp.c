@@ -64,7 +64,6 @@
 #define NORM_DRIFT 1e-3
 #define SAMPLE " --sample 30 --prompt KING"
 
-
 /* Records from..STEPS (1-based) of `got` match those of `ref` (a full run) to
  * tol: losses and the evaluations they both hold; gradient norms to tol at
  * step 1, to NORM_DRIFT after it. */
