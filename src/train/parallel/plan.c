@@ -317,8 +317,7 @@ static size_t stage_acts(const sym_plan_request_t *r, const stage_t *st, int row
         return shared;
     }
     /* gpt_cuda.cu carve(): bf16 activations, fp32 row statistics; for a
-     * pipeline (not in our GPU code) the blocks, the input and the head's
-     * buffers kept a micro-batch */
+     * pipeline the blocks, the input and the head's buffers kept a micro-batch */
     size_t t = (size_t)tp, Cl = C / t, NHl = NH / t;
     size_t one = 4 * up256(N * C * 2)                        /* ln1, res2, ln2, res3 */
                  + up256(N * 3 * Cl * 2) + up256(N * Cl * 2) /* qkv, atty */
@@ -337,20 +336,24 @@ static size_t stage_acts(const sym_plan_request_t *r, const stage_t *st, int row
 
 /* ---- what our code does today ---- */
 
-enum { F_TP = 1, F_PP = 2, F_ZERO = 4, F_ACCUM = 8, F_RECOMPUTE = 16 };
+enum { F_TP = 1, F_PP = 2, F_ZERO = 4, F_ACCUM = 8, F_RECOMPUTE = 16, F_ZERO2 = 32,
+       F_PP_ZERO = 64 };
 
 /* Features each device's training does (tp, pp, ZeRO and accumulation on
- * the CPU, in any combination). The GPU trains data and
- * tensor parallel (--device gpu). Neither does the planner's whole-block
+ * the CPU, in any combination). The GPU (--device gpu) trains tp, pp,
+ * accumulation and ZeRO-1, but not ZeRO-2 (its backward writes one gradient
+ * array) nor ZeRO inside a pipeline. Neither does the planner's whole-block
  * recompute: the GPU's --recompute gelu,ln keeps each block's other
  * buffers. */
-static const unsigned have[2] = {F_TP | F_PP | F_ZERO | F_ACCUM, F_TP};
+static const unsigned have[2] = {F_TP | F_PP | F_ZERO | F_ACCUM | F_ZERO2 | F_PP_ZERO,
+                                 F_TP | F_PP | F_ZERO | F_ACCUM};
 
 static void say_needs(const sym_plan_request_t *r, unsigned used, char *buf, size_t len) {
-    static const char *const name[] = {"tp", "pp", "zero", "micro-batches", "recompute"};
+    static const char *const name[] = {"tp",        "pp",     "zero",         "micro-batches",
+                                       "recompute", "zero=2", "zero with pp"};
     unsigned missing = used & ~have[r->device];
     buf[0] = '\0';
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 7; i++)
         if (missing & (1u << i)) {
             size_t at = strlen(buf);
             snprintf(buf + at, len - at, "%s%s", at ? "," : "", name[i]);
@@ -491,7 +494,8 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
     o->t_step = o->t_compute + o->t_bubble + o->t_tp + o->t_pp + o->t_dp + o->t_optim;
 
     unsigned used = (l->tp > 1 ? F_TP : 0) | (l->pp > 1 ? F_PP : 0) | (l->zero ? F_ZERO : 0) |
-                    (l->pp == 1 && l->micro > 1 ? F_ACCUM : 0) | (l->recompute ? F_RECOMPUTE : 0);
+                    (l->pp == 1 && l->micro > 1 ? F_ACCUM : 0) | (l->recompute ? F_RECOMPUTE : 0) |
+                    (l->zero == 2 ? F_ZERO2 : 0) | (l->zero && l->pp > 1 ? F_PP_ZERO : 0);
     say_needs(r, used, o->needs, sizeof o->needs);
     return SYM_OK;
 }
