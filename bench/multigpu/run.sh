@@ -79,14 +79,19 @@ fi
 
 if want layouts 90; then
     say "## hybrid layouts of gpt:d12 on $ngpu GPUs (whatever --parallel offers on GPUs in this build)"
-    for lay in "dp=$ngpu" "tp=2,dp=$((ngpu / 2))" "pp=2,dp=$((ngpu / 2))"; do
+    # LAYOUT[:MORE OPTIONS]: data, tensor and pipeline parallelism, ZeRO-1, the planner's choice
+    for spec in "dp=$ngpu" "dp=$ngpu:--zero 1" "tp=2,dp=$((ngpu / 2))" \
+                "pp=2,dp=$((ngpu / 2)):--micro-batches 4" "auto"; do
         [ "$ngpu" -lt 2 ] && break
+        lay=${spec%%:*}
+        more=""; [ "$spec" != "$lay" ] && more=${spec#*:}
+        # shellcheck disable=SC2086
         "$build/symrun" -n "$ngpu" "$build/symtrain" train --model gpt:d12 --generated --device gpu \
-            --parallel "$lay" --batch $((16 * ngpu)) --steps 23 --test-samples 1 --log-interval 1000 \
-            --metrics "$out/layout.jsonl" >"$out/layout_$lay.log" 2>&1
+            --parallel "$lay" $more --batch $((16 * ngpu)) --steps 23 --test-samples 1 \
+            --log-interval 1000 --metrics "$out/layout.jsonl" >"$out/layout_$lay.log" 2>&1
         rc=$?
         r="$(python3 bench/gpt/rate.py "$out/layout.jsonl" 2>/dev/null) tok/s"
-        [ $rc -eq 0 ] && say "$lay: $r" || say "$lay: exit $rc: $(grep -m1 -i 'symtrain' "$out/layout_$lay.log" | tail -c 200)"
+        [ $rc -eq 0 ] && say "$spec: $r" || say "$spec: exit $rc: $(grep -m1 -i 'symtrain' "$out/layout_$lay.log" | tail -c 200)"
         rm -f "$out/layout.jsonl"
     done
 fi
