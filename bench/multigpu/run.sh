@@ -85,13 +85,14 @@ if want layouts 90; then
         [ "$ngpu" -lt 2 ] && break
         lay=${spec%%:*}
         more=""; [ "$spec" != "$lay" ] && more=${spec#*:}
+        name=$(printf %s "$spec" | tr -c 'A-Za-z0-9=,.-' _)
         # shellcheck disable=SC2086
         "$build/symrun" -n "$ngpu" "$build/symtrain" train --model gpt:d12 --generated --device gpu \
             --parallel "$lay" $more --batch $((16 * ngpu)) --steps 23 --test-samples 1 \
-            --log-interval 1000 --metrics "$out/layout.jsonl" >"$out/layout_$lay.log" 2>&1
+            --log-interval 1000 --metrics "$out/layout.jsonl" >"$out/layout_$name.log" 2>&1
         rc=$?
         r="$(python3 bench/gpt/rate.py "$out/layout.jsonl" 2>/dev/null) tok/s"
-        [ $rc -eq 0 ] && say "$spec: $r" || say "$spec: exit $rc: $(grep -m1 -i 'symtrain' "$out/layout_$lay.log" | tail -c 200)"
+        [ $rc -eq 0 ] && say "$spec: $r" || say "$spec: exit $rc: $(grep -m1 -i 'symtrain' "$out/layout_$name.log" | tail -c 200)"
         rm -f "$out/layout.jsonl"
     done
 fi
