@@ -317,6 +317,46 @@ static inline int e2e_fields(const char *metrics, const char *key, int evals, do
     return n;
 }
 
+/* A size as the log writes it ("12.3 MiB", sym__fmt_size), in bytes. */
+static inline double e2e_size_at(const char *p) {
+    char *end;
+    double v = strtod(p, &end);
+    CHECK(end != p, "not a size: %.20s", p);
+    while (*end == ' ') end++;
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB"};
+    for (int u = 3; u >= 0; u--)
+        if (!strncmp(end, unit[u], strlen(unit[u]))) return v * pow(1024, u);
+    CHECK(0, "not a size: %.20s", p);
+    return 0;
+}
+
+/* `symtrain train` on npes PEs: `base` (the test's options), --device,
+ * --max-steps, --metrics NAME.jsonl, then `extra`; the log NAME.log; it must
+ * succeed. */
+static inline void e2e_train(const char *name, int npes, const char *base, const char *device,
+                             int steps, const char *extra) {
+    char args[4096];
+    snprintf(args, sizeof args, "%s --device %s --max-steps %d --metrics %s %s", base, device,
+             steps, e2e_path("%s.jsonl", name), extra ? extra : "");
+    e2e_run(npes, NULL, NULL, e2e_path("%s.log", name), 0, args);
+}
+
+/* A GPU test's first run (1 PE, `args`, log NAME.log): where there is no GPU
+ * or no GPU part it says SKIP and the test exits 77; otherwise it must
+ * succeed. */
+static inline void e2e_gpu_first(const char *test, const char *name, const char *args) {
+    const char *log = e2e_path("%s.log", name);
+    e2e_proc_t p = e2e_start(1, NULL, NULL, log, args);
+    int rc = e2e_wait(&p);
+    if (rc != 0 && e2e_no_gpu(log)) {
+        printf("SKIP: %s: no GPU or no GPU part\n", test);
+        e2e_cleanup();
+        exit(77);
+    }
+    if (rc != 0) e2e_show(log);
+    CHECK(rc == 0, "symtrain train %s: exit status %d", args, rc);
+}
+
 /* Records from..steps (1-based) of metrics file `got` match those of `ref` (a
  * full run of `steps`, with ref_evals evaluations) to tol: each loss, the
  * last got_evals evaluations, and the gradient norms, step 1's to tol and

@@ -35,13 +35,9 @@
 #define NORM_DRIFT 1e-3
 #define NAME "train_gpt_gpu_dropout"
 
-/* One run of `npes` PEs on `device` to `steps`: metrics into NAME.jsonl, the
- * log NAME.log, `extra` options appended. */
+/* One run of `npes` PEs on `device` to `steps` (e2e_train with this test's options). */
 static void train(const char *name, int npes, const char *device, int steps, const char *extra) {
-    char args[2048];
-    snprintf(args, sizeof args, ARGS " --device %s --max-steps %d --metrics %s %s", device, steps,
-             e2e_path("%s.jsonl", name), extra);
-    e2e_run(npes, NULL, NULL, e2e_path("%s.log", name), 0, args);
+    e2e_train(name, npes, ARGS, device, steps, extra);
 }
 
 int main(int argc, char **argv) {
@@ -49,18 +45,10 @@ int main(int argc, char **argv) {
     char args[2048];
 
     /* (a) the 1-PE GPU run, and the skip */
-    const char *log1 = e2e_path("gpu1.log");
     snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --max-steps %d --metrics %s "
              "--ckpt-dir %s --ckpt-steps 10", STEPS, e2e_path("gpu1.jsonl"), e2e_path("ck_full"));
-    e2e_proc_t p = e2e_start(1, NULL, NULL, log1, args);
-    int rc = e2e_wait(&p);
-    if (rc != 0 && e2e_no_gpu(log1)) {
-        printf("SKIP: " NAME ": no GPU or no GPU part\n");
-        e2e_cleanup();
-        return 77;
-    }
-    if (rc != 0) e2e_show(log1);
-    CHECK(rc == 0, "symtrain train %s: exit status %d", args, rc);
+    e2e_gpu_first(NAME, "gpu1", args);
+    const char *log1 = e2e_path("gpu1.log");
     e2e_expect_log(log1, "on the GPU: ");
     train("cpu1", 1, "cpu", STEPS, "");
     e2e_match(NAME, "1 GPU PE vs 1 CPU PE", e2e_path("gpu1.jsonl"), e2e_path("cpu1.jsonl"), STEPS,

@@ -24,18 +24,6 @@
 #define ARGS "--generated --model gpt:L=3,C=128,H=2,V=256,T=64 --batch 8 --steps 20 " \
              "--lr 0.001 --warmup-steps 3 --device gpu"
 
-/* A size as sym__fmt_size prints it ("12.3 MiB"), in bytes. */
-static double size_at(const char *p) {
-    char *end;
-    double v = strtod(p, &end);
-    while (*end == ' ') end++;
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB"};
-    for (int u = 3; u >= 0; u--)
-        if (!strncmp(end, unit[u], strlen(unit[u]))) return v * pow(1024, u);
-    CHECK(0, "not a size: %.20s", p);
-    return 0;
-}
-
 /* The startup line's "X of GPU memory per PE" and, where named, what
  * --recompute spares (else 0). */
 static void memory_of(const char *log, double *mem, double *spared) {
@@ -45,9 +33,9 @@ static void memory_of(const char *log, double *mem, double *spared) {
     CHECK(at != NULL, "%s: no \"of GPU memory per PE\" in the startup line", log);
     char *p = at;
     while (p > s && p[-1] != ';') p--; /* "...; 12.3 MiB of GPU memory per PE" */
-    *mem = size_at(p + (*p == ' '));
+    *mem = e2e_size_at(p + (*p == ' '));
     char *sp = strstr(at, " spares "), *nl = strchr(at, '\n');
-    *spared = sp && (!nl || sp < nl) ? size_at(sp + 8) : 0;
+    *spared = sp && (!nl || sp < nl) ? e2e_size_at(sp + 8) : 0;
     free(s);
 }
 

@@ -83,19 +83,6 @@ static void train(const char *name, int npes, const char *device, const char *la
     e2e_run(npes, NULL, NULL, e2e_path("%s.log", name), 0, args);
 }
 
-/* A size as the log writes it ("12.3 MiB", sym__fmt_size), in bytes. */
-static double size_at(const char *p) {
-    char *end;
-    double v = strtod(p, &end);
-    CHECK(end != p, "not a size: %.20s", p);
-    while (*end == ' ') end++;
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB"};
-    for (int u = 3; u >= 0; u--)
-        if (!strncmp(end, unit[u], strlen(unit[u]))) return v * pow(1024, u);
-    CHECK(0, "not a size: %.20s", p);
-    return 0;
-}
-
 /* The start lines' "..., N parameters;" and "...; X of GPU memory per PE". */
 static void memory_of(const char *log, double *params, double *mem) {
     char *s = e2e_read(log, NULL);
@@ -109,7 +96,7 @@ static void memory_of(const char *log, double *params, double *mem) {
     CHECK(at != NULL, "%s: no \"of GPU memory per PE\" in the start lines", log);
     for (p = at; p > s && p[-1] != ';'; p--)
         ;
-    *mem = size_at(p);
+    *mem = e2e_size_at(p);
     free(s);
 }
 

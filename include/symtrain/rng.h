@@ -23,15 +23,23 @@ typedef struct {
     uint64_t counter; /* draws taken */
 } sym_rng_t;
 
+/* CUDA code draws the same (the GPU's dropout masks): the mix and the hash
+ * are device functions too there. */
+#ifdef __CUDACC__
+#define SYM_RNG_HD __host__ __device__
+#else
+#define SYM_RNG_HD
+#endif
+
 /* A strong 64-bit mix (the splitmix64 / Stafford "mix13" finaliser). */
-static inline uint64_t sym_rng_mix(uint64_t z) {
+static inline SYM_RNG_HD uint64_t sym_rng_mix(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
 
 /* The value of draw `counter` of the stream keyed `key`. */
-static inline uint64_t sym_rng_hash(uint64_t key, uint64_t counter) {
+static inline SYM_RNG_HD uint64_t sym_rng_hash(uint64_t key, uint64_t counter) {
     return sym_rng_mix(key ^ sym_rng_mix(counter + 0x9E3779B97F4A7C15ull));
 }
 

@@ -23,6 +23,8 @@
 
 #include <atomic>
 
+#include <symtrain/rng.h>
+
 #include "ops_cuda.h"
 
 typedef __nv_bfloat16 bf16;
@@ -217,28 +219,19 @@ __device__ __forceinline__ F block_sum(F v, F *sh) {
 
 /* ---- dropout masks (symcu_dropout_t; the CPU's draws, symtrain/rng.h) ---- */
 
-/* sym_rng_mix, sym_rng_hash on the device. */
-__device__ __forceinline__ uint64_t symcu_mix(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-__device__ __forceinline__ uint64_t symcu_hash(uint64_t key, uint64_t counter) {
-    return symcu_mix(key ^ symcu_mix(counter + 0x9E3779B97F4A7C15ull));
-}
 /* The key of row i under `key` (a step key, or an attention head's). */
 __device__ __forceinline__ uint64_t symcu_row_key(uint64_t key, uint64_t i) {
-    return symcu_mix(key ^ i * 0x9E3779B97F4A7C15ull);
+    return sym_rng_mix(key ^ i * 0x9E3779B97F4A7C15ull);
 }
 /* Unit j's factor in the row: d.scale when kept, else 0. */
 __device__ __forceinline__ float symcu_keep(uint64_t row_key, uint64_t j,
                                             const symcu_dropout_t &d) {
-    return (uint32_t)(symcu_hash(row_key, j) >> 40) >= d.threshold ? d.scale : 0.0f;
+    return (uint32_t)(sym_rng_hash(row_key, j) >> 40) >= d.threshold ? d.scale : 0.0f;
 }
 /* The key of head h (this PE's) of sequence b of the batch (attention). */
 __device__ __forceinline__ uint64_t symcu_head_key(const symcu_dropout_t &d, int b, int h) {
     uint64_t head = (uint64_t)(*d.row0 + b) * (uint64_t)d.heads + (uint64_t)(d.h0 + h);
-    return symcu_mix(*d.step_key ^ head * 0xD1B54A32D192ED03ull);
+    return sym_rng_mix(*d.step_key ^ head * 0xD1B54A32D192ED03ull);
 }
 
 #endif
