@@ -11,19 +11,36 @@
  *       the log names it, and the disk's newest checkpoint is read instead;
  *   (c) 20 trials, seeded (the seed printed; SYMTRAIN_TEST_SEED replays
  *       them): a random PE SIGKILLed at a random time, by this test at a
- *       random point of the training, or by the hooks halfway through its own
+ *       random point of the training (after 1-14 steps, so that the run is
+ *       still there), or by the hooks halfway through its own
  *       snapshot, halfway through the copy into its buddy's region, or once its
  *       shard of a checkpoint is written but not committed;
- *   (d) --mem-ckpt-every without --ckpt-dir, with tp, or outside symrun
- *       (no store): each said once;
+ *   (d) --mem-ckpt-every without --ckpt-dir, or outside symrun (no store):
+ *       each said once;
  *   (e) --zero 1 (each PE's optimizer state is its own blocks): PE 1 dies
  *       after step 13, the restart takes the snapshot of step 12, every PE its
- *       blocks from its own copy and the parameters from every part.
- * Every run ends with the uninterrupted run's tensors (each compared element
- * by element) and every loss (replays included) bit for bit; a half-written
- * snapshot is never the one restored; afterwards nothing is left in
- * /dev/shm, in the PEs' $TMPDIR or as staging directories, and no process holds
- * any of the stores.
+ *       blocks from its own copy and the parameters from every part;
+ *   (f) a GPT (gpt:L=2,C=32,H=2,V=128,T=16, 20 steps) in the 4-PE layouts
+ *       dp=2,tp=2; dp=2,pp=2; tp=2,pp=2 (dp=1: a shard is its PE's whole
+ *       part) and dp=2,pp=2 with --zero 2 over small buckets: a PE's shard is
+ *       its 1/dp of its own part, read back by its dp team. A PE is killed
+ *       after a snapshot; in dp=2,tp=2 PE 2's region is lost too (its shard
+ *       from PE 3's copy, another part's PE), in tp=2,pp=2 PE 3's (from PE
+ *       0's, the buddy across the wrap); every run's restart says it restored
+ *       the snapshot from memory, and from which copies. Then dp=2,pp=2 with
+ *       PEs 1 and 2's regions lost: both copies of PE 1's shard are gone, the
+ *       log names it, and the disk's newest checkpoint is read instead;
+ *   (g) a restart in another layout: --parallel auto keeps its layout in
+ *       --ckpt-dir (parallel-auto), and the test rewrites it from dp=4,zero=1
+ *       to dp=2,tp=2,zero=1 before the kill. The snapshot's shards say their
+ *       layout, so the restart says it is another and reads the disk
+ *       (resharding): the run ends within fp32 rounding of the uninterrupted
+ *       dp=4 one (tp sums in another order).
+ * Every run but (g) ends with the uninterrupted run's tensors (each compared
+ * element by element) and every loss (replays included) bit for bit; a
+ * half-written snapshot is never the one restored; afterwards nothing is left
+ * in /dev/shm, in the PEs' $TMPDIR or as staging directories, and no process
+ * holds any of the stores.
  */
 #include "train_dckpt.h"
 
@@ -31,13 +48,17 @@
 #define MLP "--generated --train-samples 400 --test-samples 100 --epochs 2 " \
             "--model mlp:784-32-16-10 --batch 40 --optimizer adamw --lr 0.01 --threads 1 --quiet " \
             "--ckpt-format sharded --ckpt-steps 5 --resume=auto"
+#define GPT "--generated --model gpt:L=2,C=32,H=2,V=128,T=16 --batch 8 --steps 20 --lr 0.01 " \
+            "--warmup-steps 2 --threads 1 --quiet --device cpu --ckpt-format sharded " \
+            "--ckpt-steps 5 --resume=auto"
 #define PLAIN "--generated --train-samples 400 --test-samples 100 --model mlp:784-32-16-10 " \
               "--batch 40 --threads 1 --quiet --max-steps 2 --mem-ckpt-every 1"
 #define TRIALS 20
 
 static const int mem_steps[] = {3, 5, 6, 9, 10, 12, 15, 18}; /* snapshots: every 3, and at 5, 10, 15 */
-static pid_t symruns[TRIALS + 8];
-static const char *extra = "";  /* more options for run_one: --zero 1 in (e) */
+static pid_t symruns[TRIALS + 16];
+static const char *base = MLP;  /* run_one's model and options: the MLP, or (f)'s GPT */
+static const char *extra = "";  /* more options for run_one: --zero 1 in (e), (f)'s layouts */
 static const char *ref = "ref"; /* the uninterrupted run with them */
 static int nsymruns;
 
@@ -77,7 +98,7 @@ static int dir_entries(const char *dir, const char *part) {
 
 /* Processes holding (open or mapped) the store of any symrun this test started. */
 static int store_holders(int say) {
-    char names[TRIALS + 8][64];
+    char names[TRIALS + 16][64];
     for (int i = 0; i < nsymruns; i++)
         snprintf(names[i], sizeof names[i], "memfd:symrun-snapshots.%d ", (int)symruns[i]);
     DIR *proc = opendir("/proc");
@@ -136,6 +157,17 @@ static int pes_of(pid_t parent, pid_t *out, int max) {
     return n;
 }
 
+/* --parallel auto's kept layout in the work directory's checkpoint directory `dir`
+ * (written beside, then renamed over). */
+static void keep_layout(const char *dir, const char *layout) {
+    const char *tmp = e2e_path("parallel-auto.tmp");
+    FILE *f = fopen(tmp, "w");
+    CHECK(f != NULL, "open %s", tmp);
+    fprintf(f, "%s\n", layout);
+    CHECK(fclose(f) == 0, "write %s", tmp);
+    CHECK(rename(tmp, e2e_path("%s/parallel-auto", dir)) == 0, "rename %s", tmp);
+}
+
 /* Step records in a metrics file. */
 static int steps_done(const char *metrics) { return e2e_lines(metrics) - e2e_count(metrics, "\"eval\""); }
 
@@ -153,8 +185,8 @@ static long long run_one(const char *name, const char *env, int kill_after, test
     char line[2048];
     const char *ck = e2e_path("%s", name), *metrics = e2e_path("%s.jsonl", name);
     const char *log = e2e_path("%s.log", name);
-    snprintf(line, sizeof line, MLP " --mem-ckpt-every 3 --ckpt-dir %s --metrics %s%s", ck, metrics,
-             extra);
+    snprintf(line, sizeof line, "%s --mem-ckpt-every 3 --ckpt-dir %s --metrics %s%s", base, ck,
+             metrics, extra);
     e2e_proc_t p = e2e_start(4, "--max-restarts 1", env, log, line);
     symruns[nsymruns++] = p.pid;
     if (kill_after > 0) {
@@ -235,20 +267,16 @@ int main(int argc, char **argv) {
     printf("train_memckpt: both copies of a shard lost: named, the disk's checkpoint used, "
            "bit-identical\n");
 
-    /* (d) what it needs, said once: --ckpt-dir, data parallelism, symrun's store */
+    /* (d) what it needs, said once: --ckpt-dir, symrun's store */
     const char *one = e2e_path("one.log");
     CHECK(e2e_sh(one, "'%s' -n 2 '%s' train " PLAIN, e2e_symrun, e2e_symtrain) == 2,
           "--mem-ckpt-every without --ckpt-dir is not a usage error (exit 2)");
     e2e_expect_log(one, "--mem-ckpt-every needs --ckpt-dir DIR");
-    CHECK(e2e_sh(one, "'%s' -n 2 '%s' train --generated --model gpt:L=2,C=32,H=2,V=64,T=16 "
-                 "--parallel tp=2 --mem-ckpt-every 1 --max-steps 1 --ckpt-dir '%s'", e2e_symrun,
-                 e2e_symtrain, e2e_path("z")) == 2, "--mem-ckpt-every with tp is not a usage error");
-    e2e_expect_log(one, "--mem-ckpt-every with --parallel tp/pp: not in this build");
     CHECK(e2e_sh(one, "'%s' train " PLAIN " --ckpt-dir '%s'", e2e_symtrain, e2e_path("alone")) == 0,
           "--mem-ckpt-every without symrun failed");
     e2e_expect_log(one, "--mem-ckpt-every: no in-memory snapshot store: symrun holds it");
     e2e_expect_log(one, "checkpoints go to the disk alone");
-    printf("train_memckpt: without --ckpt-dir, with tp, without symrun: each said\n");
+    printf("train_memckpt: without --ckpt-dir, without symrun: each said\n");
 
     /* (e) ZeRO-1: each PE's optimizer blocks from its own copy, the parameters from every part */
     extra = " --zero 1";
@@ -265,6 +293,90 @@ int main(int argc, char **argv) {
     printf("train_memckpt: --zero 1, PE 1 killed after step 13: the snapshot of step 12 restored, "
            "bit-identical to the uninterrupted ZeRO run\n");
 
+    /* (f) tp and pp: each PE's shard its 1/dp of its own part, read back by its dp team */
+#define OWN4 "PE 0's own copy, PE 1's own copy, PE 2's own copy, PE 3's own copy"
+    static const struct {
+        const char *name, *opts, *env;
+        long long step;   /* the snapshot the restart takes */
+        const char *from; /* and what it says of the copies */
+    } par[] = {
+        {"dp2tp2", " --parallel dp=2,tp=2", "SYMTRAIN_TEST_KILL_AT=1:12 SYMTRAIN_TEST_MEM_LOST=2",
+         10, "PE 0's own copy, PE 1's own copy, PE 2's from its buddy PE 3's copy, PE 3's own copy"},
+        {"dp2pp2", " --parallel dp=2,pp=2", "SYMTRAIN_TEST_KILL_AT=3:13", 12, OWN4},
+        {"tp2pp2", " --parallel tp=2,pp=2", "SYMTRAIN_TEST_KILL_AT=0:8 SYMTRAIN_TEST_MEM_LOST=3", 6,
+         "PE 2's own copy, PE 3's from its buddy PE 0's copy"},
+        {"dp2pp2z2", " --parallel dp=2,pp=2 --zero 2 --bucket-mb 0.01",
+         "SYMTRAIN_TEST_KILL_AT=2:13", 12, OWN4},
+    };
+    tally_t tf = {0};
+    base = GPT;
+    for (size_t i = 0; i < sizeof par / sizeof *par; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%sref", par[i].name);
+        snprintf(line, sizeof line, GPT "%s --ckpt-dir %s --metrics %s", par[i].opts,
+                 e2e_path("%s", name), e2e_path("%s.jsonl", name));
+        e2e_run(4, NULL, NULL, e2e_path("%s.log", name), 0, line);
+        extra = par[i].opts;
+        ref = name;
+        log = e2e_path("%s.log", par[i].name);
+        long long got = run_one(par[i].name, par[i].env, 0, &rng, &tf);
+        if (got != par[i].step) e2e_show(log);
+        CHECK(got == par[i].step, "%s: the restart took %lld, not the snapshot of step %lld",
+              par[i].name, got, par[i].step);
+        e2e_expect_log(log, par[i].from);
+        e2e_expect_log(log, "resumed from the in-memory snapshot");
+        printf("train_memckpt: %s%s, killed by %s: the snapshot of step %lld restored (%s), "
+               "bit-identical\n", par[i].name, strstr(par[i].opts, "zero") ? " (ZeRO-2)" : "",
+               par[i].env, got, par[i].from);
+    }
+    /* both copies of PE 1's shard (dp=2,pp=2: stage 1 of replica 0) lost */
+    extra = par[1].opts;
+    ref = "dp2pp2ref";
+    log = e2e_path("pplost2.log");
+    long long lost = run_one("pplost2", "SYMTRAIN_TEST_KILL_AT=3:13 SYMTRAIN_TEST_MEM_LOST=1,2", 0,
+                             &rng, &tf);
+    CHECK(lost == -1, "dp=2,pp=2 with both copies of PE 1's shard lost: the restart did not read "
+          "the disk (%lld)", lost);
+    e2e_expect_log(log, "of PE 1's shard of step 12 (its own and PE 2's)");
+    e2e_expect_log(log, "both are gone or half-written; reading --ckpt-dir instead");
+    e2e_expect_log(log, "pplost2/step-000000"); /* 10, or 5 */
+    printf("train_memckpt: dp=2,pp=2 with both copies of PE 1's shard lost: named, the disk's "
+           "checkpoint used, bit-identical\n");
+
+    /* (g) the restart plans another layout: its snapshot is not this run's parts */
+    snprintf(line, sizeof line, GPT " --parallel dp=4 --zero 1 --ckpt-dir %s --metrics %s",
+             e2e_path("autoref"), e2e_path("autoref.jsonl"));
+    e2e_run(4, NULL, NULL, e2e_path("autoref.log"), 0, line);
+    const char *ack = e2e_path("auto"), *ametrics = e2e_path("auto.jsonl");
+    CHECK(mkdir(ack, 0700) == 0, "mkdir %s", ack);
+    keep_layout("auto", "dp=4,tp=1,pp=1,micro=1,zero=1");
+    log = e2e_path("auto.log");
+    snprintf(line, sizeof line,
+             GPT " --parallel auto --mem-ckpt-every 3 --ckpt-dir %s --metrics %s", ack, ametrics);
+    e2e_proc_t p = e2e_start(4, "--max-restarts 1", "SYMTRAIN_TEST_KILL_AT=1:13", log, line);
+    symruns[nsymruns++] = p.pid;
+    for (int ms = 0; steps_done(ametrics) < 1 && ms < 60000; ms += 2) e2e_sleep_ms(2);
+    keep_layout("auto", "dp=2,tp=2,pp=1,micro=1,zero=1"); /* what the restart reads */
+    int rc = e2e_wait(&p);
+    if (rc != 0 || !e2e_log_has(log, "this run's is dp=2,tp=2,zero=1")) e2e_show(log);
+    CHECK(rc == 0, "auto: exit status %d", rc);
+    e2e_expect_log(log, "--parallel auto: dp=4,tp=1,pp=1, 1 micro-batch, ZeRO-1, kept from");
+    e2e_expect_log(log, "--parallel auto: dp=2,tp=2,pp=1, 1 micro-batch, ZeRO-1, kept from");
+    e2e_expect_log(log, "the in-memory snapshot of step 12 was taken in layout dp=4,zero=1 and "
+                        "this run's is dp=2,tp=2,zero=1; reading --ckpt-dir instead");
+    e2e_expect_log(log, "auto/step-000000"); /* 10, or 5 */
+    CHECK(!e2e_log_has(log, "restored in"), "auto: a snapshot of another layout was restored");
+    double diff;
+    dckpt_compare(e2e_path("autoref/step-00000020"), e2e_path("auto/step-00000020"), &diff);
+    CHECK(diff < 1e-4, "auto: the run resumed in dp=2,tp=2 ends %g from the uninterrupted one",
+          diff);
+    printf("train_memckpt: a restart in another layout (dp=4,zero=1 -> dp=2,tp=2,zero=1): the "
+           "snapshot's layout named, the disk read, the end within %.1e of the uninterrupted run\n",
+           diff);
+    base = MLP;
+    extra = "";
+    ref = "ref";
+
     /* (c) the fault injection */
     int kinds[4] = {0};
     for (int i = 0; i < TRIALS; i++) {
@@ -273,7 +385,9 @@ int main(int argc, char **argv) {
         int kind = i % 4, pe = (int)(test_next(&rng) % 4), kill_after = 0;
         int step = mem_steps[test_next(&rng) % (sizeof mem_steps / sizeof *mem_steps)];
         if (kind == 0) {
-            kill_after = 1 + (int)(test_next(&rng) % (STEPS - 3));
+            /* before the last 6 steps: the MLP's last 4 take some 20 ms, which the
+             * random wait below could outlast on a loaded machine */
+            kill_after = 1 + (int)(test_next(&rng) % (STEPS - 6));
         } else if (kind == 3) {
             step = 5 * (1 + (int)(test_next(&rng) % 3));
             snprintf(env, sizeof env, "SYMTRAIN_TEST_CKPT_EXIT_AT=%d:%d", pe, step);

@@ -41,6 +41,7 @@
 #include <math.h>
 #include <sched.h>
 #include <shmem.h>
+#include <shmemx.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <stdarg.h>
@@ -189,19 +190,14 @@ static int validate_layout(const sym_train_config_t *c, int npes) {
     return SYM_OK;
 }
 
-/* --mem-ckpt-every: the snapshot is each PE's 1/N of every tensor, which
- * plain data parallelism holds whole (tp, pp and ZeRO shard them otherwise). */
-static int mem_ckpt_validate(const sym_train_config_t *c, int npes) {
+/* --mem-ckpt-every: a snapshot is each PE's 1/dp of its own part (any
+ * layout: mem_shard), and the disk is where a restart goes without one. */
+static int mem_ckpt_validate(const sym_train_config_t *c) {
     if (c->mem_ckpt_every < 0)
         return sym__error(SYM_EINVAL, "--mem-ckpt-every cannot be negative");
-    if (!c->mem_ckpt_every) return SYM_OK;
-    if (!c->ckpt_dir)
+    if (c->mem_ckpt_every && !c->ckpt_dir)
         return sym__error(SYM_EINVAL, "--mem-ckpt-every needs --ckpt-dir DIR: the disk is where a "
                                       "restart goes when both in-memory copies of a shard are gone");
-    sym_parallel_t l = layout_of(c, npes);
-    if (l.tp > 1 || l.pp > 1)
-        return sym__error(SYM_EINVAL, "--mem-ckpt-every with --parallel tp/pp: not in this build; "
-                                      "use it with data parallelism (and --zero) alone");
     return SYM_OK;
 }
 
@@ -261,7 +257,7 @@ int sym_train_validate(const sym_train_config_t *c, int npes) {
                                       "--ckpt-dir DIR");
     if (c->ckpt_every_s < 0 || c->ckpt_steps < 0)
         return sym__error(SYM_EINVAL, "--ckpt-every and --ckpt-steps cannot be negative");
-    if ((rc = mem_ckpt_validate(c, npes))) return rc;
+    if ((rc = mem_ckpt_validate(c))) return rc;
     const sym_balance_config_t *b = &c->balance;
     if (b->policy < SYM_BALANCE_OFF || b->policy > SYM_BALANCE_SCORE)
         return sym__error(SYM_EINVAL, "--balance must be off, throughput or score");
@@ -1032,35 +1028,109 @@ static int save(run_t *r) {
 }
 
 /* ---- in-memory snapshots on buddy PEs (--mem-ckpt-every, ckpt/peer.h) ----
- * Each PE's part of every tensor (mem_slices: what it writes to a sharded
- * checkpoint) and the checkpoint's meta go to its own region of symrun's
- * store and to its buddy's; after a restart every PE reads every part back
- * from whichever copy survived, before anyone looks at the disk. */
+ * A PE's shard is its 1/dp of the part of the model it trains (its tp piece
+ * of its pipeline stage: its flat parameter and optimizer arrays), split over
+ * its dp team, the PEs that hold that part alike; with ZeRO the optimizer
+ * state in it is the PE's own blocks. So in any layout a dp team's shards
+ * hold its part whole. (A sharded checkpoint's slices would not: they split a
+ * tensor whole on every PE of a tp group over the tp ranks too, and leave a
+ * later stage's copy of the tied wte out.) Each shard and the checkpoint's
+ * meta go to the PE's own region of symrun's store and to its buddy's; after
+ * a restart every PE reads its part back from its dp team's shards, from
+ * whichever copy survived, before anyone looks at the disk. */
 
-/* PE q's part: the slices data-parallel rank q writes to a sharded
- * checkpoint (data parallelism alone: mem_ckpt_validate), pointing into
- * this PE's arrays, which hold every part; with ZeRO only the parameters'
- * (the first slices: they are kind-major) of another PE's part, whose
- * optimizer blocks are that PE's alone. */
-static int mem_slices(run_t *r, int q, sym__ckpt_slices_t *out) {
-    sym__ckpt_layout_t L;
-    ckpt_layout(r, &L);
-    L.dp_rank = q;
-    int rc = sym__ckpt_layout_slices(&L, 1, out);
-    if (!rc && r->zero && q != r->me) sym__ckpt_slices_keep_params(out); /* a prefix: no tp */
-    return rc;
+#define MEM_WORDS 8 /* a shard's first slice: the layout it is of (mem_words) */
+
+typedef struct {
+    sym_ckpt_slice_t *s; /* the layout words, the parameters, the optimizer state */
+    int n;
+    int32_t words[MEM_WORDS];
+} mem_shard_t;
+
+/* What a shard of dp rank d of this PE's part says it is: a version, dp, tp,
+ * pp, --zero, then d, the tp rank and the stage. */
+static void mem_words(const run_t *r, int d, int32_t *w) {
+    int tp_rank = r->pipe_mesh ? sym_mesh_coord(r->pipe_mesh, sym_mesh_dim(r->pipe_mesh, "tp"))
+                               : r->tp_rank;
+    int32_t v[MEM_WORDS] = {1, r->lay.dp, r->lay.tp, r->lay.pp, r->cfg->zero, d, tp_rank,
+                            r->pipe ? sym_pipe_stage(r->pipe) : 0};
+    memcpy(w, v, sizeof v);
+}
+
+/* A layout as ckpt_layout_name spells it, from a shard's words. */
+static void mem_layout_name(const int32_t *w, char *out, size_t len) {
+    if (w[0] != 1) {
+        snprintf(out, len, "an unknown one");
+        return;
+    }
+    int n = snprintf(out, len, "dp=%d", (int)w[1]);
+    if (w[2] > 1 && n > 0 && (size_t)n < len) n += snprintf(out + n, len - n, ",tp=%d", (int)w[2]);
+    if (w[3] > 1 && n > 0 && (size_t)n < len) n += snprintf(out + n, len - n, ",pp=%d", (int)w[3]);
+    if (w[4] && n > 0 && (size_t)n < len) snprintf(out + n, len - n, ",zero=%d", (int)w[4]);
+}
+
+/* The world PE that is dp rank d of this PE's dp team (its mesh's "dp" row,
+ * numbered by coordinate; without a mesh the world). */
+static int mem_pe(const run_t *r, int d) {
+    if (r->lay.dp == 1) return r->me;
+    shmem_team_t t = r->pipe_mesh ? sym_mesh_team(r->pipe_mesh, sym_mesh_dim(r->pipe_mesh, "dp"))
+                                  : r->dp_team;
+    return shmem_team_translate_pe(t, d, SHMEM_TEAM_WORLD);
+}
+
+/* Elements [start, start + count) of a flat array of `whole` as slice data. */
+static void mem_add(mem_shard_t *sh, const char *name, sym_dtype_t dt, void *data, size_t whole,
+                    size_t start, size_t count) {
+    sym_ckpt_slice_t *s = &sh->s[sh->n++];
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->dtype = dt;
+    s->ndim = 1;
+    s->shape[0] = (int64_t)whole;
+    s->start[0] = (int64_t)start;
+    s->count[0] = (int64_t)count;
+    s->data = data;
+}
+
+/* Dp rank d's shard of this PE's part, pointing into this PE's arrays (the
+ * layout words into sh->words): the words, block d of the parameters, then
+ * the optimizer state's block d (ZeRO: this PE's blocks, d being its rank).
+ * params_only: the first two alone, a prefix (another PE's shard with ZeRO,
+ * whose optimizer blocks are that PE's). sh->s is malloc'd. */
+static int mem_shard(run_t *r, int d, int params_only, mem_shard_t *sh) {
+    int adam = r->cfg->optim.kind == SYM_OPT_ADAMW, nstate = adam ? 2 : 1;
+    int nb = r->zero ? sym_zero_num_blocks(r->zero) : 1;
+    sh->n = 0;
+    if (!(sh->s = calloc((size_t)(2 + nstate * nb), sizeof *sh->s)))
+        return sym__error(SYM_ENOMEM, "PE %d: out of memory for an in-memory snapshot's table",
+                          r->me);
+    mem_words(r, d, sh->words);
+    mem_add(sh, "layout", SYM_DT_I32, sh->words, MEM_WORDS, 0, MEM_WORDS);
+    size_t off, len;
+    shmemx_block_range(r->P, r->lay.dp, d, &off, &len);
+    mem_add(sh, "params", SYM_DT_F32, sym_model_params(r->model) + off, r->P, off, len);
+    for (int k = 0; k < nstate && !params_only; k++) {
+        float *buf = r->zero ? sym_zero_state_shard(r->zero, k) : sym_optim_buffer(r->opt, k);
+        if (buf && !r->zero)
+            mem_add(sh, state_name[adam][k], SYM_DT_F32, buf + off, r->P, off, len);
+        for (int b = 0; buf && r->zero && b < nb; b++) {
+            size_t lo, soff, n = sym_zero_block(r->zero, b, &lo, &soff);
+            mem_add(sh, state_name[adam][k], SYM_DT_F32, buf + soff, r->P, lo, n);
+        }
+    }
+    return SYM_OK;
 }
 
 /* Setup, before a resume: map the store (collective). Without one (not
  * started by symrun) the run keeps to the disk, and says so. */
 static int mem_open(run_t *r) {
     if (!r->cfg->mem_ckpt_every) return SYM_OK;
-    sym__ckpt_slices_t mine;
-    int rc = mem_slices(r, r->me, &mine);
+    mem_shard_t mine;
+    int rc = mem_shard(r, r->dp_rank, 0, &mine);
     if (rc) return report(r, rc, 1);
-    size_t bytes = 0;
-    for (int i = 0; i < mine.n; i++) bytes += (size_t)sym_ckpt_slice_elems(&mine.s[i]) * sizeof(float);
-    sym__ckpt_slices_free(&mine);
+    size_t bytes = 0; /* this PE's; the store's shards are the largest PE's */
+    for (int i = 0; i < mine.n; i++)
+        bytes += (size_t)sym_ckpt_slice_elems(&mine.s[i]) * sym_dtype_size(mine.s[i].dtype);
+    free(mine.s);
     rc = sym_peer_open(bytes, r->npes, &r->peer);
     if (rc == SYM_ENOENT) {
         note(r, "--mem-ckpt-every: %s; checkpoints go to the disk alone", sym_last_error());
@@ -1070,7 +1140,8 @@ static int mem_open(run_t *r) {
 }
 
 /* After a step (every PE alike): a snapshot every --mem-ckpt-every steps and
- * at each --ckpt-steps checkpoint, before the disk's. */
+ * at each --ckpt-steps checkpoint, before the disk's. On the GPU the state is
+ * brought to the host arrays first (with tp each PE its piece). */
 static void mem_snapshot(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     if (!r->peer || (r->step % c->mem_ckpt_every && (!c->ckpt_steps || r->step % c->ckpt_steps)))
@@ -1078,15 +1149,46 @@ static void mem_snapshot(run_t *r) {
     int rc = r->gpu ? gpu_sync_host(r) : SYM_OK;
     sym_ckpt_meta_t m;
     ckpt_meta(r, &m);
-    sym__ckpt_slices_t mine = {0};
-    int ok = !rc && !mem_slices(r, r->me, &mine);
+    mem_shard_t mine = {0};
+    int ok = !rc && !mem_shard(r, r->dp_rank, 0, &mine);
     if ((rc = sym_peer_save(r->peer, &m, mine.s, ok ? mine.n : -1))) /* collective, even so */
         sym__warn("symtrain train", "an in-memory snapshot could not be taken: %s", sym_last_error());
-    sym__ckpt_slices_free(&mine);
+    free(mine.s);
 }
 
 static void say_memory(void *user, const char *msg) {
     note(user, "%s; reading --ckpt-dir instead", msg);
+}
+
+/* The shards this PE reads say they are of this run's layout: 0. A restart
+ * planned again (--parallel auto) may train another, whose parts differ: 1
+ * on every PE, PE 0 having said so, and the disk (which reshards) is next.
+ * Collective. */
+static int mem_other_layout(run_t *r, const sym_ckpt_meta_t *m) {
+    int32_t want[MEM_WORDS], got[MEM_WORDS] = {0};
+    int other = 0;
+    for (int d = 0; d < r->lay.dp && !other; d++) {
+        sym_ckpt_slice_t s = {.dtype = SYM_DT_I32, .ndim = 1, .shape = {MEM_WORDS},
+                              .count = {MEM_WORDS}, .data = got};
+        mem_words(r, d, want);
+        other = sym_peer_read(r->peer, mem_pe(r, d), &s, 1, 1) || memcmp(want, got, sizeof want);
+    }
+    float n = other ? 1.0f : 0.0f;
+    int rc = sym__comm_sum(SHMEM_TEAM_WORLD, &n, 1);
+    if (rc) return report(r, rc, 1);
+    if (n == 0.0f) return 0;
+    char was[64], is[64];
+    mem_layout_name(got, was, sizeof was);
+    mem_words(r, 0, want);
+    mem_layout_name(want, is, sizeof is);
+    if (other)
+        note(r, "the in-memory snapshot of step %lld was taken in layout %s and this run's is "
+                "%s; reading --ckpt-dir instead", (long long)m->step, was, is);
+    else
+        note(r, "the in-memory snapshot of step %lld is not of this run's layout (%s) on %g "
+                "PE%s; reading --ckpt-dir instead", (long long)m->step, is, (double)n,
+             n > 1.0f ? "s" : "");
+    return 1;
 }
 
 /* --resume after a restart: 1 when the state came from the in-memory
@@ -1097,16 +1199,19 @@ static int resume_memory(run_t *r) {
     sym_ckpt_meta_t m;
     int rc = sym_peer_find(r->peer, &m, say_memory, r);
     if (rc == SYM_ENOENT) return 0;
+    size_t W = sym_model_full_num_params(r->model);
     if (!rc) rc = check_meta(r, &m, "the in-memory snapshot");
-    if (!rc && m.params != r->P)
+    if (!rc && m.params != W)
         rc = sym__error(SYM_EMISMATCH, "the in-memory snapshot holds %llu parameters, %s has %zu",
-                        (unsigned long long)m.params, r->cfg->model.spec, r->P);
+                        (unsigned long long)m.params, r->cfg->model.spec, W);
     if (rc) return report(r, rc, 1);
-    for (int q = 0; !rc && q < r->npes; q++) { /* every part, from its copy */
-        sym__ckpt_slices_t part;
-        if (!(rc = mem_slices(r, q, &part)))
-            rc = sym_peer_read(r->peer, q, part.s, part.n, r->zero && q != r->me);
-        sym__ckpt_slices_free(&part);
+    if ((rc = mem_other_layout(r, &m))) return rc > 0 ? 0 : rc;
+    for (int d = 0; !rc && d < r->lay.dp; d++) { /* this PE's part, from its dp team's shards */
+        mem_shard_t sh;
+        int others = r->zero && d != r->dp_rank; /* ZeRO: their parameters' blocks alone */
+        if (!(rc = mem_shard(r, d, others, &sh)))
+            rc = sym_peer_read(r->peer, mem_pe(r, d), sh.s, sh.n, others);
+        free(sh.s);
     }
     if (rc) report(r, rc, 0);
     if ((rc = agree(r, rc))) return rc;
