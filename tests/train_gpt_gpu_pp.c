@@ -18,7 +18,10 @@
  *   (d) pp=2 with --dropout 0.1 matches the 1-PE CPU run with it (each
  *       stage's sites keyed as the whole model's);
  *   (e) bf16 pp=2: within train_gpt_gpu's bf16 tolerance (0.05 + 2%) of the
- *       fp32 CPU run, and learning.
+ *       fp32 CPU run, and learning;
+ *   (f) in-memory snapshots (--mem-ckpt-every 3) of dp=2,pp=2 on the GPU: PE 2
+ *       SIGKILLed after step 13, the restarted job restores step 12 from
+ *       memory and ends with the uninterrupted run's losses and files.
  *
  * SKIP (77) where the GPU part is not built or no GPU is visible.
  */
@@ -110,6 +113,25 @@ int main(int argc, char **argv) {
           lb[0], lb[STEPS - 1]);
     printf(NAME ": bf16 pp=2: within %.4f of the fp32 CPU run, loss %.4f -> %.4f\n", worst, lb[0],
            lb[STEPS - 1]);
+
+    /* (f) in-memory snapshots of GPU stages: a killed PE, restored from memory */
+    const char *mlog = e2e_path("mem.log");
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --parallel dp=2,pp=2 "
+             "--micro-batches 2 --max-steps %d --ckpt-steps 10 --mem-ckpt-every 3 --ckpt-dir %s "
+             "--metrics %s", STEPS, e2e_path("ck_mref"), e2e_path("mem_ref.jsonl"));
+    e2e_run(4, NULL, NULL, e2e_path("mem_ref.log"), 0, args);
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --parallel dp=2,pp=2 "
+             "--micro-batches 2 --max-steps %d --ckpt-steps 10 --mem-ckpt-every 3 --resume=auto "
+             "--ckpt-dir %s --metrics %s", STEPS, e2e_path("ck_mem"), e2e_path("mem.jsonl"));
+    e2e_run(4, "--max-restarts 1", "SYMTRAIN_TEST_KILL_AT=2:13", mlog, 0, args);
+    e2e_expect_log(mlog, "was killed by signal 9");
+    e2e_expect_log(mlog, "in-memory snapshot of step 12 restored");
+    e2e_expect_log(mlog, "the job succeeded after 1 restart");
+    e2e_same_losses(e2e_path("mem_ref.jsonl"), e2e_path("mem.jsonl"), STEPS, 1);
+    e2e_same_ckpt_file(e2e_path("ck_mref"), e2e_path("ck_mem"), "model.bin");
+    e2e_same_ckpt_file(e2e_path("ck_mref"), e2e_path("ck_mem"), "optim.bin");
+    printf(NAME ": dp=2,pp=2 on the GPU, PE 2 killed after step 13: restored from the in-memory "
+           "snapshot of step 12, every loss and step 20's files identical\n");
     e2e_cleanup();
     printf(NAME ": ok\n");
     return 0;
