@@ -1257,6 +1257,8 @@ static int stage_config(sym_gpu_model_t *m, const sym_gpu_opts_t *o) {
     m->tied = SHMEM_TEAM_INVALID;
     m->pp = 1;
     if (o->stage_layers <= 0) return SYM_OK;
+    if (o->zero)
+        return fail(SYM_EINVAL, "GPU GPT: ZeRO-1 inside a pipeline stage is not in this build");
     if (o->stage_first < 0 || o->stage_first + o->stage_layers > m->Lt)
         return fail(SYM_EINVAL, "GPU GPT: a stage of blocks [%d, %d) of a model of %d",
                     o->stage_first, o->stage_first + o->stage_layers, m->Lt);
