@@ -164,7 +164,7 @@ int main(void) {
             for (int mode = 0; mode < 3; mode++) { /* plain TP, SP, TP overlapped */
                 static const char *const name[3] = {"", ",sp", " overlap 3"};
                 int sp = mode == 1;
-                char what[64];
+                char what[160];
                 snprintf(what, sizeof what, "%s%s dropout %.1f", meshes[mi], name[mode],
                          (double)cfg.dropout);
                 sym_model_config_t mc = cfg;

@@ -374,7 +374,7 @@ static int backward(sym_pipe_t *p, int slot, int rows, int last) {
     sym_model_use_slot(m, slot);
     sym_tensor_t dy = p->dlogits[slot];
     if (p->s < p->S - 1) {
-        const float *g;
+        const float *g = NULL;
         if ((rc = receive(p, BWD, &g))) return rc;
         dy = sym_tensor_2d((float *)g, (int64_t)N, (int64_t)C);
     }
