@@ -18,6 +18,9 @@ kill:
               the next thing it does is train)
   first_step  the first step record after the restart in its --metrics file
               (resumed + the rest of its setup + one training step)
+and the restarted job's own account of its start-up before the restore (PE
+0's "start-up before the restore" line: the process's start and shmem_init,
+the data, the model, optimizer and buffers)
 and, from the restarted job's log, restore: loading the state alone (memory:
 finding the newest whole snapshot, checking its CRC32Cs, copying every shard;
 disk: finding and verifying the newest checkpoint, reading every tensor).
@@ -132,13 +135,17 @@ def trial(a, mode, n):
         r = re.search(r"(?:in-memory snapshot of step \d+ restored|the checkpoint was read) in "
                       r"([0-9.]+) s", text)
         restore = float(r.group(1)) if r else float("nan")
+        u = re.search(r"start-up before the restore: ([0-9.]+) s \(process start and shmem_init "
+                      r"([0-9.]+) s, the data ([0-9.]+) s, the model, optimizer and buffers "
+                      r"([0-9.]+) s\)", text[log_at:])
+        setup = tuple(float(x) for x in u.groups()) if u else (float("nan"),) * 4
         step_s = []
         with open(metrics) as f:
             for line in f:
                 c = re.search(r'"compute_s":([0-9.e-]+),"comm_s":([0-9.e-]+)', line)
                 if c:
                     step_s.append(float(c.group(1)) + float(c.group(2)))
-        return resumed, first, restore, statistics.median(step_s)
+        return resumed, first, restore, statistics.median(step_s), setup
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -177,7 +184,7 @@ def main():
         for mode in ("memory", "disk"):
             r = trial(a, mode, n)
             res[mode].append(r)
-            print("%-8s %5d %11.3f %14.3f %10.3f %8.3f" % (mode, n, *r), flush=True)
+            print("%-8s %5d %11.3f %14.3f %10.3f %8.3f" % (mode, n, *r[:4]), flush=True)
     mm = statistics.median(r[0] for r in res["memory"])
     md = statistics.median(r[0] for r in res["disk"])
     fm = statistics.median(r[1] for r in res["memory"])
@@ -187,6 +194,11 @@ def main():
     rm = statistics.median(r[2] for r in res["memory"])
     rd = statistics.median(r[2] for r in res["disk"])
     print(f"median restore alone: memory {rm:.3f} s, disk {rd:.3f} s, disk/memory {rd / rm:.2f}x")
+    for mode in ("memory", "disk"):  # the restarted job's own account (PE 0's), before the restore
+        parts = [statistics.median(r[4][i] for r in res[mode]) for i in range(4)]
+        print(f"median start-up before the restore ({mode}): {parts[0]:.3f} s: process start and "
+              f"shmem_init {parts[1]:.3f} s, the data {parts[2]:.3f} s, the model, optimizer and "
+              f"buffers {parts[3]:.3f} s")
 
 
 if __name__ == "__main__":

@@ -342,6 +342,8 @@ typedef struct {
     int time_due;         /* PE 0's clock says a --ckpt-every checkpoint is due (ckpt_agree) */
     int eval_due;         /* --ckpt-at-eval: an evaluation since the last save check */
     int restored;         /* the state came from a checkpoint or an in-memory snapshot */
+    double t_setup[4];    /* the process's start (its age at setup), setup's start, the data
+                           * loaded, the model and optimizer made: --resume says them */
     int alone;            /* an error this PE reported alone, not yet agreed: the others may be
                              inside a collective (teardown then skips the collective frees) */
     sym_loader_t loader;
@@ -1657,8 +1659,39 @@ static int zero_norm(run_t *r) {
     return rc;
 }
 
+/* Seconds since this process started (/proc; 0 where it cannot say). */
+static double process_age_s(void) {
+    double up = 0;
+    unsigned long long start = 0;
+    FILE *f = fopen("/proc/uptime", "r");
+    if (!f) return 0;
+    int ok = fscanf(f, "%lf", &up) == 1;
+    fclose(f);
+    char buf[1024];
+    f = fopen("/proc/self/stat", "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the name may hold spaces; field 22 is starttime */
+    for (int field = 2; p && field < 22; field++) p = strchr(p + 1, ' ');
+    if (!ok || !p || sscanf(p + 1, "%llu", &start) != 1) return 0;
+    double age = up - (double)start / (double)sysconf(_SC_CLK_TCK);
+    return age > 0 ? age : 0;
+}
+
+/* A restart's --resume: where the start-up before the restore went (PE 0's). */
+static void say_setup(run_t *r) {
+    const double *t = r->t_setup;
+    note(r, "start-up before the restore: %.2f s (process start and shmem_init %.2f s, the data "
+            "%.2f s, the model, optimizer and buffers %.2f s)",
+         t[0] + sym__now_s() - t[1], t[0], t[2] - t[1], t[3] - t[2]);
+}
+
 static int setup(run_t *r) {
     const sym_train_config_t *c = r->cfg;
+    r->t_setup[0] = process_age_s();
+    r->t_setup[1] = sym__now_s();
     int rc = sym_train_validate(c, r->npes);
     if (rc) return report(r, rc, 1);
     r->lay = layout_of(c, r->npes);
@@ -1668,6 +1701,7 @@ static int setup(run_t *r) {
     int threads = r->threads = blas_threads(c);
     sym_blas_set_threads(threads);
     if ((rc = sym__task_load(&r->task, c, &c->model, say_note, r))) return report(r, rc, 1);
+    r->t_setup[2] = sym__now_s();
     const sym__task_t *t = &r->task;
     r->evalbuf = shmem_calloc(4, sizeof(float)); /* collective */
     if (!r->evalbuf) return report(r, sym__error(SYM_ENOMEM, "symmetric heap exhausted"), 1);
@@ -1774,7 +1808,9 @@ static int setup(run_t *r) {
         (rc = sym_ckpt_lock(c->ckpt_dir, &r->ckpt_lock)))
         report(r, rc, 0);
     if ((rc = agree(r, rc))) return rc;
+    r->t_setup[3] = sym__now_s();
     if ((rc = mem_open(r))) return rc;
+    if (c->resume && sym__env_int("SYMTRAIN_RESTART_COUNT", 0, 0, LONG_MAX) > 0) say_setup(r);
     int from_memory = c->resume ? resume_memory(r) : 0;
     if (from_memory < 0) return from_memory;
     double t_read = sym__now_s(); /* beside the in-memory restore's time */
