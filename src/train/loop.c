@@ -2467,7 +2467,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     int sample = !rc && r.task.text && cfg->sample_tokens > 0 && !stopped;
     if (sample && r.pipe) { /* every stage's slices (collective over the job) */
         int owned;
-        if ((r.gpu && (rc = gpu_sync_host(&r))) ||
+        if ((r.gpu && (rc = gpu_sync_params(&r))) ||
             (rc = ckpt_state_gather(&r, &whole, &owned, NULL, NULL)))
             report(&r, rc, 0);
     } else if (sample && r.lay.tp > 1 && r.dp_rank == 0) {
