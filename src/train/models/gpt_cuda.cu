@@ -113,6 +113,17 @@
  *                the dp team in place and the compute copy refreshed from
  *                them (to_compute_kernel rounds as AdamW does).
  * get_state gathers m and v over the dp team (into g, free between steps).
+ *
+ * Pipeline stages (opts.stage_layers > 0; the schedule is parallel/pipeline.c's
+ * through sym_pipe_device_t): the model holds blocks [l0, l0 + L) of Lt, the
+ * embeddings on the first stage, ln_f and the LM head with wte's copy on the
+ * last, and one activation set (gslot_t) per micro-batch in flight. A stage's
+ * input arrives and its output leaves as host fp32 (from_host, to_host); the
+ * stage_* calls run plain launches (no graph); the gradients add up over the
+ * step's micro-batches and stage_update sums wte's over the tied pair,
+ * averages over dp, sums the norm's squares over the pipeline (the last
+ * stage's wte copy left out: norm_lo) and runs AdamW. ZeRO-1 is not offered
+ * inside a stage.
  */
 #include <stdarg.h>
 #include <stdio.h>
