@@ -357,6 +357,27 @@ static inline void e2e_gpu_first(const char *test, const char *name, const char 
     CHECK(rc == 0, "symtrain train %s: exit status %d", args, rc);
 }
 
+/* A 16-bit GPU run `got` (metrics file) against the fp32 run `ref`: every one
+ * of `steps` losses within train_gpt_gpu's bf16 tolerance (0.05 + 2%), and
+ * learning (the loss down by more than 0.5). */
+static inline void e2e_low_precision(const char *test, const char *what, const char *got,
+                                     const char *ref, int steps) {
+    enum { CAP = 256 };
+    double lc[CAP], lb[CAP], worst = 0;
+    CHECK(steps <= CAP && e2e_fields(ref, "\"loss\":", 0, lc, CAP) == steps &&
+              e2e_fields(got, "\"loss\":", 0, lb, CAP) == steps,
+          "%s: not %d steps", what, steps);
+    for (int k = 0; k < steps; k++) {
+        CHECK(fabs(lb[k] - lc[k]) < 0.05 + 0.02 * fabs(lc[k]), "%s, step %d: loss %.6f, the fp32 "
+              "run's %.6f", what, k + 1, lb[k], lc[k]);
+        worst = fmax(worst, fabs(lb[k] - lc[k]));
+    }
+    CHECK(lb[steps - 1] < lb[0] - 0.5, "%s: the loss went from %.4f to %.4f: not learning", what,
+          lb[0], lb[steps - 1]);
+    printf("%s: %s: within %.4f of the fp32 run, loss %.4f -> %.4f\n", test, what, worst, lb[0],
+           lb[steps - 1]);
+}
+
 /* Records from..steps (1-based) of metrics file `got` match those of `ref` (a
  * full run of `steps`, with ref_evals evaluations) to tol: each loss, the
  * last got_evals evaluations, and the gradient norms, step 1's to tol and

@@ -100,19 +100,8 @@ int main(int argc, char **argv) {
 
     /* (e) bf16 */
     train("bf16_pp2", 2, "gpu", STEPS, "--precision bf16 --parallel pp=2 --micro-batches 4");
-    double lc[STEPS], lb[STEPS], worst = 0;
-    CHECK(e2e_fields(e2e_path("cpu1.jsonl"), "\"loss\":", 0, lc, STEPS) == STEPS &&
-              e2e_fields(e2e_path("bf16_pp2.jsonl"), "\"loss\":", 0, lb, STEPS) == STEPS,
-          "bf16: not %d steps", STEPS);
-    for (int k = 0; k < STEPS; k++) {
-        CHECK(fabs(lb[k] - lc[k]) < 0.05 + 0.02 * fabs(lc[k]), "bf16 pp=2, step %d: loss %.6f, "
-              "the fp32 CPU run's %.6f", k + 1, lb[k], lc[k]);
-        worst = fmax(worst, fabs(lb[k] - lc[k]));
-    }
-    CHECK(lb[STEPS - 1] < lb[0] - 0.5, "bf16 pp=2: the loss went from %.4f to %.4f: not learning",
-          lb[0], lb[STEPS - 1]);
-    printf(NAME ": bf16 pp=2: within %.4f of the fp32 CPU run, loss %.4f -> %.4f\n", worst, lb[0],
-           lb[STEPS - 1]);
+    e2e_low_precision(NAME, "bf16 pp=2 on the GPU vs the fp32 CPU run",
+                      e2e_path("bf16_pp2.jsonl"), e2e_path("cpu1.jsonl"), STEPS);
 
     /* (f) in-memory snapshots of GPU stages: a killed PE, restored from memory */
     const char *mlog = e2e_path("mem.log");
