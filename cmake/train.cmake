@@ -96,7 +96,7 @@ set_target_properties(symtrain PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION 0
 # The CLI: `symtrain train ...`, `symtrain plot ...`. The executable target is
 # symtrain_cli (the library owns the name symtrain); the file is build/symtrain.
 add_executable(symtrain_cli tools/symtrain.c tools/symtrain_tokenize.c tools/symtrain_sample.c
-  tools/symtrain_plan.c tools/symtrain_ckpt.c)
+  tools/symtrain_plan.c tools/symtrain_ckpt.c tools/symtrain_memstore.c)
 target_link_libraries(symtrain_cli PRIVATE symtrain m)
 set_target_properties(symtrain_cli PROPERTIES OUTPUT_NAME symtrain)
 

@@ -79,6 +79,8 @@ set_tests_properties(train_ckpt_layout_window PROPERTIES TIMEOUT 120)
 sym_train_e2e(train_ckpt_full) # a disk full mid-write (tmpfs in a private mount namespace; root)
 sym_train_e2e(train_memckpt) # in-memory snapshots on buddy PEs (dp, ZeRO, tp, pp); 20 trials of a random SIGKILL, bit-identical
 target_link_libraries(train_memckpt PRIVATE symtrain)
+sym_train_e2e(train_memstore) # symtrain memstore holds the snapshots of a torchrun-style job across its restart
+target_link_libraries(train_memstore PRIVATE symtrain)
 sym_train_e2e(train_balance) # load balancing: 1 of 4 PEs slowed; same losses, ideal step, resume
 # Not under the sanitizers: its checks are of measured speeds and CPU use, and
 # under ASan on 2 loaded cores its score case saw no PE stand apart (no work

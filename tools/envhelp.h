@@ -29,6 +29,10 @@
     "                           and SYMTRAIN_HEARTBEAT_FD under --hang-timeout)\n"          \
     "  SYMTRAIN_MEMCKPT_FD      set by symrun: the memory file it holds across restarts\n"    \
     "                           for in-memory snapshots (symtrain train --mem-ckpt-every)\n" \
+    "  SYMTRAIN_MEMCKPT_SOCKET  jobs symrun does not start: the socket of the host's\n"       \
+    "                           `symtrain memstore SOCKET`, which holds that memory file\n"   \
+    "  SYMTRAIN_RESTART_COUNT   the attempt (0 the first; set by symrun; a launcher's\n"     \
+    "                           TORCHELASTIC_RESTART_COUNT stands in for it)\n"             \
     "  PMIX_RANK, PMIX_NAMESPACE  set by PMIx launchers (mpirun, srun --mpi=pmix)\n"        \
     "  RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT\n"                                       \
     "                           torchrun-style start across hosts (the env bootstrap)\n"    \

@@ -37,6 +37,8 @@ static const char usage_text[] =
     "                                         layouts, their memory and step time, the\n"
     "                                         fastest that fits (--help for more)\n"
     "       symtrain ckpt show|verify DIR     what a checkpoint holds; check every byte of it\n"
+    "       symtrain memstore SOCKET          hold in-memory snapshots across restarts of jobs\n"
+    "                                         symrun does not start (SYMTRAIN_MEMCKPT_SOCKET)\n"
     "       symtrain plot METRICS -o OUT.svg [--title TEXT]\n"
     "                                         draw the curves of a --metrics file\n"
     "       symtrain --help\n"
@@ -568,7 +570,7 @@ static int plot_main(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) usage_error("say what to do: train, tokenize, sample, plan, ckpt or plot");
+    if (argc < 2) usage_error("say what to do: train, tokenize, sample, plan, ckpt, memstore or plot");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         print_help();
@@ -582,5 +584,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "plan")) return sym_cli_plan(argc - 2, argv + 2);
     /* ---- ckpt (issue 18, inspect / verify checkpoints: tools/symtrain_ckpt.c) ---- */
     if (!strcmp(cmd, "ckpt")) return sym_cli_ckpt(argc - 2, argv + 2);
-    usage_error("unknown command '%s'; use train, tokenize, sample, plan, ckpt or plot", cmd);
+    /* ---- memstore (issue 18, the snapshot store's holder: tools/symtrain_memstore.c) ---- */
+    if (!strcmp(cmd, "memstore")) return sym_cli_memstore(argc - 2, argv + 2);
+    usage_error("unknown command '%s'; use train, tokenize, sample, plan, ckpt, memstore or plot",
+                cmd);
 }

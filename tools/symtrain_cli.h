@@ -18,5 +18,7 @@ int sym_cli_sample(int argc, char **argv);
 int sym_cli_plan(int argc, char **argv);
 /* symtrain ckpt show|verify DIR */
 int sym_cli_ckpt(int argc, char **argv);
+/* symtrain memstore SOCKET (symtrain_memstore.c) */
+int sym_cli_memstore(int argc, char **argv);
 
 #endif

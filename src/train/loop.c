@@ -2320,6 +2320,10 @@ static void say_stall(run_t *r) {
 /* ---- the loop ---- */
 
 int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
+    /* torchrun numbers its attempts in TORCHELASTIC_RESTART_COUNT: the one
+     * SYMTRAIN_RESTART_COUNT (symrun's) is read as, where symrun set none */
+    const char *elastic = getenv("TORCHELASTIC_RESTART_COUNT");
+    if (elastic && !getenv("SYMTRAIN_RESTART_COUNT")) setenv("SYMTRAIN_RESTART_COUNT", elastic, 0);
     memset(res, 0, sizeof *res);
     res->test_acc = -1;
     double t_start = sym__now_s();

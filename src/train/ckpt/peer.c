@@ -28,9 +28,16 @@
  * buddy's) against their CRC32C, the PEs exchange the verdicts, and a shard
  * with neither sends them to the generation before, then to the disk.
  *
+ * Jobs symrun does not start (torchrun, PMIx launchers, Kubernetes) get the
+ * same file from the host's `symtrain memstore SOCKET` (tools/
+ * symtrain_memstore.c), which holds it across their restarts: each PE
+ * connects to SYMTRAIN_MEMCKPT_SOCKET and receives it (SCM_RIGHTS). Every PE
+ * must then be on that host. A job's first attempt empties the store, so a
+ * holder serving job after job never offers one job another's snapshots.
+ *
  * Across hosts the buddy would be a PE of the next host and the put an RDMA
- * write into its registered store; symrun starts one host's PEs, so here
- * the buddy is (me + 1) % npes on the same host.
+ * write into its registered store; one store is one host's, so here the
+ * buddy is (me + 1) % npes on the same host.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -43,7 +50,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "ckpt/peer.h"
@@ -123,11 +132,55 @@ static void gather_all(sym_peer_t *p, const long long *v, long long *all, int n)
 
 /* ---- opening the store ---- */
 
-/* PE 0: the store is laid out for npes PEs and cap bytes, or made so (emptied). */
+/* The store from the holder at `path` (symtrain memstore): its descriptor,
+ * or -1 with why. */
+static int store_from_socket(const char *path, char *why, size_t len) {
+    struct sockaddr_un addr = {0};
+    addr.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof addr.sun_path) {
+        snprintf(why, len, "SYMTRAIN_MEMCKPT_SOCKET=%s is longer than a socket path can be", path);
+        return -1;
+    }
+    strcpy(addr.sun_path, path);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0 || connect(s, (struct sockaddr *)&addr, sizeof addr) < 0) {
+        snprintf(why, len, "cannot reach the store holder at SYMTRAIN_MEMCKPT_SOCKET=%s (%s): "
+                           "start `symtrain memstore %s` on this host before the job", path,
+                 strerror(errno), path);
+        if (s >= 0) close(s);
+        return -1;
+    }
+    char byte;
+    struct iovec iov = {&byte, 1};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct msghdr msg = {0};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = sizeof ctl.buf;
+    int fd = -1;
+    ssize_t n = recvmsg(s, &msg, MSG_CMSG_CLOEXEC);
+    struct cmsghdr *c = n == 1 ? CMSG_FIRSTHDR(&msg) : NULL;
+    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+        c->cmsg_len == CMSG_LEN(sizeof(int)))
+        memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    close(s);
+    if (fd < 0)
+        snprintf(why, len, "the store holder at SYMTRAIN_MEMCKPT_SOCKET=%s handed over no store "
+                           "(is it `symtrain memstore`, and run by this user?)", path);
+    return fd;
+}
+
+/* PE 0: the store is laid out for npes PEs and cap bytes, or made so
+ * (emptied); a job's first attempt always empties it. */
 static int shape_store(int fd, int npes, size_t cap, size_t need) {
     struct stat st;
     store_hdr_t h;
-    if (fstat(fd, &st) == 0 && (size_t)st.st_size == need &&
+    if (sym__env_int("SYMTRAIN_RESTART_COUNT", 0, 0, LONG_MAX) > 0 && fstat(fd, &st) == 0 &&
+        (size_t)st.st_size == need &&
         pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.magic == PEER_MAGIC &&
         h.npes == (uint64_t)npes && h.cap == cap)
         return SYM_OK; /* a restart: the snapshots are there */
@@ -182,6 +235,15 @@ int sym_peer_open(size_t bytes, int nshares, sym_peer_t **out) {
     long fd = sym__env_int("SYMTRAIN_MEMCKPT_FD", -1, 0, INT_MAX);
     struct stat st;
     if (fd >= 0 && fstat((int)fd, &st) < 0) fd = -1;
+    const char *sock = getenv("SYMTRAIN_MEMCKPT_SOCKET");
+    char reason[600] = "";
+    if (fd < 0 && sock && *sock) { /* not symrun's: the host's holder's */
+        if (shmem_team_n_pes(SHMEM_TEAM_SHARED) != npes)
+            snprintf(reason, sizeof reason, "the store holder at SYMTRAIN_MEMCKPT_SOCKET=%s is one "
+                                      "host's, and this job's PEs run on several hosts", sock);
+        else
+            fd = store_from_socket(sock, reason, sizeof reason);
+    }
     p->fd = (int)fd;
     if (fd >= 0) fcntl((int)fd, F_SETFD, FD_CLOEXEC); /* not for what the PE runs */
     if (nshares > npes) nshares = npes;
@@ -189,8 +251,10 @@ int sym_peer_open(size_t bytes, int nshares, sym_peer_t **out) {
     max_all(p, v, 2);
     if (v[0]) {
         sym_peer_close(p);
-        return sym__error(SYM_ENOENT, "no in-memory snapshot store: symrun holds it (this job was "
-                                      "not started by symrun -n N, or by an older one)");
+        if (reason[0]) return sym__error(SYM_ENOENT, "no in-memory snapshot store: %s", reason);
+        return sym__error(SYM_ENOENT, "no in-memory snapshot store: symrun holds it, or the host's "
+                                      "`symtrain memstore SOCKET` for jobs symrun does not start "
+                                      "(SYMTRAIN_MEMCKPT_SOCKET=SOCKET on every PE)");
     }
     p->cap = ((size_t)v[1] + PEER_PAGE - 1) / PEER_PAGE * PEER_PAGE;
     if (!p->cap) p->cap = PEER_PAGE;

@@ -1,0 +1,169 @@
+/*
+ * train_memstore — in-memory snapshots for jobs symrun does not start: the
+ * host's `symtrain memstore SOCKET` holds the store across a restart that the
+ * launcher (this test, as torchrun would) makes. 4 PEs start the torchrun way
+ * (the env bootstrap: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) with
+ * SYMTRAIN_MEMCKPT_SOCKET and train an AdamW MLP for 20 steps, sharded
+ * checkpoints every 5 steps, memory snapshots every 3:
+ *   (a) an uninterrupted job (the reference; it leaves its own snapshots in
+ *       the holder's store);
+ *   (b) the same job with PE 1 SIGKILLed after step 13: the launcher kills the
+ *       others and starts all 4 again with TORCHELASTIC_RESTART_COUNT=1
+ *       (torchrun's count, which the trainer takes for its own); the restart
+ *       restores step 12 from memory, not the reference job's newer snapshots
+ *       (a first attempt empties the store), and ends with the reference's
+ *       losses and tensors, bit for bit;
+ *   (c) the socket named but no holder there: the job says why and trains,
+ *       checkpoints on the disk alone;
+ *   (d) the holder: no socket named is a usage error; SIGTERM ends it with its
+ *       socket removed.
+ */
+#include "train_dckpt.h"
+
+#define NPES 4
+#define STEPS 20
+#define MLP "--generated --train-samples 400 --test-samples 100 --epochs 2 " \
+            "--model mlp:784-32-16-10 --batch 40 --optimizer adamw --lr 0.01 --threads 1 " \
+            "--quiet --ckpt-format sharded --ckpt-steps 5 --resume=auto --mem-ckpt-every 3"
+
+/* One attempt of a job of NPES PEs started the torchrun way, each with `env`
+ * (NAME=VALUE ...) and `symtrain train ARGS`, logs PREFIX.RANK.log. A PE that
+ * dies makes the launcher kill the rest, as torchrun does. Returns the number
+ * of PEs that did not exit 0. */
+static int launch(const char *prefix, const char *env, const char *args) {
+    pid_t pid[NPES];
+    char port[16], world[16];
+    static int nth; /* every attempt its own port */
+    snprintf(port, sizeof port, "%d",
+             20000 + (int)((getpid() * 7 + time(NULL) + 997 * nth++) % 20000));
+    snprintf(world, sizeof world, "%d", NPES);
+    for (int r = 0; r < NPES; r++) {
+        char rank[16];
+        snprintf(rank, sizeof rank, "%d", r);
+        char line[4096];
+        snprintf(line, sizeof line, "%s", args);
+        char *argv[128];
+        int n = 0;
+        argv[n++] = (char *)e2e_symtrain;
+        argv[n++] = "train";
+        for (char *t = strtok(line, " "); t && n < 126; t = strtok(NULL, " ")) argv[n++] = t;
+        argv[n] = NULL;
+        const char *log = e2e_path("%s.%d.log", prefix, r);
+        fflush(stdout);
+        pid[r] = fork();
+        CHECK(pid[r] >= 0, "fork: %s", strerror(errno));
+        if (pid[r] == 0) {
+            int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd < 0) _exit(126);
+            dup2(fd, 1);
+            dup2(fd, 2);
+            setenv("SYMTRAIN_BOOTSTRAP", "env", 1);
+            setenv("RANK", rank, 1);
+            setenv("LOCAL_RANK", rank, 1);
+            setenv("WORLD_SIZE", world, 1);
+            setenv("LOCAL_WORLD_SIZE", world, 1);
+            setenv("MASTER_ADDR", "127.0.0.1", 1);
+            setenv("MASTER_PORT", port, 1);
+            setenv("SYMTRAIN_JOB_TOKEN", "0123456789abcdef0123456789abcdef", 1);
+            setenv("SYMTRAIN_BOOT_TIMEOUT", "60", 1);
+            for (char *t = env ? strtok(strdup(env), " ") : NULL; t; t = strtok(NULL, " "))
+                putenv(t);
+            if (e2e_nobody && test_become_nobody() < 0) _exit(77);
+            execv(argv[0], argv);
+            _exit(127);
+        }
+    }
+    int failed = 0, left = NPES;
+    while (left > 0) {
+        int st;
+        pid_t got = waitpid(-1, &st, 0);
+        if (got < 0 && errno == EINTR) continue;
+        CHECK(got > 0, "waitpid: %s", strerror(errno));
+        int r = 0;
+        while (r < NPES && pid[r] != got) r++;
+        if (r == NPES) continue;
+        pid[r] = 0;
+        left--;
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;
+        failed++;
+        for (int q = 0; q < NPES; q++) /* the launcher ends the attempt */
+            if (pid[q] > 0) kill(pid[q], SIGKILL);
+    }
+    return failed;
+}
+
+/* The store's holder on `sock`, as this test's PEs run (nobody, if so). */
+static pid_t start_holder(const char *sock, const char *log) {
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) _exit(126);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        if (e2e_nobody && test_become_nobody() < 0) _exit(77);
+        execl(e2e_symtrain, e2e_symtrain, "memstore", sock, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 500 && access(sock, F_OK) != 0; i++) e2e_sleep_ms(10);
+    CHECK(access(sock, F_OK) == 0, "symtrain memstore made no socket at %s", sock);
+    return pid;
+}
+
+int main(int argc, char **argv) {
+    e2e_init(argc, argv, "train_memstore");
+    const char *sock = e2e_path("store.sock");
+    pid_t holder = start_holder(sock, e2e_path("holder.log"));
+    e2e_expect_log(e2e_path("holder.log"), "holding the in-memory snapshots");
+    char env[1024], args[2048];
+
+    /* (a) the reference */
+    snprintf(env, sizeof env, "SYMTRAIN_MEMCKPT_SOCKET=%s", sock);
+    snprintf(args, sizeof args, MLP " --max-steps %d --ckpt-dir %s --metrics %s", STEPS,
+             e2e_path("ck_ref"), e2e_path("ref.jsonl"));
+    CHECK(launch("ref", env, args) == 0, "the uninterrupted job failed (ref.*.log)");
+
+    /* (b) PE 1 killed, the job started again by the launcher */
+    snprintf(args, sizeof args, MLP " --max-steps %d --ckpt-dir %s --metrics %s", STEPS,
+             e2e_path("ck_run"), e2e_path("run.jsonl"));
+    snprintf(env, sizeof env, "SYMTRAIN_MEMCKPT_SOCKET=%s SYMTRAIN_TEST_KILL_AT=1:13", sock);
+    CHECK(launch("first", env, args) > 0, "the first attempt ended without the kill");
+    snprintf(env, sizeof env, "SYMTRAIN_MEMCKPT_SOCKET=%s SYMTRAIN_TEST_KILL_AT=1:13 "
+             "TORCHELASTIC_RESTART_COUNT=1", sock);
+    int failed = launch("again", env, args);
+    if (failed) e2e_show(e2e_path("again.0.log"));
+    CHECK(failed == 0, "the restarted attempt failed (again.*.log)");
+    const char *log0 = e2e_path("again.0.log");
+    e2e_expect_log(log0, "in-memory snapshot of step 12 restored");
+    e2e_expect_log(log0, "resumed from the in-memory snapshot: step 12");
+    e2e_same_losses(e2e_path("ref.jsonl"), e2e_path("run.jsonl"), STEPS, 0); /* step 13 may repeat */
+    dckpt_compare(e2e_path("ck_ref/step-00000020"), e2e_path("ck_run/step-00000020"), NULL);
+    printf("train_memstore: PE 1 killed after step 13, the job started again: step 12 restored from "
+           "the holder's store, every loss and step 20's tensors identical to the "
+           "uninterrupted job's\n");
+
+    /* (c) no holder at the socket named */
+    snprintf(env, sizeof env, "SYMTRAIN_MEMCKPT_SOCKET=%s", e2e_path("nobody-here.sock"));
+    snprintf(args, sizeof args, MLP " --max-steps 6 --ckpt-dir %s", e2e_path("ck_none"));
+    CHECK(launch("none", env, args) == 0, "the job without a holder failed (none.*.log)");
+    e2e_expect_log(e2e_path("none.0.log"), "cannot reach the store holder at "
+                                           "SYMTRAIN_MEMCKPT_SOCKET=");
+    e2e_expect_log(e2e_path("none.0.log"), "checkpoints go to the disk alone");
+    CHECK(e2e_newest(e2e_path("ck_none"), NULL, 0) == 6, "no step-6 checkpoint on the disk");
+    printf("train_memstore: no holder at the socket: said, and the disk alone\n");
+
+    /* (d) the holder's usage and end */
+    CHECK(e2e_sh(e2e_path("usage.log"), "'%s' memstore", e2e_symtrain) == 2,
+          "symtrain memstore without a socket did not exit 2");
+    e2e_expect_log(e2e_path("usage.log"), "name the socket to listen on");
+    CHECK(kill(holder, SIGTERM) == 0, "kill: %s", strerror(errno));
+    int st;
+    CHECK(waitpid(holder, &st, 0) == holder && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "symtrain memstore did not end with status 0 on SIGTERM");
+    CHECK(access(sock, F_OK) != 0, "symtrain memstore left its socket %s", sock);
+    printf("train_memstore: symtrain memstore: usage error 2; SIGTERM: exit 0, socket removed\n");
+    e2e_cleanup();
+    printf("train_memstore: ok\n");
+    return 0;
+}
