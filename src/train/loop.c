@@ -498,21 +498,23 @@ static void ckpt_layout(const run_t *r, sym__ckpt_layout_t *L) {
     L->zero = r->zero;
     L->dp = r->lay.dp;
     L->dp_rank = r->dp_rank;
-    if (r->pipe_mesh)
-        L->tp_rank = sym_mesh_coord(r->pipe_mesh, sym_mesh_dim(r->pipe_mesh, "tp"));
-    else if (r->lay.tp > 1)
-        L->tp_rank = r->tp_rank;
+    if (r->lay.tp > 1) L->tp_rank = r->tp_rank;
     L->skip_tied = r->pipe && sym_pipe_stage(r->pipe) > 0;
     L->pad_owner = r->me == 0;
 }
 
-/* The layout as a sharded checkpoint's manifest names it: "dp=4", "dp=2,tp=2,zero=1". */
+/* A layout as a sharded checkpoint's manifest names it: "dp=4", "dp=2,tp=2,zero=1". */
+static void spell_layout(int dp, int tp, int pp, int zero, char *out, size_t len) {
+    int n = snprintf(out, len, "dp=%d", dp);
+    if (tp > 1 && n > 0 && (size_t)n < len) n += snprintf(out + n, len - n, ",tp=%d", tp);
+    if (pp > 1 && n > 0 && (size_t)n < len) n += snprintf(out + n, len - n, ",pp=%d", pp);
+    if (zero && n > 0 && (size_t)n < len) snprintf(out + n, len - n, ",zero=%d", zero);
+}
+
+/* This run's. */
 static void ckpt_layout_name(const run_t *r, char *out, size_t len) {
-    int n = snprintf(out, len, "dp=%d", r->lay.dp);
-    if (r->lay.tp > 1 && n > 0 && (size_t)n < len) n += snprintf(out + n, len - n, ",tp=%d", r->lay.tp);
-    if (r->lay.pp > 1 && n > 0 && (size_t)n < len) n += snprintf(out + n, len - n, ",pp=%d", r->lay.pp);
-    if ((r->zero || gpu_zero(r)) && n > 0 && (size_t)n < len)
-        snprintf(out + n, len - n, ",zero=%d", r->cfg->zero);
+    spell_layout(r->lay.dp, r->lay.tp, r->lay.pp, r->zero || gpu_zero(r) ? r->cfg->zero : 0, out,
+                 len);
 }
 
 static void set_optim_steps(run_t *r, uint64_t t) {
@@ -1052,9 +1054,7 @@ typedef struct {
 /* What a shard of dp rank d of this PE's part says it is: a version, dp, tp,
  * pp, --zero, then d, the tp rank and the stage. */
 static void mem_words(const run_t *r, int d, int32_t *w) {
-    int tp_rank = r->pipe_mesh ? sym_mesh_coord(r->pipe_mesh, sym_mesh_dim(r->pipe_mesh, "tp"))
-                               : r->tp_rank;
-    int32_t v[MEM_WORDS] = {1, r->lay.dp, r->lay.tp, r->lay.pp, r->cfg->zero, d, tp_rank,
+    int32_t v[MEM_WORDS] = {1, r->lay.dp, r->lay.tp, r->lay.pp, r->cfg->zero, d, r->tp_rank,
                             r->pipe ? sym_pipe_stage(r->pipe) : 0};
     memcpy(w, v, sizeof v);
 }
@@ -1065,19 +1065,13 @@ static void mem_layout_name(const int32_t *w, char *out, size_t len) {
         snprintf(out, len, "an unknown one");
         return;
     }
-    int n = snprintf(out, len, "dp=%d", (int)w[1]);
-    if (w[2] > 1 && n > 0 && (size_t)n < len) n += snprintf(out + n, len - n, ",tp=%d", (int)w[2]);
-    if (w[3] > 1 && n > 0 && (size_t)n < len) n += snprintf(out + n, len - n, ",pp=%d", (int)w[3]);
-    if (w[4] && n > 0 && (size_t)n < len) snprintf(out + n, len - n, ",zero=%d", (int)w[4]);
+    spell_layout(w[1], w[2], w[3], w[4], out, len);
 }
 
-/* The world PE that is dp rank d of this PE's dp team (its mesh's "dp" row,
- * numbered by coordinate; without a mesh the world). */
+/* The world PE that is dp rank d of this PE's dp team. */
 static int mem_pe(const run_t *r, int d) {
     if (r->lay.dp == 1) return r->me;
-    shmem_team_t t = r->pipe_mesh ? sym_mesh_team(r->pipe_mesh, sym_mesh_dim(r->pipe_mesh, "dp"))
-                                  : r->dp_team;
-    return shmem_team_translate_pe(t, d, SHMEM_TEAM_WORLD);
+    return shmem_team_translate_pe(r->dp_team, d, SHMEM_TEAM_WORLD);
 }
 
 /* Elements [start, start + count) of a flat array of `whole` as slice data. */
@@ -1487,26 +1481,22 @@ static int gpu_create(run_t *r) {
     o.bucket_bytes = (size_t)(c->bucket_mb * 1024 * 1024);
     o.tp_team = r->tp_team; /* tp > 1: the model is split over it (this PE's table) */
     o.zero = c->zero; /* 1: AdamW's moments sharded over dp_team (choose_device refused 2) */
-    int tp_rank = r->tp_rank, rows = r->rows;
+    int rows = r->rows;
     o.pp_team = o.tied_team = SHMEM_TEAM_INVALID;
-    if (r->pipe) { /* this PE's stage, its teams from the pipeline's mesh */
-        sym_mesh_t *mesh = r->pipe_mesh;
-        int s = sym_pipe_stage(r->pipe), S = sym_pipe_stages(r->pipe), tpd = sym_mesh_dim(mesh, "tp");
+    if (r->pipe) { /* this PE's stage and the pipeline's teams */
+        int s = sym_pipe_stage(r->pipe), S = sym_pipe_stages(r->pipe);
         sym_pipe_layers(r->pipe, s, &o.stage_first, &o.stage_layers);
         o.stage_embed = s == 0;
         o.stage_head = s == S - 1;
         o.slots = sym_pipe_slots(r->pipe);
         o.pp_team = sym_pipe_team(r->pipe);
         o.tied_team = sym_pipe_tied_team(r->pipe);
-        o.dp_team = sym_mesh_team(mesh, sym_mesh_dim(mesh, "dp"));
-        o.tp_team = r->lay.tp > 1 ? sym_mesh_team(mesh, tpd) : SHMEM_TEAM_INVALID;
-        tp_rank = r->lay.tp > 1 ? sym_mesh_coord(mesh, tpd) : 0;
         int M = micro_of(c, r->lay);
         rows = (r->max_local + M - 1) / M; /* a micro-batch's (pipe_create's micro_rows) */
     }
     if (r->lay.tp > 1) {
         int64_t lo, len;
-        sym_shard_range(c->model.vocab, r->lay.tp, tp_rank, &lo, &len);
+        sym_shard_range(c->model.vocab, r->lay.tp, r->tp_rank, &lo, &len);
         o.vocab_lo = (int)lo;
         o.vocab_len = (int)len;
     }
@@ -1601,7 +1591,13 @@ static int pipe_plan(run_t *r) {
     snprintf(spec, sizeof spec, "dp=%d,pp=%d,tp=%d", l->dp, l->pp, l->tp);
     int rc = sym_mesh_create(SHMEM_TEAM_WORLD, spec, &r->pipe_mesh);
     if (rc) return report(r, rc, 1);
-    r->dp_rank = sym_mesh_coord(r->pipe_mesh, sym_mesh_dim(r->pipe_mesh, "dp"));
+    int dpd = sym_mesh_dim(r->pipe_mesh, "dp"), tpd = sym_mesh_dim(r->pipe_mesh, "tp");
+    r->dp_team = sym_mesh_team(r->pipe_mesh, dpd); /* the PEs holding the same stage */
+    r->dp_rank = sym_mesh_coord(r->pipe_mesh, dpd);
+    if (l->tp > 1) {
+        r->tp_team = sym_mesh_team(r->pipe_mesh, tpd);
+        r->tp_rank = sym_mesh_coord(r->pipe_mesh, tpd);
+    }
     return SYM_OK;
 }
 
@@ -1639,21 +1635,19 @@ static int pipe_create(run_t *r) {
  * stage's copy of the tied wte nowhere (stage 0 counts it), and the dp
  * teams' sums are summed over tp, then over the pipeline. */
 static int zero_norm(run_t *r) {
-    sym_mesh_t *mesh = r->pipe_mesh ? r->pipe_mesh : r->mesh;
-    if (!mesh) return SYM_OK; /* dp alone: the team's sum is the norm */
+    if (!r->pipe_mesh && !r->mesh) return SYM_OK; /* dp alone: the team's sum is the norm */
     int nt = sym_model_num_tensors(r->model), n = 0, rc;
-    int tpd = sym_mesh_dim(mesh, "tp"), tp_rank = r->lay.tp > 1 ? sym_mesh_coord(mesh, tpd) : 0;
     int last = r->pipe && sym_pipe_stages(r->pipe) > 1 &&
                sym_pipe_stage(r->pipe) == sym_pipe_stages(r->pipe) - 1;
     unsigned char *counted = malloc((size_t)nt);
     if (!counted) return sym__error(SYM_ENOMEM, "out of memory for ZeRO");
     for (int i = 0; i < nt; i++) {
         const sym_param_t *p = sym_model_param(r->model, i);
-        counted[i] = (p->tp_dim >= 0 || tp_rank == 0) && !(last && p->index == 0);
+        counted[i] = (p->tp_dim >= 0 || r->tp_rank == 0) && !(last && p->index == 0);
     }
     shmem_team_t teams[2];
-    if (r->lay.tp > 1) teams[n++] = sym_mesh_team(mesh, tpd);
-    if (r->pipe && r->lay.pp > 1) teams[n++] = sym_mesh_team(mesh, sym_mesh_dim(mesh, "pp"));
+    if (r->lay.tp > 1) teams[n++] = r->tp_team;
+    if (r->pipe && r->lay.pp > 1) teams[n++] = sym_pipe_team(r->pipe);
     rc = sym_zero_norm_over(r->zero, counted, teams, n);
     free(counted);
     return rc;
@@ -1767,9 +1761,7 @@ static int setup(run_t *r) {
                             r->P + (c->zero ? 0 : SYM_GRAD_CTRL), cuts, nt, bucket, &r->ddp);
     free(cuts);
     if (!rc && c->zero && !r->gpu) /* a pipeline's: the stage's buckets over its dp team */
-        rc = sym_zero_create(c->zero, r->pipe ? sym_pipe_ddp(r->pipe) : r->ddp,
-                             r->pipe ? sym_mesh_team(r->pipe_mesh, sym_mesh_dim(r->pipe_mesh, "dp"))
-                                     : r->dp_team,
+        rc = sym_zero_create(c->zero, r->pipe ? sym_pipe_ddp(r->pipe) : r->ddp, r->dp_team,
                              &c->optim, r->P, sym_model_param(r->model, 0), nt, &r->zero);
     if (!rc && r->zero) rc = zero_norm(r);
     if (rc) return report(r, rc, 1);

@@ -483,7 +483,7 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
             TAKEA(c, b->res3, N * C);
         }
     }
-    if (m->nslots > 1 || !m->embed || !m->head) TAKE(c, m->xfer, N * C);
+    if (!m->embed || !m->head) TAKE(c, m->xfer, N * C); /* a stage's edge */
     TAKEA(c, m->proj, N * C);
     TAKEA(c, m->dres, N * C);
     TAKEA(c, m->dln, N * C);
@@ -627,15 +627,14 @@ static int drop_rows(sym_gpu_model_t *m, void *x, int N, int T, int i) {
     return SYM_OK;
 }
 
-/* The gradient of residual site i's input: d (N,C) * its mask into m->proj
- * (free in backward), or d itself without dropout. */
-static const void *drop_grad(sym_gpu_model_t *m, const void *d, int N, int T, int i, int *rc) {
-    *rc = SYM_OK;
-    if (!m->nsites) return d;
+/* *d, the gradient (N,C) of residual site i's output, becomes its input's:
+ * *d times the mask in m->proj (free in backward); without dropout *d stays. */
+static int drop_grad(sym_gpu_model_t *m, const void **d, int N, int T, int i) {
+    if (!m->nsites) return SYM_OK;
     symcu_dropout_t dd = site(m, i);
-    *rc = symcu_dropout(m->dt, m->proj, d, N, m->C, T, &dd, m->s);
-    if (*rc) fail(*rc, "%s", symcu_last_error());
-    return m->proj;
+    OP(symcu_dropout(m->dt, m->proj, *d, N, m->C, T, &dd, m->s));
+    *d = m->proj;
+    return SYM_OK;
 }
 
 /* The attention's dropout of the stage's block l: NULL without (or outside training). */
@@ -811,6 +810,12 @@ static int dp_finish(sym_gpu_model_t *m) {
     return SYM_OK;
 }
 
+/* All the gradients averaged after a step's backwards (none sent during them). */
+static int dp_average_all(sym_gpu_model_t *m) {
+    m->dp_hi = m->P;
+    return m->npes > 1 ? dp_finish(m) : SYM_OK;
+}
+
 /* From dlogits (in m->logits) to the parameter gradients m->g (the kernels
  * add into them), averaged over the data-parallel team with BODY_AVERAGE
  * (ZeRO-1: this PE's block of the average). */
@@ -850,8 +855,8 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
         /* dres holds d res3: through the MLP half (its dropout's mask first)
          * into d res2 (with tp the column-parallel c_fc's input gradient
          * summed over the team) */
-        const void *dy = drop_grad(m, m->dres, N, T, res_site(m, l, 1), &rc);
-        if (rc) return rc;
+        const void *dy = m->dres;
+        if ((rc = drop_grad(m, &dy, N, T, res_site(m, l, 1)))) return rc;
         OP(symcu_matmul_backward(m->blas, m->dt, m->dfch, SYMCU_GRAD_SET, G(o[FCPW]), G(o[FCPB]), dy, b->fch_gelu,
                                  W(o[FCPW]), N, 4 * Cl, C, s));
         OP(symcu_gelu_backward(m->dt, m->dfch, b->fch, m->dfch, (size_t)N * 4 * Cl, s));
@@ -861,8 +866,8 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
         OP(symcu_layernorm_backward(m->dt, m->dres, G(o[LN2W]), G(o[LN2B]), m->ln_scratch, m->dln,
                                     b->res2, W(o[LN2W]), b->ln2_mean, b->ln2_rstd, N, C, s));
         /* dres holds d res2: through the attention half into d x */
-        dy = drop_grad(m, m->dres, N, T, res_site(m, l, 0), &rc);
-        if (rc) return rc;
+        dy = m->dres;
+        if ((rc = drop_grad(m, &dy, N, T, res_site(m, l, 0)))) return rc;
         OP(symcu_matmul_backward(m->blas, m->dt, m->datty, SYMCU_GRAD_SET, G(o[PROJW]), G(o[PROJB]), dy, b->atty,
                                  W(o[PROJW]), N, Cl, C, s));
         symcu_dropout_t ad;
@@ -881,8 +886,8 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
             return rc;
     }
     if (m->embed) { /* else dres holds the gradient of the stage's input */
-        const void *denc = drop_grad(m, m->dres, N, T, 0, &rc);
-        if (rc) return rc;
+        const void *denc = m->dres;
+        if ((rc = drop_grad(m, &denc, N, T, 0))) return rc;
         OP(symcu_encoder_shard_backward(m->dt, G(m->off_wte), G(m->off_wpe), m->enc_scratch,
                                         m->enc_scratch_bytes, denc, m->tok, m->v0,
                                         m->tp > 1 ? m->nv : m->V, B, T, C, m->V, s));
@@ -920,19 +925,28 @@ static int head_loss(sym_gpu_model_t *m, int N, int train, float scale) {
     return SYM_OK;
 }
 
+/* The staged batch (N tokens) onto the device: the tokens where the model
+ * embeds them, the targets where it has the head, and in training with
+ * dropout the masks' keys into the slot in use's. */
+static int batch_in(sym_gpu_model_t *m, size_t N, int train) {
+    if (m->embed)
+        CK(cudaMemcpyAsync(m->tok, m->tok_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
+    if (m->head)
+        CK(cudaMemcpyAsync(m->tgt, m->tgt_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
+    if (train && m->nsites)
+        CK(cudaMemcpyAsync(m->drop_cur, m->drop_h, (m->nsites + 1) * sizeof(uint64_t),
+                           cudaMemcpyHostToDevice, m->s));
+    return SYM_OK;
+}
+
 /* The part of a step a graph holds: tokens in, forward, loss, backward, the
  * loss sum; kind: BODY_* */
 static int step_body(sym_gpu_model_t *m, int B, int T, float scale, int kind) {
     size_t N = (size_t)B * T;
     stamp_kernel<<<1, 1, 0, m->s>>>(m->stamp); /* the compute's start */
     CK(cudaGetLastError());
-    CK(cudaMemcpyAsync(m->tok, m->tok_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
-    CK(cudaMemcpyAsync(m->tgt, m->tgt_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
-    if (m->nsites)
-        CK(cudaMemcpyAsync(m->drop_cur, m->drop_h, (m->nsites + 1) * sizeof(uint64_t),
-                           cudaMemcpyHostToDevice, m->s));
-    int rc = forward(m, B, T, 1);
-    if (rc || (rc = head_loss(m, (int)N, 1, scale))) return rc;
+    int rc = batch_in(m, N, 1);
+    if (rc || (rc = forward(m, B, T, 1)) || (rc = head_loss(m, (int)N, 1, scale))) return rc;
     return backward(m, B, T, kind);
 }
 
@@ -1441,8 +1455,7 @@ static int no_rows(sym_gpu_model_t *m) {
     stamp_kernel<<<1, 1, 0, m->s>>>(m->stamp);
     stamp_kernel<<<1, 1, 0, m->s>>>(m->stamp + 1);
     CK(cudaGetLastError());
-    m->dp_hi = m->P;
-    return m->npes > 1 ? dp_finish(m) : SYM_OK;
+    return dp_average_all(m);
 }
 
 static int be_accumulate(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows,
@@ -1556,9 +1569,9 @@ static int be_eval(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, i
     int rc = stage(m, tok, tgt, rows, seq);
     if (rc) return rc;
     size_t N = (size_t)rows * seq;
-    CK(cudaMemcpyAsync(m->tok, m->tok_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
-    CK(cudaMemcpyAsync(m->tgt, m->tgt_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
-    if ((rc = forward(m, rows, seq, 0)) || (rc = head_loss(m, (int)N, 0, 1.0f))) return rc;
+    if ((rc = batch_in(m, N, 0)) || (rc = forward(m, rows, seq, 0)) ||
+        (rc = head_loss(m, (int)N, 0, 1.0f)))
+        return rc;
     CK(cudaMemcpyAsync(m->out_h->sums, m->sums, 2 * sizeof(double), cudaMemcpyDeviceToHost,
                        m->s));
     CK(cudaStreamSynchronize(m->s));
@@ -1587,23 +1600,15 @@ static int be_stage_forward(sym_gpu_model_t *m, int slot, const int32_t *tok, co
     if (rc) return rc;
     if ((!m->embed && !x) || (!m->head && !y))
         return fail(SYM_EINVAL, "GPU GPT: a stage's forward without its %s",
-                    m->embed ? "output's buffer" : "input");
+                    !m->embed && !x ? "input" : "output's buffer");
     use_slot(m, slot);
     m->sl[slot].rows = rows;
     m->sl[slot].seq = seq;
     size_t N = (size_t)rows * seq, NC = N * m->C;
-    if (m->embed)
-        CK(cudaMemcpyAsync(m->tok, m->tok_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
-    else if ((rc = from_host(m, m->encoded, x, NC)))
+    if (train) stage_dropout(m, step, row0);
+    if ((rc = batch_in(m, N, train)) || (!m->embed && (rc = from_host(m, m->encoded, x, NC))) ||
+        (rc = forward(m, rows, seq, train)))
         return rc;
-    if (m->head)
-        CK(cudaMemcpyAsync(m->tgt, m->tgt_h, N * sizeof(int32_t), cudaMemcpyHostToDevice, m->s));
-    if (train && m->nsites) {
-        stage_dropout(m, step, row0);
-        CK(cudaMemcpyAsync(m->drop_cur, m->drop_h, (m->nsites + 1) * sizeof(uint64_t),
-                           cudaMemcpyHostToDevice, m->s));
-    }
-    if ((rc = forward(m, rows, seq, train))) return rc;
     if (!m->head) {
         const void *out = m->L ? m->blk[m->L - 1].res3 : m->encoded;
         return to_host(m, y, out, NC);
@@ -1624,7 +1629,7 @@ static int be_stage_backward(sym_gpu_model_t *m, int slot, const float *dy, floa
     if (rc) return rc;
     if ((!m->head && !dy) || (!m->embed && !dx))
         return fail(SYM_EINVAL, "GPU GPT: a stage's backward without its %s",
-                    m->head ? "input gradient's buffer" : "output's gradient");
+                    !m->head && !dy ? "output's gradient" : "input gradient's buffer");
     use_slot(m, slot);
     int rows = m->sl[slot].rows, seq = m->sl[slot].seq;
     size_t NC = (size_t)rows * seq * m->C;
@@ -1658,9 +1663,8 @@ static int be_stage_update(sym_gpu_model_t *m, float lr, float clip, sym_gpu_ste
             return fail(SYM_EIO, "PE %d: the tied embedding's gradient sum over the first and "
                                  "last stage failed: %s", shmem_my_pe(), shmemx_gpu_strerror(e));
     }
-    int rc;
-    m->dp_hi = m->P;
-    if (m->npes > 1 && (rc = dp_finish(m))) return rc;
+    int rc = dp_average_all(m);
+    if (rc) return rc;
     CK(cudaMemsetAsync(m->sums, 0, 2 * sizeof(double), m->s));
     return update(m, lr, clip, out);
 }

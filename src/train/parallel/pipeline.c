@@ -289,19 +289,40 @@ static void release(sym_pipe_t *p, int fwd) {
 
 /* ---- one step ---- */
 
-/* forward() on the device: the message in, the stage's output out (host fp32). */
-static int device_forward(sym_pipe_t *p, int slot, int rows, sym_forward_t f, const int32_t *tok,
-                          const int32_t *lab, float scale, double *lsum, int64_t *correct) {
-    const float *x = NULL;
+/* Forward of one micro-batch (rows sequences; tok on the first stage, lab on
+ * the last) in activation slot `slot`: receive, compute (the model, or the
+ * device: its output in stage_buf), send on; the last stage's loss (and,
+ * training, its gradient in place of the logits). f: the pass (training, and
+ * the dropout masks' step and first row). */
+static int forward(sym_pipe_t *p, int slot, int rows, sym_forward_t f, const int32_t *tok,
+                   const int32_t *lab, float scale, double *lsum, int64_t *correct) {
+    sym_model_t *m = p->model;
     int rc, last = p->s == p->S - 1;
+    const float *x = NULL, *out = NULL;
+    size_t n = 0; /* floats of the output sent on */
     double l = 0;
     if (p->s > 0 && (rc = receive(p, FWD, &x))) return rc;
-    rc = p->dev.forward(p->dev.ctx, slot, rows, &f, p->s == 0 ? tok : NULL, last ? lab : NULL, x,
-                        scale, last ? NULL : p->stage_buf, &l, correct);
+    if (p->dev.forward) {
+        rc = p->dev.forward(p->dev.ctx, slot, rows, &f, p->s == 0 ? tok : NULL, last ? lab : NULL,
+                            x, scale, last ? NULL : p->stage_buf, &l, correct);
+        out = p->stage_buf;
+        n = (size_t)rows * (size_t)p->pc.seq * (size_t)p->cfg.n_embd;
+    } else {
+        sym_model_use_slot(m, slot);
+        sym_input_t in = {rows, p->pc.seq, x, p->s == 0 ? tok : NULL};
+        sym_tensor_t y;
+        if (!(rc = sym_model_forward(m, &in, &f, &y)) && last) {
+            l = sym_model_xent(m, &y, lab, scale, f.training ? &y : NULL, correct);
+            p->dlogits[slot] = y;
+        } else if (!rc) {
+            out = sym_tensor_f32(&y);
+            n = (size_t)y.shape[0] * (size_t)y.shape[1];
+        }
+    }
     if (p->s > 0) release(p, FWD);
     if (rc) return rc;
     if (!last) {
-        send(p, FWD, p->stage_buf, (size_t)rows * (size_t)p->pc.seq * (size_t)p->cfg.n_embd);
+        send(p, FWD, out, n);
         return SYM_OK;
     }
     if (isnan(l)) return sym__error(SYM_EINVAL, "pipeline stage %d: the loss is not a number", p->s);
@@ -312,56 +333,14 @@ static int device_forward(sym_pipe_t *p, int slot, int rows, sym_forward_t f, co
     return SYM_OK;
 }
 
-/* backward() on the device. */
-static int device_backward(sym_pipe_t *p, int slot, int rows, int first) {
-    const float *dy = NULL;
-    int rc;
-    if (p->s < p->S - 1 && (rc = receive(p, BWD, &dy))) return rc;
-    rc = p->dev.backward(p->dev.ctx, slot, dy, p->s > 0 ? p->stage_buf : NULL, first);
-    if (p->s < p->S - 1) release(p, BWD);
-    if (rc) return rc;
-    if (p->s > 0)
-        send(p, BWD, p->stage_buf, (size_t)rows * (size_t)p->pc.seq * (size_t)p->cfg.n_embd);
-    return SYM_OK;
-}
-
-/* Forward of one micro-batch (rows sequences; tok on the first stage, lab on
- * the last) in activation slot `slot`: receive, compute, send on; the last
- * stage's loss (and, training, its gradient in place of the logits). f: the
- * pass (training, and the dropout masks' step and first row). */
-static int forward(sym_pipe_t *p, int slot, int rows, sym_forward_t f, const int32_t *tok,
-                   const int32_t *lab, float scale, double *lsum, int64_t *correct) {
-    sym_model_t *m = p->model;
-    int rc, training = f.training;
-    if (p->dev.forward) return device_forward(p, slot, rows, f, tok, lab, scale, lsum, correct);
-    sym_model_use_slot(m, slot);
-    sym_input_t in = {rows, p->pc.seq, NULL, p->s == 0 ? tok : NULL};
-    if (p->s > 0 && (rc = receive(p, FWD, &in.x))) return rc;
-    sym_tensor_t y;
-    rc = sym_model_forward(m, &in, &f, &y);
-    if (p->s > 0) release(p, FWD);
-    if (rc) return rc;
-    if (p->s < p->S - 1) {
-        send(p, FWD, sym_tensor_f32(&y), (size_t)y.shape[0] * (size_t)y.shape[1]);
-        return SYM_OK;
-    }
-    double l = sym_model_xent(m, &y, lab, scale, training ? &y : NULL, correct);
-    if (isnan(l)) return SYM_EINVAL;
-    if (p->tp_rank == 0) /* the tp team computes the same loss: counted once */
-        *lsum += l;
-    else if (correct)
-        *correct = 0;
-    p->dlogits[slot] = y;
-    return SYM_OK;
-}
-
 /* The first and last stage: every finished bucket's dp reduction starts
  * but the one at offset 0 (wte's), which waits for the tied sum. */
 static void ready_but_wte(void *ddp, size_t lo) { sym_ddp_ready(ddp, lo ? lo : 1); }
 
-/* Backward of the micro-batch in `slot` (rows sequences); the step's last
- * one starts the dp average of each gradient bucket as it finishes. */
-static int backward(sym_pipe_t *p, int slot, int rows, int last) {
+/* Backward of the micro-batch in `slot` (rows sequences): the model's, whose
+ * last one (`last`) starts the dp average of each gradient bucket as it
+ * finishes, or the device's (`first`: its gradients start from zero). */
+static int backward(sym_pipe_t *p, int slot, int rows, int first, int last) {
     sym_model_t *m = p->model;
     /* the activations between stages: N = rows x seq of them, or with sequence
      * parallelism this tp rank's positions of each sequence (its partners on
@@ -370,19 +349,20 @@ static int backward(sym_pipe_t *p, int slot, int rows, int last) {
     if (p->cfg.seq_parallel && p->tp_size > 1)
         sym_shard_range(p->pc.seq, p->tp_size, p->tp_rank, &t0, &tl);
     size_t N = (size_t)rows * (size_t)tl, C = (size_t)p->cfg.n_embd;
+    const float *g = NULL;
     int rc;
-    sym_model_use_slot(m, slot);
-    sym_tensor_t dy = p->dlogits[slot];
-    if (p->s < p->S - 1) {
-        const float *g = NULL;
-        if ((rc = receive(p, BWD, &g))) return rc;
-        dy = sym_tensor_2d((float *)g, (int64_t)N, (int64_t)C);
+    if (p->s < p->S - 1 && (rc = receive(p, BWD, &g))) return rc;
+    if (p->dev.backward) {
+        rc = p->dev.backward(p->dev.ctx, slot, g, p->s > 0 ? p->stage_buf : NULL, first);
+    } else {
+        sym_model_use_slot(m, slot);
+        sym_tensor_t dy = g ? sym_tensor_2d((float *)g, (int64_t)N, (int64_t)C) : p->dlogits[slot];
+        sym_grad_ready_fn ready = p->tied != SHMEM_TEAM_INVALID ? ready_but_wte : sym_ddp_ready;
+        rc = sym_model_backward(m, &dy, last && p->ddp ? ready : NULL, p->ddp);
     }
-    sym_grad_ready_fn ready = p->tied != SHMEM_TEAM_INVALID ? ready_but_wte : sym_ddp_ready;
-    rc = sym_model_backward(m, &dy, last && p->ddp ? ready : NULL, p->ddp);
     if (p->s < p->S - 1) release(p, BWD);
     if (rc) return rc;
-    if (p->s > 0) send(p, BWD, sym_model_input_grad(m), N * C);
+    if (p->s > 0) send(p, BWD, p->dev.backward ? p->stage_buf : sym_model_input_grad(m), N * C);
     return SYM_OK;
 }
 
@@ -420,8 +400,7 @@ int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, i
             f++;
         } else {
             micro(rows, M, b, &r0, &n);
-            rc = dev ? device_backward(p, b % slots, n, b == 0)
-                     : backward(p, b % slots, n, b == M - 1);
+            rc = backward(p, b % slots, n, b == 0, b == M - 1);
             b++;
         }
     }
