@@ -423,7 +423,7 @@ static inline void e2e_match(const char *test, const char *what, const char *got
 
 /* Byte-identical files. */
 static inline void e2e_same_file(const char *a, const char *b) {
-    size_t la, lb;
+    size_t la = 0, lb = 0;
     char *x = e2e_read(a, &la), *y = e2e_read(b, &lb);
     CHECK(x && y, "cannot read %s or %s", a, b);
     CHECK(la == lb, "%s is %zu bytes, %s %zu", a, la, b, lb);

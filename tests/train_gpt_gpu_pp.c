@@ -3,7 +3,9 @@
  * pp=2, dp=2,pp=2, tp=2,pp=2), several PEs sharing the one GPU
  * (SYMTRAIN_GPU_SHARE=1), through symrun and the symtrain CLI: the CPU
  * pipeline's schedule, inboxes and credits, each stage's forward and backward
- * on the GPU (activations and their gradients pass as host fp32 messages).
+ * on the GPU, activations and their gradients passing GPU to GPU (each GPU's
+ * inboxes opened by its neighbours through CUDA IPC; the signals and credits
+ * through the host).
  * On gpt:L=4,C=128,H=4,V=126,T=64, global batch 8 in 4 micro-batches, 20
  * steps of AdamW at lr 0.001, evaluated at steps 10 and 20, fp32 unless said:
  *
@@ -21,7 +23,11 @@
  *       fp32 CPU run, and learning;
  *   (f) in-memory snapshots (--mem-ckpt-every 3) of dp=2,pp=2 on the GPU: PE 2
  *       SIGKILLed after step 13, the restarted job restores step 12 from
- *       memory and ends with the uninterrupted run's losses and files.
+ *       memory and ends with the uninterrupted run's losses and files;
+ *   (g) the host way (SYMTRAIN_PIPE_VIA_HOST=1: host fp32 messages, what a
+ *       pipeline whose GPUs cannot reach each other takes), bf16 pp=2: every
+ *       loss identical to (e)'s GPU-to-GPU run (the compute type's values
+ *       either way).
  *
  * SKIP (77) where the GPU part is not built or no GPU is visible.
  */
@@ -58,6 +64,7 @@ int main(int argc, char **argv) {
     train("gpu_pp2", 2, "gpu", STEPS, args);
     e2e_expect_log(e2e_path("gpu_pp2.log"), "pipeline: 2 stages");
     e2e_expect_log(e2e_path("gpu_pp2.log"), "on the GPU: ");
+    e2e_expect_log(e2e_path("gpu_pp2.log"), "activations and gradients go GPU to GPU");
     e2e_match(NAME, "pp=2 on the GPU vs the CPU's pp=2", e2e_path("gpu_pp2.jsonl"),
               e2e_path("cpu_pp2.jsonl"), STEPS, 1, TOL, NORM_DRIFT, 2, 2);
     e2e_match(NAME, "pp=2 on the GPU vs 1 CPU PE", e2e_path("gpu_pp2.jsonl"),
@@ -102,6 +109,14 @@ int main(int argc, char **argv) {
     train("bf16_pp2", 2, "gpu", STEPS, "--precision bf16 --parallel pp=2 --micro-batches 4");
     e2e_low_precision(NAME, "bf16 pp=2 on the GPU vs the fp32 CPU run",
                       e2e_path("bf16_pp2.jsonl"), e2e_path("cpu1.jsonl"), STEPS);
+
+    /* (g) the host way: the same bf16 losses */
+    setenv("SYMTRAIN_PIPE_VIA_HOST", "1", 1);
+    train("bf16_pp2_host", 2, "gpu", STEPS, "--precision bf16 --parallel pp=2 --micro-batches 4");
+    unsetenv("SYMTRAIN_PIPE_VIA_HOST");
+    e2e_expect_log(e2e_path("bf16_pp2_host.log"), "activations and gradients go through the host");
+    e2e_same_losses(e2e_path("bf16_pp2.jsonl"), e2e_path("bf16_pp2_host.jsonl"), STEPS, 0);
+    printf(NAME ": bf16 pp=2 through the host: every loss identical to the GPU-to-GPU run's\n");
 
     /* (f) in-memory snapshots of GPU stages: a killed PE, restored from memory */
     const char *mlog = e2e_path("mem.log");

@@ -146,6 +146,11 @@ int sym_pipe_eval(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, i
  * its tp teams. */
 int sym_pipe_clip(sym_pipe_t *p, double max_norm, double *norm);
 sym_pipe_stats_t sym_pipe_stats(const sym_pipe_t *p);
+/* An inbox's slots and a slot's floats (micro_rows x seq x C): a device's
+ * inboxes are made to this size. */
+void sym_pipe_inbox(const sym_pipe_t *p, int *slots, size_t *elems);
+/* 1 when the messages go device to device (sym_pipe_use_device's choice). */
+int sym_pipe_direct(const sym_pipe_t *p);
 /* The stage's dp buckets over its gradients (no control floats); NULL
  * without dp > 1 and without shard, or with params_only. */
 sym_ddp_t *sym_pipe_ddp(sym_pipe_t *p);
@@ -157,27 +162,46 @@ shmem_team_t sym_pipe_tied_team(const sym_pipe_t *p);
 int sym_pipe_slots(const sym_pipe_t *p);
 
 /* ---- a device that computes the stage ----
- * The same schedule, inboxes and credits, with the stage's forward and
- * backward on a device (the GPU backend through the trainer): activations
- * and gradients reach it and leave it as host fp32 (rows x seq, C) arrays,
- * the messages' format. forward: micro-batch in activation set `slot`, tok on
- * the first stage, else x (the previous stage's output); y receives the
- * output of a stage before the last; on the last, lab gives *loss (summed;
+ * The same schedule and credits, with the stage's forward and backward on a
+ * device (the GPU backend through the trainer). Messages go one of two ways:
+ *   device to device (put, inbox_handle and peer_open given, and every pair
+ *   of neighbouring stages of the pipeline reaches the other's memory): each
+ *   device holds its own two inboxes (slots x rows x seq x C of its compute
+ *   type); the sender's put copies its output into the receiver's slot, and
+ *   the host signal follows the completed copy;
+ *   through the host (otherwise, or SYMTRAIN_PIPE_VIA_HOST=1): activations
+ *   and gradients reach the device and leave it as host fp32 (rows x seq, C)
+ *   arrays in the pipeline's symmetric inboxes.
+ * forward: micro-batch in activation set `slot`, tok on the first stage,
+ * else its input: x (host) or, device to device, inbox slot `box` (x NULL);
+ * y receives the output of a stage before the last (host; NULL device to
+ * device: it stays for put); on the last, lab gives *loss (summed;
  * training: the loss gradient times scale kept for the backward; else
- * *correct, when not NULL). backward: dy the next stage's gradient (NULL on
- * the last), dx receives the input's (NULL on the first); first: the step's
- * first backward (the device's gradients start from zero). The device keeps
- * the gradients: sym_pipe_step then neither zeroes, sums nor averages the
- * host's, and the caller ends the step on the device (the tied sum, dp,
- * clipping, the update). */
+ * *correct, when not NULL). backward: the next stage's gradient dy (host) or
+ * inbox slot `box` (dy NULL), none on the last (box -1); dx receives the
+ * input's (host; NULL on the first stage, and device to device); first: the
+ * step's first backward (the device's gradients start from zero). Both
+ * return with the inbox slot read. put: slot's forward output (fwd) or the
+ * last backward's input gradient into inbox slot `box` of the next (fwd) or
+ * previous stage, complete on return. inbox_handle writes what a peer needs
+ * to reach this device's inboxes (SYM_PIPE_HANDLE_BYTES at most);
+ * peer_open takes the next (next 1) or previous stage's, nonzero where this
+ * device cannot reach it. The device keeps the gradients: sym_pipe_step then
+ * neither zeroes, sums nor averages the host's, and the caller ends the step
+ * on the device (the tied sum, dp, clipping, the update). */
+#define SYM_PIPE_HANDLE_BYTES 128
 typedef struct {
     void *ctx;
     int (*forward)(void *ctx, int slot, int rows, const sym_forward_t *f, const int32_t *tok,
-                   const int32_t *lab, const float *x, float scale, float *y, double *loss,
-                   int64_t *correct);
-    int (*backward)(void *ctx, int slot, const float *dy, float *dx, int first);
+                   const int32_t *lab, const float *x, int box, float scale, float *y,
+                   double *loss, int64_t *correct);
+    int (*backward)(void *ctx, int slot, const float *dy, int box, float *dx, int first);
+    int (*put)(void *ctx, int slot, int fwd, int box);
+    int (*inbox_handle)(void *ctx, void *handle);
+    int (*peer_open)(void *ctx, int next, const void *handle);
 } sym_pipe_device_t;
-/* From now on (a pipeline created with params_only). */
+/* From now on (a pipeline created with params_only). Collective over the
+ * world: the stages exchange their inboxes' handles and agree on the way. */
 int sym_pipe_use_device(sym_pipe_t *p, const sym_pipe_device_t *d);
 
 #ifdef __cplusplus

@@ -1452,18 +1452,38 @@ static int choose_device(run_t *r) {
 
 /* A pipeline stage on the GPU (sym_pipe_device_t's calls, ctx the run). */
 static int pipe_gpu_forward(void *ctx, int slot, int rows, const sym_forward_t *f,
-                            const int32_t *tok, const int32_t *lab, const float *x, float scale,
-                            float *y, double *loss, int64_t *correct) {
+                            const int32_t *tok, const int32_t *lab, const float *x, int box,
+                            float scale, float *y, double *loss, int64_t *correct) {
     run_t *r = ctx;
-    int rc = r->gpu->stage_forward(r->gm, slot, tok, lab, x, rows, r->task.seq, f->step, f->row0,
-                                   f->training, scale, y, loss, correct);
+    int rc = r->gpu->stage_forward(r->gm, slot, tok, lab, x, box, rows, r->task.seq, f->step,
+                                   f->row0, f->training, scale, y, loss, correct);
     return rc ? sym__error(rc, "GPU stage forward: %s", r->gpu->error()) : SYM_OK;
 }
 
-static int pipe_gpu_backward(void *ctx, int slot, const float *dy, float *dx, int first) {
+static int pipe_gpu_backward(void *ctx, int slot, const float *dy, int box, float *dx,
+                             int first) {
     run_t *r = ctx;
-    int rc = r->gpu->stage_backward(r->gm, slot, dy, dx, first);
+    int rc = r->gpu->stage_backward(r->gm, slot, dy, box, dx, first);
     return rc ? sym__error(rc, "GPU stage backward: %s", r->gpu->error()) : SYM_OK;
+}
+
+static int pipe_gpu_put(void *ctx, int slot, int fwd, int box) {
+    run_t *r = ctx;
+    int rc = r->gpu->stage_put(r->gm, slot, fwd, box);
+    return rc ? sym__error(rc, "GPU stage: %s", r->gpu->error()) : SYM_OK;
+}
+
+static int pipe_gpu_handle(void *ctx, void *handle) {
+    run_t *r = ctx;
+    return r->gpu->stage_inbox_handle(r->gm, handle);
+}
+
+/* Not reachable: said once (PE 0's view), and the pipeline goes through the host. */
+static int pipe_gpu_open(void *ctx, int next, const void *handle) {
+    run_t *r = ctx;
+    int rc = r->gpu->stage_peer_open(r->gm, next, handle);
+    if (rc) note(r, "%s", r->gpu->error());
+    return rc;
 }
 
 /* The GPU model from the host copy's weights (after a resume: the checkpoint's). */
@@ -1491,6 +1511,7 @@ static int gpu_create(run_t *r) {
         o.slots = sym_pipe_slots(r->pipe);
         o.pp_team = sym_pipe_team(r->pipe);
         o.tied_team = sym_pipe_tied_team(r->pipe);
+        sym_pipe_inbox(r->pipe, &o.inbox_slots, &o.inbox_elems);
         int M = micro_of(c, r->lay);
         rows = (r->max_local + M - 1) / M; /* a micro-batch's (pipe_create's micro_rows) */
     }
@@ -1506,8 +1527,12 @@ static int gpu_create(run_t *r) {
                             &r->gm);
     if (rc) return report(r, sym__error(rc, "GPU model: %s", r->gpu->error()), 0);
     if (r->pipe) {
-        sym_pipe_device_t d = {r, pipe_gpu_forward, pipe_gpu_backward};
+        sym_pipe_device_t d = {r,       pipe_gpu_forward, pipe_gpu_backward,
+                               pipe_gpu_put, pipe_gpu_handle,  pipe_gpu_open};
         if ((rc = sym_pipe_use_device(r->pipe, &d))) return report(r, rc, 0);
+        note(r, "pipeline: activations and gradients go %s",
+             sym_pipe_direct(r->pipe) ? "GPU to GPU (CUDA IPC), the signals through the host"
+                                      : "through the host (fp32)");
     }
     sym__balance_use_gpu(r->bal, r->gpu->pci_bus_id(r->gm));
     if (sym_optim_steps(r->opt) &&

@@ -29,7 +29,7 @@
 #include <symtrain/nn.h>
 #include <symtrain/optim.h>
 
-#define SYM_CUDA_BACKEND_ABI 8
+#define SYM_CUDA_BACKEND_ABI 9
 #define SYM_CUDA_BACKEND_SYMBOL "sym_cuda_backend"
 #define SYM_CUDA_BACKEND_FILE "libsymtrain_cuda.so"
 
@@ -76,6 +76,8 @@ typedef struct {
     shmem_team_t pp_team;          /* the pipeline: the clipping norm is summed over it */
     shmem_team_t tied_team;        /* its first and last stage: their wte gradients are summed
                                     * over it (SHMEM_TEAM_INVALID elsewhere) */
+    int inbox_slots;               /* the pipeline's inboxes (sym_pipe_inbox): the GPU's own */
+    size_t inbox_elems;            /* are made to this size, for messages GPU to GPU */
 } sym_gpu_opts_t;
 
 /* What one training step reports. */
@@ -170,21 +172,35 @@ struct sym_cuda_backend {
     /* ---- a pipeline stage (opts.stage_layers > 0; parallel/pipeline.c's
      * schedule calls these through sym_pipe_use_device) ----
      * Forward of one micro-batch (rows, seq) in activation set `slot`: tok on
-     * the first stage, else x (host, rows * seq * C fp32), the previous stage's
-     * output; on a stage without the head y (host, the same size) receives its
-     * output; on the head, tgt gives *loss_sum (summed) and, training, the
-     * loss gradient times grad_scale, kept for the backward (else *correct,
-     * if not NULL, the right arg-maxes). train 0: evaluation (no dropout);
-     * step and row0 place the dropout masks. Collective over the tp team. */
+     * the first stage, else its input, the previous stage's output: x (host,
+     * rows * seq * C fp32) or, x NULL, this GPU's forward inbox slot `box`;
+     * on a stage without the head y (host, the same size) receives its
+     * output, or, y NULL, it stays for stage_put; on the head, tgt gives
+     * *loss_sum (summed) and, training, the loss gradient times grad_scale,
+     * kept for the backward (else *correct, if not NULL, the right
+     * arg-maxes). train 0: evaluation (no dropout); step and row0 place the
+     * dropout masks. Returns with the input read. Collective over the tp team. */
     int (*stage_forward)(sym_gpu_model_t *m, int slot, const int32_t *tok, const int32_t *tgt,
-                         const float *x, int rows, int seq, uint64_t step, int64_t row0,
+                         const float *x, int box, int rows, int seq, uint64_t step, int64_t row0,
                          int train, float grad_scale, float *y, double *loss_sum,
                          int64_t *correct);
-    /* Backward of slot's micro-batch: dy (host fp32) the next stage's
-     * gradient of this stage's output (NULL on the head); dx (host) receives
-     * the gradient of its input (NULL on the first stage); first: the step's
-     * first backward (the gradients start from zero, else they add up). */
-    int (*stage_backward)(sym_gpu_model_t *m, int slot, const float *dy, float *dx, int first);
+    /* Backward of slot's micro-batch: the next stage's gradient of this
+     * stage's output, dy (host fp32) or, dy NULL, backward inbox slot `box`
+     * (neither on the head); dx (host) receives the gradient of its input, or
+     * (dx NULL) it stays for stage_put (nothing on the first stage); first:
+     * the step's first backward (the gradients start from zero, else they
+     * add up). */
+    int (*stage_backward)(sym_gpu_model_t *m, int slot, const float *dy, int box, float *dx,
+                          int first);
+    /* Messages GPU to GPU (opts.inbox_elems > 0): a handle of this GPU's
+     * inboxes for the neighbours (at most 128 bytes), the next (next 1) or
+     * previous stage's opened from theirs (nonzero: not reachable, error()
+     * says why), and slot's forward output (fwd) or the last backward's input
+     * gradient copied into inbox slot `box` of the next or previous stage,
+     * complete on return. */
+    int (*stage_inbox_handle)(sym_gpu_model_t *m, void *handle);
+    int (*stage_peer_open)(sym_gpu_model_t *m, int next, const void *handle);
+    int (*stage_put)(sym_gpu_model_t *m, int slot, int fwd, int box);
     /* The step's end: wte's gradients summed over the tied team, all of them
      * averaged over the dp team, the global norm (over the tp team and the
      * pipeline, wte counted once), clipping, AdamW at lr; *out as

@@ -118,8 +118,11 @@
  * through sym_pipe_device_t): the model holds blocks [l0, l0 + L) of Lt, the
  * embeddings on the first stage, ln_f and the LM head with wte's copy on the
  * last, and one activation set (gslot_t) per micro-batch in flight. A stage's
- * input arrives and its output leaves as host fp32 (from_host, to_host); the
- * stage_* calls run plain launches (no graph); the gradients add up over the
+ * input arrives and its output leaves GPU to GPU where the neighbours' GPUs
+ * reach each other (CUDA IPC): its two inboxes are in the region, the
+ * neighbours open it, and stage_put copies the output (or the input gradient)
+ * into their slot on the step's stream; else as host fp32 (from_host,
+ * to_host). The stage_* calls run plain launches (no graph); the gradients add up over the
  * step's micro-batches and stage_update sums wte's over the tied pair,
  * averages over dp, sums the norm's squares over the pipeline (the last
  * stage's wte copy left out: norm_lo) and runs AdamW. ZeRO-1 is not offered
@@ -218,6 +221,12 @@ struct sym_gpu_model {
     gslot_t *sl;                          /* (nslots); the fields below point into the one in use */
     float *xfer;                          /* (N,C) fp32: a stage's input or output to or from
                                            * the host (16-bit compute types) */
+    /* messages GPU to GPU (opts.inbox_elems > 0): this GPU's two inboxes
+     * (forward, then backward: inbox_slots x inbox_elems each, the compute
+     * type) in the region; the neighbours' (0 previous, 1 next) opened by
+     * CUDA IPC, at peer_base[k] (their region) */
+    void *box;
+    char *peer_base[2], *peer_box[2];
     /* tensor parallelism (tp 1: none; Cl = C, NHl = NH, v0 = 0, nv = ld = Vp) */
     int tp, tp_rank, Cl, NHl, v0, nv, ld; /* wte (nv,C); logits (N,ld) */
     shmemx_dtype_t coll_dt;               /* the compute type's, for the tp sums */
@@ -484,6 +493,8 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
         }
     }
     if (!m->embed || !m->head) TAKE(c, m->xfer, N * C); /* a stage's edge */
+    if (m->opts.inbox_elems && (!m->embed || !m->head))
+        TAKEA(c, m->box, 2 * (size_t)m->opts.inbox_slots * m->opts.inbox_elems);
     TAKEA(c, m->proj, N * C);
     TAKEA(c, m->dres, N * C);
     TAKEA(c, m->dln, N * C);
@@ -1027,6 +1038,8 @@ static void be_destroy(sym_gpu_model_t *m) {
     if (m->ev_snap) cudaEventDestroy(m->ev_snap);
     if (m->s_snap) cudaStreamDestroy(m->s_snap);
     if (m->blas) symcu_blas_destroy(m->blas);
+    for (int k = 0; k < 2; k++)
+        if (m->peer_base[k]) cudaIpcCloseMemHandle(m->peer_base[k]);
     if (m->region) cudaFree(m->region);
     if (m->tok_h) cudaFreeHost(m->tok_h);
     if (m->tgt_h) cudaFreeHost(m->tgt_h);
@@ -1582,36 +1595,64 @@ static int be_eval(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, i
 
 /* ---- a pipeline stage (core/device.h's stage_* calls) ---- */
 
+/* The output of the activation set in use (a stage without the head). */
+static const void *stage_out(const sym_gpu_model_t *m) {
+    return m->L ? m->blk[m->L - 1].res3 : m->encoded;
+}
+
 static int check_slot(const sym_gpu_model_t *m, int slot) {
     if (slot < 0 || slot >= m->nslots)
         return fail(SYM_EINVAL, "GPU GPT: activation set %d of %d", slot, m->nslots);
     return SYM_OK;
 }
 
+/* Where slot `box` of the forward (fwd) or backward inbox is in a stage's
+ * inboxes (bytes; every stage lays them out alike), or -1 when n elements
+ * do not fit a slot or there is no such slot. */
+static ptrdiff_t inbox_at(const sym_gpu_model_t *m, int fwd, int box, size_t n) {
+    if (box < 0 || box >= m->opts.inbox_slots || n > m->opts.inbox_elems) return -1;
+    size_t slot = (size_t)(fwd ? 0 : m->opts.inbox_slots) + (size_t)box;
+    return (ptrdiff_t)(slot * m->opts.inbox_elems * m->esz);
+}
+
+/* A stage's input: n elements from the host's fp32 x, or (x NULL) from inbox
+ * slot `box`, into dst. */
+static int stage_in(sym_gpu_model_t *m, void *dst, const float *x, int fwd, int box, size_t n) {
+    if (x) return from_host(m, dst, x, n);
+    ptrdiff_t at = m->box ? inbox_at(m, fwd, box, n) : -1;
+    if (at < 0)
+        return fail(SYM_EINVAL, "GPU GPT: a stage's input from inbox slot %d (%zu elements), "
+                                "which this GPU does not have", box, n);
+    CK(cudaMemcpyAsync(dst, (char *)m->box + at, n * m->esz, cudaMemcpyDeviceToDevice, m->s));
+    return SYM_OK;
+}
+
 static int be_stage_forward(sym_gpu_model_t *m, int slot, const int32_t *tok, const int32_t *tgt,
-                            const float *x, int rows, int seq, uint64_t step, int64_t row0,
-                            int train, float grad_scale, float *y, double *loss_sum,
-                            int64_t *correct) {
+                            const float *x, int box, int rows, int seq, uint64_t step,
+                            int64_t row0, int train, float grad_scale, float *y,
+                            double *loss_sum, int64_t *correct) {
     *loss_sum = 0;
     if (correct) *correct = 0;
     CK(cudaSetDevice(m->dev));
     int rc = check_slot(m, slot);
     if (!rc) rc = stage(m, m->embed ? tok : NULL, m->head ? tgt : NULL, rows, seq);
     if (rc) return rc;
-    if ((!m->embed && !x) || (!m->head && !y))
+    if ((!m->embed && !x && box < 0) || (!m->head && !y && !m->peer_box[1]))
         return fail(SYM_EINVAL, "GPU GPT: a stage's forward without its %s",
-                    !m->embed && !x ? "input" : "output's buffer");
+                    !m->embed && !x && box < 0 ? "input" : "output's way out");
     use_slot(m, slot);
     m->sl[slot].rows = rows;
     m->sl[slot].seq = seq;
     size_t N = (size_t)rows * seq, NC = N * m->C;
     if (train) stage_dropout(m, step, row0);
-    if ((rc = batch_in(m, N, train)) || (!m->embed && (rc = from_host(m, m->encoded, x, NC))) ||
+    if ((rc = batch_in(m, N, train)) ||
+        (!m->embed && (rc = stage_in(m, m->encoded, x, 1, box, NC))) ||
         (rc = forward(m, rows, seq, train)))
         return rc;
-    if (!m->head) {
-        const void *out = m->L ? m->blk[m->L - 1].res3 : m->encoded;
-        return to_host(m, y, out, NC);
+    if (!m->head && y) return to_host(m, y, stage_out(m), NC);
+    if (!m->head) { /* the output stays for stage_put; the inbox slot is read */
+        CK(cudaStreamSynchronize(m->s));
+        return SYM_OK;
     }
     if ((rc = head_loss(m, (int)N, train, grad_scale))) return rc;
     CK(cudaMemcpyAsync(m->out_h->sums, m->sums, 2 * sizeof(double), cudaMemcpyDeviceToHost,
@@ -1622,20 +1663,76 @@ static int be_stage_forward(sym_gpu_model_t *m, int slot, const int32_t *tok, co
     return SYM_OK;
 }
 
-static int be_stage_backward(sym_gpu_model_t *m, int slot, const float *dy, float *dx,
+static int be_stage_backward(sym_gpu_model_t *m, int slot, const float *dy, int box, float *dx,
                              int first) {
     CK(cudaSetDevice(m->dev));
     int rc = check_slot(m, slot);
     if (rc) return rc;
-    if ((!m->head && !dy) || (!m->embed && !dx))
+    if ((!m->head && !dy && box < 0) || (!m->embed && !dx && !m->peer_box[0]))
         return fail(SYM_EINVAL, "GPU GPT: a stage's backward without its %s",
-                    !m->head && !dy ? "output's gradient" : "input gradient's buffer");
+                    !m->head && !dy && box < 0 ? "output's gradient" : "input gradient's way out");
     use_slot(m, slot);
     int rows = m->sl[slot].rows, seq = m->sl[slot].seq;
     size_t NC = (size_t)rows * seq * m->C;
-    if (!m->head && (rc = from_host(m, m->dres, dy, NC))) return rc;
+    if (!m->head && (rc = stage_in(m, m->dres, dy, 0, box, NC))) return rc;
     if ((rc = backward(m, rows, seq, first ? 0 : BODY_KEEP))) return rc;
-    if (!m->embed) return to_host(m, dx, m->dres, NC);
+    if (!m->embed && dx) return to_host(m, dx, m->dres, NC);
+    CK(cudaStreamSynchronize(m->s)); /* the input gradient stays in dres for stage_put */
+    return SYM_OK;
+}
+
+/* ---- a stage's messages GPU to GPU ---- */
+
+/* What a neighbour opens: the region's IPC handle and the inboxes' offset in it. */
+typedef struct {
+    cudaIpcMemHandle_t region;
+    uint64_t box_offset;
+} inbox_handle_t;
+static_assert(sizeof(inbox_handle_t) <= 128, "the pipeline's handle room (SYM_PIPE_HANDLE_BYTES)");
+
+static int be_stage_inbox_handle(sym_gpu_model_t *m, void *handle) {
+    if (!m->box) return fail(SYM_EINVAL, "GPU GPT: this stage has no inboxes (opts.inbox_elems)");
+    CK(cudaSetDevice(m->dev));
+    inbox_handle_t h;
+    memset(&h, 0, sizeof h);
+    CK(cudaIpcGetMemHandle(&h.region, m->region));
+    h.box_offset = (uint64_t)((char *)m->box - m->region);
+    memcpy(handle, &h, sizeof h);
+    return SYM_OK;
+}
+
+static int be_stage_peer_open(sym_gpu_model_t *m, int next, const void *handle) {
+    int k = next ? 1 : 0;
+    inbox_handle_t h;
+    memcpy(&h, handle, sizeof h);
+    CK(cudaSetDevice(m->dev));
+    void *base = NULL;
+    cudaError_t e = cudaIpcOpenMemHandle(&base, h.region, cudaIpcMemLazyEnablePeerAccess);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return fail(SYM_ECOMM, "GPU GPT: the %s stage's GPU memory is out of this GPU's reach "
+                               "(cudaIpcOpenMemHandle: %s)", next ? "next" : "previous",
+                    cudaGetErrorString(e));
+    }
+    m->peer_base[k] = (char *)base;
+    m->peer_box[k] = (char *)base + h.box_offset;
+    return SYM_OK;
+}
+
+static int be_stage_put(sym_gpu_model_t *m, int slot, int fwd, int box) {
+    CK(cudaSetDevice(m->dev));
+    int rc = check_slot(m, slot);
+    if (rc) return rc;
+    char *peer = m->peer_box[fwd ? 1 : 0];
+    size_t n = (size_t)m->sl[slot].rows * m->sl[slot].seq * m->C;
+    /* forward: into the next stage's forward inbox; backward: the previous's backward inbox */
+    ptrdiff_t at = peer ? inbox_at(m, fwd, box, n) : -1;
+    if (at < 0)
+        return fail(SYM_EINVAL, "GPU GPT: a put into the %s stage's inbox slot %d (%zu elements), "
+                                "which this GPU cannot reach", fwd ? "next" : "previous", box, n);
+    use_slot(m, slot);
+    const void *src = fwd ? stage_out(m) : m->dres;
+    CK(cudaMemcpyAsync(peer + at, src, n * m->esz, cudaMemcpyDeviceToDevice, m->s));
     CK(cudaStreamSynchronize(m->s));
     return SYM_OK;
 }
@@ -1790,7 +1887,8 @@ static const struct sym_cuda_backend table = {
     be_train_step,        be_eval,      be_get_state,    be_set_state, be_memory,
     be_peak_flops,        be_describe,  be_pci_bus_id,   be_memory_saved,
     be_host_alloc,        be_host_free, be_snapshot_start, be_snapshot_wait,
-    be_accumulate,        be_stage_forward, be_stage_backward, be_stage_update};
+    be_accumulate,        be_stage_forward, be_stage_backward, be_stage_inbox_handle,
+    be_stage_peer_open,   be_stage_put, be_stage_update};
 
 extern "C" __attribute__((visibility("default"))) const struct sym_cuda_backend *
 sym_cuda_backend(void) {

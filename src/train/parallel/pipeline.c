@@ -23,6 +23,13 @@
  * copies its input, the backward its output's gradient) and adds one to the
  * sender's counter. A slot whose signal is not k + 1 when message k is
  * awaited would mean the sender overran the ring; that is checked and said.
+ *
+ * A device stage (sym_pipe_use_device) keeps the signals and credits, and its
+ * messages go device to device where every neighbour pair reaches the other's
+ * memory: each device's own inboxes (the same slots, its compute type), the
+ * sender's put a copy into the receiver's slot, then the signal set with an
+ * atomic; fwd_box and bwd_box stay unused then. Else through them, as host
+ * fp32.
  */
 #include <math.h>
 #include <shmem.h>
@@ -59,7 +66,8 @@ struct sym_pipe {
     sym_tensor_t *dlogits; /* (mslots) the head's loss gradient awaiting its backward */
     sym_pipe_stats_t stats;
     sym_pipe_device_t dev; /* dev.forward: a device computes the stage */
-    float *stage_buf;      /* its output or input gradient on the way out (msg_floats) */
+    int direct;            /* its messages device to device (dev.put) */
+    float *stage_buf;      /* through the host: its output or input gradient on the way out */
 };
 
 /* ---- the plan ---- */
@@ -219,13 +227,48 @@ shmem_team_t sym_pipe_team(const sym_pipe_t *p) { return p->pp; }
 shmem_team_t sym_pipe_tied_team(const sym_pipe_t *p) { return p->tied; }
 int sym_pipe_slots(const sym_pipe_t *p) { return p->mslots; }
 
+void sym_pipe_inbox(const sym_pipe_t *p, int *slots, size_t *elems) {
+    *slots = p->slots;
+    *elems = p->msg_floats;
+}
+int sym_pipe_direct(const sym_pipe_t *p) { return p->direct; }
+
+/* Device to device: each PE's inbox handle to its neighbours, who open it;
+ * the pipeline then agrees (one that cannot reach a neighbour sends the
+ * whole pipeline through the host). Collective over the world. */
+static int link_devices(sym_pipe_t *p) {
+    const char *via = getenv("SYMTRAIN_PIPE_VIA_HOST");
+    int want = p->dev.put && p->dev.inbox_handle && p->dev.peer_open && !(via && *via == '1');
+    unsigned char *h = shmem_malloc(SYM_PIPE_HANDLE_BYTES); /* collective */
+    if (!h)
+        return sym__error(SYM_ENOMEM, "pipeline: no %d bytes of symmetric memory for the inbox "
+                          "handles; raise SYMTRAIN_SYMMETRIC_SIZE", SYM_PIPE_HANDLE_BYTES);
+    int cannot = !want || (p->dev.inbox_handle(p->dev.ctx, h) != 0);
+    shmem_barrier_all(); /* every handle written */
+    unsigned char peer[SYM_PIPE_HANDLE_BYTES];
+    for (int next = 0; next <= 1 && !cannot; next++) {
+        int pe = next ? p->next_pe : p->prev_pe;
+        if (pe < 0) continue;
+        shmem_getmem(peer, h, sizeof peer, pe);
+        cannot = p->dev.peer_open(p->dev.ctx, next, peer) != 0;
+    }
+    p->norm[0] = cannot;
+    int rc = p->S > 1 ? sym__comm_sum_f64(p->pp, p->norm, 1) : SYM_OK;
+    shmem_free(h); /* collective: after every get */
+    if (rc) return rc;
+    p->direct = p->norm[0] == 0.0;
+    return SYM_OK;
+}
+
 int sym_pipe_use_device(sym_pipe_t *p, const sym_pipe_device_t *d) {
     if (!p->pc.params_only || !d || !d->forward || !d->backward)
         return sym__error(SYM_EINVAL, "pipeline: a device stage needs a pipeline created with "
                           "params_only and both of its calls");
-    if (!p->stage_buf && !(p->stage_buf = malloc(p->msg_floats * sizeof(float))))
-        return sym__error(SYM_ENOMEM, "pipeline: out of memory for the stage's staging buffer");
     p->dev = *d;
+    int rc = link_devices(p);
+    if (rc) return rc;
+    if (!p->direct && !p->stage_buf && !(p->stage_buf = malloc(p->msg_floats * sizeof(float))))
+        return sym__error(SYM_ENOMEM, "pipeline: out of memory for the stage's staging buffer");
     return SYM_OK;
 }
 
@@ -248,19 +291,36 @@ static float *slot_of(sym_pipe_t *p, int fwd, uint64_t k) {
     return (fwd ? p->fwd_box : p->bwd_box) + (k % (uint64_t)p->slots) * p->msg_floats;
 }
 
-/* Put n floats (at most a slot) into the next (fwd) or previous stage's inbox. */
-static void send(sym_pipe_t *p, int fwd, const float *src, size_t n) {
+/* The next message's number in a direction, once its slot is free: slot
+ * k % S still holds message k - S until its credit comes back. */
+static uint64_t take_slot(sym_pipe_t *p, int fwd) {
     uint64_t k = fwd ? p->fwd_sent++ : p->bwd_sent++, S = (uint64_t)p->slots;
     uint64_t *credit = credit_word(p, fwd);
-    if (k >= S) { /* slot k % S still holds message k - S until its credit comes back */
+    if (k >= S) {
         if (shmem_uint64_atomic_fetch(credit, shmem_my_pe()) < k + 1 - S) p->stats.credit_waits++;
         shmem_uint64_wait_until(credit, SHMEM_CMP_GE, k + 1 - S);
     }
     uint64_t ahead = k + 1 - shmem_uint64_atomic_fetch(credit, shmem_my_pe());
     if (ahead > p->stats.max_ahead) p->stats.max_ahead = ahead;
     p->stats.sent++;
-    shmem_putmem_signal(slot_of(p, fwd, k), src, n * sizeof(float), signal_word(p, fwd, k), k + 1,
-                        SHMEM_SIGNAL_SET, fwd ? p->next_pe : p->prev_pe);
+    return k;
+}
+
+/* Send this stage's output (fwd; activation set `slot`'s) or its input's
+ * gradient to the next or previous stage: n floats of src through the host,
+ * or device to device (the copy complete, then the signal). */
+static int send(sym_pipe_t *p, int fwd, int slot, const float *src, size_t n) {
+    uint64_t k = take_slot(p, fwd);
+    int pe = fwd ? p->next_pe : p->prev_pe;
+    if (!p->direct) {
+        shmem_putmem_signal(slot_of(p, fwd, k), src, n * sizeof(float), signal_word(p, fwd, k),
+                            k + 1, SHMEM_SIGNAL_SET, pe);
+        return SYM_OK;
+    }
+    int rc = p->dev.put(p->dev.ctx, slot, fwd, (int)(k % (uint64_t)p->slots));
+    if (rc) return rc;
+    shmem_uint64_atomic_set(signal_word(p, fwd, k), k + 1, pe);
+    return SYM_OK;
 }
 
 /* The next message from the previous (fwd) or next stage: its slot, which
@@ -303,8 +363,10 @@ static int forward(sym_pipe_t *p, int slot, int rows, sym_forward_t f, const int
     double l = 0;
     if (p->s > 0 && (rc = receive(p, FWD, &x))) return rc;
     if (p->dev.forward) {
+        int box = p->direct && p->s > 0 ? (int)(p->fwd_recv % (uint64_t)p->slots) : -1;
         rc = p->dev.forward(p->dev.ctx, slot, rows, &f, p->s == 0 ? tok : NULL, last ? lab : NULL,
-                            x, scale, last ? NULL : p->stage_buf, &l, correct);
+                            box < 0 ? x : NULL, box, scale,
+                            last || p->direct ? NULL : p->stage_buf, &l, correct);
         out = p->stage_buf;
         n = (size_t)rows * (size_t)p->pc.seq * (size_t)p->cfg.n_embd;
     } else {
@@ -321,10 +383,7 @@ static int forward(sym_pipe_t *p, int slot, int rows, sym_forward_t f, const int
     }
     if (p->s > 0) release(p, FWD);
     if (rc) return rc;
-    if (!last) {
-        send(p, FWD, out, n);
-        return SYM_OK;
-    }
+    if (!last) return send(p, FWD, slot, out, n);
     if (isnan(l)) return sym__error(SYM_EINVAL, "pipeline stage %d: the loss is not a number", p->s);
     if (p->tp_rank == 0) /* the tp team computes the same loss: counted once */
         *lsum += l;
@@ -353,7 +412,9 @@ static int backward(sym_pipe_t *p, int slot, int rows, int first, int last) {
     int rc;
     if (p->s < p->S - 1 && (rc = receive(p, BWD, &g))) return rc;
     if (p->dev.backward) {
-        rc = p->dev.backward(p->dev.ctx, slot, g, p->s > 0 ? p->stage_buf : NULL, first);
+        int box = p->direct && g ? (int)(p->bwd_recv % (uint64_t)p->slots) : -1;
+        rc = p->dev.backward(p->dev.ctx, slot, box < 0 ? g : NULL, box,
+                             p->s > 0 && !p->direct ? p->stage_buf : NULL, first);
     } else {
         sym_model_use_slot(m, slot);
         sym_tensor_t dy = g ? sym_tensor_2d((float *)g, (int64_t)N, (int64_t)C) : p->dlogits[slot];
@@ -362,7 +423,8 @@ static int backward(sym_pipe_t *p, int slot, int rows, int first, int last) {
     }
     if (p->s < p->S - 1) release(p, BWD);
     if (rc) return rc;
-    if (p->s > 0) send(p, BWD, p->dev.backward ? p->stage_buf : sym_model_input_grad(m), N * C);
+    if (p->s > 0)
+        return send(p, BWD, slot, p->dev.backward ? p->stage_buf : sym_model_input_grad(m), N * C);
     return SYM_OK;
 }
 
