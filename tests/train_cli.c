@@ -75,12 +75,12 @@ int main(int argc, char **argv) {
     e2e_run(3, NULL, NULL, log, 2, "--batch 2");
     e2e_expect_log(log, "smaller than the number of PEs (3)");
     printf("  %-30s exit 2, said once\n", "3 PEs, bad usage");
-    /* a GPU pipeline trains without ZeRO: said before any GPU is looked for */
+    /* the GPU trains ZeRO-1 alone: --zero 2 said before any GPU is looked for */
     e2e_run(2, NULL, NULL, log, 1, "--generated --model gpt:L=2,C=16,H=2,V=128,T=16 "
-            "--parallel pp=2 --device gpu --zero 1 --steps 1");
-    CHECK(e2e_count(log, "ZeRO inside a pipeline trains on CPU PEs for now; drop --zero, or "
-                         "pass --device cpu") == 1, "--zero in a GPU pipeline: not said once");
-    printf("  %-30s exit 1, said once\n", "--zero in a GPU pipeline");
+            "--parallel pp=2 --device gpu --zero 2 --steps 1");
+    CHECK(e2e_count(log, "--zero 2 shards the gradients, and the GPU's backward writes them") == 1,
+          "--zero 2 in a GPU pipeline: not said once");
+    printf("  %-30s exit 1, said once\n", "--zero 2 in a GPU pipeline");
 
     /* progress lines, summary, metrics */
     printf("train_cli: a run as a person sees it\n");

@@ -27,7 +27,10 @@
  *   (g) the host way (SYMTRAIN_PIPE_VIA_HOST=1: host fp32 messages, what a
  *       pipeline whose GPUs cannot reach each other takes), bf16 pp=2: every
  *       loss identical to (e)'s GPU-to-GPU run (the compute type's values
- *       either way).
+ *       either way);
+ *   (h) ZeRO-1 inside the pipeline (dp=2,pp=2 --zero 1: each stage's moments
+ *       sharded over its dp team) matches the 1-PE CPU run alike, and its
+ *       step-10 checkpoint resumed to 20 gives the uninterrupted run's files.
  *
  * SKIP (77) where the GPU part is not built or no GPU is visible.
  */
@@ -117,6 +120,24 @@ int main(int argc, char **argv) {
     e2e_expect_log(e2e_path("bf16_pp2_host.log"), "activations and gradients go through the host");
     e2e_same_losses(e2e_path("bf16_pp2.jsonl"), e2e_path("bf16_pp2_host.jsonl"), STEPS, 0);
     printf(NAME ": bf16 pp=2 through the host: every loss identical to the GPU-to-GPU run's\n");
+
+    /* (h) ZeRO-1 inside the pipeline, and its resume */
+    const char *zfull = e2e_path("ck_zfull"), *zhalf = e2e_path("ck_zhalf");
+    snprintf(args, sizeof args, "--precision fp32 --parallel dp=2,pp=2 --micro-batches 4 --zero 1 "
+             "--ckpt-dir %s --ckpt-steps 10", zfull);
+    train("gpu_z1", 4, "gpu", STEPS, args);
+    e2e_match(NAME, "dp=2,pp=2 --zero 1 on the GPU vs 1 CPU PE", e2e_path("gpu_z1.jsonl"),
+              e2e_path("cpu1.jsonl"), STEPS, 1, TOL, NORM_DRIFT, 2, 2);
+    snprintf(args, sizeof args, "--precision fp32 --parallel dp=2,pp=2 --micro-batches 4 --zero 1 "
+             "--ckpt-dir %s", zhalf);
+    train("z1_half", 4, "gpu", 10, args);
+    snprintf(args, sizeof args, "--precision fp32 --parallel dp=2,pp=2 --micro-batches 4 --zero 1 "
+             "--ckpt-dir %s --resume", zhalf);
+    train("z1_resumed", 4, "gpu", STEPS, args);
+    e2e_same_ckpt_file(zfull, zhalf, "model.bin");
+    e2e_same_ckpt_file(zfull, zhalf, "optim.bin");
+    printf(NAME ": dp=2,pp=2 --zero 1 on the GPU, step-10 checkpoint + --resume: model.bin and "
+           "optim.bin identical to the uninterrupted run's\n");
 
     /* (f) in-memory snapshots of GPU stages: a killed PE, restored from memory */
     const char *mlog = e2e_path("mem.log");

@@ -1591,9 +1591,6 @@ static int memory_report(run_t *r) {
 const char *sym__pipe_refusal(const sym_train_config_t *c) {
     if (c->model.kind != SYM_MODEL_GPT)
         return "pp: pipeline stages split a GPT's blocks; pass --model gpt:...";
-    if (c->device == SYM_TRAIN_GPU && c->zero)
-        return "pp: ZeRO inside a pipeline trains on CPU PEs for now; drop --zero, or pass "
-               "--device cpu";
     if (c->balance.policy != SYM_BALANCE_OFF)
         return "pp: load balancing moves samples between replicas; a pipeline's stages pass "
                "fixed micro-batches; pass --balance off";

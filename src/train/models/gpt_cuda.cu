@@ -125,8 +125,9 @@
  * to_host). The stage_* calls run plain launches (no graph); the gradients add up over the
  * step's micro-batches and stage_update sums wte's over the tied pair,
  * averages over dp, sums the norm's squares over the pipeline (the last
- * stage's wte copy left out: norm_lo) and runs AdamW. ZeRO-1 is not offered
- * inside a stage.
+ * stage's wte copy left out: norm_lo) and runs AdamW; with ZeRO-1 the
+ * average is the reduce-scatter over the stage's dp team, the norm counts the
+ * block's part of [norm_lo, P), and AdamW and the all-gather are ZeRO-1's.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -217,6 +218,8 @@ struct sym_gpu_model {
     shmem_team_t tied;                    /* wte's pair (first and last stage), or INVALID */
     size_t norm_lo;                       /* the norm counts the gradients [norm_lo, P): the
                                            * last stage's wte copy is counted on the first */
+    size_t nlo, nlen;                     /* this PE's part of them: [norm_lo, P) cut to its
+                                           * ZeRO-1 block (whole ranges relative to nlo) */
     int nslots;
     gslot_t *sl;                          /* (nslots); the fields below point into the one in use */
     float *xfer;                          /* (N,C) fp32: a stage's input or output to or from
@@ -1173,15 +1176,19 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
             return fail(SYM_EINVAL, "GPU GPT: the parameter table is not in layout order");
         prev_end = table[i].offset + table[i].numel;
         if (!table[i].decay) add_range(m->nodecay_h, &m->nr, table[i].offset, table[i].numel);
-        if (m->tp > 1 && table[i].tp_dim < 0) /* relative to norm_lo: whole tensors lie past it */
-            add_range(m->whole_h, &m->nw, table[i].offset - m->norm_lo, table[i].numel);
+        if (m->tp > 1 && table[i].tp_dim < 0)
+            add_range(m->whole_h, &m->nw, table[i].offset, table[i].numel);
     }
     if (prev_end != m->P)
         return fail(SYM_EINVAL, "GPU GPT: the table covers %zu floats, the parameters are %zu",
                     prev_end, m->P);
-    /* AdamW and the norm see the block this PE updates (all of it without ZeRO) */
+    /* AdamW sees the block this PE updates (all of it without ZeRO), the norm
+     * that block's part of [norm_lo, P) */
     m->nr = clip_ranges(m->nodecay_h, m->nr, m->zlo, m->zlen);
-    m->nw = clip_ranges(m->whole_h, m->nw, m->zlo, m->zlen);
+    size_t nhi = m->zlo + m->zlen < m->P ? m->zlo + m->zlen : m->P;
+    m->nlo = m->zlo > m->norm_lo ? m->zlo : m->norm_lo;
+    m->nlen = nhi > m->nlo ? nhi - m->nlo : 0;
+    m->nw = clip_ranges(m->whole_h, m->nw, m->nlo, m->nlen);
 
     CK(cudaSetDevice(m->dev));
     CK(cudaStreamCreateWithFlags(&m->s, cudaStreamNonBlocking));
@@ -1295,8 +1302,6 @@ static int stage_config(sym_gpu_model_t *m, const sym_gpu_opts_t *o) {
     m->tied = SHMEM_TEAM_INVALID;
     m->pp = 1;
     if (o->stage_layers <= 0) return SYM_OK;
-    if (o->zero)
-        return fail(SYM_EINVAL, "GPU GPT: ZeRO-1 inside a pipeline stage is not in this build");
     if (o->stage_first < 0 || o->stage_first + o->stage_layers > m->Lt)
         return fail(SYM_EINVAL, "GPU GPT: a stage of blocks [%d, %d) of a model of %d",
                     o->stage_first, o->stage_first + o->stage_layers, m->Lt);
@@ -1512,19 +1517,17 @@ static int update(sym_gpu_model_t *m, float lr, float clip, sym_gpu_step_t *out)
         CK(cudaGetLastError());
     }
     /* an inf or NaN on any PE is one in the average on every PE: all skip alike */
-    if (m->zero) { /* the block's squares over the dp team, then over tp (see the top) */
-        OP(symcu_grad_sumsq(m->sq, m->norm_scratch, m->g + m->zlo, m->zlen, m->whole, m->nw, m->s));
-        if ((rc = dp_sum(m, m->sq, 2))) return rc;
-        if (m->tp > 1) {
-            if (m->tp_rank) CK(cudaMemsetAsync(m->sq + 1, 0, sizeof(float), m->s));
-            if ((rc = tp_reduce(m, m->sq, 2, SHMEMX_FLOAT32, SHMEMX_SUM))) return rc;
-        }
-        OP(symcu_grad_norm_from_sumsq(m->norm, m->clip_scale, m->sq, clip, m->ls, m->s));
-    } else if (m->tp > 1 || m->pp > 1) { /* the split tensors' squares summed over the tp
-                                          * team, the whole ones' once; then the stages' */
-        OP(symcu_grad_sumsq(m->sq, m->norm_scratch, m->g + m->norm_lo, m->P - m->norm_lo,
-                            m->whole, m->nw, m->s));
-        if ((rc = tp_reduce(m, m->sq, 1, SHMEMX_FLOAT32, SHMEMX_SUM))) return rc;
+    if (m->zero || m->tp > 1 || m->pp > 1) {
+        /* the squares of this PE's part in two sums (split, whole tensors);
+         * ZeRO-1: the blocks' summed over the dp team, then over tp with the
+         * whole tensors' of tp rank 0 alone (see the top); else the split
+         * ones' over tp, the whole ones' once; then the stages' */
+        OP(symcu_grad_sumsq(m->sq, m->norm_scratch, m->g + m->nlo, m->nlen, m->whole, m->nw,
+                            m->s));
+        if (m->zero && (rc = dp_sum(m, m->sq, 2))) return rc;
+        if (m->zero && m->tp > 1 && m->tp_rank) CK(cudaMemsetAsync(m->sq + 1, 0, sizeof(float), m->s));
+        if (m->tp > 1 && (rc = tp_reduce(m, m->sq, m->zero ? 2 : 1, SHMEMX_FLOAT32, SHMEMX_SUM)))
+            return rc;
         if (m->pp > 1) {
             int e = shmemx_gpu_allreduce_team(m->opts.pp_team, m->sq, m->sq, 2, SHMEMX_FLOAT32,
                                               SHMEMX_SUM, m->s);

@@ -341,12 +341,12 @@ enum { F_TP = 1, F_PP = 2, F_ZERO = 4, F_ACCUM = 8, F_RECOMPUTE = 16, F_ZERO2 = 
 
 /* Features each device's training does (tp, pp, ZeRO and accumulation on
  * the CPU, in any combination). The GPU (--device gpu) trains tp, pp,
- * accumulation and ZeRO-1, but not ZeRO-2 (its backward writes one gradient
- * array) nor ZeRO inside a pipeline. Neither does the planner's whole-block
+ * accumulation and ZeRO-1 (inside pipelines too), but not ZeRO-2 (its
+ * backward writes one gradient array). Neither does the planner's whole-block
  * recompute: the GPU's --recompute gelu,ln keeps each block's other
  * buffers. */
 static const unsigned have[2] = {F_TP | F_PP | F_ZERO | F_ACCUM | F_ZERO2 | F_PP_ZERO,
-                                 F_TP | F_PP | F_ZERO | F_ACCUM};
+                                 F_TP | F_PP | F_ZERO | F_ACCUM | F_PP_ZERO};
 
 static void say_needs(const sym_plan_request_t *r, unsigned used, char *buf, size_t len) {
     static const char *const name[] = {"tp",        "pp",     "zero",         "micro-batches",
