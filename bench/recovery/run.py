@@ -137,8 +137,10 @@ def trial(a, mode, n):
         restore = float(r.group(1)) if r else float("nan")
         u = re.search(r"start-up before the restore: ([0-9.]+) s \(process start and shmem_init "
                       r"([0-9.]+) s, the data ([0-9.]+) s, the model, optimizer and buffers "
-                      r"([0-9.]+) s\)", text[log_at:])
-        setup = tuple(float(x) for x in u.groups()) if u else (float("nan"),) * 4
+                      r"([0-9.]+) s(?:: the model ([0-9.]+), the optimizer ([0-9.]+), the rest "
+                      r"([0-9.]+))?\)", text[log_at:])
+        setup = tuple(float(x) if x else float("nan") for x in u.groups()) if u else \
+            (float("nan"),) * 7
         step_s = []
         with open(metrics) as f:
             for line in f:
@@ -195,10 +197,11 @@ def main():
     rd = statistics.median(r[2] for r in res["disk"])
     print(f"median restore alone: memory {rm:.3f} s, disk {rd:.3f} s, disk/memory {rd / rm:.2f}x")
     for mode in ("memory", "disk"):  # the restarted job's own account (PE 0's), before the restore
-        parts = [statistics.median(r[4][i] for r in res[mode]) for i in range(4)]
+        parts = [statistics.median(r[4][i] for r in res[mode]) for i in range(7)]
         print(f"median start-up before the restore ({mode}): {parts[0]:.3f} s: process start and "
               f"shmem_init {parts[1]:.3f} s, the data {parts[2]:.3f} s, the model, optimizer and "
-              f"buffers {parts[3]:.3f} s")
+              f"buffers {parts[3]:.3f} s (the model {parts[4]:.3f}, the optimizer "
+              f"{parts[5]:.3f}, the rest {parts[6]:.3f})")
 
 
 if __name__ == "__main__":

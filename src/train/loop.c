@@ -342,8 +342,9 @@ typedef struct {
     int time_due;         /* PE 0's clock says a --ckpt-every checkpoint is due (ckpt_agree) */
     int eval_due;         /* --ckpt-at-eval: an evaluation since the last save check */
     int restored;         /* the state came from a checkpoint or an in-memory snapshot */
-    double t_setup[4];    /* the process's start (its age at setup), setup's start, the data
-                           * loaded, the model and optimizer made: --resume says them */
+    double t_setup[6];    /* the process's start (its age at setup), setup's start, the data
+                           * loaded, the model made, the optimizer made, the buffers made:
+                           * a restart's --resume says them */
     int alone;            /* an error this PE reported alone, not yet agreed: the others may be
                              inside a collective (teardown then skips the collective frees) */
     sym_loader_t loader;
@@ -1700,8 +1701,10 @@ static double process_age_s(void) {
 static void say_setup(run_t *r) {
     const double *t = r->t_setup;
     note(r, "start-up before the restore: %.2f s (process start and shmem_init %.2f s, the data "
-            "%.2f s, the model, optimizer and buffers %.2f s)",
-         t[0] + sym__now_s() - t[1], t[0], t[2] - t[1], t[3] - t[2]);
+            "%.2f s, the model, optimizer and buffers %.2f s: the model %.2f, the optimizer "
+            "%.2f, the rest %.2f)",
+         t[0] + sym__now_s() - t[1], t[0], t[2] - t[1], t[5] - t[2], t[3] - t[2], t[4] - t[3],
+         t[5] - t[4]);
 }
 
 static int setup(run_t *r) {
@@ -1764,9 +1767,11 @@ static int setup(run_t *r) {
     }
     r->P = sym_model_num_params(r->model);
     r->accum = accum;
+    r->t_setup[3] = sym__now_s();
     /* the GPU (any --zero) keeps whole host arrays: the checkpoint's copy */
     if ((!c->zero || r->gpu) && (rc = sym_optim_create(&c->optim, r->P, &r->opt)))
         return report(r, rc, 1);
+    r->t_setup[4] = sym__now_s();
     int nt = sym_model_num_tensors(r->model);
     size_t *cuts = malloc((size_t)nt * sizeof *cuts);
     if (!cuts) return report(r, sym__error(SYM_ENOMEM, "out of memory for the gradient buckets"), 0);
@@ -1822,7 +1827,7 @@ static int setup(run_t *r) {
         (rc = sym_ckpt_lock(c->ckpt_dir, &r->ckpt_lock)))
         report(r, rc, 0);
     if ((rc = agree(r, rc))) return rc;
-    r->t_setup[3] = sym__now_s();
+    r->t_setup[5] = sym__now_s();
     if ((rc = mem_open(r))) return rc;
     if (c->resume && sym__env_int("SYMTRAIN_RESTART_COUNT", 0, 0, LONG_MAX) > 0) say_setup(r);
     int from_memory = c->resume ? resume_memory(r) : 0;
