@@ -36,7 +36,10 @@
  *   (h) in-memory snapshots (--mem-ckpt-every 3) from 2 PEs sharing the GPU:
  *       PE 1 SIGKILLed after step 13, symrun restarts the job, which restores
  *       step 12 from memory and ends with the uninterrupted run's losses and
- *       byte-identical files.
+ *       byte-identical files;
+ *   (i) sharded saves from asynchronous snapshots (each PE's copy into pinned
+ *       memory; its shard made and written by the background thread once the
+ *       copy is done) against --ckpt-async off: every shard file identical.
  *
  * SKIP (77) where the GPU part is not built or no GPU is visible.
  */
@@ -243,6 +246,25 @@ int main(int argc, char **argv) {
     }
     printf("train_gpt_gpu: async GPU snapshots every 5 steps == --ckpt-async off, byte for byte; "
            "step 30 == the run without checkpoints; resumed from the async step 15: identical\n");
+
+    /* (i) sharded saves from asynchronous GPU snapshots against synchronous ones */
+    for (int async = 0; async < 2; async++) {
+        snprintf(args, sizeof args, ARGS " --device gpu --max-steps 15 --ckpt-format sharded "
+                 "--ckpt-steps 5 --ckpt-keep 100 --ckpt-async %s --ckpt-dir %s",
+                 async ? "on" : "off", e2e_path("cks%d", async));
+        e2e_run(2, NULL, NULL, e2e_path("shasync%d.log", async), 0, args);
+    }
+    for (int k = 5; k <= 15; k += 5)
+        for (int pe = 0; pe < 2; pe++) {
+            e2e_same_file(e2e_path("cks0/step-%08d/shard-%05d.bin", k, pe),
+                          e2e_path("cks1/step-%08d/shard-%05d.bin", k, pe));
+            e2e_same_file(e2e_path("cks0/step-%08d/shard-%05d.json", k, pe),
+                          e2e_path("cks1/step-%08d/shard-%05d.json", k, pe));
+        }
+    CHECK(e2e_sh(e2e_path("shasync_verify.log"), "'%s' ckpt verify '%s'", e2e_symtrain,
+                 e2e_path("cks1")) == 0, "ckpt verify of the async sharded checkpoints");
+    printf("train_gpt_gpu: sharded saves of 2 GPU PEs from asynchronous snapshots (written by the "
+           "background thread after the copy) == --ckpt-async off, every shard at steps 5, 10, 15\n");
 
     /* (h) in-memory snapshots from the GPU: PE 1 of 2 killed after step 13 */
     const char *mlog = e2e_path("mem.log");

@@ -13,7 +13,9 @@
 # on NPES PEs; gpu: --device gpu (bf16), BATCH 16 x 1024 tokens. A checkpoint
 # every EVERY steps (default: 2 on the CPU, 20 on the GPU) in the stall rows,
 # whole-tensor format, in a
-# directory under $TMPDIR (default /tmp: the disk the figures are of).
+# directory under $TMPDIR (default /tmp: the disk the figures are of); then
+# the same with sharded checkpoints (--ckpt-format sharded: every PE writes
+# its shard; on the GPU from an asynchronous snapshot with --ckpt-async on).
 # The stall is symtrain's own figure (the step loop's time in taking and, with
 # --ckpt-async off, writing each checkpoint, the last one's included; "max" the
 # largest), the step time its mean step, stall/step their ratio (the target:
@@ -88,4 +90,8 @@ PY
 run "none"
 run "every $every, async off" --ckpt-dir "$tmp/ck" --ckpt-keep 2 --ckpt-steps "$every" --ckpt-async off
 run "every $every, async on" --ckpt-dir "$tmp/ck" --ckpt-keep 2 --ckpt-steps "$every"
+run "every $every, sharded, off" --ckpt-dir "$tmp/ck" --ckpt-keep 2 --ckpt-steps "$every" \
+    --ckpt-format sharded --ckpt-async off
+run "every $every, sharded, on" --ckpt-dir "$tmp/ck" --ckpt-keep 2 --ckpt-steps "$every" \
+    --ckpt-format sharded
 run "every 5s, async on" --ckpt-dir "$tmp/ck" --ckpt-keep 2 --ckpt-every 5s

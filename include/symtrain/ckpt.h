@@ -208,6 +208,14 @@ int sym_ckpt_dist_create(const char *dir, int keep, const char *layout, sym_ckpt
  * failure of an earlier save once (sym_last_error says it), else 0. */
 int sym_ckpt_dist_save(sym_ckpt_dist_t *d, const sym_ckpt_meta_t *meta,
                        const sym_ckpt_slice_t *slices, int n);
+/* The same, the slices read on the writer thread after ready(user) (NULL:
+ * they are ready), which runs there first: the slices and their data stay
+ * the caller's, unchanged, until the save is no longer pending (the next
+ * save, or a poll that finds it committed or failed). A snapshot copied
+ * while training goes on (a GPU's, to pinned memory) is written so. */
+int sym_ckpt_dist_save_later(sym_ckpt_dist_t *d, const sym_ckpt_meta_t *meta,
+                             const sym_ckpt_slice_t *slices, int n, int (*ready)(void *),
+                             void *user);
 /* Every PE, e.g. after each step: when every PE's shard of the pending save
  * is written, PE 0 commits it (one small all-reduce while a save is pending,
  * nothing otherwise); `wait`: wait for the writers first. 0, or the failure

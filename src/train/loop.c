@@ -380,6 +380,8 @@ typedef struct {
     /* ---- end pipe ---- */
     /* ---- async: checkpoints written in the background (ckpt/async.c) ---- */
     sym__ckpt_async_t *ckasync;  /* with --ckpt-dir: the per-step agreement, the stall figures */
+    sym__ckpt_slices_t later;    /* a GPU's sharded save: its slices of the snapshot buffers,
+                                  * read by the writer thread */
     float *snap_params;          /* the snapshot buffers (snap_take; GPU: pinned): P floats, */
     void *snap_ostate;           /* and optim.bin's bytes */
     double step_s;               /* this run's steps' time, step_n of them (the stall's yardstick) */
@@ -906,6 +908,33 @@ static int snap_take(run_t *r, float **params, void **ostate, size_t *osize) {
     return SYM_OK;
 }
 
+/* A sharded save on the GPU from an asynchronous snapshot: AdamW, no ZeRO
+ * (the moments are gathered first), --ckpt-async on. */
+static int dist_later(const run_t *r) {
+    return r->dist && r->gpu && !r->cfg->ckpt_sync && r->cfg->optim.kind == SYM_OPT_ADAMW &&
+           !gpu_zero(r);
+}
+
+/* Start copying the GPU's state into the snapshot buffers once the previous
+ * save is done with them (collective: it is committed first), and point the
+ * layout's arrays at them. */
+static int dist_snapshot(run_t *r, sym__ckpt_layout_t *L) {
+    sym__ckpt_async_poll(r->ckasync, NULL, r->dist, 1);
+    sym__ckpt_slices_free(&r->later);
+    size_t bytes = r->P * sizeof(float), osize = sym_optim_state_size(r->opt);
+    int rc = snap_buffers(r, osize);
+    if (rc) return rc;
+    char *o = (char *)r->snap_ostate + (osize - 2 * bytes); /* m, v after the header */
+    uint64_t t = 0;
+    if ((rc = r->gpu->snapshot_start(r->gm, r->snap_params, (float *)o, (float *)(o + bytes), &t)))
+        return report(r, sym__error(rc, "GPU snapshot: %s", r->gpu->error()), 0);
+    sym_optim_set_steps(r->opt, t);
+    L->params = r->snap_params;
+    L->state[0] = (float *)o;
+    L->state[1] = (float *)(o + bytes);
+    return SYM_OK;
+}
+
 /* A checkpoint's meta for the current state: position, RNG streams, the run's
  * settings and the balancer's shares (pointing into the balancer). */
 static void ckpt_meta(run_t *r, sym_ckpt_meta_t *m) {
@@ -950,9 +979,15 @@ static int save(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     if (r->saved_step == r->step || (!r->dist && (!ckpt_member(r) || !c->ckpt_dir)))
         return SYM_OK;
-    int direct = snap_direct(r); /* into the kept buffers, written from there */
-    if (r->gpu && !direct) {
+    int direct = snap_direct(r), later = dist_later(r); /* into the kept buffers */
+    sym__ckpt_layout_t L;
+    ckpt_layout(r, &L);
+    if (r->gpu && !direct && !later) {
         int rc = gpu_sync_host(r);
+        if (rc) return rc;
+    }
+    if (later) {
+        int rc = dist_snapshot(r, &L);
         if (rc) return rc;
     }
     if (!r->dist && !ckpt_gathers(r) && r->me != 0) { /* gpu_zero: its part was the gather */
@@ -975,12 +1010,15 @@ static int save(run_t *r) {
     sym_ckpt_meta_t m;
     ckpt_meta(r, &m);
     if (r->dist) { /* every PE: its part of every tensor */
-        sym__ckpt_layout_t L;
         sym__ckpt_slices_t mine;
-        ckpt_layout(r, &L);
         if ((rc = sym__ckpt_layout_slices(&L, 1, &mine))) return report(r, rc, 0);
-        rc = sym_ckpt_dist_save(r->dist, &m, mine.s, mine.n);
-        sym__ckpt_slices_free(&mine);
+        if (later) { /* the writer reads them once the copy is done */
+            r->later = mine;
+            rc = sym_ckpt_dist_save_later(r->dist, &m, mine.s, mine.n, snap_gpu_ready, r);
+        } else {
+            rc = sym_ckpt_dist_save(r->dist, &m, mine.s, mine.n);
+            sym__ckpt_slices_free(&mine);
+        }
         sym__ckpt_async_failed(r->ckasync, rc, 1); /* an earlier save's: ckpt_agree ends the run */
         r->saved_step = r->step;
         r->last_save = sym__now_s();
@@ -1970,8 +2008,9 @@ static void teardown(run_t *r) {
             sym__warn("symtrain train", "%s", sym_last_error());
         return;
     }
-    snap_free(r); /* the writer is done with them */
     sym_ckpt_dist_destroy(r->dist);
+    snap_free(r); /* the writers are done with them */
+    sym__ckpt_slices_free(&r->later);
     sym_peer_close(r->peer);
     sym_ckpt_unlock(r->ckpt_lock);
     sym__balance_destroy(r->bal);

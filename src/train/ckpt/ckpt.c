@@ -806,7 +806,24 @@ struct sym_ckpt_writer {
      * runs on the thread before it reads them (NULL: they are ready) */
     int (*ready)(void *);
     void *ready_user;
+    /* sym__ckpt_save_shard_later: the shard's files made on the thread (malloc'd, adopted) */
+    int (*build)(void *, sym_ckpt_file_t *, int *);
+    void *build_user;
 };
+
+/* A later shard's files from its build(), into the writer's buffers. */
+static int adopt_built(sym_ckpt_writer_t *w) {
+    sym_ckpt_file_t f[SYM_CKPT_MAX_FILES];
+    int n = 0, rc = w->build(w->build_user, f, &n);
+    for (int i = 0; !rc && i < n; i++) {
+        free(w->buf[i]);
+        w->buf[i] = (void *)f[i].data;
+        w->cap[i] = f[i].size;
+        w->files[i] = f[i];
+    }
+    w->nfiles = rc ? 0 : n;
+    return rc;
+}
 
 /* One PE's part of a sharded save: its files into dir/stage (created by the
  * first PE to get there), each fsync'd, then the directory. */
@@ -835,6 +852,7 @@ static void *writer_main(void *arg) {
         char path[PATH_MAX] = "";
         double t0 = sym__now_s();
         int rc = w->ready ? w->ready(w->ready_user) : SYM_OK;
+        if (!rc && w->build) rc = adopt_built(w);
         if (!rc)
             rc = w->stage[0] ? write_shard(w->dir, w->stage, w->files, w->nfiles)
                              : sym_ckpt_write(w->dir, w->keep, &w->meta, w->files, w->nfiles,
@@ -946,6 +964,8 @@ static int snapshot_files(sym_ckpt_writer_t *w, const sym_ckpt_file_t *files, in
     int adopt = take == TAKE_ADOPT_FIRST;
     w->ready = NULL;
     w->ready_user = NULL;
+    w->build = NULL;
+    w->build_user = NULL;
     for (int i = 0; i < nfiles; i++) {
         if (take == TAKE_BORROW) {
             w->files[i] = files[i];
@@ -1054,6 +1074,19 @@ int sym__ckpt_save_files(sym_ckpt_writer_t *w, const char *stage, const sym_ckpt
     int prev, rc = begin_locked(w, files, nfiles, TAKE_ADOPT_FIRST, &prev);
     if (rc) return rc;
     snprintf(w->stage, sizeof w->stage, "%s", stage);
+    start_locked(w);
+    return prev;
+}
+
+int sym__ckpt_save_shard_later(sym_ckpt_writer_t *w, const char *stage,
+                               int (*build)(void *, sym_ckpt_file_t *, int *), void *user) {
+    if (strlen(stage) >= sizeof w->stage || !sym__ckpt_valid_name(stage))
+        return sym__error(SYM_EINVAL, "a shard goes into a plain directory name");
+    int prev, rc = begin_locked(w, NULL, 0, TAKE_BORROW, &prev);
+    if (rc) return rc;
+    snprintf(w->stage, sizeof w->stage, "%s", stage);
+    w->build = build;
+    w->build_user = user;
     start_locked(w);
     return prev;
 }

@@ -53,6 +53,11 @@ int sym__ckpt_publish(const char *dir, const char *tmp_name, int64_t step, int k
  * others are copied. Returns a failed earlier save once, like sym_ckpt_save. */
 int sym__ckpt_save_files(sym_ckpt_writer_t *w, const char *stage, const sym_ckpt_file_t *files,
                          int nfiles);
+/* The same, the files made on the writer thread: build(user, files, &n)
+ * fills at most SYM_CKPT_MAX_FILES files whose data are malloc'd (the writer
+ * takes them), or fails the save. */
+int sym__ckpt_save_shard_later(sym_ckpt_writer_t *w, const char *stage,
+                               int (*build)(void *, sym_ckpt_file_t *, int *), void *user);
 /* 1 while a save is being written (never waits for it). */
 int sym__ckpt_busy(sym_ckpt_writer_t *w);
 /* 1 while the latest sym_ckpt_dist_save is not committed (alike on every PE). */

@@ -38,6 +38,11 @@ struct sym_ckpt_dist {
     char last[PATH_MAX];
     int exit_pe;                 /* test hook: SYMTRAIN_TEST_CKPT_EXIT_AT=PE:STEP */
     long long exit_step;
+    /* sym_ckpt_dist_save_later's: the slices (the caller's) and their ready call */
+    const sym_ckpt_slice_t *later;
+    int nlater;
+    int (*ready)(void *);
+    void *ready_user;
 };
 
 /* out[i] = the sum over PEs of v[i] (n <= 4). */
@@ -105,26 +110,57 @@ static int keep_meta(sym_ckpt_dist_t *d, const sym_ckpt_meta_t *m) {
     return SYM_OK;
 }
 
-int sym_ckpt_dist_save(sym_ckpt_dist_t *d, const sym_ckpt_meta_t *meta,
-                       const sym_ckpt_slice_t *slices, int n) {
-    int prev = d->pending ? sym_ckpt_dist_poll(d, 1) : SYM_OK;
-    char prev_err[1024];
-    snprintf(prev_err, sizeof prev_err, "%s", prev ? sym_last_error() : "");
+/* This PE's shard files of n slices: the data file (malloc'd) and its index. */
+static int shard_files(const sym_ckpt_dist_t *d, const sym_ckpt_slice_t *slices, int n,
+                       sym_ckpt_file_t *files) {
     void *bin = NULL;
     size_t len = 0;
     sym_jbuf_t index = {0};
-    snprintf(d->stage, sizeof d->stage, ".tmp-step-%08lld.%ld", (long long)meta->step, d->token);
     int rc = sym__ckpt_shard_files(d->me, slices, n, &bin, &len, &index);
-    if (!rc && d->me == 0) rc = keep_meta(d, meta);
-    if (!rc) {
-        sym_ckpt_file_t files[2] = {{"", bin, len, 0}, {"", index.buf, index.len, 0}};
-        snprintf(files[0].name, sizeof files[0].name, "shard-%05d.bin", d->me);
-        snprintf(files[1].name, sizeof files[1].name, "shard-%05d.json", d->me);
-        rc = sym__ckpt_save_files(d->w, d->stage, files, 2); /* nothing pending: 0 */
-        bin = NULL; /* the writer's now */
+    if (rc) {
+        free(bin);
+        sym__jbuf_free(&index);
+        return rc;
     }
-    free(bin);
-    sym__jbuf_free(&index);
+    memset(files, 0, 2 * sizeof *files);
+    snprintf(files[0].name, sizeof files[0].name, "shard-%05d.bin", d->me);
+    snprintf(files[1].name, sizeof files[1].name, "shard-%05d.json", d->me);
+    files[0].data = bin;
+    files[0].size = len;
+    files[1].data = index.buf;
+    files[1].size = index.len;
+    return SYM_OK;
+}
+
+/* On the writer thread: the slices' data ready, then the shard files. */
+static int build_later(void *user, sym_ckpt_file_t *files, int *n) {
+    sym_ckpt_dist_t *d = user;
+    int rc = d->ready ? d->ready(d->ready_user) : SYM_OK;
+    if (!rc) rc = shard_files(d, d->later, d->nlater, files);
+    *n = rc ? 0 : 2;
+    return rc;
+}
+
+/* A save's start (now: its shard files made here; else on the writer thread). */
+static int start_save(sym_ckpt_dist_t *d, const sym_ckpt_meta_t *meta,
+                      const sym_ckpt_slice_t *slices, int n, int now) {
+    int prev = d->pending ? sym_ckpt_dist_poll(d, 1) : SYM_OK;
+    char prev_err[1024];
+    snprintf(prev_err, sizeof prev_err, "%s", prev ? sym_last_error() : "");
+    snprintf(d->stage, sizeof d->stage, ".tmp-step-%08lld.%ld", (long long)meta->step, d->token);
+    int rc = d->me == 0 ? keep_meta(d, meta) : SYM_OK;
+    if (!rc && now) {
+        sym_ckpt_file_t files[2];
+        rc = shard_files(d, slices, n, files);
+        if (!rc) {
+            rc = sym__ckpt_save_files(d->w, d->stage, files, 2); /* nothing pending: 0 */
+            free((void *)files[1].data);                           /* copied; [0] is the writer's */
+        }
+    } else if (!rc) {
+        d->later = slices;
+        d->nlater = n;
+        rc = sym__ckpt_save_shard_later(d->w, d->stage, build_later, d);
+    }
     /* Pending on every PE alike: a PE that could not even start its shard
      * says so at the poll, and the save is dropped everywhere. */
     d->pending = 1;
@@ -134,6 +170,19 @@ int sym_ckpt_dist_save(sym_ckpt_dist_t *d, const sym_ckpt_meta_t *meta,
     if (rc) snprintf(d->local_err, sizeof d->local_err, "%s", sym_last_error());
     if (prev) return sym__error(prev, "%s", prev_err);
     return SYM_OK;
+}
+
+int sym_ckpt_dist_save(sym_ckpt_dist_t *d, const sym_ckpt_meta_t *meta,
+                       const sym_ckpt_slice_t *slices, int n) {
+    return start_save(d, meta, slices, n, 1);
+}
+
+int sym_ckpt_dist_save_later(sym_ckpt_dist_t *d, const sym_ckpt_meta_t *meta,
+                             const sym_ckpt_slice_t *slices, int n, int (*ready)(void *),
+                             void *user) {
+    d->ready = ready;
+    d->ready_user = user;
+    return start_save(d, meta, slices, n, 0);
 }
 
 int sym_ckpt_dist_poll(sym_ckpt_dist_t *d, int wait) {

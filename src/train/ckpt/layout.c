@@ -162,7 +162,8 @@ int sym__ckpt_layout_slices(const sym__ckpt_layout_t *L, int save, sym__ckpt_sli
     sym_model_t *m = L->model;
     int nt = sym_model_num_tensors(m), tp = sym_model_tp_size(m), rc = SYM_OK;
     for (int kind = 0; kind <= L->nstate && !rc; kind++) {
-        float *base = kind == 0 ? sym_model_params(m) : L->state[kind - 1];
+        float *base = kind == 0 ? (L->params ? L->params : sym_model_params(m))
+                                : L->state[kind - 1];
         for (int i = 0; i < nt && !rc && base; i++) { /* whole local arrays */
             const sym_param_t *p = sym_model_param(m, i);
             int64_t lo = 0, hi = (int64_t)p->numel;

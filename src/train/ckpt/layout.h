@@ -27,6 +27,7 @@
 
 typedef struct {
     sym_model_t *model;          /* this PE's part: a stage, its tp piece */
+    float *params;               /* its parameters' array (NULL: the model's) */
     int nstate;                  /* optimizer state arrays: 1 (SGD) or 2 (AdamW) */
     const char *state_name[2];   /* their prefixes: "momentum"; "exp_avg", "exp_avg_sq" */
     float *state[2];             /* the whole local arrays (P floats each); or NULL and */
