@@ -29,7 +29,7 @@
 #include <symtrain/nn.h>
 #include <symtrain/optim.h>
 
-#define SYM_CUDA_BACKEND_ABI 8
+#define SYM_CUDA_BACKEND_ABI 9 /* 9: cfg.seq_parallel and cfg.tp_chunks are read */
 #define SYM_CUDA_BACKEND_SYMBOL "sym_cuda_backend"
 #define SYM_CUDA_BACKEND_FILE "libsymtrain_cuda.so"
 
