@@ -64,6 +64,8 @@
  *       rows); the tp=2,sp dropout run's step-10 checkpoint resumed with sp
  *       ends with model.bin and optim.bin byte-identical to the
  *       uninterrupted run's; and tp=2,pp=2,sp on the GPU is refused (exit 2).
+ *       (f) is its own ctest, train_gpt_gpu_tp_sp (argv[3] "sp"), to keep each
+ *       within its time limit.
  *
  * SKIP (77) where the GPU part is not built or no GPU is visible.
  */
@@ -324,6 +326,16 @@ int main(int argc, char **argv) {
           l1[0], l1[STEPS - 1]);
     setenv("SYMTRAIN_GPU_SHARE", "1", 1); /* several PEs on the one GPU */
 
+    if (argc > 3 && !strcmp(argv[3], "sp")) { /* (f) alone: its plain tp twins first */
+        train("gpu_tp2", 2, "gpu", "tp=2", "--precision fp32");
+        train("gpu_dp2xtp2", 4, "gpu", "dp=2,tp=2", "--precision fp32");
+        sp_case();
+        e2e_cleanup();
+        printf("train_gpt_gpu_tp sp: ok\n");
+        return 0;
+    }
+    CHECK(argc <= 3, "train_gpt_gpu_tp: unknown part '%s' (none: (a) to (e); sp: (f))", argv[3]);
+
     /* (a) fp32: tp=2, dp=2 x tp=2 and tp=4, each against its CPU twin and the 1-PE GPU run */
     static const struct {
         int npes;
@@ -463,7 +475,6 @@ int main(int argc, char **argv) {
                                                "for now");
 
     zero_case();
-    sp_case();
 
     e2e_cleanup();
     printf("train_gpt_gpu_tp: ok\n");
