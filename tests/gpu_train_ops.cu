@@ -621,6 +621,40 @@ static void test_dropout(const ty &t, int B, int T, int C, float p) {
     for (void *q : all) cudaFree(q);
 }
 
+/* symcu_dropout_rows on the shards of a sequence-parallel team of tp PEs:
+ * contiguous runs of ceil(B T / tp) rows of the batch, not whole sequences
+ * (the last may be short or empty), each drawing exactly the whole batch's
+ * mask on its rows (sym_dropout_forward on all B*T rows, then sliced). */
+static void test_dropout_rows(const ty &t, int B, int T, int C, float p, int tp) {
+    printf("-- %s dropout rows B=%d T=%d C=%d p=%g, %d shards\n", t.name, B, T, C, (double)p, tp);
+    size_t N = (size_t)B * T, n = N * C, es = t.esz, R = (N + tp - 1) / tp;
+    sym_attn_dropout_t cd = {p, 0xBEEFull, 5, 9, 0, 1};
+    symcu_dropout_t gd = device_dropout(cd, 0);
+    fvec x = rand_ty(t, n, 1.0f), y(n), mask(n);
+    sym_dropout_forward(x.data(), y.data(), mask.data(), (int64_t)N, C, p, cd.key, cd.step,
+                        cd.row0 * T);
+    for (int k = 0; k < tp; k++) {
+        size_t r0 = (size_t)k * R, rows = r0 >= N ? 0 : N - r0 < R ? N - r0 : R;
+        fvec xs(x.begin() + r0 * C, x.begin() + (r0 + rows) * C);
+        fvec ys(y.begin() + r0 * C, y.begin() + (r0 + rows) * C);
+        void *d_x = upload_ty(t, rows ? xs : fvec(8)), *d_y = dev_ty(t, rows * C + 8);
+        poison(d_y, (rows * C + 8) * es);
+        OK(symcu_dropout_rows(t.dt, d_y, d_x, (int)rows, C, T, (int64_t)r0, &gd, 0));
+        char what[64];
+        snprintf(what, sizeof what, "dropout rows, shard %d of %d", k, tp);
+        if (rows) compare(nm(t, what), fetch_ty(t, d_y, rows * C), ys, t.tol);
+        /* an empty shard writes nothing: the poison stays */
+        std::vector<uint16_t> tail = fetch((const uint16_t *)d_y, 1);
+        if (!rows) check(tail[0] == 0xffff, nm(t, "dropout rows: an empty shard wrote"));
+        cudaFree(d_x);
+        cudaFree(d_y);
+    }
+    check(symcu_dropout_rows(t.dt, nullptr, nullptr, 1, C, T, -1, &gd, 0) == SYM_EINVAL,
+          "dropout rows: a negative first row is refused");
+    void *all[] = {(void *)gd.step_key, (void *)gd.row0};
+    for (void *q : all) cudaFree(q);
+}
+
 /* ---- the loss ---- */
 
 static void test_xent(const ty &t, int N, int V, int Vp) {
@@ -1420,6 +1454,9 @@ int main(int argc, char **argv) {
         test_attention(*t, 2, 77, 128, 2, 0.2f);
         test_attention(*t, 1, 200, 384, 3, 0.2f);
         test_dropout(*t, 3, 64, 128, 0.1f);
+        test_dropout_rows(*t, 3, 64, 128, 0.1f, 2); /* 96 + 96 rows, across sequences */
+        test_dropout_rows(*t, 3, 7, 64, 0.3f, 4);   /* 6 + 6 + 6 + 3 rows */
+        test_dropout_rows(*t, 1, 3, 64, 0.3f, 4);   /* 1 + 1 + 1 + none */
         test_xent(*t, N, V, Vp);
         test_xent(*t, 16, 50257, 50304); /* rows longer than one pass of the block */
         test_gelu(*t, (size_t)N * 4 * C);

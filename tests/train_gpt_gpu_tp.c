@@ -1,6 +1,6 @@
 /*
  * train_gpt_gpu_tp — tensor parallelism on GPU PEs (--device gpu --parallel
- * tp=2, dp=2,tp=2 and tp=4), and ZeRO-1 on them, several PEs sharing the one GPU
+ * tp=2, dp=2,tp=2 and tp=4), ZeRO-1, sequence parallelism and --tp-overlap on them, several PEs sharing the one GPU
  * (SYMTRAIN_GPU_SHARE=1), through symrun and the symtrain CLI, on
  * gpt:L=2,C=128,H=4,V=126,T=64 (at tp=2 two heads per PE, and the vocabulary
  * of 126 splits into 63 + 63 rows, so each PE's logits are padded to 64
@@ -51,6 +51,21 @@
  *       both PEs (the global norm): step 5's checkpoint is step 4's, byte
  *       for byte; and bf16 at dp=2 learns within (c)'s tolerance of the fp32
  *       CPU run.
+ *   (f) sequence parallelism and --tp-overlap on the GPU, fp32 (gpt_cuda.cu:
+ *       the LayerNorm / dropout / residual regions in blocks of rows per tp
+ *       PE, reduce-scatters and all-gathers; the chunked all-reduces on a side
+ *       stream): tp=2,sp, dp=2,tp=2,sp and tp=2 --tp-overlap 4 each match the
+ *       1-PE CPU run and the plain tp GPU run of the layout (to TOL, the norms
+ *       as in (a)); the tp=2,sp start line's GPU memory is at least 0.5 MiB
+ *       below tp=2's (about 0.9 MiB: half the rows of ln_1, ln_2, the
+ *       residuals and their statistics); with --dropout 0.1 tp=2,sp, and
+ *       tp=4,sp on 3 sequences of 63 (189 rows: shards of 48 48 48 45),
+ *       match the 1-PE CPU run with that dropout (the masks of the global
+ *       rows); the tp=2,sp dropout run's step-10 checkpoint resumed with sp
+ *       ends with model.bin and optim.bin byte-identical to the
+ *       uninterrupted run's; and tp=2,pp=2,sp on the GPU is refused (exit 2).
+ *       (f) is its own ctest, train_gpt_gpu_tp_sp (argv[3] "sp"), to keep each
+ *       within its time limit.
  *
  * SKIP (77) where the GPU part is not built or no GPU is visible.
  */
@@ -209,6 +224,84 @@ static void zero_case(void) {
            worst);
 }
 
+/* (f) sequence parallelism and --tp-overlap on the GPU, fp32 */
+static void sp_case(void) {
+    char args[2048], what[160];
+    train("cpu1", 1, "cpu", NULL, NULL);
+    static const struct {
+        int npes;
+        const char *layout, *name, *extra, *plain;
+    } runs[] = {{2, "tp=2,sp", "tp2sp", "", "gpu_tp2"},
+                {4, "dp=2,tp=2,sp", "dp2xtp2sp", "", "gpu_dp2xtp2"},
+                {2, "tp=2", "tp2overlap", " --tp-overlap 4", "gpu_tp2"}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char gpu[64], extra[256];
+        snprintf(gpu, sizeof gpu, "gpu_%s", runs[i].name);
+        snprintf(extra, sizeof extra, "--precision fp32%s", runs[i].extra);
+        train(gpu, runs[i].npes, "gpu", runs[i].layout, extra);
+        const char *glog = e2e_path("%s.log", gpu);
+        e2e_expect_log(glog, "on the GPU: ");
+        if (strstr(runs[i].layout, "sp"))
+            e2e_expect_log(glog, "sequence parallel: LayerNorm, dropout and residual");
+        snprintf(what, sizeof what, "%s%s on the GPU vs 1 CPU PE", runs[i].layout, runs[i].extra);
+        match(what, e2e_path("%s.jsonl", gpu), e2e_path("cpu1.jsonl"), 1, TOL);
+        snprintf(what, sizeof what, "%s%s on the GPU vs %s", runs[i].layout, runs[i].extra,
+                 runs[i].plain);
+        match(what, e2e_path("%s.jsonl", gpu), e2e_path("%s.jsonl", runs[i].plain), 1, TOL);
+    }
+
+    /* the memory: ln_1, ln_2, the two residuals, their statistics, the
+     * embeddings' output and the residual gradient hold half the rows at tp=2
+     * (one gathered (N,C) buffer and a shard more): at N = 512 rows of C = 128
+     * fp32, 2 blocks, about 0.9 MiB less */
+    double Pt, Ps, mt, ms;
+    memory_of(e2e_path("gpu_tp2.log"), &Pt, &mt);
+    memory_of(e2e_path("gpu_tp2sp.log"), &Ps, &ms);
+    CHECK(Pt == Ps && Pt > 0, "tp=2 and tp=2,sp: %.0f and %.0f parameters", Pt, Ps);
+    CHECK(mt - ms >= 0.5 * 1048576, "tp=2 on the GPU holds %.0f bytes of GPU memory per PE, "
+          "tp=2,sp %.0f: %.0f fewer, expected about 0.9 MiB fewer (the LayerNorm and residual "
+          "buffers' half)", mt, ms, mt - ms);
+    printf("train_gpt_gpu_tp: tp=2,sp on the GPU holds %.2f MiB less GPU memory per PE than "
+           "tp=2\n", (mt - ms) / 1048576);
+
+    /* dropout 0.1 with sp: the masks of each PE's rows are the 1-PE run's; and
+     * uneven shards: 3 sequences of 63 (189 rows) over tp=4, 48 48 48 45 rows */
+    train("cpu1_drop", 1, "cpu", NULL, "--dropout 0.1");
+    const char *full = e2e_path("ck_sp_full");
+    snprintf(args, sizeof args, "--precision fp32 --dropout 0.1 --ckpt-dir %s", full);
+    train("gpu_tp2sp_drop", 2, "gpu", "tp=2,sp", args);
+    match("tp=2,sp --dropout 0.1 on the GPU vs 1 CPU PE", e2e_path("gpu_tp2sp_drop.jsonl"),
+          e2e_path("cpu1_drop.jsonl"), 1, TOL);
+    train("cpu1_odd", 1, "cpu", NULL, "--dropout 0.1 --batch 3 --seq 63");
+    train("gpu_tp4sp_odd", 4, "gpu", "tp=4,sp", "--precision fp32 --dropout 0.1 --batch 3 "
+          "--seq 63");
+    match("tp=4,sp --dropout 0.1, 189 rows (uneven shards), on the GPU vs 1 CPU PE",
+          e2e_path("gpu_tp4sp_odd.jsonl"), e2e_path("cpu1_odd.jsonl"), 1, TOL);
+
+    /* a step-10 checkpoint of the sp dropout run, resumed with sp on the GPU */
+    const char *half = e2e_path("ck_sp_half");
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --dropout 0.1 --parallel "
+             "tp=2,sp --max-steps 10 --ckpt-dir %s", half);
+    e2e_run(2, NULL, NULL, e2e_path("sp_half.log"), 0, args);
+    CHECK(e2e_newest(half, NULL, 0) == 10, "the tp=2,sp GPU run left no step-10 checkpoint");
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --dropout 0.1 --parallel "
+             "tp=2,sp --max-steps %d --resume --ckpt-dir %s", STEPS, half);
+    e2e_run(2, NULL, NULL, e2e_path("sp_resumed.log"), 0, args);
+    e2e_expect_log(e2e_path("sp_resumed.log"), "resumed from ");
+    CHECK(e2e_newest(half, NULL, 0) == STEPS, "the resumed tp=2,sp GPU run did not reach step %d",
+          STEPS);
+    e2e_same_ckpt_file(full, half, "model.bin");
+    e2e_same_ckpt_file(full, half, "optim.bin");
+    printf("train_gpt_gpu_tp: tp=2,sp --dropout 0.1 on the GPU, step-10 checkpoint + --resume: "
+           "model.bin and optim.bin identical to the uninterrupted run's\n");
+
+    /* a pipeline's GPU stages do not take sp: refused before anything trains */
+    snprintf(args, sizeof args, ARGS " --device gpu --parallel tp=2,pp=2,sp");
+    e2e_run(4, NULL, NULL, e2e_path("sp_pp_refused.log"), 2, args);
+    e2e_expect_log(e2e_path("sp_pp_refused.log"), "the GPU's pipeline stages do not take "
+                                                  "sequence parallelism");
+}
+
 int main(int argc, char **argv) {
     e2e_init(argc, argv, "train_gpt_gpu_tp");
     char args[2048];
@@ -231,6 +324,16 @@ int main(int argc, char **argv) {
     CHECK(l1[STEPS - 1] < l1[0] - 0.5, "1 GPU PE: the loss went from %.4f to %.4f: not learning",
           l1[0], l1[STEPS - 1]);
     setenv("SYMTRAIN_GPU_SHARE", "1", 1); /* several PEs on the one GPU */
+
+    if (argc > 3 && !strcmp(argv[3], "sp")) { /* (f) alone: its plain tp twins first */
+        train("gpu_tp2", 2, "gpu", "tp=2", "--precision fp32");
+        train("gpu_dp2xtp2", 4, "gpu", "dp=2,tp=2", "--precision fp32");
+        sp_case();
+        e2e_cleanup();
+        printf("train_gpt_gpu_tp sp: ok\n");
+        return 0;
+    }
+    CHECK(argc <= 3, "train_gpt_gpu_tp: unknown part '%s' (none: (a) to (e); sp: (f))", argv[3]);
 
     /* (a) fp32: tp=2, dp=2 x tp=2 and tp=4, each against its CPU twin and the 1-PE GPU run */
     static const struct {

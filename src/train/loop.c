@@ -140,11 +140,11 @@ static int validate_gpt_split(const sym_train_config_t *c, const sym_parallel_t 
                           c->model.tp_chunks, l->tp == 1 ? "there is no tp group: add tp=M (M > 1)"
                                                          : "with sp there are none (reduce-scatters "
                                                            "and all-gathers instead): drop one");
-    if ((c->model.seq_parallel || c->model.tp_chunks > 1) && c->device == SYM_TRAIN_GPU)
-        return sym__error(SYM_EINVAL, "%s: the GPU's tensor parallelism has neither sequence "
-                                      "parallelism nor chunked overlap in this build; pass "
-                                      "--device cpu, or drop it",
-                          c->model.seq_parallel ? "--parallel ...,sp" : "--tp-overlap");
+    if (c->model.seq_parallel && l->pp > 1 && c->device == SYM_TRAIN_GPU)
+        return sym__error(SYM_EINVAL, "--parallel ...,pp=%d,sp: the GPU's pipeline stages do not "
+                                      "take sequence parallelism in this build (its shards are "
+                                      "blocks of rows, a stage's edge passes whole sequences); "
+                                      "drop sp, or pass --device cpu", l->pp);
     return SYM_OK;
 }
 

@@ -29,7 +29,7 @@
 #include <symtrain/nn.h>
 #include <symtrain/optim.h>
 
-#define SYM_CUDA_BACKEND_ABI 9
+#define SYM_CUDA_BACKEND_ABI 10 /* 9: cfg.seq_parallel and cfg.tp_chunks read; 10: GPU inboxes */
 #define SYM_CUDA_BACKEND_SYMBOL "sym_cuda_backend"
 #define SYM_CUDA_BACKEND_FILE "libsymtrain_cuda.so"
 

@@ -89,6 +89,39 @@
  * backward's tp sums: it is one average after backward (bucket 0), ordered
  * after them by the fork event, as every PE orders them alike.
  *
+ * Sequence parallelism (cfg.seq_parallel with tp > 1, Megatron-SP as in
+ * gpt.c, with a layout of our own): in the LayerNorm / dropout / residual
+ * regions team PE k holds rows [k R, k R + n) of the step's N = B*T rows,
+ * R = ceil(N / tp) (contiguous blocks, so that every collective is one
+ * contiguous call; the last PE's n may be short, even 0, and its rows past n
+ * are padding that nothing reads; gpt.c shards the positions of each sequence
+ * instead: the same maths, other bits of rounding). The per-block ln1, ln2,
+ * res2, res3, their row statistics, encoded and dres hold R rows; the
+ * buffers a shard is gathered into (proj, dln, full, the head's lnf) tp R.
+ *   forward   each row-parallel output (N,C) reduce-scattered (in place) to
+ *             this PE's rows, where dropout (the masks of their global rows,
+ *             symcu_dropout_rows), the residual and the next LayerNorm run;
+ *             that LayerNorm's shard all-gathered into `full` before the
+ *             column-parallel product (QKV, MLP up; LN_f's into lnf for the
+ *             LM head); the embedding reduce-scattered into encoded;
+ *   backward  the residual gradient's shard (through its dropout) all-gathered
+ *             before each row-parallel layer's backward and the embedding's;
+ *             the column-parallel input gradients reduce-scattered; the
+ *             LayerNorm outputs all-gathered again (only the shards are kept);
+ *             every LayerNorm's weight and bias gradients, from this PE's
+ *             rows, summed over the team once a step (packed, one all-reduce,
+ *             before the dp average), after which they are whole as plain tp's.
+ * Pipeline stages do not take SP here (a stage's edge passes whole sequences).
+ *
+ * --tp-overlap K (cfg.tp_chunks, plain tp): each row-parallel product's
+ * output and each column-parallel backward's input gradient computed in K row
+ * chunks, each chunk's all-reduce started on the side stream s_tp (event fork
+ * and join, inside the graph) as soon as it is computed, while the step's
+ * stream computes the next chunk (and in backward the weight gradient, after
+ * the last chunk); the step's stream joins s_tp before the sum is read. The
+ * chunks' all-reduces run in order on s_tp, and the step's stream issues no
+ * collective until it has joined: one GPU collective at a time per PE.
+ *
  * ZeRO-1 (opts.zero, a dp team of n > 1 PEs): team PE r updates the block
  * [zlo, zlo + zlen) of the P parameters alone and holds AdamW's m and v for
  * it only (zblock floats each: the memory saved). The blocks are equal,
@@ -233,6 +266,20 @@ struct sym_gpu_model {
     /* tensor parallelism (tp 1: none; Cl = C, NHl = NH, v0 = 0, nv = ld = Vp) */
     int tp, tp_rank, Cl, NHl, v0, nv, ld; /* wte (nv,C); logits (N,ld) */
     shmemx_dtype_t coll_dt;               /* the compute type's, for the tp sums */
+    /* sequence parallelism (cfg.seq_parallel with tp > 1; see the top): on,
+     * and the buffers it adds: full a LayerNorm output gathered, dsh a shard
+     * (the LN_f output before its gather, a gradient through dropout), lng the
+     * LayerNorms' gradients packed for their sum over the team, lnoff the
+     * offsets of the nln LayerNorms' (weight, bias) pairs in the flat arrays */
+    int sp, nln;
+    void *full, *dsh;                     /* (Np,C) (R,C) */
+    float *lng;                           /* (nln, 2C) */
+    uint64_t *lnoff;                      /* (nln) */
+    /* --tp-overlap (cfg.tp_chunks > 1, plain tp): the chunks, the side stream
+     * of their all-reduces, its fork and join events */
+    int chunks;
+    cudaStream_t s_tp;
+    cudaEvent_t ev_tp_fork, ev_tp_join;
     size_t P, off_wte, off_wpe, off_lnfw, off_lnfb;
     cudaStream_t s;
     symcu_blas_t *blas;
@@ -440,10 +487,13 @@ static void *take(carver_t *c, size_t bytes) {
  * (the backward re-runs the c_fc product with its GELU epilogue). */
 static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recompute_ln) {
     size_t N = (size_t)m->Bmax * m->T, C = m->C, P = m->P, Cl = m->Cl, NHl = m->NHl;
+    /* the rows of the LayerNorm / dropout / residual buffers (with SP one PE's
+     * shard, ceil(N / tp)) and of a shard gathered (tp of them, >= N) */
+    size_t R = m->sp ? (N + (size_t)m->tp - 1) / (size_t)m->tp : N, Ng = m->sp ? R * m->tp : N;
     if (recompute_ln) {
-        TAKEA(c, m->ln_tmp, N * C);
-        TAKE(c, m->ln_tmp_mean, N);
-        TAKE(c, m->ln_tmp_rstd, N);
+        TAKEA(c, m->ln_tmp, R * C);
+        TAKE(c, m->ln_tmp_mean, R);
+        TAKE(c, m->ln_tmp_rstd, R);
     }
     if (recompute_gelu) {
         TAKEA(c, m->fch_tmp, N * 4 * Cl);
@@ -461,11 +511,11 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
     TAKE(c, m->nodecay, 2 * (size_t)(m->nr ? m->nr : 1));
     for (int k = 0; k < m->nslots; k++) {
         gslot_t *a = &m->sl[k];
-        TAKEA(c, a->encoded, N * C);
+        TAKEA(c, a->encoded, R * C);
         if (m->head) {
-            TAKEA(c, a->lnf, N * C);
-            TAKE(c, a->lnf_mean, N);
-            TAKE(c, a->lnf_rstd, N);
+            TAKEA(c, a->lnf, Ng * C); /* gathered with SP: the LM head's input */
+            TAKE(c, a->lnf_mean, R);
+            TAKE(c, a->lnf_rstd, R);
             TAKEA(c, a->logits, N * m->ld);
         }
         if (m->embed) TAKE(c, a->tok, N);
@@ -474,8 +524,8 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
             if (recompute_ln)
                 b->ln1 = b->ln2 = m->ln_tmp;
             else {
-                TAKEA(c, b->ln1, N * C);
-                TAKEA(c, b->ln2, N * C);
+                TAKEA(c, b->ln1, R * C);
+                TAKEA(c, b->ln2, R * C);
             }
             if (recompute_gelu) {
                 b->fch = m->fch_tmp;
@@ -484,23 +534,29 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
                 TAKEA(c, b->fch, N * 4 * Cl);
                 TAKEA(c, b->fch_gelu, N * 4 * Cl);
             }
-            TAKE(c, b->ln1_mean, N);
-            TAKE(c, b->ln1_rstd, N);
+            TAKE(c, b->ln1_mean, R);
+            TAKE(c, b->ln1_rstd, R);
             TAKEA(c, b->qkv, N * 3 * Cl);
             TAKEA(c, b->atty, N * Cl);
             TAKE(c, b->lse, N * NHl);
-            TAKEA(c, b->res2, N * C);
-            TAKE(c, b->ln2_mean, N);
-            TAKE(c, b->ln2_rstd, N);
-            TAKEA(c, b->res3, N * C);
+            TAKEA(c, b->res2, R * C);
+            TAKE(c, b->ln2_mean, R);
+            TAKE(c, b->ln2_rstd, R);
+            TAKEA(c, b->res3, R * C);
         }
     }
     if (!m->embed || !m->head) TAKE(c, m->xfer, N * C); /* a stage's edge */
     if (m->opts.inbox_elems && (!m->embed || !m->head))
         TAKEA(c, m->box, 2 * (size_t)m->opts.inbox_slots * m->opts.inbox_elems);
-    TAKEA(c, m->proj, N * C);
-    TAKEA(c, m->dres, N * C);
-    TAKEA(c, m->dln, N * C);
+    TAKEA(c, m->proj, Ng * C); /* with SP also the residual gradient gathered */
+    TAKEA(c, m->dres, R * C);
+    TAKEA(c, m->dln, Ng * C);
+    if (m->sp) {
+        TAKEA(c, m->full, Ng * C);
+        TAKEA(c, m->dsh, R * C);
+        TAKE(c, m->lng, (size_t)m->nln * 2 * C);
+        TAKE(c, m->lnoff, (size_t)m->nln);
+    }
     TAKEA(c, m->datty, N * Cl);
     TAKEA(c, m->dqkv, N * 3 * Cl);
     TAKEA(c, m->dfch, N * 4 * Cl);
@@ -555,6 +611,224 @@ static int tp_reduce(sym_gpu_model_t *m, void *x, size_t n, shmemx_dtype_t dtype
 /* An activation (n elements of the compute type) summed over the tp team. */
 static int tp_sum(sym_gpu_model_t *m, void *x, size_t n) {
     return tp_reduce(m, x, n, m->coll_dt, SHMEMX_SUM);
+}
+
+/* ---- sequence parallelism and --tp-overlap: the tp collectives of the passes ---- */
+
+/* Element `row` of rows `width` wide in the activation p (the compute type). */
+#define AT(p, row, width) ((void *)((char *)(p) + (size_t)(row) * (size_t)(width) * m->esz))
+
+/* This PE's rows of the LayerNorm / dropout / residual regions of a step of
+ * N rows: with SP rows [r0, r0 + n) in a shard of R = ceil(N / tp) rows
+ * (team PE k's start at k R; the last PE's n may be short, even 0, and its
+ * buffers' rows past n are padding, never read); without, all N. */
+typedef struct {
+    int R, r0, n;
+} shard_t;
+
+static shard_t shard_of(const sym_gpu_model_t *m, int N) {
+    shard_t sh = {N, 0, N};
+    if (!m->sp) return sh;
+    sh.R = (N + m->tp - 1) / m->tp;
+    sh.r0 = m->tp_rank * sh.R;
+    sh.n = sh.r0 >= N ? 0 : N - sh.r0 < sh.R ? N - sh.r0 : sh.R;
+    return sh;
+}
+
+/* SP: shard (R,C) = this PE's rows of part (tp R,C) summed over the team
+ * (Partial -> Shard: reduce-scatter; shard may be part + r0 C, in place). */
+static int sp_scatter(sym_gpu_model_t *m, void *shard, const void *part, const shard_t *sh) {
+    size_t n = (size_t)m->tp * sh->R * m->C;
+    int e = shmemx_gpu_reduce_scatter_team(m->opts.tp_team, shard, part, n, m->coll_dt,
+                                           SHMEMX_SUM, m->s);
+    if (e)
+        return fail(SYM_EIO, "PE %d: sequence parallelism's reduce-scatter "
+                             "(shmemx_gpu_reduce_scatter_team of %zu elements over the tp team) "
+                             "failed: %s", shmem_my_pe(), n, shmemx_gpu_strerror(e));
+    return SYM_OK;
+}
+
+/* SP: whole (tp R,C) = every team PE's shard (R,C) (Shard -> Replicate: all-gather). */
+static int sp_gather(sym_gpu_model_t *m, void *whole, const void *shard, const shard_t *sh) {
+    size_t n = (size_t)sh->R * m->C;
+    int e = shmemx_gpu_allgather_team(m->opts.tp_team, whole, shard, n, m->coll_dt, m->s);
+    if (e)
+        return fail(SYM_EIO, "PE %d: sequence parallelism's all-gather "
+                             "(shmemx_gpu_allgather_team of %zu elements from each PE of the tp "
+                             "team) failed: %s", shmem_my_pe(), n, shmemx_gpu_strerror(e));
+    return SYM_OK;
+}
+
+/* After a row-parallel product (its partial output part (N,C)) or a
+ * column-parallel one's backward (its partial input gradient): the sum over
+ * the team, all of it in place (all-reduce), or with SP this PE's rows of it
+ * (reduce-scatter in place, at part + r0 C). *y: the result's first row. */
+static int row_out(sym_gpu_model_t *m, void *part, int N, const shard_t *sh, void **y) {
+    *y = part;
+    if (!m->sp) return tp_sum(m, part, (size_t)N * m->C);
+    *y = AT(part, sh->r0, m->C);
+    return sp_scatter(m, *y, part, sh);
+}
+
+/* Before a column-parallel product: its whole input (N,C), a LayerNorm's
+ * output ln; with SP ln is this PE's shard, gathered into m->full. */
+static int col_in(sym_gpu_model_t *m, const void *ln, const shard_t *sh, const void **in) {
+    *in = ln;
+    if (!m->sp) return SYM_OK;
+    *in = m->full;
+    return sp_gather(m, m->full, ln, sh);
+}
+
+/* Before a row-parallel layer's backward: the whole gradient of its output;
+ * with SP *d is this PE's shard of it, gathered into m->proj (free in backward). */
+static int grad_in(sym_gpu_model_t *m, const void **d, const shard_t *sh) {
+    if (!m->sp) return SYM_OK;
+    int rc = sp_gather(m, m->proj, *d, sh);
+    *d = m->proj;
+    return rc;
+}
+
+/* --tp-overlap: x (n elements of the compute type, a chunk the step's stream
+ * has just computed) summed over the tp team on the side stream s_tp, which
+ * waits for the step's stream first (the all-reduces run in order there, one
+ * collective at a time, while the step's stream computes the next chunk). */
+static int tp_side_sum(sym_gpu_model_t *m, void *x, size_t n) {
+    CK(cudaEventRecord(m->ev_tp_fork, m->s));
+    CK(cudaStreamWaitEvent(m->s_tp, m->ev_tp_fork, 0));
+    int e = shmemx_gpu_allreduce_team(m->opts.tp_team, x, x, n, m->coll_dt, SHMEMX_SUM, m->s_tp);
+    if (e)
+        return fail(SYM_EIO, "PE %d: an overlapped tensor-parallel sum (shmemx_gpu_allreduce_team "
+                             "of %zu elements over the tp team, --tp-overlap) failed: %s",
+                    shmem_my_pe(), n, shmemx_gpu_strerror(e));
+    return SYM_OK;
+}
+
+/* The step's stream waits for the side stream's sums. */
+static int tp_side_join(sym_gpu_model_t *m) {
+    CK(cudaEventRecord(m->ev_tp_join, m->s_tp));
+    CK(cudaStreamWaitEvent(m->s, m->ev_tp_join, 0));
+    return SYM_OK;
+}
+
+/* Rows [*r0, *r1) of chunk k of N rows in K chunks (gpt.c's chunk_rows). */
+static void chunk_rows(int N, int K, int k, int *r0, int *r1) {
+    *r0 = (int)((int64_t)N * k / K);
+    *r1 = (int)((int64_t)N * (k + 1) / K);
+}
+
+/* A row-parallel layer: m->proj (N,C) = in (N,I) @ w^T + b (b: the whole
+ * bias, on team PE 0 only, else NULL), then row_out (*y). --tp-overlap: in
+ * m->chunks row chunks, each chunk's all-reduce started on the side stream as
+ * soon as it is computed, while the next one computes; joined at the end. */
+static int row_parallel(sym_gpu_model_t *m, const void *in, const void *w, const void *b, int N,
+                        int I, const shard_t *sh, void **y) {
+    int C = m->C, rc;
+    if (!m->chunks) {
+        OP(symcu_matmul_forward(m->blas, m->dt, m->proj, in, w, b, N, I, C, NULL, m->s));
+        return row_out(m, m->proj, N, sh, y);
+    }
+    int K = m->chunks < N ? m->chunks : N;
+    for (int k = 0; k < K; k++) {
+        int r0, r1;
+        chunk_rows(N, K, k, &r0, &r1);
+        if (r1 == r0) continue;
+        OP(symcu_matmul_forward(m->blas, m->dt, AT(m->proj, r0, C), AT(in, r0, I), w, b, r1 - r0,
+                                I, C, NULL, m->s));
+        if ((rc = tp_side_sum(m, AT(m->proj, r0, C), (size_t)(r1 - r0) * C))) return rc;
+    }
+    *y = m->proj;
+    return tp_side_join(m);
+}
+
+/* A column-parallel layer's backward: m->dln (N,I) = dout (N rows of ld, O
+ * used) @ w (O,I), dw (O,I) +=, db (O) += (NULL: none; ld != O: the LM
+ * head's, no bias), given its forward's input in (N,I); then the input
+ * gradient summed over the team (row_out: *dl). --tp-overlap: the input
+ * gradient first, in row chunks whose all-reduces start at once on the side
+ * stream, then the weight gradient while they run; joined at the end. */
+static int col_back(sym_gpu_model_t *m, float *dw, float *db, const void *dout, int ld,
+                    const void *in, const void *w, int N, int I, int O, const shard_t *sh,
+                    void **dl) {
+    int rc;
+    cudaStream_t s = m->s;
+    if (!m->chunks) {
+        if (ld != O)
+            OP(symcu_matmul_backward_ld(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, dw, dout, ld, in, w,
+                                        N, I, O, s));
+        else
+            OP(symcu_matmul_backward(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, dw, db, dout, in, w, N,
+                                     I, O, s));
+        return row_out(m, m->dln, N, sh, dl);
+    }
+    int K = m->chunks < N ? m->chunks : N;
+    for (int k = 0; k < K; k++) {
+        int r0, r1;
+        chunk_rows(N, K, k, &r0, &r1);
+        if (r1 == r0) continue;
+        if (ld != O)
+            OP(symcu_matmul_backward_ld(m->blas, m->dt, AT(m->dln, r0, I), SYMCU_GRAD_SET, NULL,
+                                        AT(dout, r0, ld), ld, AT(in, r0, I), w, r1 - r0, I, O, s));
+        else
+            OP(symcu_matmul_backward(m->blas, m->dt, AT(m->dln, r0, I), SYMCU_GRAD_SET, NULL, NULL,
+                                     AT(dout, r0, O), AT(in, r0, I), w, r1 - r0, I, O, s));
+        if ((rc = tp_side_sum(m, AT(m->dln, r0, I), (size_t)(r1 - r0) * I))) return rc;
+    }
+    if (ld != O)
+        OP(symcu_matmul_backward_ld(m->blas, m->dt, NULL, SYMCU_GRAD_SET, dw, dout, ld, in, w, N, I,
+                                    O, s));
+    else
+        OP(symcu_matmul_backward(m->blas, m->dt, NULL, SYMCU_GRAD_SET, dw, db, dout, in, w, N, I, O,
+                                 s));
+    *dl = m->dln;
+    return tp_side_join(m);
+}
+
+/* A LayerNorm forward (symcu_residual_layernorm_forward) of n rows; none when
+ * n is 0 (an SP shard past the batch's rows). */
+static int ln_forward(sym_gpu_model_t *m, void *res, void *out, float *mean, float *rstd,
+                      const void *a, const void *b, const void *w, const void *bias, int n) {
+    if (n > 0)
+        OP(symcu_residual_layernorm_forward(m->dt, res, out, mean, rstd, a, b, w, bias, n, m->C,
+                                            m->s));
+    return SYM_OK;
+}
+
+/* A LayerNorm backward (symcu_layernorm_backward) of n rows, adding into dx,
+ * dw and db; nothing when n is 0. With SP dw and db get this PE's rows'
+ * part: sp_ln_sum sums them over the team after the step's backward. */
+static int ln_backward(sym_gpu_model_t *m, void *dx, float *dw, float *db, const void *dout,
+                       const void *x, const void *w, const float *mean, const float *rstd, int n) {
+    if (n > 0)
+        OP(symcu_layernorm_backward(m->dt, dx, dw, db, m->ln_scratch, dout, x, w, mean, rstd, n,
+                                    m->C, m->s));
+    return SYM_OK;
+}
+
+/* lng (nln, C2) from the nln ranges g + off[i] (C2 floats each), or back. */
+__global__ void ln_pack_kernel(float *lng, float *g, const uint64_t *off, int C2, int back) {
+    float *dst = lng + (size_t)blockIdx.x * C2, *src = g + off[blockIdx.x];
+    for (int j = threadIdx.x; j < C2; j += blockDim.x) {
+        if (back)
+            src[j] = dst[j];
+        else
+            dst[j] = src[j];
+    }
+}
+
+/* SP: every LayerNorm's weight and bias gradients (this PE's rows' part,
+ * summed over the step's micro-batches) summed over the tp team, packed into
+ * lng for one all-reduce; the gradients are then whole, alike on every PE.
+ * Once a step, before the data-parallel average and the norm. */
+static int sp_ln_sum(sym_gpu_model_t *m) {
+    if (!m->sp || !m->nln) return SYM_OK;
+    int C2 = 2 * m->C;
+    ln_pack_kernel<<<(unsigned)m->nln, 256, 0, m->s>>>(m->lng, m->g, m->lnoff, C2, 0);
+    CK(cudaGetLastError());
+    int rc = tp_reduce(m, m->lng, (size_t)m->nln * C2, SHMEMX_FLOAT32, SHMEMX_SUM);
+    if (rc) return rc;
+    ln_pack_kernel<<<(unsigned)m->nln, 256, 0, m->s>>>(m->lng, m->g, m->lnoff, C2, 1);
+    CK(cudaGetLastError());
+    return SYM_OK;
 }
 
 /* ---- activation sets, a stage's edges ---- */
@@ -634,20 +908,24 @@ static symcu_dropout_t site(const sym_gpu_model_t *m, int i) {
     return d;
 }
 
-/* x (N,C) = x * the mask of residual site i, in place (a training forward). */
-static int drop_rows(sym_gpu_model_t *m, void *x, int N, int T, int i) {
+/* x (sh->n,C) = x * the mask of residual site i, in place (a training
+ * forward): this PE's rows of the step's N (all of them without SP), the
+ * masks of their global rows. */
+static int drop_rows(sym_gpu_model_t *m, void *x, const shard_t *sh, int T, int i) {
     symcu_dropout_t d = site(m, i);
-    OP(symcu_dropout(m->dt, x, x, N, m->C, T, &d, m->s));
+    OP(symcu_dropout_rows(m->dt, x, x, sh->n, m->C, T, sh->r0, &d, m->s));
     return SYM_OK;
 }
 
-/* *d, the gradient (N,C) of residual site i's output, becomes its input's:
- * *d times the mask in m->proj (free in backward); without dropout *d stays. */
-static int drop_grad(sym_gpu_model_t *m, const void **d, int N, int T, int i) {
+/* *d, the gradient (sh->n,C) of residual site i's output, becomes its
+ * input's: *d times the mask in m->proj (free in backward), with SP in m->dsh
+ * (proj then takes the gathered gradient); without dropout *d stays. */
+static int drop_grad(sym_gpu_model_t *m, const void **d, const shard_t *sh, int T, int i) {
     if (!m->nsites) return SYM_OK;
     symcu_dropout_t dd = site(m, i);
-    OP(symcu_dropout(m->dt, m->proj, *d, N, m->C, T, &dd, m->s));
-    *d = m->proj;
+    void *out = m->sp ? m->dsh : m->proj;
+    OP(symcu_dropout_rows(m->dt, out, *d, sh->n, m->C, T, sh->r0, &dd, m->s));
+    *d = out;
     return SYM_OK;
 }
 
@@ -663,75 +941,85 @@ static const symcu_dropout_t *attn_drop(const sym_gpu_model_t *m, int l, int tra
 static int res_site(const sym_gpu_model_t *m, int l, int k) { return 1 + 2 * (m->l0 + l) + k; }
 
 /* Tokens (B,T) on the device to logits (B,T,Vp) (tp: this PE's columns, (B,T,ld)),
- * keeping the activations; train: with dropout (when the model has it). */
+ * keeping the activations; train: with dropout (when the model has it). With
+ * SP every LayerNorm, dropout and residual below runs on this PE's shard of
+ * the N rows (shard_of), the column-parallel products on the gathered
+ * LayerNorm outputs (col_in), the row-parallel outputs reduce-scattered. */
 static int forward(sym_gpu_model_t *m, int B, int T, int train) {
     int N = B * T, C = m->C, L = m->L, Cl = m->Cl, rc;
     int drop = train && m->nsites;
+    shard_t sh = shard_of(m, N);
+    int R = sh.n; /* this PE's rows of the LayerNorm / residual regions */
     cudaStream_t s = m->s;
+    const void *lin;
+    void *y;
     if (!m->embed) { /* a later stage: encoded holds the previous stage's output */
     } else if (m->tp > 1) { /* this PE's vocabulary rows, wpe on PE 0, summed over the team */
-        OP(symcu_encoder_shard_forward(m->dt, m->encoded, m->tok, W(m->off_wte), m->v0, m->nv,
+        void *part = m->sp ? m->proj : m->encoded;
+        OP(symcu_encoder_shard_forward(m->dt, part, m->tok, W(m->off_wte), m->v0, m->nv,
                                        WB(m->off_wpe), B, T, C, s));
-        if ((rc = tp_sum(m, m->encoded, (size_t)N * C))) return rc;
+        rc = m->sp ? sp_scatter(m, m->encoded, part, &sh) : tp_sum(m, m->encoded, (size_t)N * C);
+        if (rc) return rc;
     } else {
         OP(symcu_encoder_forward(m->dt, m->encoded, m->tok, W(m->off_wte), W(m->off_wpe), B, T, C,
                                  s));
     }
-    if (m->embed && drop && (rc = drop_rows(m, m->encoded, N, T, 0))) return rc;
+    if (m->embed && drop && (rc = drop_rows(m, m->encoded, &sh, T, 0))) return rc;
+    void *lnf_out = m->sp ? m->dsh : m->lnf; /* with SP ln_f's shard, gathered below */
     if (L > 0) {
         const size_t *o = m->blk[0].off;
-        OP(symcu_residual_layernorm_forward(m->dt, NULL, m->blk[0].ln1, m->blk[0].ln1_mean,
-                                            m->blk[0].ln1_rstd, m->encoded, NULL, W(o[LN1W]),
-                                            W(o[LN1B]), N, C, s));
-    } else {
-        OP(symcu_residual_layernorm_forward(m->dt, NULL, m->lnf, m->lnf_mean, m->lnf_rstd, m->encoded,
-                                            NULL, W(m->off_lnfw), W(m->off_lnfb), N, C, s));
+        if ((rc = ln_forward(m, NULL, m->blk[0].ln1, m->blk[0].ln1_mean, m->blk[0].ln1_rstd,
+                             m->encoded, NULL, W(o[LN1W]), W(o[LN1B]), R)))
+            return rc;
+    } else if ((rc = ln_forward(m, NULL, lnf_out, m->lnf_mean, m->lnf_rstd, m->encoded, NULL,
+                                W(m->off_lnfw), W(m->off_lnfb), R))) {
+        return rc;
     }
     for (int l = 0; l < L; l++) {
         gblock_t *b = &m->blk[l];
         const size_t *o = b->off;
         const void *x = l == 0 ? m->encoded : m->blk[l - 1].res3;
-        OP(symcu_matmul_forward(m->blas, m->dt, b->qkv, b->ln1, W(o[QKVW]), W(o[QKVB]), N, C,
-                                3 * Cl, NULL, s));
+        if ((rc = col_in(m, b->ln1, &sh, &lin))) return rc;
+        OP(symcu_matmul_forward(m->blas, m->dt, b->qkv, lin, W(o[QKVW]), W(o[QKVB]), N, C, 3 * Cl,
+                                NULL, s));
         symcu_dropout_t ad;
         OP(symcu_attention_forward(m->dt, b->atty, b->lse, b->qkv, B, T, Cl, m->NHl,
                                    attn_drop(m, l, train, &ad), s));
-        OP(symcu_matmul_forward(m->blas, m->dt, m->proj, b->atty, W(o[PROJW]), WB(o[PROJB]), N, Cl,
-                                C, NULL, s));
-        if ((rc = tp_sum(m, m->proj, (size_t)N * C))) return rc;
-        if (drop && (rc = drop_rows(m, m->proj, N, T, res_site(m, l, 0)))) return rc;
-        OP(symcu_residual_layernorm_forward(m->dt, b->res2, b->ln2, b->ln2_mean, b->ln2_rstd, x, m->proj,
-                                            W(o[LN2W]), W(o[LN2B]), N, C, s));
-        OP(symcu_matmul_forward(m->blas, m->dt, b->fch_gelu, b->ln2, W(o[FCW]), W(o[FCB]), N, C,
+        if ((rc = row_parallel(m, b->atty, W(o[PROJW]), WB(o[PROJB]), N, Cl, &sh, &y))) return rc;
+        if (drop && (rc = drop_rows(m, y, &sh, T, res_site(m, l, 0)))) return rc;
+        if ((rc = ln_forward(m, b->res2, b->ln2, b->ln2_mean, b->ln2_rstd, x, y, W(o[LN2W]),
+                             W(o[LN2B]), R)) ||
+            (rc = col_in(m, b->ln2, &sh, &lin)))
+            return rc;
+        OP(symcu_matmul_forward(m->blas, m->dt, b->fch_gelu, lin, W(o[FCW]), W(o[FCB]), N, C,
                                 4 * Cl, b->fch, s));
-        OP(symcu_matmul_forward(m->blas, m->dt, m->proj, b->fch_gelu, W(o[FCPW]), WB(o[FCPB]), N,
-                                4 * Cl, C, NULL, s));
-        if ((rc = tp_sum(m, m->proj, (size_t)N * C))) return rc;
-        if (drop && (rc = drop_rows(m, m->proj, N, T, res_site(m, l, 1)))) return rc;
+        if ((rc = row_parallel(m, b->fch_gelu, W(o[FCPW]), WB(o[FCPB]), N, 4 * Cl, &sh, &y)))
+            return rc;
+        if (drop && (rc = drop_rows(m, y, &sh, T, res_site(m, l, 1)))) return rc;
         if (l + 1 == L && !m->head) { /* the stage's output: res3 = res2 + proj */
-            size_t n = (size_t)N * C;
+            size_t n = (size_t)R * C;
             if (m->dt == SYMCU_F32)
                 add_kernel<float><<<1024, 256, 0, s>>>((float *)b->res3, (const float *)b->res2,
-                                                       (const float *)m->proj, n);
+                                                       (const float *)y, n);
             else if (m->dt == SYMCU_BF16)
                 add_kernel<bf16><<<1024, 256, 0, s>>>((bf16 *)b->res3, (const bf16 *)b->res2,
-                                                      (const bf16 *)m->proj, n);
+                                                      (const bf16 *)y, n);
             else
                 add_kernel<f16><<<1024, 256, 0, s>>>((f16 *)b->res3, (const f16 *)b->res2,
-                                                     (const f16 *)m->proj, n);
+                                                     (const f16 *)y, n);
             CK(cudaGetLastError());
             break;
         }
         /* res3 = res2 + proj, normalised by the next block's ln_1 or by ln_f */
-        void *out = l + 1 < L ? m->blk[l + 1].ln1 : m->lnf;
+        void *out = l + 1 < L ? m->blk[l + 1].ln1 : lnf_out;
         float *mean = l + 1 < L ? m->blk[l + 1].ln1_mean : m->lnf_mean;
         float *rstd = l + 1 < L ? m->blk[l + 1].ln1_rstd : m->lnf_rstd;
         size_t lw = l + 1 < L ? m->blk[l + 1].off[LN1W] : m->off_lnfw;
         size_t lb = l + 1 < L ? m->blk[l + 1].off[LN1B] : m->off_lnfb;
-        OP(symcu_residual_layernorm_forward(m->dt, b->res3, out, mean, rstd, b->res2, m->proj, W(lw),
-                                            W(lb), N, C, s));
+        if ((rc = ln_forward(m, b->res3, out, mean, rstd, b->res2, y, W(lw), W(lb), R))) return rc;
     }
     if (!m->head) return SYM_OK;
+    if (m->sp && (rc = sp_gather(m, m->lnf, m->dsh, &sh))) return rc; /* the LM head's input */
     if (m->tp > 1)
         OP(symcu_matmul_forward_ld(m->blas, m->dt, m->logits, m->ld, m->lnf, W(m->off_wte), N, C,
                                    m->nv, s));
@@ -832,27 +1120,31 @@ static int dp_average_all(sym_gpu_model_t *m) {
 
 /* From dlogits (in m->logits) to the parameter gradients m->g (the kernels
  * add into them), averaged over the data-parallel team with BODY_AVERAGE
- * (ZeRO-1: this PE's block of the average). */
+ * (ZeRO-1: this PE's block of the average). With SP m->dres is this PE's
+ * shard of the residual gradient, gathered (grad_in) before each row-parallel
+ * layer's backward; the column-parallel input gradients are reduce-scattered
+ * (col_back), the LayerNorm outputs gathered again (col_in). */
 static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
     int N = B * T, C = m->C, L = m->L, Cl = m->Cl, rc;
-    size_t NC = (size_t)N * C;
+    shard_t sh = shard_of(m, N);
+    int R = sh.n; /* this PE's rows of the LayerNorm / residual regions */
     cudaStream_t s = m->s;
+    const void *lin, *dy;
+    void *dl;
     m->dp_hi = kind & BODY_AVERAGE ? m->P : 0; /* dp_send sends nothing below dp_hi */
     if (!(kind & BODY_KEEP)) CK(cudaMemsetAsync(m->g, 0, m->Pp * sizeof(float), s));
-    if (!m->head) { /* a stage before the last: dres holds its output's gradient */
-    } else if (m->tp > 1) { /* this PE's columns; the input gradient summed over the team */
-        OP(symcu_matmul_backward_ld(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, G(m->off_wte), m->logits,
-                                    m->ld, m->lnf, W(m->off_wte), N, C, m->nv, s));
-        if ((rc = tp_sum(m, m->dln, NC))) return rc;
-    } else {
-        OP(symcu_matmul_backward(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, G(m->off_wte), NULL, m->logits,
-                                 m->lnf, W(m->off_wte), N, C, m->Vp, s));
-    }
     const void *xL = L ? m->blk[L - 1].res3 : m->encoded;
-    if (m->head) {
-        CK(cudaMemsetAsync(m->dres, 0, NC * m->esz, s));
-        OP(symcu_layernorm_backward(m->dt, m->dres, G(m->off_lnfw), G(m->off_lnfb), m->ln_scratch,
-                                    m->dln, xL, W(m->off_lnfw), m->lnf_mean, m->lnf_rstd, N, C, s));
+    if (m->head) { /* the LM head (with tp this PE's columns; the input gradient summed
+                    * over the team), then ln_f; a stage before the last: dres holds
+                    * its output's gradient */
+        int tp = m->tp > 1;
+        if ((rc = col_back(m, G(m->off_wte), NULL, m->logits, tp ? m->ld : m->Vp, m->lnf,
+                           W(m->off_wte), N, C, tp ? m->nv : m->Vp, &sh, &dl)))
+            return rc;
+        CK(cudaMemsetAsync(m->dres, 0, (size_t)sh.R * C * m->esz, s));
+        if ((rc = ln_backward(m, m->dres, G(m->off_lnfw), G(m->off_lnfb), dl, xL, W(m->off_lnfw),
+                              m->lnf_mean, m->lnf_rstd, R)))
+            return rc;
     }
     for (int l = L - 1; l >= 0; l--) {
         gblock_t *b = &m->blk[l];
@@ -860,52 +1152,61 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
         const void *x = l == 0 ? m->encoded : m->blk[l - 1].res3;
         /* recomputed as the forward made them (the same kernels on the same
          * inputs: the same bits) */
-        if (m->opts.recompute_ln)
-            OP(symcu_residual_layernorm_forward(m->dt, NULL, b->ln2, m->ln_tmp_mean, m->ln_tmp_rstd,
-                                                b->res2, NULL, W(o[LN2W]), W(o[LN2B]), N, C, s));
+        if (m->opts.recompute_ln &&
+            (rc = ln_forward(m, NULL, b->ln2, m->ln_tmp_mean, m->ln_tmp_rstd, b->res2, NULL,
+                             W(o[LN2W]), W(o[LN2B]), R)))
+            return rc;
+        if ((rc = col_in(m, b->ln2, &sh, &lin))) return rc; /* c_fc's input */
         if (m->opts.recompute_gelu)
-            OP(symcu_matmul_forward(m->blas, m->dt, b->fch_gelu, b->ln2, W(o[FCW]), W(o[FCB]), N, C,
+            OP(symcu_matmul_forward(m->blas, m->dt, b->fch_gelu, lin, W(o[FCW]), W(o[FCB]), N, C,
                                     4 * Cl, b->fch, s));
         /* dres holds d res3: through the MLP half (its dropout's mask first)
          * into d res2 (with tp the column-parallel c_fc's input gradient
          * summed over the team) */
-        const void *dy = m->dres;
-        if ((rc = drop_grad(m, &dy, N, T, res_site(m, l, 1)))) return rc;
-        OP(symcu_matmul_backward(m->blas, m->dt, m->dfch, SYMCU_GRAD_SET, G(o[FCPW]), G(o[FCPB]), dy, b->fch_gelu,
-                                 W(o[FCPW]), N, 4 * Cl, C, s));
+        dy = m->dres;
+        if ((rc = drop_grad(m, &dy, &sh, T, res_site(m, l, 1))) || (rc = grad_in(m, &dy, &sh)))
+            return rc;
+        OP(symcu_matmul_backward(m->blas, m->dt, m->dfch, SYMCU_GRAD_SET, G(o[FCPW]), G(o[FCPB]),
+                                 dy, b->fch_gelu, W(o[FCPW]), N, 4 * Cl, C, s));
         OP(symcu_gelu_backward(m->dt, m->dfch, b->fch, m->dfch, (size_t)N * 4 * Cl, s));
-        OP(symcu_matmul_backward(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, G(o[FCW]), G(o[FCB]), m->dfch, b->ln2, W(o[FCW]),
-                                 N, C, 4 * Cl, s));
-        if ((rc = tp_sum(m, m->dln, NC))) return rc;
-        OP(symcu_layernorm_backward(m->dt, m->dres, G(o[LN2W]), G(o[LN2B]), m->ln_scratch, m->dln,
-                                    b->res2, W(o[LN2W]), b->ln2_mean, b->ln2_rstd, N, C, s));
+        if ((rc = col_back(m, G(o[FCW]), G(o[FCB]), m->dfch, 4 * Cl, lin, W(o[FCW]), N, C, 4 * Cl,
+                           &sh, &dl)) ||
+            (rc = ln_backward(m, m->dres, G(o[LN2W]), G(o[LN2B]), dl, b->res2, W(o[LN2W]),
+                              b->ln2_mean, b->ln2_rstd, R)))
+            return rc;
         /* dres holds d res2: through the attention half into d x */
         dy = m->dres;
-        if ((rc = drop_grad(m, &dy, N, T, res_site(m, l, 0)))) return rc;
-        OP(symcu_matmul_backward(m->blas, m->dt, m->datty, SYMCU_GRAD_SET, G(o[PROJW]), G(o[PROJB]), dy, b->atty,
-                                 W(o[PROJW]), N, Cl, C, s));
+        if ((rc = drop_grad(m, &dy, &sh, T, res_site(m, l, 0))) || (rc = grad_in(m, &dy, &sh)))
+            return rc;
+        OP(symcu_matmul_backward(m->blas, m->dt, m->datty, SYMCU_GRAD_SET, G(o[PROJW]),
+                                 G(o[PROJB]), dy, b->atty, W(o[PROJW]), N, Cl, C, s));
         symcu_dropout_t ad;
-        OP(symcu_attention_backward(m->dt, m->dqkv, SYMCU_GRAD_SET, m->att_scratch, m->datty, b->atty, b->qkv, b->lse,
-                                    B, T, Cl, m->NHl, attn_drop(m, l, 1, &ad), s));
-        if (m->opts.recompute_ln)
-            OP(symcu_residual_layernorm_forward(m->dt, NULL, b->ln1, m->ln_tmp_mean, m->ln_tmp_rstd, x,
-                                                NULL, W(o[LN1W]), W(o[LN1B]), N, C, s));
-        OP(symcu_matmul_backward(m->blas, m->dt, m->dln, SYMCU_GRAD_SET, G(o[QKVW]), G(o[QKVB]), m->dqkv, b->ln1,
-                                 W(o[QKVW]), N, C, 3 * Cl, s));
-        if ((rc = tp_sum(m, m->dln, NC))) return rc;
-        OP(symcu_layernorm_backward(m->dt, m->dres, G(o[LN1W]), G(o[LN1B]), m->ln_scratch, m->dln, x,
-                                    W(o[LN1W]), b->ln1_mean, b->ln1_rstd, N, C, s));
+        OP(symcu_attention_backward(m->dt, m->dqkv, SYMCU_GRAD_SET, m->att_scratch, m->datty,
+                                    b->atty, b->qkv, b->lse, B, T, Cl, m->NHl,
+                                    attn_drop(m, l, 1, &ad), s));
+        if (m->opts.recompute_ln &&
+            (rc = ln_forward(m, NULL, b->ln1, m->ln_tmp_mean, m->ln_tmp_rstd, x, NULL, W(o[LN1W]),
+                             W(o[LN1B]), R)))
+            return rc;
+        if ((rc = col_in(m, b->ln1, &sh, &lin)) ||
+            (rc = col_back(m, G(o[QKVW]), G(o[QKVB]), m->dqkv, 3 * Cl, lin, W(o[QKVW]), N, C,
+                           3 * Cl, &sh, &dl)) ||
+            (rc = ln_backward(m, m->dres, G(o[LN1W]), G(o[LN1B]), dl, x, W(o[LN1W]), b->ln1_mean,
+                              b->ln1_rstd, R)))
+            return rc;
         if ((kind & BODY_AVERAGE) && m->bucket && m->dp_hi - o[LN1W] >= m->bucket &&
             (rc = dp_send(m, o[LN1W])))
             return rc;
     }
     if (m->embed) { /* else dres holds the gradient of the stage's input */
         const void *denc = m->dres;
-        if ((rc = drop_grad(m, &denc, N, T, 0))) return rc;
+        if ((rc = drop_grad(m, &denc, &sh, T, 0)) || (rc = grad_in(m, &denc, &sh))) return rc;
         OP(symcu_encoder_shard_backward(m->dt, G(m->off_wte), G(m->off_wpe), m->enc_scratch,
                                         m->enc_scratch_bytes, denc, m->tok, m->v0,
                                         m->tp > 1 ? m->nv : m->V, B, T, C, m->V, s));
     }
+    /* SP: the LayerNorms' gradients whole, once the step's last micro-batch is in */
+    if ((kind & BODY_AVERAGE) && (rc = sp_ln_sum(m))) return rc;
     stamp_kernel<<<1, 1, 0, s>>>(m->stamp + 1); /* the compute's end, before the join */
     CK(cudaGetLastError());
     return m->npes > 1 && (kind & BODY_AVERAGE) ? dp_finish(m) : SYM_OK;
@@ -1036,6 +1337,9 @@ static void be_destroy(sym_gpu_model_t *m) {
     if (m->ev_fork) cudaEventDestroy(m->ev_fork);
     if (m->ev_join) cudaEventDestroy(m->ev_join);
     if (m->s_dp) cudaStreamDestroy(m->s_dp);
+    if (m->ev_tp_fork) cudaEventDestroy(m->ev_tp_fork);
+    if (m->ev_tp_join) cudaEventDestroy(m->ev_tp_join);
+    if (m->s_tp) cudaStreamDestroy(m->s_tp);
     if (m->s_snap) cudaStreamSynchronize(m->s_snap);
     if (m->ev_snap_from) cudaEventDestroy(m->ev_snap_from);
     if (m->ev_snap) cudaEventDestroy(m->ev_snap);
@@ -1207,6 +1511,21 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     if (m->bucket && (at != m->off_lnfw || m->off_wte >= m->off_wpe)) m->bucket = 0;
     if (m->tp > 1) m->bucket = 0; /* one GPU collective at a time: after backward's tp sums */
     if (m->zero) m->bucket = 0;   /* one reduce-scatter after backward, in AdamW's blocks */
+    if (m->chunks) {              /* --tp-overlap: the side stream of the chunks' sums */
+        CK(cudaStreamCreateWithFlags(&m->s_tp, cudaStreamNonBlocking));
+        CK(cudaEventCreateWithFlags(&m->ev_tp_fork, cudaEventDisableTiming));
+        CK(cudaEventCreateWithFlags(&m->ev_tp_join, cudaEventDisableTiming));
+    }
+    if (m->sp) { /* each LayerNorm's (weight, bias): 2C floats at its weight's offset */
+        m->nln = 2 * m->L + (m->head ? 1 : 0);
+        int apart = m->head && m->off_lnfb != m->off_lnfw + uC;
+        for (int l = 0; l < m->L; l++)
+            apart |= m->blk[l].off[LN1B] != m->blk[l].off[LN1W] + uC ||
+                     m->blk[l].off[LN2B] != m->blk[l].off[LN2W] + uC;
+        if (apart)
+            return fail(SYM_EINVAL, "GPU GPT: sequence parallelism needs each LayerNorm's bias "
+                                    "right after its weight in the parameter table");
+    }
     OP(symcu_blas_create(&m->blas, 4 * C));
     symcu_blas_use_tf32(m->blas, m->opts.precision == SYM_PREC_TF32);
     carver_t cv = {NULL, 0};
@@ -1231,6 +1550,19 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     cv.used = 0;
     carve(m, &cv, m->opts.recompute_gelu, m->opts.recompute_ln);
     use_slot(m, 0);
+    if (m->sp) { /* the shards' padding rows (never read) start as zeros, not stale bytes */
+        CK(cudaMemsetAsync(m->region, 0, m->region_bytes, m->s));
+        uint64_t off[2 * SYM_GPT_MAX_LAYERS + 1];
+        int k = 0;
+        for (int l = 0; l < m->L; l++) {
+            off[k++] = m->blk[l].off[LN1W];
+            off[k++] = m->blk[l].off[LN2W];
+        }
+        if (m->head) off[k++] = m->off_lnfw;
+        CK(cudaMemcpyAsync(m->lnoff, off, sizeof(uint64_t) * (size_t)k, cudaMemcpyHostToDevice,
+                           m->s));
+        CK(cudaStreamSynchronize(m->s)); /* off is on this stack */
+    }
     size_t N = (size_t)m->Bmax * m->T;
     CK(cudaMallocHost((void **)&m->tok_h, N * sizeof(int32_t)));
     CK(cudaMallocHost((void **)&m->tgt_h, N * sizeof(int32_t)));
@@ -1279,6 +1611,12 @@ static int tp_config(sym_gpu_model_t *m, const sym_gpu_opts_t *o) {
     if (t < 1 || m->tp_rank < 0)
         return fail(SYM_EINVAL, "PE %d is not a member of the tensor-parallel team it was given",
                     shmem_my_pe());
+    /* gpt.c's choices: SP splits a tp team's LayerNorm regions; the chunked
+     * overlap is plain tp's (with SP there are no all-reduces to overlap) */
+    m->sp = m->tp > 1 && m->cfg.seq_parallel;
+    m->chunks = m->tp > 1 && !m->sp && m->cfg.tp_chunks > 1
+                    ? (m->cfg.tp_chunks < 64 ? m->cfg.tp_chunks : 64)
+                    : 0;
     if (m->tp == 1) return SYM_OK;
     if (m->NH % m->tp || m->C % m->tp || (m->Cl / m->NHl) * m->NHl != m->Cl)
         return fail(SYM_EINVAL, "GPU GPT: tp=%d must divide the heads (%d) and the width (%d)",
@@ -1302,6 +1640,10 @@ static int stage_config(sym_gpu_model_t *m, const sym_gpu_opts_t *o) {
     m->tied = SHMEM_TEAM_INVALID;
     m->pp = 1;
     if (o->stage_layers <= 0) return SYM_OK;
+    if (m->sp)
+        return fail(SYM_EINVAL, "GPU GPT: sequence parallelism inside a pipeline stage is not "
+                                "in this build (a stage's edge passes whole sequences): drop sp, "
+                                "or pp");
     if (o->stage_first < 0 || o->stage_first + o->stage_layers > m->Lt)
         return fail(SYM_EINVAL, "GPU GPT: a stage of blocks [%d, %d) of a model of %d",
                     o->stage_first, o->stage_first + o->stage_layers, m->Lt);
@@ -1469,6 +1811,8 @@ static int run_body(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, 
  * accumulate() left) still go into the team's average. */
 static int no_rows(sym_gpu_model_t *m) {
     if (!m->acc_pending) CK(cudaMemsetAsync(m->g, 0, m->Pp * sizeof(float), m->s));
+    int rc = m->acc_pending ? sp_ln_sum(m) : SYM_OK; /* the micro-batches' LayerNorm parts */
+    if (rc) return rc;
     CK(cudaMemsetAsync(m->sums, 0, 2 * sizeof(double), m->s));
     stamp_kernel<<<1, 1, 0, m->s>>>(m->stamp);
     stamp_kernel<<<1, 1, 0, m->s>>>(m->stamp + 1);
@@ -1525,7 +1869,8 @@ static int update(sym_gpu_model_t *m, float lr, float clip, sym_gpu_step_t *out)
         OP(symcu_grad_sumsq(m->sq, m->norm_scratch, m->g + m->nlo, m->nlen, m->whole, m->nw,
                             m->s));
         if (m->zero && (rc = dp_sum(m, m->sq, 2))) return rc;
-        if (m->zero && m->tp > 1 && m->tp_rank) CK(cudaMemsetAsync(m->sq + 1, 0, sizeof(float), m->s));
+        if (m->zero && m->tp > 1 && m->tp_rank)
+            CK(cudaMemsetAsync(m->sq + 1, 0, sizeof(float), m->s));
         if (m->tp > 1 && (rc = tp_reduce(m, m->sq, m->zero ? 2 : 1, SHMEMX_FLOAT32, SHMEMX_SUM)))
             return rc;
         if (m->pp > 1) {

@@ -21,9 +21,10 @@
  *  - GPU (models/gpt_cuda.cu, its one region): fp32 master weights, their
  *    bf16 compute copy, fp32 gradients and moments (18 bytes a parameter),
  *    bf16 activations (no T x T matrix: the attention keeps its row
- *    log-sum-exp), 256-byte aligned. Our GPU code has no TP yet: for
- *    planning, TP splits the head-local buffers (qkv, attention output, MLP
- *    hidden) as Megatron does, the rest stays whole.
+ *    log-sum-exp), 256-byte aligned. TP splits the head-local buffers (qkv,
+ *    attention output, MLP hidden) as Megatron does, the rest stays whole;
+ *    sequence parallelism keeps ceil(N / tp) rows of the LayerNorm and
+ *    residual buffers (blocks of the N rows) and adds two buffers.
  *  - Pipeline stages: layers spread evenly (the first stages take the
  *    remainder), the embeddings on the first stage, ln_f and the LM head on
  *    the last (which keeps a copy of the tied wte); 1F1B keeps up to pp
@@ -317,17 +318,25 @@ static size_t stage_acts(const sym_plan_request_t *r, const stage_t *st, int row
         return shared;
     }
     /* gpt_cuda.cu carve(): bf16 activations, fp32 row statistics; for a
-     * pipeline the blocks, the input and the head's buffers kept a micro-batch */
+     * pipeline the blocks, the input and the head's buffers kept a micro-batch.
+     * Sequence parallelism (tp > 1; not in the GPU's stages) keeps Rs =
+     * ceil(N / tp) rows of ln1, res2, ln2, res3, their statistics, encoded and
+     * dres; proj, dln and the head's lnf take the gathered tp Rs rows, and it
+     * adds a gathered (full) and a shard (dsh) buffer */
     size_t t = (size_t)tp, Cl = C / t, NHl = NH / t;
-    size_t one = 4 * up256(N * C * 2)                        /* ln1, res2, ln2, res3 */
+    int sp = tp > 1 && m->seq_parallel;
+    size_t Rs = sp ? (N + t - 1) / t : N, Ng = sp ? Rs * t : N;
+    size_t one = 4 * up256(Rs * C * 2)                       /* ln1, res2, ln2, res3 */
                  + up256(N * 3 * Cl * 2) + up256(N * Cl * 2) /* qkv, atty */
                  + 2 * up256(N * 4 * Cl * 2)                 /* fch, fch_gelu */
-                 + 4 * up256(N * 4) + up256(N * NHl * 4);    /* means, rstds, lse */
+                 + 4 * up256(Rs * 4) + up256(N * NHl * 4);   /* means, rstds, lse */
     size_t Vl = r->vocab_parallel ? Vp / t : Vp;
-    *slot = (recompute ? L * up256(N * C * 2) : L * one) + up256(N * C * 2) /* encoded */
-            + (st->last ? up256(N * C * 2) + up256(N * Vl * 2) + 2 * up256(N * 4) : 0);
-    return (recompute ? one : 0) + up256(N * C * 2) * 4 + (st->last ? 0 : up256(N * C * 2))
-           /* proj dres dln datty, lnf where it is not kept */
+    *slot = (recompute ? L * up256(Rs * C * 2) : L * one) + up256(Rs * C * 2) /* encoded */
+            + (st->last ? up256(Ng * C * 2) + up256(N * Vl * 2) + 2 * up256(Rs * 4) : 0);
+    return (recompute ? one : 0) + 2 * up256(Ng * C * 2) + up256(Rs * C * 2) +
+           up256(N * C * 2) + (st->last ? 0 : up256(N * C * 2)) /* proj dln dres datty, lnf
+                                                                  * where it is not kept */
+           + (sp ? up256(Ng * C * 2) + up256(Rs * C * 2) : 0)     /* full, dsh */
            + up256(N * 3 * Cl * 2) + up256(N * 4 * Cl * 2)        /* dqkv, dfch */
            + (st->last ? 0 : 2 * up256(N * 4)) + 2 * up256(N * 4) /* lnf stats, losses, hits */
            + up256(N * NHl * 4)                                   /* att */
@@ -337,23 +346,24 @@ static size_t stage_acts(const sym_plan_request_t *r, const stage_t *st, int row
 /* ---- what our code does today ---- */
 
 enum { F_TP = 1, F_PP = 2, F_ZERO = 4, F_ACCUM = 8, F_RECOMPUTE = 16, F_ZERO2 = 32,
-       F_PP_ZERO = 64 };
+       F_PP_ZERO = 64, F_PP_SP = 128 };
 
 /* Features each device's training does (tp, pp, ZeRO and accumulation on
  * the CPU, in any combination). The GPU (--device gpu) trains tp, pp,
- * accumulation and ZeRO-1 (inside pipelines too), but not ZeRO-2 (its
- * backward writes one gradient array). Neither does the planner's whole-block
- * recompute: the GPU's --recompute gelu,ln keeps each block's other
- * buffers. */
-static const unsigned have[2] = {F_TP | F_PP | F_ZERO | F_ACCUM | F_ZERO2 | F_PP_ZERO,
+ * accumulation, ZeRO-1 (inside pipelines too) and sequence parallelism (with
+ * --tp-overlap), but not ZeRO-2 (its backward writes one gradient array) nor
+ * sequence parallelism inside a pipeline. Neither does the planner's
+ * whole-block recompute: the GPU's --recompute gelu,ln keeps each block's
+ * other buffers. */
+static const unsigned have[2] = {F_TP | F_PP | F_ZERO | F_ACCUM | F_ZERO2 | F_PP_ZERO | F_PP_SP,
                                  F_TP | F_PP | F_ZERO | F_ACCUM | F_PP_ZERO};
 
 static void say_needs(const sym_plan_request_t *r, unsigned used, char *buf, size_t len) {
     static const char *const name[] = {"tp",        "pp",     "zero",         "micro-batches",
-                                       "recompute", "zero=2", "zero with pp"};
+                                       "recompute", "zero=2", "zero with pp", "sp with pp"};
     unsigned missing = used & ~have[r->device];
     buf[0] = '\0';
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 8; i++)
         if (missing & (1u << i)) {
             size_t at = strlen(buf);
             snprintf(buf + at, len - at, "%s%s", at ? "," : "", name[i]);
@@ -495,7 +505,8 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
 
     unsigned used = (l->tp > 1 ? F_TP : 0) | (l->pp > 1 ? F_PP : 0) | (l->zero ? F_ZERO : 0) |
                     (l->pp == 1 && l->micro > 1 ? F_ACCUM : 0) | (l->recompute ? F_RECOMPUTE : 0) |
-                    (l->zero == 2 ? F_ZERO2 : 0) | (l->zero && l->pp > 1 ? F_PP_ZERO : 0);
+                    (l->zero == 2 ? F_ZERO2 : 0) | (l->zero && l->pp > 1 ? F_PP_ZERO : 0) |
+                    (m->seq_parallel && l->tp > 1 && l->pp > 1 ? F_PP_SP : 0);
     say_needs(r, used, o->needs, sizeof o->needs);
     return SYM_OK;
 }
@@ -629,9 +640,11 @@ void sym_plan_assumptions(const sym_plan_request_t *r, char *buf, size_t len) {
              r->inter.name, r->inter.busbw / 1e9, r->inter.latency * 1e6, r->inter.source,
              r->device ? "GPU code (models/gpt_cuda.cu's one region)"
                        : "CPU code (the buddy blocks of models/gpt.c and model.c, AdamW's arrays)",
-             r->device ? "GPU TP, PP, ZeRO and whole-block recompute are not in our code yet "
-                         "(its --recompute gelu,ln keeps more): their rows assume Megatron-style "
-                         "splits"
+             r->device ? "TP splits the parameters and the head-local activations, sequence "
+                         "parallelism the LayerNorm and residual ones (blocks of rows); ZeRO-2, "
+                         "ZeRO or sp inside a pipeline and whole-block recompute are not in the "
+                         "GPU code (its --recompute gelu,ln keeps more): their rows assume "
+                         "Megatron-style splits"
                        : "TP splits the parameters and the head-local activations (qkv, "
                          "attention, MLP hidden), sequence parallelism the LayerNorm and "
                          "residual ones");

@@ -150,6 +150,11 @@ typedef struct {
  * gradient are the same call. C % 8 == 0. */
 int symcu_dropout(symcu_dtype_t dt, void *out, const void *in, int N, int C, int T,
                   const symcu_dropout_t *d, cudaStream_t stream);
+/* The same on any N rows (>= 0) of the batch from its row `first` (a
+ * sequence-parallel shard of the B*T rows: row r is global token row *row0 *
+ * T + first + r), whole sequences or not. */
+int symcu_dropout_rows(symcu_dtype_t dt, void *out, const void *in, int N, int C, int T,
+                       int64_t first, const symcu_dropout_t *d, cudaStream_t stream);
 
 /* ---- causal attention (attention.cu) ---- */
 
