@@ -39,7 +39,8 @@
  *       byte-identical files;
  *   (i) sharded saves from asynchronous snapshots (each PE's copy into pinned
  *       memory; its shard made and written by the background thread once the
- *       copy is done) against --ckpt-async off: every shard file identical.
+ *       copy is done) against --ckpt-async off: every shard's data file
+ *       identical, and they verify.
  *
  * SKIP (77) where the GPU part is not built or no GPU is visible.
  */
@@ -255,12 +256,9 @@ int main(int argc, char **argv) {
         e2e_run(2, NULL, NULL, e2e_path("shasync%d.log", async), 0, args);
     }
     for (int k = 5; k <= 15; k += 5)
-        for (int pe = 0; pe < 2; pe++) {
+        for (int pe = 0; pe < 2; pe++) /* the indices are in the manifest then */
             e2e_same_file(e2e_path("cks0/step-%08d/shard-%05d.bin", k, pe),
                           e2e_path("cks1/step-%08d/shard-%05d.bin", k, pe));
-            e2e_same_file(e2e_path("cks0/step-%08d/shard-%05d.json", k, pe),
-                          e2e_path("cks1/step-%08d/shard-%05d.json", k, pe));
-        }
     CHECK(e2e_sh(e2e_path("shasync_verify.log"), "'%s' ckpt verify '%s'", e2e_symtrain,
                  e2e_path("cks1")) == 0, "ckpt verify of the async sharded checkpoints");
     printf("train_gpt_gpu: sharded saves of 2 GPU PEs from asynchronous snapshots (written by the "
