@@ -122,6 +122,23 @@ int main(void) {
     sym__copy_init();
     CHECK(sym__copy_nt_min == SIZE_MAX, "SYMTRAIN_COPY_NT_MIN=0 left the threshold at %zu",
           sym__copy_nt_min);
+    /* CRC32C: the check value, the copy that checksums, two pieces' CRCs joined */
+    CHECK(sym__crc32c(0, "123456789", 9) == 0xE3069283u, "CRC32C of \"123456789\" is %08x",
+          sym__crc32c(0, "123456789", 9));
+    for (int t = 0; t < 200; t++) {
+        size_t len = (size_t)(test_next(&rng) % 100000);
+        size_t cut = len ? (size_t)(test_next(&rng) % len) : 0;
+        size_t off = (size_t)(test_next(&rng) % 8);
+        uint32_t whole = sym__crc32c(0, src_buf + off, len);
+        memset(dst_buf, 0xA5, len + 16);
+        CHECK(sym__crc32c_copy(0, dst_buf + 3, src_buf + off, len) == whole, "crc32c_copy of %zu",
+              len);
+        CHECK(!memcmp(dst_buf + 3, src_buf + off, len) && dst_buf[3 + len] == 0xA5,
+              "crc32c_copy of %zu bytes copied wrong", len);
+        uint32_t a = sym__crc32c(0, src_buf + off, cut);
+        uint32_t b = sym__crc32c(0, src_buf + off + cut, len - cut);
+        CHECK(sym__crc32c_combine(a, b, len - cut) == whole, "crc32c_combine at %zu of %zu", cut, len);
+    }
     printf("util_copy: ok\n");
     free(src_buf), free(dst_buf);
     return 0;

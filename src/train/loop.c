@@ -2426,7 +2426,9 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
         /* The GPU's pinned snapshot buffers now, not in the first checkpoint's
          * stall (pinning gpt:d12's 1.5 GB takes about 0.6 s). */
         if (!rc && r.gpu) /* every PE agrees; PE 0 alone writes */
-            rc = agree(&r, snap_direct(&r) ? snap_buffers(&r, sym_optim_state_size(r.opt)) : SYM_OK);
+            rc = agree(&r, snap_direct(&r) || dist_later(&r)
+                                ? snap_buffers(&r, sym_optim_state_size(r.opt))
+                                : SYM_OK);
     }
     if (!rc && !r.gpu) rc = memory_report(&r); /* the planner's check */
     r.progress.seq = r.task.seq;

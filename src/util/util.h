@@ -189,5 +189,9 @@ static inline __attribute__((always_inline)) void sym__copy(void *dst, const voi
 
 /* ---- CRC32C (Castagnoli), hardware accelerated where the CPU has it ---- */
 uint32_t sym__crc32c(uint32_t crc, const void *data, size_t len);
+/* memcpy(dst, src, len) and the CRC of those bytes continued from crc. */
+uint32_t sym__crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len);
+/* The CRC of A then B from crc1 (A's), crc2 (B's) and B's length. */
+uint32_t sym__crc32c_combine(uint32_t crc1, uint32_t crc2, size_t len2);
 
 #endif

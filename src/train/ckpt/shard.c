@@ -104,11 +104,13 @@ int sym__ckpt_shard_files(int pe, const sym_ckpt_slice_t *slices, int n, void **
     sym__jbuf_printf(index, "{\"pe\": %d, \"name\": \"%s\", \"slices\": [", pe, file);
     size_t off = 0;
     int first = 1;
+    uint32_t whole = 0; /* the file's CRC, from the slices' (one pass over the data) */
     for (int i = 0; i < n; i++) {
         const sym_ckpt_slice_t *s = &slices[i];
         size_t bytes = (size_t)sym_ckpt_slice_elems(s) * sym_dtype_size(s->dtype);
         if (!bytes) continue; /* an empty part (a tensor of fewer rows than PEs) */
-        memcpy(buf + off, s->data, bytes);
+        uint32_t crc = sym__crc32c_copy(0, buf + off, s->data, bytes);
+        whole = sym__crc32c_combine(whole, crc, bytes);
         sym__jbuf_printf(index, "%s\n  {\"name\": ", first ? "" : ",");
         sym__jbuf_string(index, s->name);
         sym__jbuf_printf(index, ", \"dtype\": \"%s\", ", sym_dtype_name(s->dtype));
@@ -117,13 +119,11 @@ int sym__ckpt_shard_files(int pe, const sym_ckpt_slice_t *slices, int n, void **
         dims_json(index, "start", s->ndim, s->start);
         sym__jbuf_printf(index, ", ");
         dims_json(index, "count", s->ndim, s->count);
-        sym__jbuf_printf(index, ", \"offset\": %zu, \"crc32c\": \"%08x\"}", off,
-                         sym__crc32c(0, buf + off, bytes));
+        sym__jbuf_printf(index, ", \"offset\": %zu, \"crc32c\": \"%08x\"}", off, crc);
         off += bytes;
         first = 0;
     }
-    sym__jbuf_printf(index, "],\n \"size\": %zu, \"crc32c\": \"%08x\"}\n", total,
-                     sym__crc32c(0, buf, total));
+    sym__jbuf_printf(index, "],\n \"size\": %zu, \"crc32c\": \"%08x\"}\n", total, whole);
     if (index->failed) {
         free(buf);
         return sym__error(SYM_ENOMEM, "out of memory for a checkpoint shard's index");
