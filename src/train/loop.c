@@ -1214,14 +1214,11 @@ static int resume_memory(run_t *r) {
     set_optim_steps(r, m.optim_steps);
     char from[1024];
     int len = 0;
-    for (int q = 0; q < r->npes && len < (int)sizeof from - 64; q++) {
-        int src = sym_peer_source(r->peer, q);
-        if (src == q)
-            len += snprintf(from + len, sizeof from - (size_t)len, "%sPE %d's own copy",
-                            q ? ", " : "", q);
-        else
-            len += snprintf(from + len, sizeof from - (size_t)len,
-                            "%sPE %d's from its buddy PE %d's copy", q ? ", " : "", q, src);
+    for (int q = 0; q < r->npes && len < (int)sizeof from - 200; q++) {
+        char where[200];
+        sym_peer_describe(r->peer, q, where, sizeof where);
+        len += snprintf(from + len, sizeof from - (size_t)len, "%sPE %d's %s", q ? ", " : "", q,
+                        where);
     }
     note(r, "in-memory snapshot of step %lld restored in %.3f s: %s", (long long)m.step,
          sym__now_s() - t0, from);
