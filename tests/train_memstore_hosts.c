@@ -23,21 +23,41 @@
  *       was there, its copy on PE 3), nor PE 2's (its copy on PE 1); the log
  *       names PE 1's and both places, and the disk's newest whole
  *       checkpoint (step 10, or 5 if the background writer had not finished
- *       10) is read instead, bit for bit.
+ *       10) is read instead, bit for bit;
+ *   (e) PE 2 killed halfway through its copy of step 12 to PE 1
+ *       (SYMTRAIN_TEST_MEM_EXIT_AT=2:12:copy), host 1 lost: the half-written
+ *       copy is refused (named), the previous snapshot (step 10) is whole and
+ *       restored from memory, PEs 2 and 3 from host 0, bit for bit;
+ *   (f) uneven hosts, PE 0 on host 0 and PEs 1, 2 on host 1: the ring
+ *       0 -> 1 -> 2 -> 0 keeps PE 1's copy on its own host, which the job
+ *       warns of; host 0 lost: PE 0's shard from its buddy on host 1, bit for
+ *       bit with an uninterrupted 3-PE job.
  */
 #include "train_dckpt.h"
 
 #define HOSTS 2
-#define PPH 2
-#define NPES (HOSTS * PPH)
+#define MAXPES 4
 #define STEPS 20
-#define GPT "--generated --model gpt:L=2,C=32,H=2,V=128,T=16 --batch 8 --steps 20 --lr 0.01 " \
+#define GPT "--generated --model gpt:L=2,C=32,H=2,V=128,T=16 --steps 20 --lr 0.01 " \
             "--optimizer adamw --warmup-steps 2 --threads 1 --quiet --device cpu "           \
             "--ckpt-format sharded --ckpt-steps 5 --resume=auto --mem-ckpt-every 3"
 #define DEADLINE_S 240 /* an attempt running longer has hung: killed, failed */
 
 static const char *tag; /* the namespaces: ${tag}h0, ${tag}h1 */
 static const char *sock[HOSTS];
+/* The job's shape: PE r on host host_of[r], index local_of[r] there. */
+static int npes, host_of[MAXPES], local_of[MAXPES], host_pes[HOSTS];
+static const char *batch; /* "--batch 8" */
+
+/* PEs 0 .. n-1 on the hosts, the first `first` of them on host 0. */
+static void shape(int n, int first) {
+    npes = n;
+    host_pes[0] = host_pes[1] = 0;
+    for (int r = 0; r < n; r++) {
+        host_of[r] = r >= first;
+        local_of[r] = host_pes[host_of[r]]++;
+    }
+}
 
 /* argv for `ip netns exec ${tag}hH PROGRAM ...` in v (its own copy of line). */
 static void netns_argv(int h, char *line, char **v, int max) {
@@ -56,15 +76,15 @@ static void netns_argv(int h, char *line, char **v, int max) {
  * `symtrain train ARGS`, logs PREFIX.RANK.log. A PE that dies makes the
  * launcher kill the rest, as torchrun does. Returns the PEs that did not exit 0. */
 static int launch(const char *prefix, const char *env, const char *args) {
-    pid_t pid[NPES];
+    pid_t pid[MAXPES];
     char port[16];
     static int nth;
     snprintf(port, sizeof port, "%d",
              20000 + (int)((getpid() * 7 + time(NULL) + 997 * nth++) % 20000));
-    for (int r = 0; r < NPES; r++) {
-        int h = r / PPH;
+    for (int r = 0; r < npes; r++) {
+        int h = host_of[r];
         char line[4096], *argv[160];
-        snprintf(line, sizeof line, "%s train %s", e2e_symtrain, args);
+        snprintf(line, sizeof line, "%s train %s %s", e2e_symtrain, batch, args);
         netns_argv(h, line, argv, 160);
         const char *log = e2e_path("%s.%d.log", prefix, r);
         fflush(stdout);
@@ -79,11 +99,11 @@ static int launch(const char *prefix, const char *env, const char *args) {
             setenv("SYMTRAIN_BOOTSTRAP", "env", 1);
             snprintf(v, sizeof v, "%d", r);
             setenv("RANK", v, 1);
-            snprintf(v, sizeof v, "%d", r % PPH);
+            snprintf(v, sizeof v, "%d", local_of[r]);
             setenv("LOCAL_RANK", v, 1);
-            snprintf(v, sizeof v, "%d", NPES);
+            snprintf(v, sizeof v, "%d", npes);
             setenv("WORLD_SIZE", v, 1);
-            snprintf(v, sizeof v, "%d", PPH);
+            snprintf(v, sizeof v, "%d", host_pes[h]);
             setenv("LOCAL_WORLD_SIZE", v, 1);
             setenv("MASTER_ADDR", "10.231.0.1", 1);
             setenv("MASTER_PORT", port, 1);
@@ -101,7 +121,7 @@ static int launch(const char *prefix, const char *env, const char *args) {
             _exit(127);
         }
     }
-    int failed = 0, left = NPES;
+    int failed = 0, left = npes;
     time_t end = time(NULL) + DEADLINE_S;
     while (left > 0) {
         int st;
@@ -109,10 +129,10 @@ static int launch(const char *prefix, const char *env, const char *args) {
         if (got == 0) {
             if (time(NULL) > end) { /* hung: the attempt fails */
                 printf("%s: an attempt ran past %d s: killed\n", prefix, DEADLINE_S);
-                for (int q = 0; q < NPES; q++)
+                for (int q = 0; q < npes; q++)
                     if (pid[q] > 0) kill(pid[q], SIGKILL);
                 end = time(NULL) + 30;
-                failed = NPES;
+                failed = npes;
             }
             e2e_sleep_ms(20);
             continue;
@@ -120,13 +140,13 @@ static int launch(const char *prefix, const char *env, const char *args) {
         if (got < 0 && errno == EINTR) continue;
         CHECK(got > 0, "waitpid: %s", strerror(errno));
         int r = 0;
-        while (r < NPES && pid[r] != got) r++;
-        if (r == NPES) continue;
+        while (r < npes && pid[r] != got) r++;
+        if (r == npes) continue;
         pid[r] = 0;
         left--;
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;
         failed++;
-        for (int q = 0; q < NPES; q++) /* the launcher ends the attempt */
+        for (int q = 0; q < npes; q++) /* the launcher ends the attempt */
             if (pid[q] > 0) kill(pid[q], SIGKILL);
     }
     return failed;
@@ -162,23 +182,24 @@ static void end_holder(pid_t pid, int sig) {
 
 /* Every PE's log from PREFIX shown, for a failure. */
 static void show_all(const char *prefix) {
-    for (int r = 0; r < NPES; r++) e2e_show(e2e_path("%s.%d.log", prefix, r));
+    for (int r = 0; r < npes; r++) e2e_show(e2e_path("%s.%d.log", prefix, r));
 }
 
-/* A job killed by `kill_env` (host 1 too when lose_host), then started
- * again; its checkpoints in CKDIR, metrics NAME.jsonl, logs NAME1.* and NAME2.*. */
+/* A job killed by `kill_env` (host `lose` too when >= 0: its holder and
+ * store), then started again; checkpoints in ck_NAME, metrics NAME.jsonl,
+ * logs NAME1.* and NAME2.*. */
 static void crash_and_restart(const char *name, const char *kill_env, const char *again_env,
-                              int lose_host, pid_t *holder) {
+                              int lose, pid_t *holder) {
     char args[2048], env[1024], p1[64], p2[64];
     snprintf(args, sizeof args, GPT " --ckpt-dir %s --metrics %s", e2e_path("ck_%s", name),
              e2e_path("%s.jsonl", name));
     snprintf(p1, sizeof p1, "%s1", name);
     snprintf(p2, sizeof p2, "%s2", name);
     CHECK(launch(p1, kill_env, args) > 0, "%s: the first attempt ended without the kill", name);
-    if (lose_host) { /* host 1 is gone: its holder with its store */
-        end_holder(holder[1], SIGKILL);
-        unlink(sock[1]);
-        holder[1] = start_holder(1, sock[1]);
+    if (lose >= 0) { /* the host is gone: its holder with its store */
+        end_holder(holder[lose], SIGKILL);
+        unlink(sock[lose]);
+        holder[lose] = start_holder(lose, sock[lose]);
     }
     snprintf(env, sizeof env, "%s TORCHELASTIC_RESTART_COUNT=1", again_env);
     int failed = launch(p2, env, args);
@@ -191,6 +212,8 @@ int main(int argc, char **argv) {
     tag = getenv("NETNS_TAG");
     CHECK(tag && *tag, "run through train_memstore_hosts.sh, which makes the namespaces");
     pid_t holder[HOSTS];
+    shape(4, 2);
+    batch = "--batch 8";
     for (int h = 0; h < HOSTS; h++) {
         sock[h] = e2e_path("store%d.sock", h);
         holder[h] = start_holder(h, sock[h]);
@@ -222,12 +245,12 @@ int main(int argc, char **argv) {
            "loss and step 20's tensors identical to the uninterrupted job's\n");
 
     /* (c) one PE lost, both stores kept */
-    crash_and_restart("pe", "SYMTRAIN_TEST_KILL_AT=1:13", "SYMTRAIN_TEST_KILL_AT=1:13", 0, holder);
+    crash_and_restart("pe", "SYMTRAIN_TEST_KILL_AT=1:13", "SYMTRAIN_TEST_KILL_AT=1:13", -1, holder);
     log = e2e_path("pe2.0.log");
     e2e_expect_log(log, "in-memory snapshot of step 12 restored");
-    for (int q = 0; q < NPES; q++) {
+    for (int q = 0; q < npes; q++) {
         char want[64];
-        snprintf(want, sizeof want, "PE %d's own memory (host %d", q, q / PPH);
+        snprintf(want, sizeof want, "PE %d's own memory (host %d", q, host_of[q]);
         e2e_expect_log(log, want);
     }
     CHECK(!e2e_log_has(log, "from the buddy"), "(c): a shard came from a buddy (pe2.0.log)");
@@ -250,6 +273,42 @@ int main(int argc, char **argv) {
     dckpt_compare(e2e_path("ck_ref/step-00000020"), e2e_path("ck_both/step-00000020"), NULL);
     printf("train_memstore_hosts: both copies of PE 1's shard gone: said, the disk's step %lld "
            "read, bit-identical\n", disk);
+
+    /* (e) PE 2 killed halfway through its copy to PE 1 of step 12, host 1 lost */
+    crash_and_restart("midcopy", "SYMTRAIN_TEST_MEM_EXIT_AT=2:12:copy",
+                      "SYMTRAIN_TEST_MEM_EXIT_AT=2:12:copy", 1, holder);
+    log = e2e_path("midcopy2.0.log");
+    e2e_expect_log(log, "in-memory snapshot of step 10 restored");
+    e2e_expect_log(log, "PE 2's from the buddy on host 0 (");
+    e2e_expect_log(log, "PE 3's from the buddy on host 0 (");
+    e2e_expect_log(log, "lack a whole copy of PE 2's shard of step 12"); /* why not step 12 */
+    e2e_same_losses(e2e_path("ref.jsonl"), e2e_path("midcopy.jsonl"), STEPS, 1);
+    dckpt_compare(e2e_path("ck_ref/step-00000020"), e2e_path("ck_midcopy/step-00000020"), NULL);
+    printf("train_memstore_hosts: PE 2 killed halfway through its copy of step 12, host 1 lost: "
+           "the half-written copy refused, step 10 restored from memory, bit-identical\n");
+
+    /* (f) uneven hosts: PE 0 on host 0, PEs 1 and 2 on host 1 (the ring 0 -> 1 -> 2 -> 0:
+     * PE 1's buddy on its own host); host 0 lost */
+    shape(3, 1);
+    batch = "--batch 6";
+    snprintf(args, sizeof args, GPT " --ckpt-dir %s --metrics %s", e2e_path("ck_ref3"),
+             e2e_path("ref3.jsonl"));
+    failed = launch("ref3", "", args);
+    if (failed) show_all("ref3");
+    CHECK(failed == 0, "the uninterrupted 3-PE job failed (ref3.*.log)");
+    e2e_expect_log(e2e_path("ref3.0.log"), "the hosts hold uneven numbers of PEs: 1 of the 3 PEs "
+                                           "keeps its in-memory copy on its own host");
+    crash_and_restart("uneven", "SYMTRAIN_TEST_KILL_AT=0:13", "SYMTRAIN_TEST_KILL_AT=0:13", 0,
+                      holder);
+    log = e2e_path("uneven2.0.log");
+    e2e_expect_log(log, "in-memory snapshot of step 12 restored");
+    e2e_expect_log(log, "PE 0's from the buddy on host 1 (");
+    e2e_expect_log(log, "PE 1's own memory (host 1");
+    e2e_expect_log(log, "PE 2's own memory (host 1");
+    e2e_same_losses(e2e_path("ref3.jsonl"), e2e_path("uneven.jsonl"), STEPS, 0);
+    dckpt_compare(e2e_path("ck_ref3/step-00000020"), e2e_path("ck_uneven/step-00000020"), NULL);
+    printf("train_memstore_hosts: uneven hosts (1 + 2 PEs), said; host 0 lost: PE 0's shard from "
+           "its buddy on host 1, bit-identical\n");
 
     for (int h = 0; h < HOSTS; h++) end_holder(holder[h], SIGTERM);
     e2e_cleanup();

@@ -399,9 +399,10 @@ int sym_peer_open(size_t bytes, int nshares, sym_peer_t **out) {
         int same = 0;
         for (int q = 0; q < npes; q++) same += p->host[q] == p->host[p->buddy_of[q]];
         if (same)
-            sym__warn("symtrain train", "the hosts hold uneven numbers of PEs: %d PE%s of %d keep "
-                      "their in-memory copy on their own host, and that host's loss takes both "
-                      "copies (the disk is then the way back)", same, same > 1 ? "s" : "", npes);
+            sym__warn("symtrain train", "the hosts hold uneven numbers of PEs: %d of the %d PEs "
+                      "%s on %s own host, whose loss takes both copies (the disk is then the way "
+                      "back)", same, npes, same > 1 ? "keep their in-memory copies" :
+                      "keeps its in-memory copy", same > 1 ? "their" : "its");
         else
             sym__info("in-memory snapshots across %d hosts: each PE's copy on a PE of the next "
                       "host", p->nhosts);
@@ -738,7 +739,12 @@ static int xhost_find(sym_peer_t *p, sym_ckpt_meta_t *meta,
     }
     free(all);
     free(res);
-    if (found && !rc) return SYM_OK;
+    if (found && !rc) {
+        if (wlen && p->me == 0) /* a newer snapshot was passed over: why */
+            sym__warn("symtrain train", "the newest in-memory snapshots lack a whole copy%s: an "
+                      "older one is taken", why);
+        return SYM_OK;
+    }
     if (rc)
         snprintf(msg, sizeof msg, "the in-memory snapshots cannot be used: %s", sym_last_error());
     else if (!newest)
