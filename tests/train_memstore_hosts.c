@@ -28,6 +28,8 @@
  *       (SYMTRAIN_TEST_MEM_EXIT_AT=2:12:copy), host 1 lost: the half-written
  *       copy is refused (named), the previous snapshot (step 10) is whole and
  *       restored from memory, PEs 2 and 3 from host 0, bit for bit;
+ *   (g) ZeRO (--zero 1) and dp=2,tp=2, host 1 lost: step 12 from memory,
+ *       PEs 2 and 3 from host 0, bit for bit with their uninterrupted runs;
  *   (f) uneven hosts, PE 0 on host 0 and PEs 1, 2 on host 1: the ring
  *       0 -> 1 -> 2 -> 0 keeps PE 1's copy on its own host, which the job
  *       warns of; host 0 lost: PE 0's shard from its buddy on host 1, bit for
@@ -47,7 +49,8 @@ static const char *tag; /* the namespaces: ${tag}h0, ${tag}h1 */
 static const char *sock[HOSTS];
 /* The job's shape: PE r on host host_of[r], index local_of[r] there. */
 static int npes, host_of[MAXPES], local_of[MAXPES], host_pes[HOSTS];
-static const char *batch; /* "--batch 8" */
+static const char *batch;          /* "--batch 8" */
+static const char *gpt_extra = ""; /* crash_and_restart's layout options */
 
 /* PEs 0 .. n-1 on the hosts, the first `first` of them on host 0. */
 static void shape(int n, int first) {
@@ -191,8 +194,8 @@ static void show_all(const char *prefix) {
 static void crash_and_restart(const char *name, const char *kill_env, const char *again_env,
                               int lose, pid_t *holder) {
     char args[2048], env[1024], p1[64], p2[64];
-    snprintf(args, sizeof args, GPT " --ckpt-dir %s --metrics %s", e2e_path("ck_%s", name),
-             e2e_path("%s.jsonl", name));
+    snprintf(args, sizeof args, GPT " %s --ckpt-dir %s --metrics %s", gpt_extra,
+             e2e_path("ck_%s", name), e2e_path("%s.jsonl", name));
     snprintf(p1, sizeof p1, "%s1", name);
     snprintf(p2, sizeof p2, "%s2", name);
     CHECK(launch(p1, kill_env, args) > 0, "%s: the first attempt ended without the kill", name);
@@ -286,6 +289,34 @@ int main(int argc, char **argv) {
     dckpt_compare(e2e_path("ck_ref/step-00000020"), e2e_path("ck_midcopy/step-00000020"), NULL);
     printf("train_memstore_hosts: PE 2 killed halfway through its copy of step 12, host 1 lost: "
            "the half-written copy refused, step 10 restored from memory, bit-identical\n");
+
+    /* (g) other layouts, host 1 lost: ZeRO (a PE reads its own optimizer blocks and
+     * every PE's parameters, those of host 1's PEs from their windows), dp=2,tp=2 */
+    static const char *const lay[][2] = {{"zero", "--zero 1"}, {"tp", "--parallel dp=2,tp=2"}};
+    for (size_t i = 0; i < sizeof lay / sizeof lay[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "ref_%s", lay[i][0]);
+        snprintf(args, sizeof args, GPT " %s --ckpt-dir %s --metrics %s", lay[i][1],
+                 e2e_path("ck_%s", name), e2e_path("%s.jsonl", name));
+        failed = launch(name, "", args);
+        if (failed) show_all(name);
+        CHECK(failed == 0, "the uninterrupted %s job failed (%s.*.log)", lay[i][1], name);
+        const char *extra = lay[i][1];
+        char kill_env[64] = "SYMTRAIN_TEST_KILL_AT=3:13";
+        snprintf(name, sizeof name, "lay_%s", lay[i][0]);
+        gpt_extra = extra;
+        crash_and_restart(name, kill_env, kill_env, 1, holder);
+        gpt_extra = "";
+        log = e2e_path("%s2.0.log", name);
+        e2e_expect_log(log, "in-memory snapshot of step 12 restored");
+        e2e_expect_log(log, "PE 2's from the buddy on host 0 (");
+        e2e_expect_log(log, "PE 3's from the buddy on host 0 (");
+        e2e_same_losses(e2e_path("ref_%s.jsonl", lay[i][0]), e2e_path("%s.jsonl", name), STEPS, 0);
+        dckpt_compare(e2e_path("ck_ref_%s/step-00000020", lay[i][0]),
+                      e2e_path("ck_%s/step-00000020", name), NULL);
+        printf("train_memstore_hosts: %s, host 1 lost: step 12 from memory, bit-identical\n",
+               extra);
+    }
 
     /* (f) uneven hosts: PE 0 on host 0, PEs 1 and 2 on host 1 (the ring 0 -> 1 -> 2 -> 0:
      * PE 1's buddy on its own host); host 0 lost */

@@ -2,14 +2,14 @@
  * peer.c — in-memory snapshots on buddy PEs (see peer.h), the way Gemini
  * (SOSP'23) brings a job back without the disk.
  *
- * The store is one memory file (memfd) that symrun makes before the job's
- * first start and keeps open until it exits, handing its number to every PE
- * of every attempt (SYMTRAIN_MEMCKPT_FD); PE 0 sizes it at the first
+ * On one host the store is one memory file (memfd) that symrun makes before
+ * the job's first start and keeps open until it exits, handing its number to
+ * every PE of every attempt (SYMTRAIN_MEMCKPT_FD); PE 0 sizes it at the first
  * sym_peer_open. Every PE maps all of it, so a region is at the same offset
  * for all, and writing into a peer's region is a same-host put (a copy into
  * the peer's memory, no part taken by the peer). Its layout:
  *
- *   page 0                 header: magic (written last), npes, cap
+ *   page 0                 header: magic (written last), npes, cap, regions
  *   region q (q < npes)    one page of 4 entries, then 4 buffers of cap bytes:
  *                          entries/buffers 0, 1  PE q's own shard (two generations)
  *                          entries/buffers 2, 3  the copy of PE q-1's shard
@@ -31,13 +31,25 @@
  * Jobs symrun does not start (torchrun, PMIx launchers, Kubernetes) get the
  * same file from the host's `symtrain memstore SOCKET` (tools/
  * symtrain_memstore.c), which holds it across their restarts: each PE
- * connects to SYMTRAIN_MEMCKPT_SOCKET and receives it (SCM_RIGHTS). Every PE
- * must then be on that host. A job's first attempt empties the store, so a
- * holder serving job after job never offers one job another's snapshots.
+ * connects to SYMTRAIN_MEMCKPT_SOCKET and receives it (SCM_RIGHTS). A job's
+ * first attempt empties the store, so a holder serving job after job never
+ * offers one job another's snapshots.
  *
- * Across hosts the buddy would be a PE of the next host and the put an RDMA
- * write into its registered store; one store is one host's, so here the
- * buddy is (me + 1) % npes on the same host.
+ * Across hosts (the PEs span several, each host with its holder; "xhost"
+ * below) a store is one host's and holds the regions of that host's PEs
+ * alone, region l for the PE of index l in SHMEM_TEAM_SHARED, whose entries
+ * say whose shard they hold. A PE's buddy is the next PE of a ring ordered by
+ * index on the host, then host (map_hosts), so on even hosts always a PE of
+ * another host: one host's loss leaves a copy of every shard. The store is not
+ * symmetric memory, so the copy goes in pieces through a symmetric staging
+ * buffer on the buddy, with put-with-signal and a count of pieces taken
+ * (xhost_copy), the buddy writing them into its COPY entry under the same
+ * generation / CRC32C / commit rules. Restoring, the PEs gather what every
+ * region holds, take the newest generation every shard has a verified copy
+ * of (a shard's own region first), and the PE holding each chosen copy puts
+ * it into its owner's restore window (symmetric, until the next save), from
+ * which any PE reads it (sym_peer_read: a get across hosts). symrun's one
+ * store stays on the same-host path, whatever SYMTRAIN_HOST_SIZE pretends.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -874,8 +886,6 @@ int sym_peer_read(sym_peer_t *p, int pe, const sym_ckpt_slice_t *slices, int n, 
     }
     return SYM_OK;
 }
-
-int sym_peer_source(const sym_peer_t *p, int pe) { return p->src[pe]; }
 
 void sym_peer_describe(const sym_peer_t *p, int pe, char *out, size_t len) {
     int src = p->src[pe];

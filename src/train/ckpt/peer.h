@@ -19,8 +19,8 @@
  * half-written one is never loaded; with none, the caller falls back to the
  * disk.
  *
- * Every call but sym_peer_read, sym_peer_source and sym_peer_describe is
- * collective over SHMEM_TEAM_WORLD.
+ * Every call but sym_peer_read and sym_peer_describe is collective over
+ * SHMEM_TEAM_WORLD.
  */
 #ifndef SYM_TRAIN_CKPT_PEER_H
 #define SYM_TRAIN_CKPT_PEER_H
@@ -58,11 +58,8 @@ int sym_peer_find(sym_peer_t *p, sym_ckpt_meta_t *meta,
  * window. SYM_EMISMATCH when their sizes differ. */
 int sym_peer_read(sym_peer_t *p, int pe, const sym_ckpt_slice_t *slices, int n, int prefix);
 
-/* Which PE's region the chosen copy of PE `pe`'s shard lies in: pe itself
- * (its own copy) or its buddy. */
-int sym_peer_source(const sym_peer_t *p, int pe);
-
-/* Where the chosen copy of PE `pe`'s shard came from, for the log: "own copy",
+/* Local, after sym_peer_find: where the chosen copy of PE `pe`'s shard lay,
+ * for the log (pe's own region, or its buddy's): "own copy",
  * "from its buddy PE 3's copy"; across hosts "own memory (host 0 (name))" or
  * "from the buddy on host 1 (name) (PE 3's copy)". */
 void sym_peer_describe(const sym_peer_t *p, int pe, char *out, size_t len);
