@@ -28,6 +28,12 @@
  *       (SYMTRAIN_TEST_MEM_EXIT_AT=2:12:copy), host 1 lost: the half-written
  *       copy is refused (named), the previous snapshot (step 10) is whole and
  *       restored from memory, PEs 2 and 3 from host 0, bit for bit;
+ *   (h) two failures a snapshot apart: host 1 lost after step 13, and in
+ *       the restart (from step 12) host 0 lost after step 13 again, before
+ *       the next snapshot (SYMTRAIN_TEST_KILL_AT=0:13:1): the first restore
+ *       had written each shard back into its owner's fresh store and sent
+ *       it to its buddy again, so the third attempt restores step 12 from
+ *       memory too (PEs 0 and 1 from host 1), bit for bit;
  *   (g) ZeRO (--zero 1) and dp=2,tp=2, host 1 lost: step 12 from memory,
  *       PEs 2 and 3 from host 0, bit for bit with their uninterrupted runs;
  *   (f) uneven hosts, PE 0 on host 0 and PEs 1, 2 on host 1: the ring
@@ -289,6 +295,34 @@ int main(int argc, char **argv) {
     dckpt_compare(e2e_path("ck_ref/step-00000020"), e2e_path("ck_midcopy/step-00000020"), NULL);
     printf("train_memstore_hosts: PE 2 killed halfway through its copy of step 12, host 1 lost: "
            "the half-written copy refused, step 10 restored from memory, bit-identical\n");
+
+    /* (h) two failures, one snapshot: host 1 lost after step 13, the restart
+     * (step 12) loses host 0 after step 13 too, before the next snapshot */
+    snprintf(args, sizeof args, GPT " --ckpt-dir %s --metrics %s", e2e_path("ck_twice"),
+             e2e_path("twice.jsonl"));
+    CHECK(launch("twice1", "SYMTRAIN_TEST_KILL_AT=2:13", args) > 0, "(h): no first kill");
+    end_holder(holder[1], SIGKILL);
+    unlink(sock[1]);
+    holder[1] = start_holder(1, sock[1]);
+    CHECK(launch("twice2", "SYMTRAIN_TEST_KILL_AT=0:13:1 TORCHELASTIC_RESTART_COUNT=1", args) > 0,
+          "(h): no second kill");
+    e2e_expect_log(e2e_path("twice2.0.log"), "in-memory snapshot of step 12 restored");
+    end_holder(holder[0], SIGKILL);
+    unlink(sock[0]);
+    holder[0] = start_holder(0, sock[0]);
+    failed = launch("twice3", "TORCHELASTIC_RESTART_COUNT=2", args);
+    if (failed) show_all("twice3");
+    CHECK(failed == 0, "(h): the third attempt failed (twice3.*.log)");
+    log = e2e_path("twice3.0.log");
+    e2e_expect_log(log, "in-memory snapshot of step 12 restored");
+    e2e_expect_log(log, "PE 0's from the buddy on host 1 (");
+    e2e_expect_log(log, "PE 1's from the buddy on host 1 (");
+    e2e_expect_log(log, "PE 2's own memory (host 1");
+    e2e_expect_log(log, "PE 3's own memory (host 1");
+    e2e_same_losses(e2e_path("ref.jsonl"), e2e_path("twice.jsonl"), STEPS, 0);
+    dckpt_compare(e2e_path("ck_ref/step-00000020"), e2e_path("ck_twice/step-00000020"), NULL);
+    printf("train_memstore_hosts: host 1 lost, then host 0 before the next snapshot: the restore "
+           "had copied every shard again, step 12 from memory twice, bit-identical\n");
 
     /* (g) other layouts, host 1 lost: ZeRO (a PE reads its own optimizer blocks and
      * every PE's parameters, those of host 1's PEs from their windows), dp=2,tp=2 */

@@ -48,7 +48,9 @@
  * region holds, take the newest generation every shard has a verified copy
  * of (a shard's own region first), and the PE holding each chosen copy puts
  * it into its owner's restore window (symmetric, until the next save), from
- * which any PE reads it (sym_peer_read: a get across hosts). symrun's one
+ * which any PE reads it (sym_peer_read: a get across hosts), and writes
+ * it back into its own store and to its buddy where they lack it, so both
+ * copies exist again before training resumes. symrun's one
  * store stays on the same-host path, whatever SYMTRAIN_HOST_SIZE pretends.
  */
 #define _GNU_SOURCE
@@ -467,6 +469,28 @@ static void end_entry(entry_t *e, uint64_t gen, const sym_ckpt_meta_t *meta, siz
     atomic_store_explicit(&e->gen, gen, memory_order_release); /* complete */
 }
 
+/* Which of my region's entries at generation g are complete and verify: bit k. */
+static long long verified_at(const sym_peer_t *p, uint64_t g) {
+    long long mask = 0;
+    for (int k = 0; k < 4; k++) {
+        const entry_t *e = entry(p, p->mine, k);
+        if (atomic_load_explicit(&e->gen, memory_order_acquire) == g && e->npes == p->npes &&
+            e->owner >= 0 && e->owner < p->npes && e->len <= p->cap &&
+            (prefault(buffer(p, p->mine, k), e->len),
+             sym__crc32c(0, buffer(p, p->mine, k), e->len) == e->crc))
+            mask |= 1ll << k;
+    }
+    return mask;
+}
+
+/* Bits k of my region's entries at `base` (OWN, COPY) that are PE q's shard. */
+static long long owned_by(const sym_peer_t *p, int base, int q) {
+    long long mask = 0;
+    for (int k = base; k < base + 2; k++)
+        if (entry(p, p->mine, k)->owner == q) mask |= 1ll << k;
+    return mask;
+}
+
 /* ---- the copy to a buddy on another host ----
  * The store is not symmetric memory, so a copy crosses hosts in pieces through
  * the buddy's symmetric staging buffer: message 0 is the entry (generation 0
@@ -501,7 +525,8 @@ static int xhost_copy(sym_peer_t *p, const entry_t *hdr, const char *b, int die)
         shmem_signal_wait_until(&p->sig[0], SHMEM_CMP_GE, ++p->got); /* the ward's piece m */
         if (m == 0) {
             memcpy(&in, p->stage, sizeof in);
-            if (in.gen && in.len <= p->cap && in.owner == p->ward) {
+            if (in.gen && in.len <= p->cap && in.owner == p->ward &&
+                !(verified_at(p, in.gen) & owned_by(p, COPY, in.owner))) { /* not held yet */
                 int k = pick(p, p->mine, COPY);
                 c = entry(p, p->mine, k);
                 dst = buffer(p, p->mine, k);
@@ -620,20 +645,6 @@ static int good_entry(const sym_peer_t *p, int q, int base, int owner, uint64_t 
  * reads a shard from its owner's window (a get when the owner is on another
  * host). */
 
-/* Which of my region's entries at generation g are complete and verify: bit k. */
-static long long verified_at(const sym_peer_t *p, uint64_t g) {
-    long long mask = 0;
-    for (int k = 0; k < 4; k++) {
-        const entry_t *e = entry(p, p->mine, k);
-        if (atomic_load_explicit(&e->gen, memory_order_acquire) == g && e->npes == p->npes &&
-            e->owner >= 0 && e->owner < p->npes && e->len <= p->cap &&
-            (prefault(buffer(p, p->mine, k), e->len),
-             sym__crc32c(0, buffer(p, p->mine, k), e->len) == e->crc))
-            mask |= 1ll << k;
-    }
-    return mask;
-}
-
 /* Collective, after src[]/src_ent[] are chosen at generation g: every shard
  * into its owner's window; 0, or an error on every PE. */
 static int xhost_deliver(sym_peer_t *p, uint64_t g) {
@@ -736,6 +747,23 @@ static int xhost_find(sym_peer_t *p, sym_ckpt_meta_t *meta,
         }
         found = 1;
         if ((rc = xhost_deliver(p, (uint64_t)g))) break;
+        p->committed = (uint64_t)g; /* kept whole from here on */
+        /* Both copies of every shard again at once, so a second failure before
+         * the next snapshot finds them: my shard into my region where it was
+         * not (a fresh store), and to my buddy (xhost_copy keeps what it has). */
+        const entry_t *w = (const entry_t *)p->win;
+        if (!(verified_at(p, (uint64_t)g) & owned_by(p, OWN, p->me))) {
+            int k = pick(p, p->mine, OWN);
+            begin_entry(entry(p, p->mine, k));
+            memcpy(buffer(p, p->mine, k), p->win + PEER_PAGE, w->len);
+            end_entry(entry(p, p->mine, k), (uint64_t)g, &w->meta, w->len, w->crc, p->me, n);
+        }
+        long long bad = xhost_copy(p, w, p->win + PEER_PAGE, 0) != SYM_OK;
+        shmem_barrier_all();
+        max_all(p, &bad, 1);
+        if (bad && p->me == 0)
+            sym__warn("symtrain train", "a restored shard's copy to its buddy arrived damaged; "
+                      "the next snapshot copies it again");
         entry_t e0; /* the meta, from PE 0's window */
         shmem_getmem(&e0, p->win, sizeof e0, 0);
         *meta = e0.meta;
