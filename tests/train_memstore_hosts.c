@@ -237,7 +237,8 @@ int main(int argc, char **argv) {
     CHECK(failed == 0, "the uninterrupted job failed (ref.*.log)");
 
     /* (b) host 1 lost */
-    crash_and_restart("host", "SYMTRAIN_TEST_KILL_AT=2:13", "SYMTRAIN_TEST_KILL_AT=2:13", 1, holder);
+    crash_and_restart("host", "SYMTRAIN_TEST_KILL_AT=2:13", "SYMTRAIN_TEST_KILL_AT=2:13", 1,
+                      holder);
     const char *log = e2e_path("host2.0.log");
     e2e_expect_log(log, "in-memory snapshot of step 12 restored");
     e2e_expect_log(log, "PE 0's own memory (host 0");
@@ -275,7 +276,8 @@ int main(int argc, char **argv) {
     e2e_expect_log(log, "no whole copy of PE 1's shard of step 12 (its own on host 0 (");
     e2e_expect_log(log, "and PE 3's on host 1 (");
     e2e_expect_log(log, "reading --ckpt-dir instead");
-    CHECK(!e2e_log_has(log, "in-memory snapshot of step"), "(d): restored from memory (both2.0.log)");
+    CHECK(!e2e_log_has(log, "in-memory snapshot of step"),
+          "(d): restored from memory (both2.0.log)");
     long long disk = e2e_resumed_from(log); /* 10, or 5 if the writer had not finished 10 */
     CHECK(disk == 10 || disk == 5, "(d): resumed from the disk's step %lld, not 10 or 5", disk);
     e2e_same_losses(e2e_path("ref.jsonl"), e2e_path("both.jsonl"), STEPS, 1);

@@ -353,9 +353,9 @@ int sym_peer_open(size_t bytes, int nshares, sym_peer_t **out) {
     if (v[0]) {
         sym_peer_close(p);
         if (reason[0]) return sym__error(SYM_ENOENT, "no in-memory snapshot store: %s", reason);
-        return sym__error(SYM_ENOENT, "no in-memory snapshot store: symrun holds it, or each host's "
-                                      "`symtrain memstore SOCKET` for jobs symrun does not start "
-                                      "(SYMTRAIN_MEMCKPT_SOCKET=SOCKET on every PE)");
+        return sym__error(SYM_ENOENT, "no in-memory snapshot store: symrun holds it, or each "
+                                      "host's `symtrain memstore SOCKET` for jobs symrun does not "
+                                      "start (SYMTRAIN_MEMCKPT_SOCKET=SOCKET on every PE)");
     }
     p->xhost = (int)v[2];
     p->cap = ((size_t)v[1] + PEER_PAGE - 1) / PEER_PAGE * PEER_PAGE;
@@ -681,7 +681,8 @@ static int xhost_deliver(sym_peer_t *p, uint64_t g) {
     max_all(p, &any, 1);
     if (bad) return sym__error(SYM_EIO, "PE %d: its shard arrived damaged from PE %d", p->me,
                                p->src[p->me]);
-    if (any) return sym__error(SYM_EIO, "another PE's shard arrived damaged from the PE holding it");
+    if (any)
+        return sym__error(SYM_EIO, "another PE's shard arrived damaged from the PE holding it");
     return SYM_OK;
 }
 
@@ -923,7 +924,8 @@ void sym_peer_describe(const sym_peer_t *p, int pe, char *out, size_t len) {
     else if (src == pe)
         snprintf(out, len, "own copy");
     else if (p->xhost && p->host[src] != p->host[pe])
-        snprintf(out, len, "from the buddy on %s (PE %d's copy)", host_of(p, src, h, sizeof h), src);
+        snprintf(out, len, "from the buddy on %s (PE %d's copy)", host_of(p, src, h, sizeof h),
+                 src);
     else
         snprintf(out, len, "from its buddy PE %d's copy", src);
 }
