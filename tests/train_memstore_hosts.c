@@ -39,7 +39,8 @@
  *   (f) uneven hosts, PE 0 on host 0 and PEs 1, 2 on host 1: the ring
  *       0 -> 1 -> 2 -> 0 keeps PE 1's copy on its own host, which the job
  *       warns of; host 0 lost: PE 0's shard from its buddy on host 1, bit for
- *       bit with an uninterrupted 3-PE job.
+ *       bit with an uninterrupted 3-PE job;
+ *   (i) no holder on host 1: the job says why and keeps to the disk.
  */
 #include "train_dckpt.h"
 
@@ -376,6 +377,23 @@ int main(int argc, char **argv) {
     dckpt_compare(e2e_path("ck_ref3/step-00000020"), e2e_path("ck_uneven/step-00000020"), NULL);
     printf("train_memstore_hosts: uneven hosts (1 + 2 PEs), said; host 0 lost: PE 0's shard from "
            "its buddy on host 1, bit-identical\n");
+
+    /* (i) no holder on host 1: said, the disk alone */
+    shape(4, 2);
+    batch = "--batch 8";
+    const char *kept = sock[1];
+    sock[1] = e2e_path("nobody-here.sock");
+    snprintf(args, sizeof args, GPT " --max-steps 6 --ckpt-dir %s", e2e_path("ck_none"));
+    failed = launch("none", "", args);
+    if (failed) show_all("none");
+    CHECK(failed == 0, "(i): the job without a holder on host 1 failed (none.*.log)");
+    sock[1] = kept;
+    e2e_expect_log(e2e_path("none.2.log"), "cannot reach the store holder at "
+                                           "SYMTRAIN_MEMCKPT_SOCKET=");
+    e2e_expect_log(e2e_path("none.0.log"), "no in-memory snapshot store on PE 2's host");
+    e2e_expect_log(e2e_path("none.0.log"), "checkpoints go to the disk alone");
+    CHECK(e2e_newest(e2e_path("ck_none"), NULL, 0) == 6, "(i): no step-6 checkpoint on the disk");
+    printf("train_memstore_hosts: no holder on host 1: said, and the disk alone\n");
 
     for (int h = 0; h < HOSTS; h++) end_holder(holder[h], SIGTERM);
     e2e_cleanup();

@@ -256,7 +256,9 @@ static int map_hosts(sym_peer_t *p) {
     p->host = calloc((size_t)n, sizeof *p->host);
     p->buddy_of = calloc((size_t)n, sizeof *p->buddy_of);
     p->host_name = calloc((size_t)n, sizeof *p->host_name);
-    if (!all || !ring || !p->host || !p->buddy_of || !p->host_name) {
+    long long oom = !all || !ring || !p->host || !p->buddy_of || !p->host_name;
+    max_all(p, &oom, 1); /* every PE fails together, or none */
+    if (oom) {
         free(all);
         free(ring);
         return sym__error(SYM_ENOMEM, "out of memory for the in-memory snapshots' host map");
@@ -347,11 +349,17 @@ int sym_peer_open(size_t bytes, int nshares, sym_peer_t **out) {
     /* Several hosts, each with its holder: each host's store holds its own PEs'
      * regions, and the copies cross hosts through the symmetric heap. (symrun's
      * one store is one machine's, whatever SYMTRAIN_HOST_SIZE pretends.) */
-    long long v[3] = {fd < 0, (long long)(bytes + tail_bytes(nshares)),
+    long long v[3] = {fd < 0 ? npes - p->me : 0, (long long)(bytes + tail_bytes(nshares)),
                       from_sock && shmem_team_n_pes(SHMEM_TEAM_SHARED) != npes};
-    max_all(p, v, 3);
+    max_all(p, v, 3); /* v[0]: npes - the first PE without a store */
     if (v[0]) {
-        sym_peer_close(p);
+        int first = npes - (int)v[0], me = p->me;
+        if (fd < 0 && reason[0] && me != 0 && shmem_team_my_pe(SHMEM_TEAM_SHARED) == 0)
+            sym__warn("symtrain train", "no in-memory snapshot store on this host: %s", reason);
+        sym_peer_close(p); /* PE 0 says it for the job */
+        if (first != me)
+            return sym__error(SYM_ENOENT, "no in-memory snapshot store on PE %d's host (its log "
+                              "says why: each host needs its `symtrain memstore SOCKET`)", first);
         if (reason[0]) return sym__error(SYM_ENOENT, "no in-memory snapshot store: %s", reason);
         return sym__error(SYM_ENOENT, "no in-memory snapshot store: symrun holds it, or each "
                                       "host's `symtrain memstore SOCKET` for jobs symrun does not "
@@ -362,7 +370,7 @@ int sym_peer_open(size_t bytes, int nshares, sym_peer_t **out) {
     if (!p->cap) p->cap = PEER_PAGE;
     int regions = npes, rc = SYM_OK, shaper = p->me == 0;
     if (p->xhost) {
-        if ((rc = map_hosts(p))) { /* collective; out of memory alone fails it */
+        if ((rc = map_hosts(p))) { /* collective; out of memory (on any PE) fails it */
             sym_peer_close(p);
             return rc;
         }
