@@ -1,7 +1,8 @@
 /*
- * train_memstore_hosts — in-memory snapshots across hosts: 2 hosts x 2 PEs,
- * each host a network namespace (train_memstore_hosts.sh makes them and runs
- * this with NETNS_TAG) with its own `symtrain memstore` holder. The PEs start
+ * train_memstore_hosts — in-memory snapshots across hosts: 2 hosts x 2 PEs
+ * (other shapes at the end), each host a network namespace
+ * (train_memstore_hosts.sh makes them and runs this with NETNS_TAG) with its
+ * own `symtrain memstore` holder. The PEs start
  * the torchrun way (RANK, WORLD_SIZE, MASTER_ADDR = host 0), talk over
  * libfabric tcp between the namespaces, and train a small GPT (AdamW, 20
  * steps; sharded checkpoints every 5, memory snapshots every 3, so the
@@ -40,11 +41,15 @@
  *       0 -> 1 -> 2 -> 0 keeps PE 1's copy on its own host, which the job
  *       warns of; host 0 lost: PE 0's shard from its buddy on host 1, bit for
  *       bit with an uninterrupted 3-PE job;
- *   (i) no holder on host 1: the job says why and keeps to the disk.
+ *   (i) no holder on host 1: the job says why and keeps to the disk;
+ *   (j) 3 hosts of 1 PE: PE 1's copy on host 2 (h + 1), host 1 lost: from
+ *       there, bit for bit with an uninterrupted job on the same 3 hosts (the
+ *       hierarchical sums follow the hosts, so not with (f)'s: the test
+ *       tells them apart in the last bits).
  */
 #include "train_dckpt.h"
 
-#define HOSTS 2
+#define HOSTS 3 /* namespaces made; the jobs use 2, (j) 3 */
 #define MAXPES 4
 #define STEPS 20
 #define GPT "--generated --model gpt:L=2,C=32,H=2,V=128,T=16 --steps 20 --lr 0.01 " \
@@ -59,13 +64,15 @@ static int npes, host_of[MAXPES], local_of[MAXPES], host_pes[HOSTS];
 static const char *batch;          /* "--batch 8" */
 static const char *gpt_extra = ""; /* crash_and_restart's layout options */
 
-/* PEs 0 .. n-1 on the hosts, the first `first` of them on host 0. */
-static void shape(int n, int first) {
+/* PEs 0 .. n-1 on the hosts in rank order, per[h] of them on host h. */
+static void shape(int n, const int *per) {
     npes = n;
-    host_pes[0] = host_pes[1] = 0;
-    for (int r = 0; r < n; r++) {
-        host_of[r] = r >= first;
-        local_of[r] = host_pes[host_of[r]]++;
+    for (int h = 0, r = 0; h < HOSTS; h++) {
+        host_pes[h] = 0;
+        for (int i = 0; i < per[h] && r < n; i++, r++) {
+            host_of[r] = h;
+            local_of[r] = host_pes[h]++;
+        }
     }
 }
 
@@ -222,7 +229,7 @@ int main(int argc, char **argv) {
     tag = getenv("NETNS_TAG");
     CHECK(tag && *tag, "run through train_memstore_hosts.sh, which makes the namespaces");
     pid_t holder[HOSTS];
-    shape(4, 2);
+    shape(4, (int[]){2, 2, 0});
     batch = "--batch 8";
     for (int h = 0; h < HOSTS; h++) {
         sock[h] = e2e_path("store%d.sock", h);
@@ -357,7 +364,7 @@ int main(int argc, char **argv) {
 
     /* (f) uneven hosts: PE 0 on host 0, PEs 1 and 2 on host 1 (the ring 0 -> 1 -> 2 -> 0:
      * PE 1's buddy on its own host); host 0 lost */
-    shape(3, 1);
+    shape(3, (int[]){1, 2, 0});
     batch = "--batch 6";
     snprintf(args, sizeof args, GPT " --ckpt-dir %s --metrics %s", e2e_path("ck_ref3"),
              e2e_path("ref3.jsonl"));
@@ -379,7 +386,7 @@ int main(int argc, char **argv) {
            "its buddy on host 1, bit-identical\n");
 
     /* (i) no holder on host 1: said, the disk alone */
-    shape(4, 2);
+    shape(4, (int[]){2, 2, 0});
     batch = "--batch 8";
     const char *kept = sock[1];
     sock[1] = e2e_path("nobody-here.sock");
@@ -394,6 +401,29 @@ int main(int argc, char **argv) {
     e2e_expect_log(e2e_path("none.0.log"), "checkpoints go to the disk alone");
     CHECK(e2e_newest(e2e_path("ck_none"), NULL, 0) == 6, "(i): no step-6 checkpoint on the disk");
     printf("train_memstore_hosts: no holder on host 1: said, and the disk alone\n");
+
+    /* (j) 3 hosts of one PE each: the ring 0 -> 1 -> 2 -> 0, host 1 lost: PE 1's
+     * shard from its buddy on host 2 */
+    shape(3, (int[]){1, 1, 1});
+    batch = "--batch 6";
+    snprintf(args, sizeof args, GPT " --ckpt-dir %s --metrics %s", e2e_path("ck_ref_three"),
+             e2e_path("ref_three.jsonl")); /* its own: the sums' order follows the hosts */
+    failed = launch("ref_three", "", args);
+    if (failed) show_all("ref_three");
+    CHECK(failed == 0, "the uninterrupted 3-host job failed (ref_three.*.log)");
+    crash_and_restart("three", "SYMTRAIN_TEST_KILL_AT=1:13", "SYMTRAIN_TEST_KILL_AT=1:13", 1,
+                      holder);
+    log = e2e_path("three2.0.log");
+    e2e_expect_log(log, "in-memory snapshot of step 12 restored");
+    e2e_expect_log(log, "PE 0's own memory (host 0");
+    e2e_expect_log(log, "PE 1's from the buddy on host 2 (");
+    e2e_expect_log(log, "(PE 2's copy)");
+    e2e_expect_log(log, "PE 2's own memory (host 2");
+    e2e_same_losses(e2e_path("ref_three.jsonl"), e2e_path("three.jsonl"), STEPS, 0);
+    dckpt_compare(e2e_path("ck_ref_three/step-00000020"), e2e_path("ck_three/step-00000020"),
+                  NULL);
+    printf("train_memstore_hosts: 3 hosts x 1 PE, host 1 lost: PE 1's shard from its buddy on "
+           "host 2, bit-identical\n");
 
     for (int h = 0; h < HOSTS; h++) end_holder(holder[h], SIGTERM);
     e2e_cleanup();
