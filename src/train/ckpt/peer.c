@@ -349,9 +349,10 @@ int sym_peer_open(size_t bytes, int nshares, sym_peer_t **out) {
     /* Several hosts, each with its holder: each host's store holds its own PEs'
      * regions, and the copies cross hosts through the symmetric heap. (symrun's
      * one store is one machine's, whatever SYMTRAIN_HOST_SIZE pretends.) */
-    long long v[3] = {fd < 0 ? npes - p->me : 0, (long long)(bytes + tail_bytes(nshares)),
-                      from_sock && shmem_team_n_pes(SHMEM_TEAM_SHARED) != npes};
-    max_all(p, v, 3); /* v[0]: npes - the first PE without a store */
+    long long v[4] = {fd < 0 ? npes - p->me : 0, (long long)(bytes + tail_bytes(nshares)),
+                      from_sock && shmem_team_n_pes(SHMEM_TEAM_SHARED) != npes,
+                      (long long)sym__env_size("SYMTRAIN_MEMCKPT_CHUNK", PEER_CHUNK)};
+    max_all(p, v, 4); /* v[0]: npes - the first PE without a store; v[3]: one piece size */
     if (v[0]) {
         int first = npes - (int)v[0], me = p->me;
         if (fd < 0 && reason[0] && me != 0 && shmem_team_my_pe(SHMEM_TEAM_SHARED) == 0)
@@ -376,7 +377,7 @@ int sym_peer_open(size_t bytes, int nshares, sym_peer_t **out) {
         }
         regions = shmem_team_n_pes(SHMEM_TEAM_SHARED);
         shaper = p->mine == 0;
-        p->chunk = (size_t)sym__env_size("SYMTRAIN_MEMCKPT_CHUNK", PEER_CHUNK);
+        p->chunk = (size_t)v[3];
         p->chunk = (p->chunk + PEER_PAGE - 1) / PEER_PAGE * PEER_PAGE;
         if (p->chunk < PEER_PAGE) p->chunk = PEER_PAGE;
         if (p->chunk > p->cap) p->chunk = p->cap;
