@@ -81,6 +81,15 @@ sym_train_e2e(train_memckpt) # in-memory snapshots on buddy PEs (dp, ZeRO, tp, p
 target_link_libraries(train_memckpt PRIVATE symtrain)
 sym_train_e2e(train_memstore) # symtrain memstore holds the snapshots of a torchrun-style job across its restart
 target_link_libraries(train_memstore PRIVATE symtrain)
+# Across hosts (2 network namespaces x 2 PEs, libfabric tcp, a holder on each):
+# a host lost, a PE lost, both copies of a shard lost (SKIP without namespaces).
+if(SYM_HAVE_OFI)
+  add_executable(train_memstore_hosts train_memstore_hosts.c)
+  target_link_libraries(train_memstore_hosts PRIVATE m symtrain)
+  add_test(NAME train_memstore_hosts COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/train_memstore_hosts.sh
+           $<TARGET_FILE:train_memstore_hosts> $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli>)
+  set_tests_properties(train_memstore_hosts PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77 LABELS net)
+endif()
 sym_train_e2e(train_balance) # load balancing: 1 of 4 PEs slowed; same losses, ideal step, resume
 # Not under the sanitizers: its checks are of measured speeds and CPU use, and
 # under ASan on 2 loaded cores its score case saw no PE stand apart (no work

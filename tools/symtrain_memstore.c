@@ -5,7 +5,8 @@
  * to the Unix socket SOCKET (SYMTRAIN_MEMCKPT_SOCKET=SOCKET in the PEs'
  * environment), kept across the job's restarts because this process, not the
  * PEs, holds it. One per host, started before the job (a launcher's pre-step,
- * a pod's sidecar); every PE of the job must run on its host.
+ * a pod's sidecar); with the job's PEs on several hosts, one on each, each
+ * holding its own host's PEs' snapshots and their buddies' copies (ckpt/peer.c).
  *
  * Only processes of the same user are served (the socket is 0600 and each
  * peer's credentials are checked). SIGTERM or SIGINT ends it: the socket is

@@ -294,9 +294,10 @@ static void on_stop(int sig) {
 }
 
 /* ---- fault injection for the restart tests ----
- * SYMTRAIN_TEST_KILL_AT="PE:STEP": on the job's first attempt
- * (SYMTRAIN_RESTART_COUNT unset or 0) PE `PE` kills itself with SIGKILL once
- * step STEP is done, the way a crashed machine ends: no checkpoint, no flush. */
+ * SYMTRAIN_TEST_KILL_AT="PE:STEP[:ATTEMPT]": on the job's attempt ATTEMPT
+ * (SYMTRAIN_RESTART_COUNT; 0, the first, unless named) PE `PE` kills itself
+ * with SIGKILL once step STEP is done, the way a crashed machine ends: no
+ * checkpoint, no flush. */
 static int kill_pe = -1, fail_pe = -1;
 static int64_t kill_step = -1, fail_step = -1;
 
@@ -304,16 +305,16 @@ static int64_t kill_step = -1, fail_step = -1;
  * GPU fault would (tests/train_errors.c: the job must still end at once). */
 static void read_kill_spec(void) {
     const char *restart = getenv("SYMTRAIN_RESTART_COUNT");
-    if (restart && strcmp(restart, "0") != 0) return;
+    int attempt = restart ? atoi(restart) : 0;
     const char *names[2] = {"SYMTRAIN_TEST_KILL_AT", "SYMTRAIN_TEST_STEP_FAIL"};
     int *pes[2] = {&kill_pe, &fail_pe};
     int64_t *steps[2] = {&kill_step, &fail_step};
     for (int i = 0; i < 2; i++) {
         const char *s = getenv(names[i]);
-        int pe;
+        int pe, at = 0;
         long long step;
         *pes[i] = -1;
-        if (s && sscanf(s, "%d:%lld", &pe, &step) == 2) {
+        if (s && sscanf(s, "%d:%lld:%d", &pe, &step, &at) >= 2 && at == attempt) {
             *pes[i] = pe;
             *steps[i] = step;
         }
@@ -1253,14 +1254,11 @@ static int resume_memory(run_t *r) {
     set_optim_steps(r, m.optim_steps);
     char from[1024];
     int len = 0;
-    for (int q = 0; q < r->npes && len < (int)sizeof from - 64; q++) {
-        int src = sym_peer_source(r->peer, q);
-        if (src == q)
-            len += snprintf(from + len, sizeof from - (size_t)len, "%sPE %d's own copy",
-                            q ? ", " : "", q);
-        else
-            len += snprintf(from + len, sizeof from - (size_t)len,
-                            "%sPE %d's from its buddy PE %d's copy", q ? ", " : "", q, src);
+    for (int q = 0; q < r->npes && len < (int)sizeof from - 200; q++) {
+        char where[200];
+        sym_peer_describe(r->peer, q, where, sizeof where);
+        len += snprintf(from + len, sizeof from - (size_t)len, "%sPE %d's %s", q ? ", " : "", q,
+                        where);
     }
     note(r, "in-memory snapshot of step %lld restored in %.3f s: %s", (long long)m.step,
          sym__now_s() - t0, from);
