@@ -60,6 +60,15 @@ static void zero_pages(size_t lo, size_t hi, void *arg) {
     memset((char *)arg + lo * 4096, 0, (hi - lo) * 4096);
 }
 
+static void touch_pages(size_t lo, size_t hi, void *arg) {
+    for (size_t k = lo; k < hi; k++) ((volatile char *)arg)[k * 4096] = 0;
+}
+
+void sym__parallel_touch(void *p, size_t bytes) {
+    size_t pages = (bytes + 4095) / 4096;
+    if (bytes) sym__parallel_for(pages, bytes / sizeof(float), touch_pages, p);
+}
+
 void sym__parallel_zero(void *p, size_t bytes) {
     size_t pages = bytes / 4096;
     sym__parallel_for(pages, bytes / sizeof(float), zero_pages, p);

@@ -29,5 +29,8 @@ void sym__parallel_for(size_t n, size_t work, void (*body)(size_t lo, size_t hi,
  * first touch of its pages is page faults (a gpt:d12 PE's parameters,
  * gradients and moments: 2 GiB), which the threads take side by side. */
 void sym__parallel_zero(void *p, size_t bytes);
+/* Memory known to be zero (fresh from the kernel) faulted in on the threads:
+ * one store a page, so the kernel's zeroing is the only pass over it. */
+void sym__parallel_touch(void *p, size_t bytes);
 
 #endif

@@ -2,8 +2,11 @@
  * pool.c — memory pools for tensors: one region, carved up by the buddy
  * allocator of src/util/buddy.h.
  *
- * A private pool's region comes from aligned_alloc; a symmetric pool's from
- * shmem_align, so creating and destroying one is collective. Allocation inside
+ * A private pool's region comes zeroed from the kernel (sym__calloc_large:
+ * huge pages where it can), a symmetric pool's from shmem_align, so creating
+ * and destroying one is collective. An allocation is handed out zeroed: past
+ * the private region's high-water mark its pages are only faulted in (they
+ * are zero, and untouched), below it and in symmetric pools written. Allocation inside
  * a pool is local, and deterministic: PEs that make the same calls in the same
  * order get the same offsets, so a tensor in a symmetric pool is itself
  * symmetric (same offset from the pool base on every PE).
@@ -25,6 +28,8 @@
 struct sym_pool {
     char name[32];
     char *base;
+    void *alloc;   /* a private region's allocation (base: aligned up in it) */
+    size_t fresh;  /* private: [fresh, size) never handed out (zero, untouched) */
     size_t size;
     int symmetric;
     sym_buddy_t buddy;
@@ -51,7 +56,10 @@ int sym_pool_create(const char *name, size_t bytes, int symmetric, sym_pool_t **
                               name, sym__fmt_size(size, want, sizeof want));
         }
     } else {
-        p->base = aligned_alloc(POOL_ALIGN, size);
+        p->alloc = sym__calloc_large(1, size + POOL_ALIGN);
+        p->base = p->alloc ? (char *)(((uintptr_t)p->alloc + POOL_ALIGN - 1) &
+                                      ~(uintptr_t)(POOL_ALIGN - 1))
+                           : NULL;
         if (!p->base) {
             char want[32];
             free(p);
@@ -63,7 +71,7 @@ int sym_pool_create(const char *name, size_t bytes, int symmetric, sym_pool_t **
         if (symmetric)
             shmem_free(p->base);
         else
-            free(p->base);
+            free(p->alloc);
         free(p);
         return sym__error(SYM_ENOMEM, "out of memory for the bookkeeping of pool '%s'", name);
     }
@@ -77,7 +85,7 @@ void sym_pool_destroy(sym_pool_t *p) {
     if (p->symmetric)
         shmem_free(p->base);
     else
-        free(p->base);
+        free(p->alloc);
     free(p);
 }
 
@@ -93,7 +101,11 @@ void *sym_pool_alloc(sym_pool_t *p, size_t bytes) {
                    sym__fmt_size(sym_buddy_largest_free(&p->buddy), big, sizeof big));
         return NULL;
     }
-    sym__parallel_zero(p->base + off, bytes);
+    size_t end = (size_t)off + bytes, old = p->symmetric || p->fresh > end ? end
+                                          : p->fresh > off ? p->fresh : (size_t)off;
+    sym__parallel_zero(p->base + off, old - (size_t)off);
+    if (end > old) sym__parallel_touch(p->base + old, end - old);
+    if (!p->symmetric && end > p->fresh) p->fresh = end;
     return p->base + off;
 }
 

@@ -67,10 +67,10 @@ int sym_optim_create(const sym_optim_config_t *cfg, size_t n, sym_optim_t **out)
         sym_optim_destroy(o);
         return sym__error(SYM_ENOMEM, "out of memory for the optimizer state (%zu floats)", n);
     }
-    /* zero already; touched now, on the threads, rather than page by page by
-     * the first step or a restore */
-    sym__parallel_zero(o->buf0, n * sizeof(float));
-    if (o->buf1) sym__parallel_zero(o->buf1, n * sizeof(float));
+    /* zero already; faulted in now, on the threads, rather than page by page
+     * by the first step or a restore */
+    sym__parallel_touch(o->buf0, n * sizeof(float));
+    if (o->buf1) sym__parallel_touch(o->buf1, n * sizeof(float));
     *out = o;
     return SYM_OK;
 }
