@@ -448,6 +448,62 @@ static inline void e2e_sleep_ms(int ms) {
     nanosleep(&ts, NULL);
 }
 
+/* In a PE forked the torchrun way (SYMTRAIN_BOOTSTRAP=env): its rank, its
+ * place on its host, the job's size and the rendezvous. */
+static inline void e2e_env_rank(int rank, int local, int world, int local_world,
+                                const char *addr, const char *port) {
+    char v[32];
+    setenv("SYMTRAIN_BOOTSTRAP", "env", 1);
+    snprintf(v, sizeof v, "%d", rank);
+    setenv("RANK", v, 1);
+    snprintf(v, sizeof v, "%d", local);
+    setenv("LOCAL_RANK", v, 1);
+    snprintf(v, sizeof v, "%d", world);
+    setenv("WORLD_SIZE", v, 1);
+    snprintf(v, sizeof v, "%d", local_world);
+    setenv("LOCAL_WORLD_SIZE", v, 1);
+    setenv("MASTER_ADDR", addr, 1);
+    setenv("MASTER_PORT", port, 1);
+    setenv("SYMTRAIN_JOB_TOKEN", "0123456789abcdef0123456789abcdef", 1);
+    setenv("SYMTRAIN_BOOT_TIMEOUT", "60", 1);
+}
+
+/* One attempt of n PEs (pid[], this process's children) to its end, as a
+ * launcher that restarts whole jobs runs it: the first PE that fails gets
+ * the others killed, and an attempt past deadline_s seconds has hung (all
+ * killed, all failed). Returns how many failed. */
+static inline int e2e_wait_attempt(pid_t *pid, int n, int deadline_s, const char *what) {
+    int failed = 0, left = n;
+    time_t end = time(NULL) + deadline_s;
+    while (left > 0) {
+        int st;
+        pid_t got = waitpid(-1, &st, WNOHANG);
+        if (got == 0) {
+            if (time(NULL) > end) {
+                printf("%s: an attempt ran past %d s: killed\n", what, deadline_s);
+                for (int q = 0; q < n; q++)
+                    if (pid[q] > 0) kill(pid[q], SIGKILL);
+                end = time(NULL) + 30;
+                failed = n;
+            }
+            e2e_sleep_ms(20);
+            continue;
+        }
+        if (got < 0 && errno == EINTR) continue;
+        CHECK(got > 0, "waitpid: %s", strerror(errno));
+        int r = 0;
+        while (r < n && pid[r] != got) r++;
+        if (r == n) continue;
+        pid[r] = 0;
+        left--;
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;
+        failed++;
+        for (int q = 0; q < n; q++) /* the launcher ends the attempt */
+            if (pid[q] > 0) kill(pid[q], SIGKILL);
+    }
+    return failed;
+}
+
 /* Lines in a file (0 if it does not exist). */
 static inline int e2e_lines(const char *path) {
     char *s = e2e_read(path, NULL);

@@ -32,14 +32,11 @@
  * of PEs that did not exit 0. */
 static int launch(const char *prefix, const char *env, const char *args) {
     pid_t pid[NPES];
-    char port[16], world[16];
+    char port[16];
     static int nth; /* every attempt its own port */
     snprintf(port, sizeof port, "%d",
              20000 + (int)((getpid() * 7 + time(NULL) + 997 * nth++) % 20000));
-    snprintf(world, sizeof world, "%d", NPES);
     for (int r = 0; r < NPES; r++) {
-        char rank[16];
-        snprintf(rank, sizeof rank, "%d", r);
         char line[4096];
         snprintf(line, sizeof line, "%s", args);
         char *argv[128];
@@ -57,15 +54,7 @@ static int launch(const char *prefix, const char *env, const char *args) {
             if (fd < 0) _exit(126);
             dup2(fd, 1);
             dup2(fd, 2);
-            setenv("SYMTRAIN_BOOTSTRAP", "env", 1);
-            setenv("RANK", rank, 1);
-            setenv("LOCAL_RANK", rank, 1);
-            setenv("WORLD_SIZE", world, 1);
-            setenv("LOCAL_WORLD_SIZE", world, 1);
-            setenv("MASTER_ADDR", "127.0.0.1", 1);
-            setenv("MASTER_PORT", port, 1);
-            setenv("SYMTRAIN_JOB_TOKEN", "0123456789abcdef0123456789abcdef", 1);
-            setenv("SYMTRAIN_BOOT_TIMEOUT", "60", 1);
+            e2e_env_rank(r, r, NPES, NPES, "127.0.0.1", port);
             for (char *t = env ? strtok(strdup(env), " ") : NULL; t; t = strtok(NULL, " "))
                 putenv(t);
             if (e2e_nobody && test_become_nobody() < 0) _exit(77);
@@ -73,23 +62,7 @@ static int launch(const char *prefix, const char *env, const char *args) {
             _exit(127);
         }
     }
-    int failed = 0, left = NPES;
-    while (left > 0) {
-        int st;
-        pid_t got = waitpid(-1, &st, 0);
-        if (got < 0 && errno == EINTR) continue;
-        CHECK(got > 0, "waitpid: %s", strerror(errno));
-        int r = 0;
-        while (r < NPES && pid[r] != got) r++;
-        if (r == NPES) continue;
-        pid[r] = 0;
-        left--;
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;
-        failed++;
-        for (int q = 0; q < NPES; q++) /* the launcher ends the attempt */
-            if (pid[q] > 0) kill(pid[q], SIGKILL);
-    }
-    return failed;
+    return e2e_wait_attempt(pid, NPES, 240, prefix);
 }
 
 /* The store's holder on `sock`, as this test's PEs run (nobody, if so). */

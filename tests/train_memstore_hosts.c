@@ -113,19 +113,7 @@ static int launch(const char *prefix, const char *env, const char *args) {
             dup2(fd, 1);
             dup2(fd, 2);
             char v[64];
-            setenv("SYMTRAIN_BOOTSTRAP", "env", 1);
-            snprintf(v, sizeof v, "%d", r);
-            setenv("RANK", v, 1);
-            snprintf(v, sizeof v, "%d", local_of[r]);
-            setenv("LOCAL_RANK", v, 1);
-            snprintf(v, sizeof v, "%d", npes);
-            setenv("WORLD_SIZE", v, 1);
-            snprintf(v, sizeof v, "%d", host_pes[h]);
-            setenv("LOCAL_WORLD_SIZE", v, 1);
-            setenv("MASTER_ADDR", "10.231.0.1", 1);
-            setenv("MASTER_PORT", port, 1);
-            setenv("SYMTRAIN_JOB_TOKEN", "0123456789abcdef0123456789abcdef", 1);
-            setenv("SYMTRAIN_BOOT_TIMEOUT", "60", 1);
+            e2e_env_rank(r, local_of[r], npes, host_pes[h], "10.231.0.1", port);
             setenv("SYMTRAIN_OFI_PROVIDER", "tcp", 1);
             snprintf(v, sizeof v, "%sa%d", tag, h);
             setenv("FI_TCP_IFACE", v, 1);
@@ -138,35 +126,7 @@ static int launch(const char *prefix, const char *env, const char *args) {
             _exit(127);
         }
     }
-    int failed = 0, left = npes;
-    time_t end = time(NULL) + DEADLINE_S;
-    while (left > 0) {
-        int st;
-        pid_t got = waitpid(-1, &st, WNOHANG);
-        if (got == 0) {
-            if (time(NULL) > end) { /* hung: the attempt fails */
-                printf("%s: an attempt ran past %d s: killed\n", prefix, DEADLINE_S);
-                for (int q = 0; q < npes; q++)
-                    if (pid[q] > 0) kill(pid[q], SIGKILL);
-                end = time(NULL) + 30;
-                failed = npes;
-            }
-            e2e_sleep_ms(20);
-            continue;
-        }
-        if (got < 0 && errno == EINTR) continue;
-        CHECK(got > 0, "waitpid: %s", strerror(errno));
-        int r = 0;
-        while (r < npes && pid[r] != got) r++;
-        if (r == npes) continue;
-        pid[r] = 0;
-        left--;
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;
-        failed++;
-        for (int q = 0; q < npes; q++) /* the launcher ends the attempt */
-            if (pid[q] > 0) kill(pid[q], SIGKILL);
-    }
-    return failed;
+    return e2e_wait_attempt(pid, npes, DEADLINE_S, prefix);
 }
 
 /* Host h's holder on `path`, inside its namespace. */
