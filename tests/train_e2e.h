@@ -80,6 +80,20 @@ typedef struct {
     char log[768];
 } e2e_proc_t;
 
+/* fork(): in the child stdout and stderr go to `log` (created or emptied). */
+static inline pid_t e2e_fork_logged(const char *log) {
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) _exit(126);
+        dup2(fd, 1);
+        dup2(fd, 2);
+    }
+    return pid;
+}
+
 /* Start `symrun -n npes [symrun_opts] symtrain train <args>` with stdout and
  * stderr going to log, and `env` (NAME=VALUE, several separated by spaces, or
  * NULL) added. args is one string split on spaces. */
@@ -105,14 +119,7 @@ static inline e2e_proc_t e2e_start(int npes, const char *symrun_opts, const char
     argv[n++] = "train";
     for (char *t = strtok(line, " "); t && n < 126; t = strtok(NULL, " ")) argv[n++] = t;
     argv[n] = NULL;
-    fflush(stdout);
-    p.pid = fork();
-    CHECK(p.pid >= 0, "fork: %s", strerror(errno));
-    if (p.pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0) _exit(126);
-        dup2(fd, 1);
-        dup2(fd, 2);
+    if ((p.pid = e2e_fork_logged(log)) == 0) {
         for (char *t = env ? strtok(strdup(env), " ") : NULL; t; t = strtok(NULL, " "))
             putenv(t); /* NAME=VALUE, one or several separated by spaces */
         if (e2e_nobody && test_become_nobody() < 0) _exit(77);

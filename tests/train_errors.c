@@ -41,13 +41,8 @@ static void one_pe_fails(const char *what, const char *env, const char *args, co
 /* One PE without symrun: `symtrain train --model MODEL --generated --batch B
  * --steps N --threads 1 --quiet`, output into log. */
 static pid_t start_one_pe(const char *log, const char *model, const char *batch, const char *steps) {
-    fflush(stdout);
-    pid_t pid = fork();
-    CHECK(pid >= 0, "fork");
+    pid_t pid = e2e_fork_logged(log);
     if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fd, 1);
-        dup2(fd, 2);
         execl(e2e_symtrain, e2e_symtrain, "train", "--model", model, "--generated", "--batch",
               batch, "--steps", steps, "--threads", "1", "--quiet", (char *)NULL);
         _exit(127);

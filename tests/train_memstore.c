@@ -46,14 +46,7 @@ static int launch(const char *prefix, const char *env, const char *args) {
         for (char *t = strtok(line, " "); t && n < 126; t = strtok(NULL, " ")) argv[n++] = t;
         argv[n] = NULL;
         const char *log = e2e_path("%s.%d.log", prefix, r);
-        fflush(stdout);
-        pid[r] = fork();
-        CHECK(pid[r] >= 0, "fork: %s", strerror(errno));
-        if (pid[r] == 0) {
-            int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            if (fd < 0) _exit(126);
-            dup2(fd, 1);
-            dup2(fd, 2);
+        if ((pid[r] = e2e_fork_logged(log)) == 0) {
             e2e_env_rank(r, r, NPES, NPES, "127.0.0.1", port);
             for (char *t = env ? strtok(strdup(env), " ") : NULL; t; t = strtok(NULL, " "))
                 putenv(t);
@@ -67,14 +60,8 @@ static int launch(const char *prefix, const char *env, const char *args) {
 
 /* The store's holder on `sock`, as this test's PEs run (nobody, if so). */
 static pid_t start_holder(const char *sock, const char *log) {
-    fflush(stdout);
-    pid_t pid = fork();
-    CHECK(pid >= 0, "fork: %s", strerror(errno));
+    pid_t pid = e2e_fork_logged(log);
     if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0) _exit(126);
-        dup2(fd, 1);
-        dup2(fd, 2);
         if (e2e_nobody && test_become_nobody() < 0) _exit(77);
         execl(e2e_symtrain, e2e_symtrain, "memstore", sock, (char *)NULL);
         _exit(127);

@@ -104,14 +104,7 @@ static int launch(const char *prefix, const char *env, const char *args) {
         snprintf(line, sizeof line, "%s train %s %s", e2e_symtrain, batch, args);
         netns_argv(h, line, argv, 160);
         const char *log = e2e_path("%s.%d.log", prefix, r);
-        fflush(stdout);
-        pid[r] = fork();
-        CHECK(pid[r] >= 0, "fork: %s", strerror(errno));
-        if (pid[r] == 0) {
-            int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            if (fd < 0) _exit(126);
-            dup2(fd, 1);
-            dup2(fd, 2);
+        if ((pid[r] = e2e_fork_logged(log)) == 0) {
             char v[64];
             e2e_env_rank(r, local_of[r], npes, host_pes[h], "10.231.0.1", port);
             setenv("SYMTRAIN_OFI_PROVIDER", "tcp", 1);
@@ -135,14 +128,8 @@ static pid_t start_holder(int h, const char *path) {
     snprintf(line, sizeof line, "%s memstore %s", e2e_symtrain, path);
     netns_argv(h, line, argv, 16);
     const char *log = e2e_path("holder%d.%d.log", h, (int)time(NULL) % 100000);
-    fflush(stdout);
-    pid_t pid = fork();
-    CHECK(pid >= 0, "fork: %s", strerror(errno));
+    pid_t pid = e2e_fork_logged(log);
     if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0) _exit(126);
-        dup2(fd, 1);
-        dup2(fd, 2);
         execvp(argv[0], argv);
         _exit(127);
     }
