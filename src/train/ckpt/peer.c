@@ -695,6 +695,30 @@ static int xhost_deliver(sym_peer_t *p, uint64_t g) {
     return SYM_OK;
 }
 
+/* What the PEs' entries hold, gathered: for each PE four (generation, step,
+ * owner) triples (generation 0: none). The newest generation anywhere; for
+ * generation g, its step (-1: no copy of it anywhere) and in *lost the first
+ * shard with no copy of it (-1: every shard has one). */
+static long long newest_gen(const long long *all, int n) {
+    long long newest = 0;
+    for (int i = 0; i < 4 * n; i++)
+        if (all[3 * i] > newest) newest = all[3 * i];
+    return newest;
+}
+
+static long long gen_step(const long long *all, int n, long long g, int *lost) {
+    long long step = -1;
+    *lost = -1;
+    for (int i = 0; i < 4 * n; i++)
+        if (all[3 * i] == g) step = all[3 * i + 1];
+    for (int q = 0; step >= 0 && q < n && *lost < 0; q++) {
+        int has = 0;
+        for (int i = 0; i < 4 * n; i++) has |= all[3 * i] == g && all[3 * i + 2] == q;
+        if (!has) *lost = q;
+    }
+    return step;
+}
+
 static int xhost_find(sym_peer_t *p, sym_ckpt_meta_t *meta,
                       void (*report)(void *user, const char *msg), void *user) {
     lose_regions(p);
@@ -718,20 +742,11 @@ static int xhost_find(sym_peer_t *p, sym_ckpt_meta_t *meta,
     gather_all(p, rep, all, 12);
     char why[400] = "", msg[600], h1[96], h2[96];
     int wlen = 0, found = 0, rc = SYM_OK;
-    long long newest = 0;
-    for (int i = 0; i < 4 * n; i++)
-        if (all[3 * i] > newest) newest = all[3 * i];
+    long long newest = newest_gen(all, n);
     for (long long g = newest; g > 0 && !found; g--) {
-        long long step = -1;
-        int lost = -1;
-        for (int i = 0; i < 4 * n; i++)
-            if (all[3 * i] == g) step = all[3 * i + 1];
+        int lost;
+        long long step = gen_step(all, n, g, &lost);
         if (step < 0) continue; /* no copy of it anywhere */
-        for (int q = 0; q < n && lost < 0; q++) {
-            int has = 0;
-            for (int i = 0; i < 4 * n; i++) has |= all[3 * i] == g && all[3 * i + 2] == q;
-            if (!has) lost = q;
-        }
         if (lost < 0) { /* every region's holder checks its copies at g */
             long long mask = verified_at(p, (uint64_t)g);
             gather_all(p, &mask, res, 1);
@@ -813,35 +828,27 @@ int sym_peer_find(sym_peer_t *p, sym_ckpt_meta_t *meta,
     lose_regions(p);
     shmem_barrier_all();
     int n = p->npes;
-    /* My shard's complete copies: (gen, step) of own entries, then the buddy's. */
-    long long mine[8], *all = malloc(sizeof *all * 8 * (size_t)n);
+    /* My shard's complete copies: (gen, step, me) of own entries, then the buddy's. */
+    long long mine[12], *all = malloc(sizeof *all * 12 * (size_t)n);
     if (!all) return sym__error(SYM_ENOMEM, "out of memory");
     for (int k = 0; k < 4; k++) {
         const entry_t *e = entry(p, k < 2 ? p->me : p->buddy, k < 2 ? OWN + k : COPY + k - 2);
         uint64_t g = atomic_load_explicit(&e->gen, memory_order_acquire);
         int ok = g && e->owner == p->me && e->npes == n;
-        mine[2 * k] = ok ? (long long)g : 0;
-        mine[2 * k + 1] = ok ? e->step : -1;
+        mine[3 * k] = ok ? (long long)g : 0;
+        mine[3 * k + 1] = ok ? e->step : -1;
+        mine[3 * k + 2] = ok ? p->me : -1;
     }
-    gather_all(p, mine, all, 8);
+    gather_all(p, mine, all, 12);
     /* Every generation present, newest first: taken when every shard has a
      * copy of it that verifies; else the first shard without one is named. */
     char why[400] = "";
     int wlen = 0, found = 0;
-    long long newest = 0;
-    for (int i = 0; i < 4 * n; i++)
-        if (all[2 * i] > newest) newest = all[2 * i];
+    long long newest = newest_gen(all, n);
     for (long long g = newest; g > 0 && !found; g--) {
-        long long step = -1;
-        int lost = -1;
-        for (int i = 0; i < 4 * n; i++)
-            if (all[2 * i] == g) step = all[2 * i + 1];
+        int lost;
+        long long step = gen_step(all, n, g, &lost);
         if (step < 0) continue; /* no copy of it anywhere */
-        for (int q = 0; q < n && lost < 0; q++) {
-            int has = 0;
-            for (int k = 0; k < 4; k++) has |= all[8 * q + 2 * k] == g;
-            if (!has) lost = q;
-        }
         if (lost < 0) {
             /* Each PE checks its own shard's copies at g: own first, else the buddy's. */
             long long v[2] = {-1, -1}, *res = malloc(sizeof *res * 2 * (size_t)n);
