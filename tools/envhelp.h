@@ -31,6 +31,8 @@
     "                           for in-memory snapshots (symtrain train --mem-ckpt-every)\n" \
     "  SYMTRAIN_MEMCKPT_SOCKET  jobs symrun does not start: the socket of the host's\n"       \
     "                           `symtrain memstore SOCKET`, which holds that memory file\n"   \
+    "  SYMTRAIN_MEMCKPT_CHUNK   across hosts: the pieces a snapshot's copy to its buddy\n"  \
+    "                           goes in (default 4M; the PEs take the largest asked)\n"    \
     "  SYMTRAIN_RESTART_COUNT   the attempt (0 the first; set by symrun; a launcher's\n"     \
     "                           TORCHELASTIC_RESTART_COUNT stands in for it)\n"             \
     "  PMIX_RANK, PMIX_NAMESPACE  set by PMIx launchers (mpirun, srun --mpi=pmix)\n"        \
@@ -50,6 +52,8 @@
     " GPUs (shmemx_gpu_init):\n"                                                           \
     "  SYMTRAIN_GPU=D           use GPU D (default: the PE's rank on its host)\n"           \
     "  SYMTRAIN_GPU_SHARE=1     let several PEs share a GPU (tests)\n"                      \
+    "  SYMTRAIN_PIPE_VIA_HOST=1 a GPU pipeline's messages through the host (fp32), not\n"  \
+    "                           GPU to GPU\n"                                               \
     "  SYMTRAIN_GPU_HEAP_SIZE   GPU symmetric heap per PE (default 1G)\n"                  \
     "  SYMTRAIN_GPU_SCRATCH     the collectives' working memory (default 256M)\n"           \
     "  NVSHMEM_SYMMETRIC_SIZE   NVSHMEM's whole heap, if you must (default: the two above)\n" \
