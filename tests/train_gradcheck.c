@@ -6,10 +6,13 @@
  * Each layer is checked through a scalar L = sum(R * y) with random R, so every
  * output element's gradient path is exercised. The forward runs in fp32 and L
  * is summed in double. The derivative is the Richardson extrapolation of
- * central differences with steps h = 1e-2 and h/2: truncation error O(h^4)
+ * central differences with steps h = 5e-3 and h/2: truncation error O(h^4)
  * (a plain central difference, error O(h^2 f'''), was seen 1% off where two
- * GELU layers with large weights curve the loss), rounding noise about
- * sqrt(#outputs) * 6e-8 * |y| / h, both far below 1e-4. So the check
+ * GELU layers with large weights curve the loss; at h = 1e-2 one GPT draw,
+ * SYMTRAIN_TEST_SEED=1796196602468418, put its attention's c_attn 1.3 times
+ * the tolerance off, 0.17 at 5e-3), rounding noise about
+ * sqrt(#outputs) * 6e-8 * |y| / h, both far below 1e-4 (25 seeds' worst
+ * element at 5e-3: 0.24 of the tolerance). So the check
  * |num - ana| <= 1e-3 + 1e-3 |ana| has headroom, while a gradient off by 1%
  * fails it: every check also verifies that a 3% error in the analytic
  * gradient would have been caught, so the tolerance is known to be tight.
@@ -34,7 +37,7 @@
 
 #include "test.h"
 
-#define H 1e-2
+#define H 5e-3
 #define ATOL 1e-3
 #define RTOL 1e-3
 
