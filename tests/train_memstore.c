@@ -68,6 +68,9 @@ static pid_t start_holder(const char *sock, const char *log) {
     }
     for (int i = 0; i < 500 && access(sock, F_OK) != 0; i++) e2e_sleep_ms(10);
     CHECK(access(sock, F_OK) == 0, "symtrain memstore made no socket at %s", sock);
+    /* the socket is bound before the holder says so: its line may come later */
+    for (int i = 0; i < 500 && !e2e_log_has(log, "holding the in-memory snapshots"); i++)
+        e2e_sleep_ms(10);
     return pid;
 }
 
