@@ -890,7 +890,7 @@ static int snap_take(run_t *r, float **params, void **ostate, size_t *osize) {
     *osize = sym_optim_state_size(r->opt);
     int rc = snap_buffers(r, *osize);
     if (rc) return rc;
-    sym__ckpt_async_poll(r->ckasync, r->writer, NULL, 1); /* the write before is done with them */
+    sym__ckpt_async_poll(r->ckasync, r->writer, r->dist, 1); /* the write before is done with them */
     char *o = r->snap_ostate;
     if (r->gpu) {
         size_t hdr = *osize - 2 * bytes; /* AdamW: the header, m, v */
@@ -916,21 +916,18 @@ static int dist_later(const run_t *r) {
            !gpu_zero(r);
 }
 
-/* Start copying the GPU's state into the snapshot buffers once the previous
- * save is done with them (collective: it is committed first), and point the
- * layout's arrays at them. */
+/* The GPU's state into the snapshot buffers (snap_take: once the previous
+ * save is done with them; collective, it is committed first), the layout's
+ * arrays pointed at them. */
 static int dist_snapshot(run_t *r, sym__ckpt_layout_t *L) {
-    sym__ckpt_async_poll(r->ckasync, NULL, r->dist, 1);
-    sym__ckpt_slices_free(&r->later);
-    size_t bytes = r->P * sizeof(float), osize = sym_optim_state_size(r->opt);
-    int rc = snap_buffers(r, osize);
+    float *params;
+    void *ostate;
+    size_t osize, bytes = r->P * sizeof(float);
+    int rc = snap_take(r, &params, &ostate, &osize);
     if (rc) return rc;
-    char *o = (char *)r->snap_ostate + (osize - 2 * bytes); /* m, v after the header */
-    uint64_t t = 0;
-    if ((rc = r->gpu->snapshot_start(r->gm, r->snap_params, (float *)o, (float *)(o + bytes), &t)))
-        return report(r, sym__error(rc, "GPU snapshot: %s", r->gpu->error()), 0);
-    sym_optim_set_steps(r->opt, t);
-    L->params = r->snap_params;
+    sym__ckpt_slices_free(&r->later); /* the previous save's */
+    char *o = (char *)ostate + (osize - 2 * bytes); /* m, v after the header */
+    L->params = params;
     L->state[0] = (float *)o;
     L->state[1] = (float *)(o + bytes);
     return SYM_OK;

@@ -719,6 +719,22 @@ static long long gen_step(const long long *all, int n, long long g, int *lost) {
     return step;
 }
 
+/* No snapshot can be restored: none was ever whole (newest 0), or none has a
+ * whole copy of every shard (why names them). PE 0 reports it; SYM_ENOENT.
+ * `store`: "store holds" (one host) or "stores hold" (several). */
+static int unusable(const sym_peer_t *p, long long newest, const char *why, const char *store,
+                    void (*report)(void *user, const char *msg), void *user) {
+    char msg[600];
+    if (!newest)
+        snprintf(msg, sizeof msg, "the in-memory %s no complete snapshot (none was taken before "
+                 "the failure)", store);
+    else
+        snprintf(msg, sizeof msg, "the in-memory snapshots cannot be used: no whole copy%s: both "
+                 "are gone or half-written", why);
+    if (p->me == 0 && report) report(user, msg);
+    return sym__error(SYM_ENOENT, "%s", msg);
+}
+
 static int xhost_find(sym_peer_t *p, sym_ckpt_meta_t *meta,
                       void (*report)(void *user, const char *msg), void *user) {
     lose_regions(p);
@@ -810,16 +826,12 @@ static int xhost_find(sym_peer_t *p, sym_ckpt_meta_t *meta,
                       "older one is taken", why);
         return SYM_OK;
     }
-    if (rc)
+    if (rc) {
         snprintf(msg, sizeof msg, "the in-memory snapshots cannot be used: %s", sym_last_error());
-    else if (!newest)
-        snprintf(msg, sizeof msg, "the in-memory stores hold no complete snapshot (none was "
-                 "taken before the failure)");
-    else
-        snprintf(msg, sizeof msg, "the in-memory snapshots cannot be used: no whole copy%s: both "
-                 "are gone or half-written", why);
-    if (p->me == 0 && report) report(user, msg);
-    return sym__error(SYM_ENOENT, "%s", msg);
+        if (p->me == 0 && report) report(user, msg);
+        return sym__error(SYM_ENOENT, "%s", msg);
+    }
+    return unusable(p, newest, why, "stores hold", report, user);
 }
 
 int sym_peer_find(sym_peer_t *p, sym_ckpt_meta_t *meta,
@@ -890,16 +902,7 @@ int sym_peer_find(sym_peer_t *p, sym_ckpt_meta_t *meta,
         p->committed = (uint64_t)g; /* kept whole by the next save */
     }
     free(all);
-    if (found) return SYM_OK;
-    char msg[600];
-    if (!newest)
-        snprintf(msg, sizeof msg, "the in-memory store holds no complete snapshot (none was "
-                 "taken before the failure)");
-    else
-        snprintf(msg, sizeof msg, "the in-memory snapshots cannot be used: no whole copy%s: both "
-                 "are gone or half-written", why);
-    if (p->me == 0 && report) report(user, msg);
-    return sym__error(SYM_ENOENT, "%s", msg);
+    return found ? SYM_OK : unusable(p, newest, why, "store holds", report, user);
 }
 
 int sym_peer_read(sym_peer_t *p, int pe, const sym_ckpt_slice_t *slices, int n, int prefix) {

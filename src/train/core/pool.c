@@ -101,10 +101,11 @@ void *sym_pool_alloc(sym_pool_t *p, size_t bytes) {
                    sym__fmt_size(sym_buddy_largest_free(&p->buddy), big, sizeof big));
         return NULL;
     }
-    size_t end = (size_t)off + bytes, old = p->symmetric || p->fresh > end ? end
-                                          : p->fresh > off ? p->fresh : (size_t)off;
-    sym__parallel_zero(p->base + off, old - (size_t)off);
-    if (end > old) sym__parallel_touch(p->base + old, end - old);
+    /* [lo, used) may hold earlier data: zeros written; [used, end) is fresh */
+    size_t lo = (size_t)off, end = lo + bytes;
+    size_t used = p->symmetric || p->fresh >= end ? end : p->fresh > lo ? p->fresh : lo;
+    sym__parallel_zero(p->base + lo, used - lo);
+    sym__parallel_touch(p->base + used, end - used);
     if (!p->symmetric && end > p->fresh) p->fresh = end;
     return p->base + off;
 }

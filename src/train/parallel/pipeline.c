@@ -252,7 +252,7 @@ static int link_devices(sym_pipe_t *p) {
         shmem_getmem(peer, h, sizeof peer, pe);
         cannot = p->dev.peer_open(p->dev.ctx, next, peer) != 0;
     }
-    p->norm[0] = cannot;
+    p->norm[0] = cannot; /* the norm's symmetric word, free until the first step */
     int rc = p->S > 1 ? sym__comm_sum_f64(p->pp, p->norm, 1) : SYM_OK;
     shmem_free(h); /* collective: after every get */
     if (rc) return rc;
