@@ -23,6 +23,14 @@ target_include_directories(train_dckpt_unit PRIVATE ${PROJECT_SOURCE_DIR}/src/tr
 sym_unit_test(train_ckpt_borrow SOURCES $<TARGET_OBJECTS:symtrain>
   LIBS $<TARGET_PROPERTY:symtrain,LINK_LIBRARIES>)
 target_include_directories(train_ckpt_borrow PRIVATE ${PROJECT_SOURCE_DIR}/src/train)
+# checksums and copies on the threads (the in-memory snapshots'): internal, as above
+sym_unit_test(train_threads SOURCES $<TARGET_OBJECTS:symtrain>
+  LIBS $<TARGET_PROPERTY:symtrain,LINK_LIBRARIES>)
+target_include_directories(train_threads PRIVATE ${PROJECT_SOURCE_DIR}/src/train)
+# an earlier attempt's PEs still ending: /proc, SYMTRAIN_DYING_PIDS, the lock (internal, as above)
+sym_unit_test(train_dying SOURCES $<TARGET_OBJECTS:symtrain>
+  LIBS $<TARGET_PROPERTY:symtrain,LINK_LIBRARIES>)
+target_include_directories(train_dying PRIVATE ${PROJECT_SOURCE_DIR}/src/train)
 sym_unit_test(train_tokens SOURCES ${PROJECT_SOURCE_DIR}/tools/symtrain_tokenize.c LIBS symtrain) # shards, tokenize, corpus, CLI
 sym_unit_test(train_gpt_torch LIBS symtrain)   # the whole GPT's loss and gradients vs PyTorch (SKIP without torch)
 target_compile_definitions(train_gpt_torch PRIVATE SYM_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")

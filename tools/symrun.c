@@ -18,7 +18,15 @@
  * except when a PE was killed by a signal, a restart follows and the PEs keep
  * in-memory snapshots in symrun's store: the others then wait for it in vain,
  * the restart needs no checkpoint still being written, so they are SIGKILLed
- * at once and the recovery does not wait for them;
+ * at once and the recovery does not wait for them. Nor for the kernel to
+ * free their memory (a third of a second for every 4 GiB of small pages):
+ * such a job's PEs are watched every FAST_POLL_MS for one that has begun to
+ * exit on a signal (util/proc.c), and once every thread of the others has
+ * stopped, the next attempt starts while their pages are still being freed,
+ * when the machine has the memory for both (MemAvailable against the old
+ * PEs' resident memory; else it waits as before). Its PEs learn the old
+ * ones' pids (SYMTRAIN_DYING_PIDS) and wait for them only where they must:
+ * for the checkpoint directory's lock and before using a GPU;
  * their output is forwarded all the while (--tag-output) and read to the end
  * of each pipe before symrun exits. symrun's own line comes after the grace.
  *
@@ -82,6 +90,8 @@
 #define MAX_RESTARTS 1000000
 #define FAIL_GRACE_MS 500 /* after a PE fails, the others may end by themselves */
 #define KILL_GRACE_MS 400 /* SIGTERM, then SIGKILL after this */
+#define FAST_POLL_MS 5    /* how often a job with in-memory snapshots is looked at */
+#define STOP_WAIT_S 5.0   /* for a SIGKILLed PE's threads to stop, before waiting for its end */
 
 typedef struct {
     int argc;
@@ -106,12 +116,14 @@ typedef struct {
     char *gather;    /* its part of the pending all-gather */
     uint32_t gather_len;
     int gather_ready;
+    int unreaped;    /* seen ending (its status read from /proc), reaped later or never */
     uint64_t beat;   /* its heartbeat counter when last seen to change */
     double beat_at;  /* when that was (or when it last talked to us) */
 } pe_t;
 
 static int sig_pipe[2] = {-1, -1};
 static int store_fd = -1; /* the in-memory snapshot store, held across restarts */
+static char dying[1024];  /* the last attempt's PEs still ending: "pid,pid,..." */
 static volatile sig_atomic_t got_signal; /* the last of SIGINT, SIGTERM, SIGHUP */
 static volatile sig_atomic_t signals;    /* how many of them arrived */
 /* The last one came from the terminal (Ctrl-C, a hang-up): the kernel sent it
@@ -384,6 +396,10 @@ static void start_pe(const options_t *o, pe_t *pes, int rank, int restart, int b
         } else {
             unsetenv("SYMTRAIN_HEARTBEAT_FD"); /* not one a symrun above us made */
         }
+        if (dying[0])
+            setenv("SYMTRAIN_DYING_PIDS", dying, 1);
+        else
+            unsetenv("SYMTRAIN_DYING_PIDS");
         if (store_fd >= 0) {
             snprintf(v, sizeof v, "%d", dup(store_fd)); /* without CLOEXEC */
             setenv("SYMTRAIN_MEMCKPT_FD", v, 1);
@@ -566,6 +582,84 @@ static void end_all(job_t *j, int first_sig) {
                 j->pes[i].status = st;
             }
     }
+}
+
+/* A job whose PE killed by a signal restarts it from the store at once
+ * (check_ended's fast_end): keeping snapshots there, a restart to follow. */
+static int fast_restart(const job_t *j) {
+    struct stat st;
+    return j->restart_next && !got_signal && store_fd >= 0 && fstat(store_fd, &st) == 0 &&
+           st.st_size > 0;
+}
+
+/* A PE that has begun to exit on a signal, seen before the kernel has freed
+ * its memory: ended now, with the status waitpid will give. */
+static void see_killed(job_t *j) {
+    for (int i = 0; i < j->npes; i++) {
+        pe_t *p = &j->pes[i];
+        int code;
+        if (p->running && sym__proc_exiting(p->pid, &code) && WIFSIGNALED(code)) {
+            p->running = 0;
+            p->status = code;
+            p->unreaped = 1;
+        }
+    }
+}
+
+/* Resident memory of pid, bytes (shared pages counted in every process that
+ * maps them: more than the processes hold together). */
+static double resident_bytes(pid_t pid) {
+    char path[64];
+    long pages = 0, rss = 0;
+    snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (f && fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = 0;
+    if (f) fclose(f);
+    return (double)rss * (double)sysconf(_SC_PAGESIZE);
+}
+
+static double mem_available_bytes(void) {
+    FILE *f = fopen("/proc/meminfo", "re");
+    char line[256];
+    double kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+    if (f) fclose(f);
+    return kb * 1024;
+}
+
+/* fast_end: SIGKILL the PEs still running and let the next attempt start as
+ * soon as none of their threads runs, their memory still being freed, when
+ * the machine has room for both attempts; they are reaped whenever they end.
+ * Their pids (and the killed PE's) go to the next attempt. 0 when it had to
+ * wait for them instead (no room, or a thread that would not stop). */
+static int let_go(job_t *j) {
+    double held = 0;
+    for (int i = 0; i < j->npes; i++)
+        if (j->pes[i].running || j->pes[i].unreaped) held += resident_bytes(j->pes[i].pid);
+    if (mem_available_bytes() < held) return 0;
+    for (int i = 0; i < j->npes; i++)
+        if (j->pes[i].running) kill(j->pes[i].pid, SIGKILL);
+    double until = now() + STOP_WAIT_S;
+    for (int i = 0; i < j->npes; i++)
+        while (j->pes[i].running && !sym__proc_all_exiting(j->pes[i].pid)) {
+            if (now() > until) return 0;
+            struct timespec ms = {0, 1000000};
+            nanosleep(&ms, NULL);
+        }
+    size_t n = 0;
+    dying[0] = '\0';
+    for (int i = 0; i < j->npes; i++) {
+        pe_t *p = &j->pes[i];
+        if (p->running) {
+            p->running = 0;
+            p->unreaped = 1;
+            p->status = SIGKILL; /* killed, as waitpid would say */
+        }
+        if (p->unreaped && n + 16 < sizeof dying)
+            n += (size_t)snprintf(dying + n, sizeof dying - n, "%s%d", n ? "," : "", (int)p->pid);
+    }
+    return 1;
 }
 
 static void fail(job_t *j, outcome_t why, int code) {
@@ -821,8 +915,11 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
     double deadline = o->timeout > 0 ? now() + o->timeout : 0;
     int forwarded = 0;
 
+    dying[0] = '\0'; /* this attempt's PEs have the last one's pids */
     for (;;) {
         reap(&j);
+        int fast = fast_restart(&j);
+        if (fast) see_killed(&j);
         drain_ended(&j);
         check_ended(&j, seen);
         int outputs_open = 0;
@@ -872,7 +969,7 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
                     owner[n++] = i * 3 + 1 + s;
                 }
         }
-        int wait_ms = 1000;
+        int wait_ms = fast ? FAST_POLL_MS : 1000;
         if (j.beats && o->hang_timeout * 250 < wait_ms) wait_ms = (int)(o->hang_timeout * 250) + 1;
         if (in_grace && (j.grace_until - now()) * 1000 < wait_ms)
             wait_ms = (int)((j.grace_until - now()) * 1000) + 1;
@@ -911,6 +1008,9 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
     }
 
     report_failure(&j);
+    if (j.fast_end && !let_go(&j))
+        for (int i = 0; i < j.npes; i++) /* waited for after all, seen ending or not */
+            if (j.pes[i].unreaped) j.pes[i].running = 1, j.pes[i].unreaped = 0;
     if (running_count(&j)) end_all(&j, j.fast_end ? SIGKILL : SIGTERM);
     for (int i = 0; i < j.npes; i++) {
         for (int s = 0; s < 2; s++)

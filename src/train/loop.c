@@ -1466,7 +1466,11 @@ static int choose_device(run_t *r) {
                                                     "the MLP trains on the CPU"), 1);
         return SYM_OK;
     }
+    /* An earlier attempt's PEs still ending (symrun's fast restart) hold their
+     * GPU memory until their very end: this PE's must not be refused for it. */
     const struct sym_cuda_backend *be = sym__cuda_backend();
+    if (be && sym__wait_dying(60.0))
+        note(r, "an earlier attempt's PEs have not ended after 60 s; using the GPU beside them");
     int gpus = be ? be->device_count() : 0;
     char why[1024];
     snprintf(why, sizeof why, "%s", be ? be->error() : sym_last_error());

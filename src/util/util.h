@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdnoreturn.h>
 #include <string.h>
+#include <sys/types.h>
 #include <time.h>
 
 #define SYM_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -193,5 +194,17 @@ uint32_t sym__crc32c(uint32_t crc, const void *data, size_t len);
 uint32_t sym__crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len);
 /* The CRC of A then B from crc1 (A's), crc2 (B's) and B's length. */
 uint32_t sym__crc32c_combine(uint32_t crc1, uint32_t crc2, size_t len2);
+
+/* ---- processes that are ending (proc.c) ---- */
+/* 1 when process pid has begun to exit (its memory may still be being freed),
+ * *code its status as waitpid(2) will give it. */
+int sym__proc_exiting(pid_t pid, int *code);
+/* 1 when none of pid's threads runs any more (each exiting, or gone). */
+int sym__proc_all_exiting(pid_t pid);
+/* 1 when pid is one of an earlier attempt's PEs still ending (SYMTRAIN_DYING_PIDS). */
+int sym__proc_dying(pid_t pid);
+/* Until every earlier attempt's PE has ended (a zombie, or gone): 0, or -1
+ * after max_s seconds. */
+int sym__wait_dying(double max_s);
 
 #endif

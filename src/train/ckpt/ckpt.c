@@ -882,6 +882,18 @@ static void *writer_main(void *arg) {
 
 #define LOCK_NAME ".lock"
 
+#define DYING_WAIT_S 60.0 /* for an earlier attempt's PE to end (the lock, then an error) */
+
+/* The lock file's "host H, pid P" names this host and one of the last
+ * attempt's PEs still ending (SYMTRAIN_DYING_PIDS, from symrun). */
+static int held_by_dying(const char *who) {
+    char host[128] = "", mine[128] = "?";
+    int pid = 0;
+    gethostname(mine, sizeof mine - 1);
+    return sscanf(who, "host %127[^,], pid %d", host, &pid) == 2 && !strcmp(host, mine) &&
+           sym__proc_dying((pid_t)pid);
+}
+
 int sym_ckpt_lock(const char *dir, int *fd_out) {
     *fd_out = -1;
     char path[PATH_MAX];
@@ -891,18 +903,26 @@ int sym_ckpt_lock(const char *dir, int *fd_out) {
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return sym__error(SYM_EIO, "cannot open the lock file %s: %s", path, strerror(errno));
-    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        int e = errno;
-        char who[256] = "";
-        ssize_t n = e == EWOULDBLOCK ? pread(fd, who, sizeof who - 1, 0) : -1;
+    /* An earlier attempt's PE still ending holds it to its very end: waited for. */
+    double until = sym__now_s() + DYING_WAIT_S;
+    int e = 0;
+    char held[256] = "";
+    while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        e = errno;
+        ssize_t got = e == EWOULDBLOCK ? pread(fd, held, sizeof held - 1, 0) : -1;
+        held[got > 0 ? got : 0] = '\0';
+        held[strcspn(held, "\n")] = '\0';
+        if (e != EWOULDBLOCK || !held_by_dying(held) || sym__now_s() > until) break;
+        nanosleep(&(struct timespec){0, 2000000}, NULL);
+        e = 0;
+    }
+    if (e) {
         close(fd);
         if (e != EWOULDBLOCK)
             return sym__error(SYM_EIO, "cannot lock %s: %s", path, strerror(e));
-        who[n > 0 ? n : 0] = '\0';
-        who[strcspn(who, "\n")] = '\0';
         return sym__error(SYM_EBUSY, "checkpoint directory %s is in use by another running job "
                           "(%s); give this run another --ckpt-dir, or end that job first",
-                          dir, who[0] ? who : "its host and pid not yet written");
+                          dir, held[0] ? held : "its host and pid not yet written");
     }
     char host[128] = "?", who[256];
     gethostname(host, sizeof host - 1);

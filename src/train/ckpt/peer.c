@@ -70,6 +70,7 @@
 #include <unistd.h>
 
 #include "ckpt/peer.h"
+#include "core/parallel.h"
 #include "internal.h"
 #include "util/util.h"
 
@@ -486,7 +487,7 @@ static long long verified_at(const sym_peer_t *p, uint64_t g) {
         if (atomic_load_explicit(&e->gen, memory_order_acquire) == g && e->npes == p->npes &&
             e->owner >= 0 && e->owner < p->npes && e->len <= p->cap &&
             (prefault(buffer(p, p->mine, k), e->len),
-             sym__crc32c(0, buffer(p, p->mine, k), e->len) == e->crc))
+             sym__parallel_crc32c(0, NULL, buffer(p, p->mine, k), e->len) == e->crc))
             mask |= 1ll << k;
     }
     return mask;
@@ -580,16 +581,22 @@ int sym_peer_save(sym_peer_t *p, const sym_ckpt_meta_t *meta, const sym_ckpt_sli
         b = buffer(p, p->mine, k);
         begin_entry(e);
         size_t off = 0;
-        for (int i = 0; i < n; i++)
-            copy_out(b + off, slices[i].data,
-                     (size_t)sym_ckpt_slice_elems(&slices[i]) * sym_dtype_size(slices[i].dtype), &off,
-                     total, die && !p->exit_copy);
+        uint32_t crc = 0; /* copied and checksummed in one pass, on the threads */
+        for (int i = 0; i < n; i++) {
+            size_t len = (size_t)sym_ckpt_slice_elems(&slices[i]) * sym_dtype_size(slices[i].dtype);
+            if (die && !p->exit_copy) { /* the hook: dies halfway, its CRC never wanted */
+                copy_out(b + off, slices[i].data, len, &off, total, 1);
+                continue;
+            }
+            crc = sym__parallel_crc32c(crc, b + off, slices[i].data, len);
+            off += len;
+        }
         size_t ns = (size_t)(meta->nshares > 0 ? meta->nshares : 0);
         if (ns) {
             memcpy(b + off, meta->shares, ns * sizeof(int32_t));
             memcpy(b + off + ns * sizeof(int32_t), meta->speeds, ns * sizeof(double));
         }
-        uint32_t crc = sym__crc32c(0, b, total);
+        crc = sym__crc32c(crc, b + off, total - off);
         end_entry(e, gen, meta, total, crc, p->me, p->npes);
         memcpy(&hdr, e, sizeof hdr);
         if (!p->xhost) { /* the buddy's copy: one put of the whole buffer into its region */
@@ -597,7 +604,9 @@ int sym_peer_save(sym_peer_t *p, const sym_ckpt_meta_t *meta, const sym_ckpt_sli
             entry_t *c = entry(p, p->buddy, kc);
             begin_entry(c);
             off = 0;
-            copy_out(buffer(p, p->buddy, kc), b, total, &off, total, die && p->exit_copy);
+            if (die && p->exit_copy) /* the hook: dies halfway */
+                copy_out(buffer(p, p->buddy, kc), b, total, &off, total, 1);
+            sym__parallel_copy(buffer(p, p->buddy, kc), b, total);
             end_entry(c, gen, meta, total, crc, p->me, p->npes);
         }
     }
@@ -638,7 +647,8 @@ static int good_entry(const sym_peer_t *p, int q, int base, int owner, uint64_t 
         const entry_t *e = entry(p, q, k);
         if (atomic_load_explicit(&e->gen, memory_order_acquire) == g && e->owner == owner &&
             e->npes == p->npes && e->len <= p->cap &&
-            (prefault(buffer(p, q, k), e->len), sym__crc32c(0, buffer(p, q, k), e->len) == e->crc))
+            (prefault(buffer(p, q, k), e->len),
+             sym__parallel_crc32c(0, NULL, buffer(p, q, k), e->len) == e->crc))
             return k;
     }
     return -1;
@@ -685,7 +695,7 @@ static int xhost_deliver(sym_peer_t *p, uint64_t g) {
     shmem_barrier_all(); /* completes the puts */
     const entry_t *w = (const entry_t *)p->win;
     bad = !(atomic_load(&w->gen) == g && w->owner == p->me && w->len <= p->cap &&
-            sym__crc32c(0, p->win + PEER_PAGE, w->len) == w->crc);
+            sym__parallel_crc32c(0, NULL, p->win + PEER_PAGE, w->len) == w->crc);
     long long any = bad;
     max_all(p, &any, 1);
     if (bad) return sym__error(SYM_EIO, "PE %d: its shard arrived damaged from PE %d", p->me,
@@ -929,7 +939,7 @@ int sym_peer_read(sym_peer_t *p, int pe, const sym_ckpt_slice_t *slices, int n, 
     for (int i = 0; i < n; i++) {
         size_t len = (size_t)sym_ckpt_slice_elems(&slices[i]) * sym_dtype_size(slices[i].dtype);
         if (get) shmem_getmem(slices[i].data, b + off, len, pe);
-        else memcpy(slices[i].data, b + off, len);
+        else sym__parallel_copy(slices[i].data, b + off, len);
         off += len;
     }
     return SYM_OK;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "parallel.h"
+#include "util/util.h"
 
 int sym__threads = 1;
 
@@ -67,6 +68,45 @@ static void touch_pages(size_t lo, size_t hi, void *arg) {
 void sym__parallel_touch(void *p, size_t bytes) {
     size_t pages = (bytes + 4095) / 4096;
     if (bytes) sym__parallel_for(pages, bytes / sizeof(float), touch_pages, p);
+}
+
+/* Blocks of a checksum or copy: enough for every thread, few enough that
+ * joining their CRCs costs nothing beside them. */
+#define CRC_BLOCK ((size_t)4 << 20)
+
+typedef struct {
+    char *dst;
+    const char *src;
+    size_t len;
+    uint32_t *crc; /* (blocks) each block's; NULL: a plain copy */
+} blocks_t;
+
+static void crc_blocks(size_t lo, size_t hi, void *arg) {
+    const blocks_t *b = arg;
+    for (size_t k = lo; k < hi; k++) {
+        size_t off = k * CRC_BLOCK, n = b->len - off < CRC_BLOCK ? b->len - off : CRC_BLOCK;
+        if (!b->crc) memcpy(b->dst + off, b->src + off, n);
+        else if (b->dst) b->crc[k] = sym__crc32c_copy(0, b->dst + off, b->src + off, n);
+        else b->crc[k] = sym__crc32c(0, b->src + off, n);
+    }
+}
+
+uint32_t sym__parallel_crc32c(uint32_t crc, void *dst, const void *p, size_t len) {
+    size_t nb = (len + CRC_BLOCK - 1) / CRC_BLOCK;
+    uint32_t *part = nb > 1 && sym__threads > 1 ? malloc(nb * sizeof *part) : NULL;
+    if (!part) /* one block, one thread, or no memory for the parts: in one pass here */
+        return dst ? sym__crc32c_copy(crc, dst, p, len) : sym__crc32c(crc, p, len);
+    blocks_t b = {dst, p, len, part};
+    sym__parallel_for(nb, len / sizeof(float), crc_blocks, &b);
+    for (size_t k = 0; k < nb; k++)
+        crc = sym__crc32c_combine(crc, part[k], k + 1 < nb ? CRC_BLOCK : len - k * CRC_BLOCK);
+    free(part);
+    return crc;
+}
+
+void sym__parallel_copy(void *dst, const void *src, size_t len) {
+    blocks_t b = {dst, src, len, NULL};
+    sym__parallel_for((len + CRC_BLOCK - 1) / CRC_BLOCK, len / sizeof(float), crc_blocks, &b);
 }
 
 void sym__parallel_zero(void *p, size_t bytes) {

@@ -12,6 +12,7 @@
 #define SYM_TRAIN_PARALLEL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 extern int sym__threads;
 
@@ -32,5 +33,12 @@ void sym__parallel_zero(void *p, size_t bytes);
 /* Memory known to be zero (fresh from the kernel) faulted in on the threads:
  * one store a page, so the kernel's zeroing is the only pass over it. */
 void sym__parallel_touch(void *p, size_t bytes);
+/* CRC32C of [p, p + len) (dst, when not NULL, gets a copy of it, made in the
+ * same pass), on the threads: blocks checksummed side by side, their CRCs
+ * joined in order (sym__crc32c_combine), so the result is sym__crc32c(0, ...)'s.
+ * crc is the CRC of what comes before, as sym__crc32c's first argument. */
+uint32_t sym__parallel_crc32c(uint32_t crc, void *dst, const void *p, size_t len);
+/* memcpy(dst, src, len) on the threads. */
+void sym__parallel_copy(void *dst, const void *src, size_t len);
 
 #endif
