@@ -35,8 +35,7 @@
  *    pp V chunks the same way, stage s holding chunks s, pp + s, ...; it
  *    keeps min(m V, (pp - s - 1) 2 + (V - 1) pp + 1) chunk forwards in
  *    flight, each set sized for the stage's largest chunk (and on the last
- *    stage each with the head's buffers): about (1 + (pp - 1)/(pp V)) times
- *    the 1F1B activations of stage 0, more on the last stage.
+ *    stage each with the head's buffers).
  *    The heaviest PE is reported.
  *  - ZeRO-1 shards the optimizer state over dp, ZeRO-2 the gradients too. On
  *    the CPU (parallel/zero.c) each PE also keeps its gradient shard beside
