@@ -74,7 +74,7 @@ target_link_libraries(train_dckpt_fault PRIVATE symtrain)
 # single-writer, bit-identical; each layout's save loaded in every other one
 add_executable(train_ckpt_layout train_ckpt_layout.c)
 target_link_libraries(train_ckpt_layout PRIVATE symtrain m)
-foreach(lay dp4 dp2tp2 dp2pp2 tp2pp2 tp4 pp4 pe1 zero1 zero2 dp2tp2z1 dp2pp2z2)
+foreach(lay dp4 dp2tp2 dp2pp2 tp2pp2 tp4 pp4 pe1 zero1 zero2 dp2tp2z1 dp2pp2z2 pp2v2 dp2pp2v2)
   foreach(mode resume reshard)
     add_test(NAME train_ckpt_layout_${mode}_${lay} COMMAND train_ckpt_layout
              $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> ${mode} ${lay})
@@ -108,6 +108,7 @@ sym_train_e2e(train_cli)     # usage, errors, progress, metrics, plot
 sym_train_e2e(train_gpt)        # GPT: N-PE == 1-PE losses, validation, a sample
 sym_train_e2e(train_gpt_resume) # GPT: SIGKILL + restart + resume bit-identical
 sym_train_e2e(train_gpt_pp)     # GPT in pipeline stages (--parallel dp=N,pp=K) == 1-PE losses
+sym_train_e2e(train_pipeline_virtual) # interleaved virtual stages (--virtual-stages V) == 1-PE losses; refusals
 sym_train_e2e(train_gpt_data)   # GPT: tokenize, train on shards, sample; damaged / missing data
 sym_train_e2e(train_gpt_gpu)    # GPT on the GPU: vs the CPU, bitwise repeat, 2 PEs on one GPU, resume
 set_tests_properties(train_gpt_gpu PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE

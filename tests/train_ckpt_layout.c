@@ -24,6 +24,9 @@
  *
  * LAYOUT is one of the names below; dp2tp2z1 and dp2pp2z2 (ZeRO inside tp and
  * pp) are skipped, as LAYOUT or as a target, by a build that refuses them.
+ * pp2v2 and dp2pp2v2 hold two interleaved chunks a stage (--virtual-stages
+ * 2): their checkpoints name the same global tensors, so they load at V=1,
+ * at another pp and at dp alone, and those load in them.
  */
 #include "train_dckpt.h"
 
@@ -47,6 +50,8 @@ static const layout_t layouts[] = {
     {"pe1", 1, ""},                          {"zero1", 4, "--zero 1"},
     {"zero2", 2, "--zero 2"},                {"dp2tp2z1", 4, "--parallel dp=2,tp=2 --zero 1"},
     {"dp2pp2z2", 4, "--parallel dp=2,pp=2 --zero 2"},
+    {"pp2v2", 2, "--parallel pp=2 --virtual-stages 2"},
+    {"dp2pp2v2", 4, "--parallel dp=2,pp=2 --virtual-stages 2"},
 };
 #define NLAYOUTS ((int)(sizeof layouts / sizeof *layouts))
 

@@ -12,10 +12,11 @@
  * dp=1, dp=2, dp=4 with ZeRO 0, 1, 2 and with two micro-batches,
  * dp=2,tp=2, tp=4, and the pipelines dp=2,pp=2, pp=4, tp=2,pp=2 (with the
  * default micro-batches, one a stage) and dp=2,pp=2 with 4; ZeRO 1 and 2 inside
- * dp=2,tp=2, ZeRO 1 inside dp=2,pp=2, and dp=2,tp=2 with two micro-batches.
- * A layout is the planner's (dp=N,tp=M,pp=K[,micro=M,zero=Z]); it runs as
+ * dp=2,tp=2, ZeRO 1 inside dp=2,pp=2, dp=2,tp=2 with two micro-batches, and
+ * dp=2,pp=2 with 4 micro-batches and 2 interleaved virtual stages.
+ * A layout is the planner's (dp=N,tp=M,pp=K[,micro=M,zero=Z,virtual=V]); it runs as
  * `--parallel dp=N,tp=M,pp=K` where tp or pp > 1, micro=M as --micro-batches M,
- * zero=Z as --zero Z; what follows ':' is
+ * zero=Z as --zero Z, virtual=V as --virtual-stages V; what follows ':' is
  * passed to `symtrain train` as well, so the layouts of the other issue-17
  * branches can be added once they are merged:
  *   train_plan_memory build/symrun build/symtrain dp=2,tp=2,zero=1 "tp=2,pp=2,micro=4"
@@ -75,7 +76,7 @@ int main(int argc, char **argv) {
                                        "dp=2,tp=2",  "tp=4",        "dp=2,pp=2",
                                        "pp=4",       "tp=2,pp=2",   "dp=2,pp=2,micro=4",
                                        "dp=2,tp=2,zero=1", "dp=2,tp=2,zero=2", "dp=2,pp=2,zero=1",
-                                       "dp=2,tp=2,micro=2"};
+                                       "dp=2,tp=2,micro=2", "dp=2,pp=2,micro=4,virtual=2"};
     int n = argc > 3 ? argc - 3 : (int)(sizeof dflt / sizeof *dflt);
     for (int li = 0; li < n; li++) {
         char spec[256], extra[256] = "";
@@ -85,13 +86,14 @@ int main(int argc, char **argv) {
             snprintf(extra, sizeof extra, "%s", colon + 1);
             *colon = '\0';
         }
-        int dp = 1, tp = 1, pp = 1, micro = 0, zero = 0;
+        int dp = 1, tp = 1, pp = 1, micro = 0, zero = 0, virt = 0;
         for (char *t = spec; t && *t; t = strchr(t, ',') ? strchr(t, ',') + 1 : NULL) {
             if (!strncmp(t, "dp=", 3)) dp = atoi(t + 3);
             if (!strncmp(t, "tp=", 3)) tp = atoi(t + 3);
             if (!strncmp(t, "pp=", 3)) pp = atoi(t + 3);
             if (!strncmp(t, "micro=", 6)) micro = atoi(t + 6);
             if (!strncmp(t, "zero=", 5)) zero = atoi(t + 5);
+            if (!strncmp(t, "virtual=", 8)) virt = atoi(t + 8);
         }
         int pes = dp * tp * pp;
         CHECK(pes >= 1 && pes <= 16, "layout %s: %d PEs", spec, pes);
@@ -102,6 +104,8 @@ int main(int argc, char **argv) {
                                    tp, pp);
         if (micro)
             at += (size_t)snprintf(par + at, sizeof par - at, " --micro-batches %d", micro);
+        if (virt)
+            at += (size_t)snprintf(par + at, sizeof par - at, " --virtual-stages %d", virt);
         if (zero) snprintf(par + at, sizeof par - at, " --zero %d", zero);
         snprintf(args, sizeof args,
                  "--generated --model " MODEL " --batch %d --max-steps 1 --test-samples 4 --threads 1 --lr 0.01%s %s",

@@ -55,7 +55,7 @@ int main(void) {
         r.model = cfg;
         r.pes = n;
         r.batch = GB;
-        sym_plan_layout_t l = {dp, tp, 1, 1, 0, 0};
+        sym_plan_layout_t l = {dp, tp, 1, 1, 0, 0, 0};
         sym_plan_result_t e;
         CHECK(sym_plan_evaluate(&r, &l, &e) == 0, "%s", sym_last_error());
         CHECK(e.params_local == sym_model_num_params(m), "%s: the planner holds %zu parameters "

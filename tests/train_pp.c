@@ -92,7 +92,7 @@ static void run_layout(const layout_t *L, const sym_model_config_t *cfg, sym_mod
     int dp = dpd >= 0 ? sym_mesh_size(mesh, dpd) : 1, dr = dpd >= 0 ? sym_mesh_coord(mesh, dpd) : 0;
     int S = sym_mesh_size(mesh, ppd), s = sym_mesh_coord(mesh, ppd);
     int rows = GB / dp, R = rows / L->micro;
-    sym_pipe_config_t pc = {L->micro, R, T, L->slots, 1.0, 0, 0};
+    sym_pipe_config_t pc = {L->micro, R, T, L->slots, 1.0, 0, 0, 1};
     sym_pipe_t *p;
     CHECK(sym_pipe_create(cfg, mesh, &pc, &p) == 0, "%s: %s", L->mesh, sym_last_error());
     CHECK(sym_pipe_stage(p) == s && sym_pipe_stages(p) == S, "stage %d of %d", sym_pipe_stage(p),
@@ -242,7 +242,7 @@ int main(void) {
           sym_last_error());
     sym_model_config_t small = cfg;
     CHECK(sym_model_parse("gpt:L=1,C=64,H=4,V=128,T=32", &small) == 0, "%s", sym_last_error());
-    sym_pipe_config_t pc = {2, 1, T, 0, 1.0, 0, 0};
+    sym_pipe_config_t pc = {2, 1, T, 0, 1.0, 0, 0, 1};
     sym_pipe_t *p;
     CHECK(sym_pipe_create(&small, mesh, &pc, &p) == SYM_EINVAL, "1 block over %d stages", n);
     CHECK(strstr(sym_last_error(), "at least one block") != NULL, "%s", sym_last_error());

@@ -118,7 +118,7 @@ static size_t planned_acts(const sym_model_config_t *cfg, int n, int dp, int tp)
     r.model = *cfg;
     r.pes = n;
     r.batch = GB;
-    sym_plan_layout_t l = {dp, tp, 1, 1, 0, 0};
+    sym_plan_layout_t l = {dp, tp, 1, 1, 0, 0, 0};
     sym_plan_result_t e;
     CHECK(sym_plan_evaluate(&r, &l, &e) == 0, "%s", sym_last_error());
     return e.mem.acts;

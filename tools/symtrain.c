@@ -112,6 +112,8 @@ static const char usage_text[] =
     "                               gradient accumulation, the gradients reduced after the\n"
     "                               last only (default 1; CPU). Any layout, any --zero\n"
     "  --inbox-slots S              with pp: slots of each stage's inboxes (default K)\n"
+    "  --virtual-stages V           with pp: V model chunks a stage, interleaved 1F1B\n"
+    "                               (Megatron's; micro-batches a multiple of K; CPU)\n"
     "  --bucket-mb MB               gradient all-reduce bucket size (default 25)\n"
     "  --zero 0|1|2                 ZeRO: 1 shards the optimizer state over the dp team\n"
     "                               (each tp/pp PE its own part; CPU and GPU PEs), 2\n"
@@ -287,7 +289,7 @@ static const char *const valued[] = {
     "--metrics-port",
     "--log-interval", "--progress", "--device", "--precision", "--recompute",
     "--loss-scale-growth", "--steps", "--val-data", "--seq", "--warmup-steps", "--eval-every",
-    "--sample", "--prompt", "--parallel", "--micro-batches", "--inbox-slots", "--tp-overlap",
+    "--sample", "--prompt", "--parallel", "--micro-batches", "--inbox-slots", "--virtual-stages", "--tp-overlap",
     NULL};
 
 static const char *const flags[] = {"--generated", "--resume", "--quiet", "--help",
@@ -434,6 +436,8 @@ static void parse_train(int argc, char **argv, sym_train_config_t *c) {
             c->micro_batches = (int)int_value(opt, v, 1, 1 << 20);
         } else if (!strcmp(opt, "--inbox-slots")) {
             c->inbox_slots = (int)int_value(opt, v, 1, 1 << 16);
+        } else if (!strcmp(opt, "--virtual-stages")) {
+            c->virtual_stages = (int)int_value(opt, v, 1, 32);
         } else if (!strcmp(opt, "--zero")) {
             c->zero = (int)int_value(opt, v, 0, 2);
         } else if (!strcmp(opt, "--accum")) { /* the earlier name: said where it went */

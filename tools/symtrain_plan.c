@@ -53,8 +53,11 @@ static const char plan_usage[] =
     "                        recorded or measured one (symtrain train --parallel auto\n"
     "                        prints the rates it planned with)\n"
     "  --mem-bw RATE         the optimizer pass's memory rate a PE, bytes/s (5e9)\n"
-    "  --layout L            only this layout: dp=N,tp=M,pp=K[,micro=M,zero=Z,recompute=0|1]\n"
-    "                        (micro: micro-batches, default K as in symtrain train)\n"
+    "  --virtual-stages V    every pipeline layout with V interleaved chunks a stage\n"
+    "                        (symtrain train --virtual-stages: the smaller bubble\n"
+    "                        (pp-1)/(Vm), more activations in flight; CPU)\n"
+    "  --layout L            only this layout: dp=N,tp=M,pp=K[,micro=M,zero=Z,recompute=0|1,\n"
+    "                        virtual=V] (micro: micro-batches, default K as in symtrain train)\n"
     "  --all                 list every layout (default: the 20 fastest that fit and the 5\n"
     "                        smallest that do not)\n"
     "  --json                one JSON document instead of the table\n";
@@ -112,7 +115,7 @@ static int size_value(const char *s, size_t *out) {
 /* "dp=2,tp=2,pp=1,micro=2,zero=1,recompute=0" (any subset; missing 1, zero 0;
  * micro missing: pp, the micro-batches `symtrain train --parallel` takes) */
 static int layout_value(const char *s, sym_plan_layout_t *l) {
-    *l = (sym_plan_layout_t){1, 1, 1, 0, 0, 0};
+    *l = (sym_plan_layout_t){1, 1, 1, 0, 0, 0, 0};
     const char *p = s;
     while (*p) {
         char key[16];
@@ -130,6 +133,7 @@ static int layout_value(const char *s, sym_plan_layout_t *l) {
         else if (!strcmp(key, "micro")) l->micro = (int)v;
         else if (!strcmp(key, "zero")) l->zero = (int)v;
         else if (!strcmp(key, "recompute")) l->recompute = (int)v;
+        else if (!strcmp(key, "virtual")) l->virtual_stages = (int)v;
         else return -1;
         p = end;
         if (*p == ',') p++;
@@ -164,12 +168,14 @@ static void json_str(const char *s) {
 
 static void json_layout(const sym_plan_result_t *e) {
     const sym_plan_layout_t *l = &e->layout;
-    printf("{\"dp\":%d,\"tp\":%d,\"pp\":%d,\"micro\":%d,\"zero\":%d,\"recompute\":%d,\"rows\":%d,"
+    printf("{\"dp\":%d,\"tp\":%d,\"pp\":%d,\"virtual\":%d,\"micro\":%d,\"zero\":%d,"
+           "\"recompute\":%d,\"rows\":%d,"
            "\"params_local\":%zu,\"mem\":{\"params\":%zu,\"grads\":%zu,\"optim\":%zu,"
            "\"acts\":%zu,\"total\":%zu},\"fits\":%s,\"time\":{\"compute\":%.6g,\"bubble\":%.6g,"
            "\"tp\":%.6g,\"pp\":%.6g,\"dp\":%.6g,\"dp_total\":%.6g,\"optim\":%.6g,\"step\":%.6g},"
            "\"bubble_share\":%.6g,\"crosses_nodes\":{\"tp\":%s,\"pp\":%s,\"dp\":%s},\"needs\":",
-           l->dp, l->tp, l->pp, l->micro, l->zero, l->recompute, e->rows, e->params_local,
+           l->dp, l->tp, l->pp, l->virtual_stages > 1 ? l->virtual_stages : 1, l->micro, l->zero,
+           l->recompute, e->rows, e->params_local,
            e->mem.params, e->mem.grads, e->mem.optim, e->mem.acts, e->mem.total,
            e->fits ? "true" : "false", e->t_compute, e->t_bubble, e->t_tp, e->t_pp, e->t_dp,
            e->t_dp_total, e->t_optim, e->t_step, e->bubble, e->tp_inter ? "true" : "false",
@@ -193,16 +199,18 @@ static void row(const sym_plan_result_t *e) {
 static void say_choice(const char *what, const sym_plan_result_t *e) {
     const sym_plan_layout_t *l = &e->layout;
     char t[24];
-    printf("%s: dp=%d,tp=%d,pp=%d, %d micro-batch%s of %d sequence%s, ZeRO-%d, recompute %s: "
+    char v[32] = "";
+    if (l->virtual_stages > 1) snprintf(v, sizeof v, " x %d virtual stages", l->virtual_stages);
+    printf("%s: dp=%d,tp=%d,pp=%d%s, %d micro-batch%s of %d sequence%s, ZeRO-%d, recompute %s: "
            "%.2f ms a step, %s a PE%s%s\n",
-           what, l->dp, l->tp, l->pp, l->micro, l->micro == 1 ? "" : "es", e->rows,
+           what, l->dp, l->tp, l->pp, v, l->micro, l->micro == 1 ? "" : "es", e->rows,
            e->rows == 1 ? "" : "s", l->zero, l->recompute ? "on" : "off", e->t_step * 1e3,
            gib(e->mem.total, t, sizeof t), e->needs[0] ? "; needs " : "", e->needs);
 }
 
 int sym_cli_plan(int argc, char **argv) {
     const char *model = NULL, *link = NULL, *inter = NULL, *device = "gpu", *layout_s = NULL;
-    long pes = 1, batch = 16, seq = 0, ppn = -1;
+    long pes = 1, batch = 16, seq = 0, ppn = -1, virt = 1;
     size_t mem = 0;
     double bucket_mb = 25, flops = 0, mem_bw = 0;
     int json = 0, all = 0, vp = 1, runnable = 0, sgd = 0, measure = 1;
@@ -220,7 +228,8 @@ int sym_cli_plan(int argc, char **argv) {
         static const char *const valued[] = {"--model", "--pes", "--device", "--device-mem",
                                              "--batch", "--seq", "--optimizer", "--link",
                                              "--inter-link", "--pes-per-node", "--bucket-mb",
-                                             "--layout", "--flops", "--mem-bw", NULL};
+                                             "--layout", "--flops", "--mem-bw",
+                                             "--virtual-stages", NULL};
         int known = 0;
         for (int k = 0; valued[k]; k++) known |= !strcmp(a, valued[k]);
         if (!known) return bad("unknown option '%s'", a);
@@ -233,6 +242,8 @@ int sym_cli_plan(int argc, char **argv) {
         else if (!strcmp(a, "--layout")) layout_s = v;
         else if (!strcmp(a, "--pes") && whole(v, 1, 1 << 20, &pes))
             return bad("--pes '%s': expected a whole number from 1 to %d", v, 1 << 20);
+        else if (!strcmp(a, "--virtual-stages") && whole(v, 1, 32, &virt))
+            return bad("--virtual-stages '%s': expected a whole number from 1 to 32", v);
         else if (!strcmp(a, "--batch") && whole(v, 1, 1 << 24, &batch))
             return bad("--batch '%s': expected a whole number from 1 to %d", v, 1 << 24);
         else if (!strcmp(a, "--seq") && whole(v, 1, 1 << 20, &seq))
@@ -272,6 +283,7 @@ int sym_cli_plan(int argc, char **argv) {
     r.bucket_bytes = (size_t)(bucket_mb * 1048576.0);
     r.vocab_parallel = vp;
     r.runnable_only = runnable;
+    r.virtual_stages = (int)virt;
     if (ppn > 0) r.pes_per_node = (int)ppn;
     if (dev == SYM_PLAN_CPU) r.pes_per_node = ppn > 0 ? (int)ppn : 0;
     if (link && sym_plan_link(link, &r.intra)) return bad("--link: %s", sym_last_error());
@@ -300,7 +312,8 @@ int sym_cli_plan(int argc, char **argv) {
     if (layout_s) {
         sym_plan_layout_t l;
         if (layout_value(layout_s, &l))
-            return bad("--layout '%s': write dp=N,tp=M,pp=K[,micro=M,zero=Z,recompute=0|1]",
+            return bad("--layout '%s': write dp=N,tp=M,pp=K[,micro=M,zero=Z,recompute=0|1,"
+                       "virtual=V]",
                        layout_s);
         if (sym_plan_evaluate(&r, &l, &one)) return bad("--layout %s: %s", layout_s, sym_last_error());
         res = &one;

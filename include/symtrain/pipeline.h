@@ -2,9 +2,10 @@
  * symtrain/pipeline.h — pipeline parallelism for the GPT: its blocks split
  * into stages over the PEs of a pipeline, micro-batches, the 1F1B schedule.
  *
- * A stage (sym_gpt_stage_t) holds blocks [first_layer, first_layer + layers);
- * the first stage also the embeddings (wte, wpe), the last ln_f and the LM
- * head. The head is tied to wte: the last stage holds its own copy of wte
+ * A stage (sym_gpt_stage_t) holds contiguous blocks, or with V virtual
+ * stages V chunks of them (chunk c of the S V on stage c % S, Megatron's
+ * interleaved schedule); the first stage also the embeddings (wte, wpe), the
+ * last ln_f and the LM head. The head is tied to wte: the last stage holds its own copy of wte
  * (drawn from the same stream, so equal to stage 0's), and after the
  * backward the first and last stage sum their wte gradients (an all-reduce
  * over those two PEs), so both apply the same update and the copies stay
@@ -55,11 +56,17 @@ extern "C" {
 
 /* ---- a stage of the GPT ---- */
 
+#define SYM_GPT_MAX_CHUNKS 32 /* model chunks a stage holds (virtual stages) */
+
 typedef struct {
-    int first_layer, layers; /* blocks [first_layer, first_layer + layers) */
-    int embed;               /* holds wte and wpe (the first stage) */
-    int head;                /* holds ln_f and the LM head, with a copy of wte (the last) */
-    int slots;               /* activation sets: micro-batches between forward and backward */
+    int chunks;              /* model chunks held: 1, or V with interleaved virtual stages */
+    int first_layer[SYM_GPT_MAX_CHUNKS], layers[SYM_GPT_MAX_CHUNKS];
+                             /* chunk k: blocks [first_layer[k], first_layer[k] + layers[k]),
+                                the chunks in ascending order */
+    int embed;               /* chunk 0 holds wte and wpe (the model's first chunk) */
+    int head;                /* the last chunk holds ln_f and the LM head, with a copy of
+                                wte (the model's last chunk) */
+    int slots;               /* activation sets: chunk forwards between forward and backward */
     size_t reserve;          /* floats of parameters the state pool makes room for (the
                                 largest stage's), so every PE's pool is the same size */
 } sym_gpt_stage_t;
@@ -77,7 +84,12 @@ int sym_model_create_stage(const sym_model_config_t *cfg, int max_rows, int symm
 /* The activation set the next forward writes and the next backward reads,
  * 0 <= slot < st->slots. */
 void sym_model_use_slot(sym_model_t *m, int slot);
-/* After a backward on a stage without the embeddings: the gradient of its
+/* The chunk the next forward and backward run, 0 <= chunk < st->chunks: its
+ * blocks; the embeddings on chunk 0 of an embed stage, ln_f and the head on
+ * the last chunk of a head stage. An activation set holds one chunk's
+ * forward, whichever chunk. */
+void sym_model_use_chunk(sym_model_t *m, int chunk);
+/* After a backward of a chunk without the embeddings: the gradient of its
  * input (rows x seq, C), valid until the next backward. */
 const float *sym_model_input_grad(const sym_model_t *m);
 
@@ -95,6 +107,8 @@ typedef struct {
                           (sym_pipe_ddp) to shard; the caller clips and steps */
     int params_only;   /* a device computes the stage (sym_pipe_use_device): the stage
                           model holds the parameters' host copy alone, no activations */
+    int virtual_stages; /* V model chunks a stage (0, 1: one contiguous stage); V > 1
+                          interleaves them: chunk c of the S V on rank c % S */
 } sym_pipe_config_t;
 
 typedef struct {
@@ -103,25 +117,37 @@ typedef struct {
     uint64_t max_ahead;    /* the most messages it had in a receiver's inbox at once */
 } sym_pipe_stats_t;
 
+/* Whether V virtual stages fit n_layer blocks, S stages and M micro-batches:
+ * 0, or 1 with the reason and the fix in why (len bytes). */
+int sym_pipe_virtual_check(int n_layer, int S, int V, int M, char *why, size_t len);
+
 /* Split cfg's blocks into stages (balanced by predicted FLOPs: a block's
  * matrices and attention; the LM head on the last), one per PE of the mesh's
- * "pp" dimension, build this PE's stage and its inboxes. Collective over
- * SHMEM_TEAM_WORLD: the mesh spans the job. A "dp" dimension, if any, is the
- * stage's data-parallel team, a "tp" dimension its tensor-parallel team.
- * Needs pp <= n_layer. */
+ * "pp" dimension, build this PE's stage and its inboxes. With V =
+ * pc->virtual_stages > 1 the blocks are cut so into S V chunks, chunk c on
+ * stage c % S (V chunks a stage), trained in Megatron's interleaved 1F1B
+ * order; it needs micro_batches a multiple of S, and a CPU stage (no
+ * params_only). Collective over SHMEM_TEAM_WORLD: the mesh spans the job. A
+ * "dp" dimension, if any, is the stage's data-parallel team, a "tp"
+ * dimension its tensor-parallel team. Needs pp x V <= n_layer. */
 int sym_pipe_create(const sym_model_config_t *cfg, sym_mesh_t *mesh, const sym_pipe_config_t *pc,
                     sym_pipe_t **out);
 void sym_pipe_destroy(sym_pipe_t *p);
 sym_model_t *sym_pipe_model(sym_pipe_t *p); /* this PE's stage */
 int sym_pipe_stage(const sym_pipe_t *p);    /* 0 .. stages - 1 */
 int sym_pipe_stages(const sym_pipe_t *p);
-/* The plan: stage s holds blocks [first[s], first[s] + layers[s]). */
-void sym_pipe_layers(const sym_pipe_t *p, int s, int *first, int *layers);
+/* The plan: chunk c of the S V (with V = 1: stage c) holds blocks
+ * [first, first + layers); chunk c is on stage c % S. */
+void sym_pipe_layers(const sym_pipe_t *p, int c, int *first, int *layers);
+int sym_pipe_virtual(const sym_pipe_t *p); /* V: chunks a stage */
 
 /* One step's forward and backward of this PE's `rows` sequences in M
- * micro-batches (min(M, rows) when fewer; the first rows % M one sequence
- * larger), in the 1F1B order (stage s: min(stages - s - 1, M) forwards, then
- * one forward and one backward in turn, then the backwards left). tokens
+ * micro-batches (min(M, rows) when fewer, interleaved the largest multiple of
+ * S; the first rows % M one sequence larger), in the 1F1B order (stage s:
+ * min(stages - s - 1, M) forwards, then one forward and one backward in
+ * turn, then the backwards left). Interleaved, the M V chunk passes go in
+ * groups of S micro-batches chunk by chunk (backwards from the last chunk),
+ * with (S - s - 1) 2 + (V - 1) S warm-up forwards. tokens
  * (rows, seq) are read on the first stage, labels (rows x seq) on the last,
  * whose loss gradient is grad_scale x the summed loss. After it the
  * gradients are zeroed-then-summed over the micro-batches, the tied wte's over
@@ -135,7 +161,8 @@ void sym_pipe_layers(const sym_pipe_t *p, int s, int *first, int *layers);
 int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, int rows,
                   uint64_t step, int64_t row0,
                   float grad_scale, double *loss_sum);
-/* Forward only, in micro-batches of at most micro_rows: rows sequences.
+/* Forward only, in micro-batches of at most micro_rows, each through every
+ * chunk in turn: rows sequences.
  * On the last stage's tp rank 0 *loss_sum and *correct get the summed loss
  * and the right arg-maxes of its predictions; 0 elsewhere. */
 int sym_pipe_eval(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, int rows,

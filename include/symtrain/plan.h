@@ -55,6 +55,8 @@ typedef struct {
     int vocab_parallel;       /* TP splits the embedding and LM head (0: whole on every PE,
                                  as models/gpt.c does today) */
     int runnable_only;        /* choose only layouts our code trains today on this device */
+    int virtual_stages;       /* every pipeline candidate with V interleaved chunks a stage
+                                 (0, 1: none), where the layout allows it */
 } sym_plan_request_t;
 
 typedef struct {
@@ -62,6 +64,7 @@ typedef struct {
     int micro;     /* micro-batches per step (per data-parallel replica) */
     int zero;      /* 0, 1 (optimizer state sharded) or 2 (and gradients) */
     int recompute; /* 1: keep each block's input only, recompute its forward in the backward */
+    int virtual_stages; /* V model chunks a pipeline stage, interleaved 1F1B (0, 1: one) */
 } sym_plan_layout_t;
 
 /* Bytes per PE, by kind. */
@@ -78,7 +81,7 @@ typedef struct {
     double t_compute, t_bubble, t_tp, t_pp, t_dp, t_optim, t_step; /* seconds */
     double t_dp_total;   /* the gradient average's whole time (t_dp: what the backward does
                             not hide) */
-    double bubble;       /* (pp - 1) / (m + pp - 1) */
+    double bubble;       /* (pp - 1) / (V m + pp - 1) */
     int dp_inter, tp_inter, pp_inter; /* the collective crosses nodes */
     char needs[96];      /* what the layout needs that our code does not do yet ("" none) */
 } sym_plan_result_t;

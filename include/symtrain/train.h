@@ -115,6 +115,7 @@ typedef struct {
                                pipeline's (0: the stages' count), else gradient
                                accumulation over them (0, 1: one) */
     int inbox_slots;        /* each pipeline inbox's slots (0: the stages' count) */
+    int virtual_stages;     /* model chunks a pipeline stage holds, interleaved (0, 1: one) */
     /* ---- end pipe ---- */
     sym_balance_config_t balance;
     /* checkpoints */

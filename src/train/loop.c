@@ -167,6 +167,15 @@ static int validate_layout(const sym_train_config_t *c, int npes) {
                           "dp x tp x pp = %d (a size not given is 1)",
                           l.dp, l.tp, l.pp, (long)l.dp * l.tp * l.pp, npes, npes);
     if ((rc = validate_gpt_split(c, &l))) return rc;
+    int V = c->virtual_stages ? c->virtual_stages : 1;
+    char why[256];
+    if (V > 1 && c->device == SYM_TRAIN_GPU)
+        return sym__error(SYM_EINVAL, "--virtual-stages %d: interleaved virtual stages are "
+                                      "CPU-only for now (the GPU's stages hold one chunk); drop "
+                                      "--virtual-stages, or pass --device cpu", V);
+    if (V > 1 && c->model.kind == SYM_MODEL_GPT &&
+        sym_pipe_virtual_check(c->model.n_layer, l.pp, V, micro_of(c, l), why, sizeof why))
+        return sym__error(SYM_EINVAL, "%s", why);
     if (l.tp == 1) return SYM_OK;
     const sym_model_config_t *m = &c->model;
     if (m->kind != SYM_MODEL_GPT)
@@ -507,18 +516,20 @@ static void ckpt_layout(const run_t *r, sym__ckpt_layout_t *L) {
     L->pad_owner = r->me == 0;
 }
 
-/* A layout as a sharded checkpoint's manifest names it: "dp=4", "dp=2,tp=2,zero=1". */
-static void spell_layout(int dp, int tp, int pp, int zero, char *out, size_t len) {
+/* A layout as a sharded checkpoint's manifest names it: "dp=4", "dp=2,tp=2,zero=1",
+ * "pp=2,v=2" (v: virtual stages, which change what each stage holds). */
+static void spell_layout(int dp, int tp, int pp, int v, int zero, char *out, size_t len) {
     int n = snprintf(out, len, "dp=%d", dp);
     if (tp > 1 && n > 0 && (size_t)n < len) n += snprintf(out + n, len - n, ",tp=%d", tp);
     if (pp > 1 && n > 0 && (size_t)n < len) n += snprintf(out + n, len - n, ",pp=%d", pp);
+    if (v > 1 && n > 0 && (size_t)n < len) n += snprintf(out + n, len - n, ",v=%d", v);
     if (zero && n > 0 && (size_t)n < len) snprintf(out + n, len - n, ",zero=%d", zero);
 }
 
 /* This run's. */
 static void ckpt_layout_name(const run_t *r, char *out, size_t len) {
-    spell_layout(r->lay.dp, r->lay.tp, r->lay.pp, r->zero || gpu_zero(r) ? r->cfg->zero : 0, out,
-                 len);
+    spell_layout(r->lay.dp, r->lay.tp, r->lay.pp, r->pipe ? sym_pipe_virtual(r->pipe) : 1,
+                 r->zero || gpu_zero(r) ? r->cfg->zero : 0, out, len);
 }
 
 static void set_optim_steps(run_t *r, uint64_t t) {
@@ -1102,7 +1113,7 @@ static void mem_layout_name(const int32_t *w, char *out, size_t len) {
         snprintf(out, len, "an unknown one");
         return;
     }
-    spell_layout(w[1], w[2], w[3], w[4], out, len);
+    spell_layout(w[1], w[2], w[3], 1, w[4], out, len);
 }
 
 /* The world PE that is dp rank d of this PE's dp team. */
@@ -1641,7 +1652,8 @@ const char *sym__pipe_refusal(const sym_train_config_t *c) {
 static int pipe_plan(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     const sym_parallel_t *l = &r->lay;
-    const char *why = l->pp == 1 ? "--inbox-slots is for a pipeline; add pp=K (K > 1)"
+    const char *why = l->pp == 1 ? "--inbox-slots and --virtual-stages are for a pipeline; "
+                                   "add pp=K (K > 1)"
                                  : sym__pipe_refusal(c);
     if (why)
         return report(r, sym__error(SYM_EINVAL, "--parallel dp=%d,tp=%d,pp=%d: %s", l->dp, l->tp,
@@ -1666,23 +1678,30 @@ static int pipe_create(run_t *r) {
     const sym_train_config_t *c = r->cfg;
     int M = micro_of(c, r->lay);
     sym_pipe_config_t pc = {M, (r->max_local + M - 1) / M, r->task.seq, c->inbox_slots,
-                            c->bucket_mb, c->zero != 0, r->gpu != NULL};
+                            c->bucket_mb, c->zero != 0, r->gpu != NULL, c->virtual_stages};
     int rc = sym_pipe_create(&c->model, r->pipe_mesh, &pc, &r->pipe);
     if (rc) return report(r, rc, 1);
     r->model = sym_pipe_model(r->pipe);
     char plan[512] = "";
     size_t at = 0;
-    for (int s = 0; s < sym_pipe_stages(r->pipe) && at < sizeof plan; s++) {
+    int S = sym_pipe_stages(r->pipe), V = sym_pipe_virtual(r->pipe), slots;
+    size_t elems;
+    for (int s = 0; s < S * V && at < sizeof plan; s++) {
         int first, n;
         sym_pipe_layers(r->pipe, s, &first, &n);
         at += (size_t)snprintf(plan + at, sizeof plan - at, "%s%d-%d", s ? ", " : "", first,
                                first + n - 1);
     }
-    note(r, "pipeline: %d stages (blocks %s), %d micro-batches of up to %d sequences, 1F1B, "
-            "inboxes of %d slots; %d data-parallel replica%s",
-         sym_pipe_stages(r->pipe), plan, M, pc.micro_rows,
-         c->inbox_slots ? c->inbox_slots : sym_pipe_stages(r->pipe), r->lay.dp,
-         r->lay.dp == 1 ? "" : "s");
+    sym_pipe_inbox(r->pipe, &slots, &elems);
+    if (V == 1)
+        note(r, "pipeline: %d stages (blocks %s), %d micro-batches of up to %d sequences, 1F1B, "
+                "inboxes of %d slots; %d data-parallel replica%s",
+             S, plan, M, pc.micro_rows, slots, r->lay.dp, r->lay.dp == 1 ? "" : "s");
+    else
+        note(r, "pipeline: %d stages x %d virtual stages (chunk c on stage c %% %d; blocks %s), "
+                "%d micro-batches of up to %d sequences, interleaved 1F1B, inboxes of %d slots "
+                "a chunk; %d data-parallel replica%s",
+             S, V, S, plan, M, pc.micro_rows, slots, r->lay.dp, r->lay.dp == 1 ? "" : "s");
     return SYM_OK;
 }
 
@@ -1761,7 +1780,7 @@ static int setup(run_t *r) {
     const sym__task_t *t = &r->task;
     r->evalbuf = shmem_calloc(4, sizeof(float)); /* collective */
     if (!r->evalbuf) return report(r, sym__error(SYM_ENOMEM, "symmetric heap exhausted"), 1);
-    if ((c->parallel.pp > 1 || c->inbox_slots) && (rc = pipe_plan(r)))
+    if ((c->parallel.pp > 1 || c->inbox_slots || c->virtual_stages > 1) && (rc = pipe_plan(r)))
         return rc;
     if (r->lay.tp > 1 && r->lay.pp == 1) { /* the mesh: a tp group of consecutive PEs in each dp row */
         char spec[64];

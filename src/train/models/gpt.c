@@ -172,7 +172,7 @@ typedef struct { /* one block's activations, sized for max_rows x T rows (R: thi
 /* What one forward keeps for its backward: one set per slot (a pipeline stage
  * holds several micro-batches between their forward and their backward). */
 typedef struct {
-    block_t *block;                   /* (nl) this model's blocks */
+    block_t *block;                   /* (the largest chunk's blocks) the chunk's blocks */
     float *encoded;                   /* (R,C) the embeddings, or the previous stage's output */
     float *emask;                     /* (R,C) the embedding dropout's mask (dropout only) */
     float *lnf, *lnf_mean, *lnf_rstd; /* (N,C) (gathered with SP), (R), (R); the head only */
@@ -207,7 +207,8 @@ typedef struct {
     float *dsh;                       /* (R,C) a reduced shard, or a gradient through dropout
                                        * (SP or dropout) */
     uint64_t *drop_key;               /* (1 + 3 nl) embedding, each block's two residual
-                                       * sites, then each block's attention probabilities */
+                                       * sites, then each block's attention probabilities
+                                       * (blocks in the order held) */
 } gpt_t;
 
 /* Declare a parameter; `index` is its place in the whole model's table (its
@@ -221,10 +222,21 @@ static int declare(sym_model_t *m, size_t *off, const char *name, int index, int
     return SYM_OK;
 }
 
+/* Block i of those held (chunk by chunk): its layer in the whole model. */
+static int layer_of(const sym_model_t *m, int i) {
+    int k = 0;
+    while (k + 1 < m->chunks && i >= m->chunk_at[k + 1]) k++;
+    return m->chunk_l0[k] + i - m->chunk_at[k];
+}
+
+/* The chunk in use holds the model's embeddings / its head. */
+static int embeds(const sym_model_t *m) { return m->embed && m->chunk == 0; }
+static int heads(const sym_model_t *m) { return m->head && m->chunk == m->chunks - 1; }
+
 /* The whole model's tensors: wte 0, wpe 1, block l's k-th 2 + 12 l + k, ln_f after. A
  * pipeline stage declares its part: the embeddings (wte also on a last stage
  * without them: the LM head's copy of the tied weight, first in its arrays as
- * on stage 0), its blocks, ln_f. */
+ * on stage 0), its chunks' blocks in ascending order, ln_f. */
 static int gpt_declare(sym_model_t *m) {
     const sym_model_config_t *c = &m->cfg;
     int64_t C = c->n_embd;
@@ -257,7 +269,7 @@ static int gpt_declare(sym_model_t *m) {
     for (int i = 0; i < m->nl; i++)
         for (int k = 0; k < NBLOCK; k++) {
             char name[64];
-            int l = m->l0 + i;
+            int l = layer_of(m, i);
             snprintf(name, sizeof name, "h.%d.%s", l, names[k]);
             if ((rc = declare(m, &g->off[i][k], name, 2 + NBLOCK * l + k, shape[k][0],
                               shape[k][1])))
@@ -408,7 +420,9 @@ static int gpt_init(sym_model_t *m) {
     if (m->max_rows == 0) return SYM_OK; /* parameters only */
     size_t B = (size_t)m->max_rows, T = (size_t)c->max_seq, C = (size_t)c->n_embd;
     size_t N = B * T, NH = (size_t)c->n_head, Vp = (size_t)c->padded_vocab;
-    size_t S = (size_t)m->slots, nl = (size_t)m->nl;
+    size_t S = (size_t)m->slots, nl = (size_t)m->nl, nb = 0; /* nb: the largest chunk's */
+    for (int k = 0; k < m->chunks; k++)
+        if ((size_t)m->chunk_nl[k] > nb) nb = (size_t)m->chunk_nl[k];
     int sp = sp_on(m), drop = c->dropout > 0.0f;
     /* R: the rows of the sequence-parallel regions, the largest shard's (team PE 0's) */
     size_t R = sp ? B * ((T + (size_t)m->tp_size - 1) / (size_t)m->tp_size) : N;
@@ -416,14 +430,16 @@ static int gpt_init(sym_model_t *m) {
         (drop && !(g->drop_key = malloc((1 + 3 * nl) * sizeof *g->drop_key))))
         return sym__error(SYM_ENOMEM, "out of memory");
     for (size_t s = 0; s < S; s++)
-        if (!(g->slot[s].block = calloc(nl ? nl : 1, sizeof(block_t))))
+        if (!(g->slot[s].block = calloc(nb ? nb : 1, sizeof(block_t))))
             return sym__error(SYM_ENOMEM, "out of memory for the model");
-    for (size_t i = 0; drop && i < 1 + 2 * nl; i++) /* sites of the whole model: 0, 1 + 2 l + k */
-        g->drop_key[i] = sym_rng_key(c->seed, SYM_RNG_DROPOUT,
-                                     i ? 1 + 2 * (uint64_t)m->l0 + i - 1 : 0);
-    for (size_t l = 0; drop && l < nl; l++) /* the attention's: 1 + 2 L + l of the whole model */
-        g->drop_key[1 + 2 * nl + l] = sym_rng_key(
-            c->seed, SYM_RNG_DROPOUT, 1 + 2 * (uint64_t)c->n_layer + (uint64_t)m->l0 + l);
+    if (drop) g->drop_key[0] = sym_rng_key(c->seed, SYM_RNG_DROPOUT, 0);
+    for (size_t i = 0; drop && i < nl; i++) { /* sites of the whole model: 1 + 2 l + k, then */
+        uint64_t l = (uint64_t)layer_of(m, (int)i); /* the attention's 1 + 2 L + l */
+        for (uint64_t k = 0; k < 2; k++)
+            g->drop_key[1 + 2 * i + k] = sym_rng_key(c->seed, SYM_RNG_DROPOUT, 1 + 2 * l + k);
+        g->drop_key[1 + 2 * nl + i] =
+            sym_rng_key(c->seed, SYM_RNG_DROPOUT, 1 + 2 * (uint64_t)c->n_layer + l);
+    }
     /* Every buffer in floats; the pool is sized for their power-of-two blocks. */
     /* TP: the head-local buffers (qkv, the attention, its output, the MLP's hidden
      * layer and their gradients) hold this PE's heads, Cl = C / tp wide */
@@ -435,7 +451,7 @@ static int gpt_init(sym_model_t *m) {
                        N * C, N * C, 2 * C, R * C};
     size_t nblock = drop ? 15 : 13, nshared = sp ? 11 : 7;
     size_t need = 0;
-    for (size_t i = 0; i < nblock; i++) need += S * nl * sym__pow2_at_least(per_block[i] * 4);
+    for (size_t i = 0; i < nblock; i++) need += S * nb * sym__pow2_at_least(per_block[i] * 4);
     for (size_t i = 0; i < 6; i++)
         if ((i != 1 || drop) && (i < 2 || m->head))
             need += S * sym__pow2_at_least(per_slot[i] * 4);
@@ -453,7 +469,7 @@ static int gpt_init(sym_model_t *m) {
     } while (0)
     for (size_t s = 0; s < S; s++) {
         acts_t *a = &g->slot[s];
-        for (size_t l = 0; l < nl; l++) {
+        for (size_t l = 0; l < nb; l++) {
             block_t *b = &a->block[l];
             k = 0;
             TAKE(b->ln1, per_block);
@@ -739,7 +755,7 @@ static void dropout_forward(const sym_model_t *m, const gpt_t *g, const sym_forw
 /* Did the forward drop? (training with dropout) */
 static int dropped(const gpt_t *g) { return g->drop_key && g->a->training; }
 
-/* Block l's attention dropout (dropped() only): its key, the forward's step
+/* Block l's (of those held) attention dropout (dropped() only): its key, the forward's step
  * and rows, this PE's heads among the model's (tp: team PE r holds heads
  * [r NHl, (r + 1) NHl)). */
 static sym_attn_dropout_t attn_dropout(const sym_model_t *m, const gpt_t *g, int l) {
@@ -756,10 +772,11 @@ static const float *dropout_backward(gpt_t *g, const float *d, const float *mask
     return g->dsh;
 }
 
-/* The whole model: tokens -> logits (N,Vp). A pipeline stage: tokens
- * (embeddings) or in->x (N,C), the previous stage's output, copied in; out
- * the logits (head) or its last block's output (N,C). With SP every
- * residual-stream tensor below is this PE's (B,tl,C) shard, R = B tl rows. */
+/* The whole model: tokens -> logits (N,Vp). A pipeline stage runs its chunk
+ * in use: tokens (embeddings) or in->x (N,C), the previous chunk's output,
+ * copied in; out the logits (head) or its last block's output (N,C). With SP
+ * every residual-stream tensor below is this PE's (B,tl,C) shard, R = B tl
+ * rows. */
 static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_t *f,
                        sym_tensor_t *logits) {
     gpt_t *g = m->impl;
@@ -767,13 +784,13 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
     const sym_model_config_t *c = &m->cfg;
     int B = in->rows, T = in->seq, C = c->n_embd;
     int Cl = C / m->tp_size, NHl = c->n_head / m->tp_size; /* this PE's heads */
-    if ((m->embed ? !in->tokens : !in->x) || T < 1 || T > c->max_seq)
+    int embed = embeds(m), at = m->chunk_at[m->chunk], nl = m->chunk_nl[m->chunk];
+    if ((embed ? !in->tokens : !in->x) || T < 1 || T > c->max_seq)
         return sym__error(SYM_EINVAL, "a GPT's forward needs %s (rows, seq) with seq in "
                                       "1..%d, not %d",
-                          m->embed ? "tokens" : "the previous stage's activations", c->max_seq,
-                          T);
+                          embed ? "tokens" : "the previous stage's activations", c->max_seq, T);
     int64_t N = (int64_t)B * T;
-    for (int64_t i = 0; m->embed && i < N; i++)
+    for (int64_t i = 0; embed && i < N; i++)
         if (in->tokens[i] < 0 || in->tokens[i] >= c->vocab)
             return sym__error(SYM_EINVAL, "token %d at position %lld is not in the model's "
                                           "vocabulary [0, %d)",
@@ -793,7 +810,7 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
     const float *P = m->params, *lin;
     float *y;
     int rc;
-    if (m->embed) {
+    if (embed) {
         /* the embedding: this PE's vocabulary rows (wpe added once), summed over the team */
         sym_embed_shard_forward(g->sp ? g->scratch : a->encoded, in->tokens, P + g->wte, m->v0,
                                 m->nv, m->tp_rank == 0 ? P + g->wpe : NULL, B, T, C);
@@ -803,22 +820,22 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
     } else { /* the previous stage's output: with SP this PE's positions (R rows) */
         memcpy(a->encoded, in->x, RC * sizeof(float));
     }
-    for (int l = 0; l < m->nl; l++) {
+    for (int l = 0; l < nl; l++) {
         block_t *b = &a->block[l];
-        const size_t *o = g->off[l];
+        const size_t *o = g->off[at + l];
         const float *x = l == 0 ? a->encoded : a->block[l - 1].res3;
         sym_layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, x, P + o[LN1W], P + o[LN1B], R, C);
         const float *pb = m->tp_rank == 0 ? P + o[PROJB] : NULL; /* a whole bias, added once */
         if ((rc = col_input(m, g, b->ln1, &lin)) ||
             (rc = linear(b->qkv, lin, P + o[QKVW], P + o[QKVB], N, C, 3 * Cl)))
             return rc;
-        sym_attn_dropout_t ad = attn_dropout(m, g, l);
+        sym_attn_dropout_t ad = attn_dropout(m, g, at + l);
         if ((rc = sym_attention_forward_drop(b->atty, b->att, g->datt, b->qkv, B, T, Cl, NHl,
                                              drop ? &ad : NULL)))
             return rc;
         if ((rc = row_parallel(m, g, g->scratch, b->atty, P + o[PROJW], pb, N, Cl, C, &y)))
             return rc;
-        if (drop) dropout_forward(m, g, f, 1 + 2 * l, y, b->mask1);
+        if (drop) dropout_forward(m, g, f, 1 + 2 * (at + l), y, b->mask1);
         sym_residual_forward(b->res2, x, y, RC);
         sym_layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->res2, P + o[LN2W],
                               P + o[LN2B], R, C);
@@ -829,11 +846,11 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
         pb = m->tp_rank == 0 ? P + o[FCPB] : NULL;
         if ((rc = row_parallel(m, g, g->scratch, b->fch_gelu, P + o[FCPW], pb, N, 4 * Cl, C, &y)))
             return rc;
-        if (drop) dropout_forward(m, g, f, 2 + 2 * l, y, b->mask2);
+        if (drop) dropout_forward(m, g, f, 2 + 2 * (at + l), y, b->mask2);
         sym_residual_forward(b->res3, b->res2, y, RC);
     }
-    float *xL = m->nl ? a->block[m->nl - 1].res3 : a->encoded;
-    if (!m->head) { /* with SP this PE's positions, as the next stage's same tp rank takes them */
+    float *xL = nl ? a->block[nl - 1].res3 : a->encoded;
+    if (!heads(m)) { /* with SP this PE's positions, as the next stage's same tp rank takes them */
         *logits = sym_tensor_2d(xL, R, C);
         return SYM_OK;
     }
@@ -847,28 +864,31 @@ static int gpt_forward(sym_model_t *m, const sym_input_t *in, const sym_forward_
     return SYM_OK;
 }
 
-/* dlogits (N,Vp), or on a stage without the head the gradient of its output
- * (N,C; with SP this PE's (R,C) rows); a stage without the embeddings leaves
- * its input's gradient (N,C) in g->dres (sym_model_input_grad). With SP g->dres
- * holds this PE's (R,C) rows. */
+/* The chunk in use: dlogits (N,Vp), or on a chunk without the head the
+ * gradient of its output (N,C; with SP this PE's (R,C) rows); a chunk without
+ * the embeddings leaves its input's gradient (N,C) in g->dres
+ * (sym_model_input_grad). With SP g->dres holds this PE's (R,C) rows. ready
+ * hears each block's parameters final, the chunk's lowest last (offset 0 on
+ * chunk 0, where the embeddings and the head's wte lie below the blocks). */
 static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_ready_fn ready,
                         void *user) {
     gpt_t *g = m->impl;
     acts_t *a = g->a;
     const sym_model_config_t *c = &m->cfg;
-    int B = a->B, T = a->T, C = c->n_embd, W = m->head ? (int)m->nv : C;
+    int head = heads(m), at = m->chunk_at[m->chunk], nl = m->chunk_nl[m->chunk];
+    int B = a->B, T = a->T, C = c->n_embd, W = head ? (int)m->nv : C;
     int Cl = C / m->tp_size, NHl = c->n_head / m->tp_size;
-    int64_t N = (int64_t)B * T, R = (int64_t)B * a->tl, rows = m->head ? N : R;
+    int64_t N = (int64_t)B * T, R = (int64_t)B * a->tl, rows = head ? N : R;
     if (!a->training) return sym__error(SYM_EINVAL, "backward needs a training forward pass first");
     if (dlogits->shape[0] != rows || dlogits->shape[1] != W || !sym_tensor_is_contiguous(dlogits))
         return sym__error(SYM_EINVAL, "backward: %s should be (%lld,%d) and contiguous",
-                          m->head ? "dlogits" : "the output's gradient", (long long)rows, W);
+                          head ? "dlogits" : "the output's gradient", (long long)rows, W);
     const float *P = m->params, *dlog = sym_tensor_f32(dlogits), *d;
     float *G = m->grads, *dl;
     size_t NC = (size_t)N * C, RC = (size_t)R * C;
     int rc;
-    const float *xL = m->nl ? a->block[m->nl - 1].res3 : a->encoded;
-    if (m->head) { /* LM head (tied to wte; its input gradient summed over the vocabulary's PEs) and ln_f */
+    const float *xL = nl ? a->block[nl - 1].res3 : a->encoded;
+    if (head) { /* LM head (tied to wte; its input gradient summed over the vocabulary's PEs) and ln_f */
         memset(g->dln, 0, NC * sizeof(float));
         if ((rc = col_parallel_back(m, g, g->dln, G + g->wte, NULL, dlog, a->lnf, P + g->wte, N, C,
                                     W, &dl)))
@@ -881,9 +901,9 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
     } else {
         memcpy(g->dres, dlog, RC * sizeof(float));
     }
-    for (int l = m->nl - 1; l >= 0; l--) {
+    for (int l = nl - 1; l >= 0; l--) {
         block_t *b = &a->block[l];
-        const size_t *o = g->off[l];
+        const size_t *o = g->off[at + l];
         const float *x = l == 0 ? a->encoded : a->block[l - 1].res3, *lin;
         /* dres holds d res3: through the MLP half into d res2 (the residual adds) */
         memset(g->dfch, 0, (size_t)N * 4 * Cl * sizeof(float));
@@ -906,7 +926,7 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
                               Cl, C)))
             return rc;
         memset(g->dqkv, 0, (size_t)N * 3 * Cl * sizeof(float));
-        sym_attn_dropout_t ad = attn_dropout(m, g, l);
+        sym_attn_dropout_t ad = attn_dropout(m, g, at + l);
         if ((rc = sym_attention_backward_drop(g->dqkv, g->datt, g->datty, b->qkv, b->att, B, T,
                                               Cl, NHl, dropped(g) ? &ad : NULL)))
             return rc;
@@ -919,12 +939,12 @@ static int gpt_backward(sym_model_t *m, const sym_tensor_t *dlogits, sym_grad_re
             return rc;
         if (ready) ready(user, o[LN1W]);
     }
-    if (m->embed) { /* through the embedding dropout; the whole sequences for wte's rows */
+    if (embeds(m)) { /* through the embedding dropout; the whole sequences for wte's rows */
         if (dropped(g)) sym_dropout_backward(g->dres, a->emask, g->dres, RC);
         if ((rc = row_grad(m, g, g->dres, &d))) return rc;
         sym_embed_shard_backward(G + g->wte, G + g->wpe, d, a->tokens, m->v0, m->nv, B, T, C);
     }
-    if (ready) ready(user, 0);
+    if (ready && m->chunk == 0) ready(user, 0);
     return SYM_OK;
 }
 

@@ -78,7 +78,7 @@ static int whole_table(sym_model_t *m) {
     one.ops = m->ops;
     one.tp = SHMEM_TEAM_INVALID;
     one.tp_size = 1;
-    one.nl = m->cfg.n_layer; /* the whole model, whatever stage m is */
+    sym__model_set_chunks(&one, NULL); /* the whole model, whatever stage m is */
     one.embed = one.head = one.slots = 1;
     int rc = one.ops->declare(&one);
     one.ops->destroy(&one);
@@ -115,11 +115,19 @@ static int create(const sym_model_config_t *cfg, int max_rows, int symmetric, sh
     if (st && cfg->kind != SYM_MODEL_GPT)
         return sym__error(SYM_EINVAL, "pipeline parallelism splits a GPT; '%s' is not one",
                           cfg->spec);
-    if (st && (st->first_layer < 0 || st->layers < 0 ||
-               st->first_layer + st->layers > cfg->n_layer || st->slots < 1))
-        return sym__error(SYM_EINVAL, "pipeline stage: blocks [%d, %d) of a %d-block GPT with "
-                          "%d activation slots is not a stage", st->first_layer,
-                          st->first_layer + st->layers, cfg->n_layer, st->slots);
+    if (st && (st->chunks < 1 || st->chunks > SYM_GPT_MAX_CHUNKS || st->slots < 1))
+        return sym__error(SYM_EINVAL, "pipeline stage: %d chunks with %d activation slots is "
+                          "not a stage (1 to %d chunks, at least one slot)", st->chunks,
+                          st->slots, SYM_GPT_MAX_CHUNKS);
+    for (int k = 0, end = 0; st && k < st->chunks; k++) {
+        if (st->first_layer[k] < end || st->layers[k] < 0 ||
+            st->first_layer[k] + st->layers[k] > cfg->n_layer)
+            return sym__error(SYM_EINVAL, "pipeline stage: chunk %d's blocks [%d, %d) of a "
+                              "%d-block GPT are not after the previous chunk's, inside the model",
+                              k, st->first_layer[k], st->first_layer[k] + st->layers[k],
+                              cfg->n_layer);
+        end = st->first_layer[k] + st->layers[k];
+    }
     if (tp_size > 1 && tp_size > cfg->vocab)
         return sym__error(SYM_EINVAL, "tensor parallelism over %d PEs splits the vocabulary "
                           "(%d tokens): every PE needs at least one", tp_size, cfg->vocab);
@@ -130,8 +138,7 @@ static int create(const sym_model_config_t *cfg, int max_rows, int symmetric, sh
     m->tp = tp_size > 1 ? tp : SHMEM_TEAM_INVALID;
     m->tp_size = tp_size;
     m->tp_rank = tp_size > 1 ? shmem_team_my_pe(tp) : 0;
-    m->nl = st ? st->layers : cfg->n_layer;
-    m->l0 = st ? st->first_layer : 0;
+    sym__model_set_chunks(m, st);
     m->embed = st ? st->embed : 1;
     m->head = st ? st->head : 1;
     m->slots = st ? st->slots : 1;
@@ -174,8 +181,7 @@ size_t sym__model_stage_params(const sym_model_config_t *cfg, int tp_size,
     memset(&m, 0, sizeof m);
     m.cfg = *cfg;
     m.tp_size = tp_size;
-    m.l0 = st->first_layer;
-    m.nl = st->layers;
+    sym__model_set_chunks(&m, st);
     m.embed = st->embed;
     m.head = st->head;
     m.slots = st->slots;
@@ -186,12 +192,28 @@ size_t sym__model_stage_params(const sym_model_config_t *cfg, int tp_size,
     return n;
 }
 
+void sym__model_set_chunks(sym_model_t *m, const sym_gpt_stage_t *st) {
+    m->chunks = st ? st->chunks : 1;
+    m->chunk = 0;
+    m->nl = 0;
+    for (int k = 0; k < m->chunks; k++) {
+        m->chunk_l0[k] = st ? st->first_layer[k] : 0;
+        m->chunk_nl[k] = st ? st->layers[k] : m->cfg.n_layer;
+        m->chunk_at[k] = m->nl;
+        m->nl += m->chunk_nl[k];
+    }
+}
+
+void sym_model_use_chunk(sym_model_t *m, int chunk) {
+    if (chunk >= 0 && chunk < m->chunks) m->chunk = chunk;
+}
+
 void sym_model_use_slot(sym_model_t *m, int slot) {
     if (m->ops->use_slot && slot >= 0 && slot < m->slots) m->ops->use_slot(m, slot);
 }
 
 const float *sym_model_input_grad(const sym_model_t *m) {
-    return m->ops->input_grad && !m->embed ? m->ops->input_grad(m) : NULL;
+    return m->ops->input_grad && !(m->embed && m->chunk == 0) ? m->ops->input_grad(m) : NULL;
 }
 
 int sym_model_draw_weights(sym_model_t *m) { return m->ops->weights(m); }

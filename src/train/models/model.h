@@ -53,9 +53,14 @@ struct sym_model {
     shmem_team_t tp;    /* tensor parallelism: the team the GPT's blocks are split over */
     int tp_size, tp_rank; /* 1 and 0 without */
     /* pipeline parallelism (sym_model_create_stage): the part of the GPT held
-     * here; the whole model otherwise (l0 0, nl n_layer, embed and head 1) */
-    int l0, nl;         /* blocks [l0, l0 + nl) */
-    int embed, head;    /* wte + wpe; ln_f + the LM head (with its copy of wte) */
+     * here; the whole model otherwise (one chunk of n_layer blocks, embed and head 1) */
+    int nl;             /* blocks held, over all chunks */
+    int chunks, chunk;  /* model chunks held (virtual stages; 1 without), the one in use */
+    int chunk_l0[SYM_GPT_MAX_CHUNKS], chunk_nl[SYM_GPT_MAX_CHUNKS];
+                        /* chunk k: blocks [chunk_l0[k], chunk_l0[k] + chunk_nl[k]) */
+    int chunk_at[SYM_GPT_MAX_CHUNKS]; /* its first block's place among the nl held */
+    int embed, head;    /* wte + wpe (chunk 0); ln_f + the LM head, with its copy of wte
+                           (the last chunk) */
     int slots;          /* activation sets (micro-batches between forward and backward) */
     int64_t v0, nv;     /* GPT: the rows of wte held, [v0, v0 + nv) (0 and Vp without TP) */
     sym_param_t *full;  /* with TP: the 1-PE model's table (same names, whole shapes) */
@@ -73,6 +78,9 @@ size_t sym__model_param(sym_model_t *m, const char *name, int ndim, const int64_
  * model, nothing allocated. */
 size_t sym__model_stage_params(const sym_model_config_t *cfg, int tp_size,
                                const sym_gpt_stage_t *st);
+
+/* m's chunks from st (NULL: one chunk, the whole model's blocks). */
+void sym__model_set_chunks(sym_model_t *m, const sym_gpt_stage_t *st);
 
 /* The next power of two >= x, at least 64 (a buddy block). */
 size_t sym__pow2_at_least(size_t x);

@@ -215,8 +215,12 @@ int sym__train_autoplan(const sym_train_config_t *c, sym_train_config_t *out, ch
         return sym__error(SYM_EINVAL, "--parallel auto chooses the ZeRO stage and the "
                           "micro-batches itself: drop --zero and --micro-batches, or "
                           "give the layout (--parallel dp=N,tp=M,pp=K)");
+    if (c->virtual_stages > 1)
+        return sym__error(SYM_EINVAL, "--parallel auto does not plan virtual stages: drop "
+                          "--virtual-stages, or give the layout (--parallel dp=N,tp=M,pp=K); "
+                          "symtrain plan --virtual-stages V predicts them");
     if (c->model.kind != SYM_MODEL_GPT) {
-        sym_plan_layout_t l = {npes, 1, 1, 1, 0, 0};
+        sym_plan_layout_t l = {npes, 1, 1, 1, 0, 0, 0};
         apply(c, &l, out);
         snprintf(why, len, "--parallel auto: dp=%d (the planner plans a GPT; %s trains data "
                  "parallel)", npes, c->model.spec);
@@ -248,7 +252,7 @@ int sym__train_autoplan(const sym_train_config_t *c, sym_train_config_t *out, ch
     int rc = shmem_broadcastmem(SHMEM_TEAM_WORLD, buf, buf + 9, 9 * sizeof(double), 0);
     if (!rc) {
         l = (sym_plan_layout_t){(int)buf[1], (int)buf[2], (int)buf[3],
-                                (int)buf[4], (int)buf[5], (int)buf[6]};
+                                (int)buf[4], (int)buf[5], (int)buf[6], 0};
         rc = (int)buf[0];
     } else {
         rc = sym__error(SYM_ECOMM, "--parallel auto: the broadcast of PE 0's layout failed");

@@ -1,37 +1,58 @@
 /*
  * pipeline.c — pipeline parallelism of the GPT (see symtrain/pipeline.h):
- * the split of the blocks into stages, the inboxes with their credits, the
- * 1F1B schedule of one step, the tied embedding's gradient, the clipping norm
- * over the whole pipeline, and a forward-only pass for evaluation.
+ * the split of the blocks into stages (and, with virtual stages, into model
+ * chunks interleaved over them), the inboxes with their credits, the 1F1B
+ * schedule of one step (Megatron's interleaved one with virtual stages), the
+ * tied embedding's gradient, the clipping norm over the whole pipeline, and a
+ * forward-only pass for evaluation.
+ *
+ * Virtual stages (V > 1, pc.virtual_stages): the blocks are cut into S x V
+ * model chunks, chunk c on pipeline rank c % S, so rank r holds its local
+ * chunks k = 0 .. V-1, the model's chunks k S + r. A micro-batch goes rank 0
+ * -> 1 -> ... -> S-1 and on to rank 0's next chunk; its gradient the way
+ * back. The embeddings are on chunk 0 (rank 0), ln_f and the LM head on chunk
+ * S V - 1 (rank S-1), as without virtual stages, so the tied wte's pair is
+ * the same. With V = 1 everything below reads with one chunk, k = 0.
  *
  * Symmetric layout, the same on every PE (stages hold different layers):
- *   ctl      (2 S + 2) uint64: S forward signals, S backward signals, then this
- *            PE's two credit counters (forward sends, backward sends)
- *   fwd_box  (S, rows x seq x C) floats: activations from the previous stage
- *   bwd_box  (S, rows x seq x C) floats: gradients from the next stage
+ *   ctl      (2 V S' + 2 V) uint64, S' the slots of an inbox: for each local
+ *            chunk k, S' forward signals then S' backward signals; then this
+ *            PE's credit counters, two per chunk of the receiver (forward
+ *            sends to chunk k, backward sends to chunk k)
+ *   fwd_box  (V, S', rows x seq x C) floats: activations into chunk k from
+ *            the previous chunk (the previous rank's, or rank S-1's chunk
+ *            k - 1 on rank 0)
+ *   bwd_box  (V, S', rows x seq x C) floats: gradients into chunk k from the
+ *            next chunk (the next rank's, or rank 0's chunk k + 1 on rank S-1)
  *   norm     2 doubles: the clipping norm's sum over the pipeline
  *   then the stage's parameter pool, sized for the largest stage's parameters
  *   (sym_gpt_stage_t.reserve) with its parameters and gradients at the same
  *   offsets on every stage, so the tied wte (offset 0 on the first and the
  *   last stage) is one symmetric address for their all-reduce.
- * A GPT's stages all pass (rows x seq, C) tensors, so one inbox size fits
- * every stage.
+ * A GPT's chunks all pass (rows x seq, C) tensors, so one inbox size fits
+ * every one.
  *
- * Message k in a direction lands in slot k % S with signal k + 1. The sender
- * waits until the receiver has returned credit for message k - S (its credit
- * counter >= k + 1 - S); the receiver copies the slot out (the model's forward
- * copies its input, the backward its output's gradient) and adds one to the
- * sender's counter. A slot whose signal is not k + 1 when message k is
- * awaited would mean the sender overran the ring; that is checked and said.
+ * Each inbox (chunk, direction) has one sender, and the sender one credit
+ * counter for it. Message k into an inbox lands in slot k % S' with signal
+ * k + 1. The sender waits until the receiver has returned credit for message
+ * k - S' (its credit counter >= k + 1 - S'); the receiver copies the slot out
+ * (the model's forward copies its input, the backward its output's gradient)
+ * and adds one to the sender's counter. A slot whose signal is not k + 1 when
+ * message k is awaited would mean the sender overran the ring; that is
+ * checked and said. With virtual stages a sender held back by a full inbox
+ * could close a cycle of waits around the ring: pipe_create plays the
+ * step's schedule with the inboxes' slots (fits()) and refuses slots that
+ * would deadlock.
  *
- * A device stage (sym_pipe_use_device) keeps the signals and credits, and its
- * messages go device to device where every neighbour pair reaches the other's
- * memory: each device's own inboxes (the same slots, its compute type), the
- * sender's put a copy into the receiver's slot, then the signal set with an
- * atomic; fwd_box and bwd_box stay unused then. Else through them, as host
- * fp32.
+ * A device stage (sym_pipe_use_device; one chunk) keeps the signals and
+ * credits, and its messages go device to device where every neighbour pair
+ * reaches the other's memory: each device's own inboxes (the same slots, its
+ * compute type), the sender's put a copy into the receiver's slot, then the
+ * signal set with an atomic; fwd_box and bwd_box stay unused then. Else
+ * through them, as host fp32.
  */
 #include <math.h>
+#include <stdio.h>
 #include <shmem.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,12 +65,15 @@
 #include "models/model.h"
 #include "util/util.h"
 
+enum { MAXV = SYM_GPT_MAX_CHUNKS };
+
 struct sym_pipe {
     sym_model_config_t cfg;
     sym_pipe_config_t pc;
     int S, s;             /* stages, this PE's */
-    int *first, *layers;  /* (S) the plan */
-    int prev_pe, next_pe; /* world PEs; -1 at the ends */
+    int V;                /* model chunks a stage holds (virtual stages) */
+    int *first, *layers;  /* (S V) the plan: chunk c holds blocks [first[c], + layers[c]) */
+    int prev_pe, next_pe; /* world PEs; -1 at the ends (with V > 1 a ring: S-1 -> 0) */
     shmem_team_t pp, dp;  /* this pipeline; this stage's dp team (INVALID: none) */
     shmem_team_t tp;      /* this stage's tp team (INVALID: none) */
     int tp_size, tp_rank;
@@ -61,9 +85,12 @@ struct sym_pipe {
     uint64_t *ctl;        /* symmetric, see above */
     float *fwd_box, *bwd_box;
     double *norm;         /* symmetric */
-    uint64_t fwd_sent, fwd_recv, bwd_sent, bwd_recv; /* grow for the whole run */
-    int mslots;           /* the model's activation slots: micro-batches in flight here */
+    /* grow for the whole run: sent into the receiver's chunk k, received into ours */
+    uint64_t fwd_sent[MAXV], fwd_recv[MAXV], bwd_sent[MAXV], bwd_recv[MAXV];
+    int mslots;           /* the model's activation slots: chunk forwards in flight here */
     sym_tensor_t *dlogits; /* (mslots) the head's loss gradient awaiting its backward */
+    int *set_of;          /* (V M) the activation set of (chunk, micro-batch) in flight */
+    int *free_sets, nfree; /* (mslots) a stack of the sets not in flight */
     sym_pipe_stats_t stats;
     sym_pipe_device_t dev; /* dev.forward: a device computes the stage */
     int direct;            /* its messages device to device (dev.put) */
@@ -100,12 +127,122 @@ static void plan(const sym_model_config_t *c, int S, int *first, int *layers) {
     first[S - 1] = at;
 }
 
+/* Rank s's stage: its chunks s, S + s, ..., (V-1) S + s of the plan. */
 static sym_gpt_stage_t stage_of(const sym_pipe_t *p, int s, int slots) {
-    sym_gpt_stage_t st = {p->first[s], p->layers[s], s == 0, s == p->S - 1, slots, 0};
+    sym_gpt_stage_t st;
+    memset(&st, 0, sizeof st);
+    st.chunks = p->V;
+    for (int k = 0; k < p->V; k++) {
+        st.first_layer[k] = p->first[k * p->S + s];
+        st.layers[k] = p->layers[k * p->S + s];
+    }
+    st.embed = s == 0;
+    st.head = s == p->S - 1;
+    st.slots = slots;
     return st;
 }
 
+/* ---- the schedule ---- */
+
+/* Forward micro-step i (fwd) or backward micro-step i of a step of M
+ * micro-batches: its local chunk and micro-batch. With V > 1 Megatron's
+ * interleaved order: groups of S micro-batches, chunk by chunk (the
+ * backwards from the last chunk down); M is a multiple of S. */
+static void step_of(int S, int V, int M, int fwd, int i, int *chunk, int *mb) {
+    if (V == 1) {
+        *chunk = 0;
+        *mb = i;
+        return;
+    }
+    int g = i % (S * V) / S;
+    *chunk = fwd ? g : V - 1 - g;
+    *mb = i / (S * V) * S + i % S;
+    (void)M;
+}
+
+/* Rank s's forwards before its first backward (of M V micro-steps): 1F1B's
+ * S - s - 1, or the interleaved schedule's (S - s - 1) 2 + (V - 1) S. */
+static int warmup(int S, int V, int M, int s) {
+    int w = V == 1 ? S - s - 1 : (S - s - 1) * 2 + (V - 1) * S;
+    return w < M * V ? w : M * V;
+}
+
+/* Whether one step of M micro-batches completes with inboxes of `slots`:
+ * every rank's schedule played, a receive waiting for its message, a send
+ * for a free slot (the credit of message k - slots). Messages sent in a
+ * step are received in it, so the next step starts from empty inboxes. */
+static int fits(int S, int V, int M, int slots) {
+    int n = S * V * 2, total = M * V, ok = 0;
+    /* per rank: the next micro-step (forwards f, backwards b), and whether its
+     * receive is done; per inbox (rank, chunk, direction): sent, received */
+    int *f = calloc((size_t)S, sizeof *f), *b = calloc((size_t)S, sizeof *b);
+    int *got = calloc((size_t)S, sizeof *got);
+    int *sent = calloc((size_t)n, sizeof *sent), *recv = calloc((size_t)n, sizeof *recv);
+    if (!f || !b || !got || !sent || !recv) goto out;
+#define BOX(r, k, fw) (((r) * V + (k)) * 2 + (fw))
+    for (int progress = 1; progress;) {
+        progress = 0;
+        for (int r = 0; r < S; r++) {
+            int w = warmup(S, V, M, r);
+            while (b[r] < total) {
+                int fw = f[r] < total && (f[r] < w || f[r] == b[r] + w), k, mb;
+                step_of(S, V, M, fw, fw ? f[r] : b[r], &k, &mb);
+                int first = r == 0 && k == 0, last = r == S - 1 && k == V - 1;
+                int in = fw ? !first : !last, out = fw ? !last : !first;
+                if (in && !got[r]) {
+                    if (sent[BOX(r, k, fw)] == recv[BOX(r, k, fw)]) break;
+                    recv[BOX(r, k, fw)]++; /* copied out: its credit back */
+                    got[r] = 1;
+                }
+                if (out) {
+                    int to = fw ? (r + 1) % S : (r + S - 1) % S;
+                    int tk = fw ? (r == S - 1 ? k + 1 : k) : (r == 0 ? k - 1 : k);
+                    if (sent[BOX(to, tk, fw)] - recv[BOX(to, tk, fw)] >= slots) break;
+                    sent[BOX(to, tk, fw)]++;
+                }
+                got[r] = 0;
+                if (fw)
+                    f[r]++;
+                else
+                    b[r]++;
+                progress = 1;
+            }
+        }
+    }
+#undef BOX
+    ok = 1;
+    for (int r = 0; r < S; r++) ok &= b[r] == total;
+out:
+    free(f);
+    free(b);
+    free(got);
+    free(sent);
+    free(recv);
+    return ok;
+}
+
 /* ---- creation ---- */
+
+int sym_pipe_virtual_check(int n_layer, int S, int V, int M, char *why, size_t len) {
+    if (V < 1 || V > SYM_GPT_MAX_CHUNKS)
+        snprintf(why, len, "--virtual-stages %d: use 1 (one stage a PE) to %d", V,
+                 SYM_GPT_MAX_CHUNKS);
+    else if (V > 1 && S == 1)
+        snprintf(why, len, "--virtual-stages %d interleaves the stages of a pipeline, and there "
+                 "is none; add pp=K (K > 1) to --parallel, or drop --virtual-stages", V);
+    else if ((long)S * V > n_layer)
+        snprintf(why, len, "pp=%d x --virtual-stages %d makes %ld model chunks for a GPT of %d "
+                 "blocks: every chunk needs at least one block; lower --virtual-stages to %d, "
+                 "or use a GPT of %ld blocks or more", S, V, (long)S * V, n_layer,
+                 n_layer / S > 1 ? n_layer / S : 1, (long)S * V);
+    else if (V > 1 && M % S)
+        snprintf(why, len, "--micro-batches %d: the interleaved schedule of --virtual-stages %d "
+                 "needs the micro-batches a multiple of pp=%d; pass --micro-batches %d", M, V, S,
+                 (M + S - 1) / S * S);
+    else
+        return 0;
+    return 1;
+}
 
 void sym_pipe_destroy(sym_pipe_t *p) {
     if (!p) return;
@@ -117,6 +254,8 @@ void sym_pipe_destroy(sym_pipe_t *p) {
     if (p->fwd_box) shmem_free(p->fwd_box);
     if (p->ctl) shmem_free(p->ctl);
     free(p->dlogits);
+    free(p->set_of);
+    free(p->free_sets);
     free(p->stage_buf);
     free(p->first);
     free(p->layers);
@@ -132,7 +271,7 @@ int sym_pipe_create(const sym_model_config_t *cfg, sym_mesh_t *mesh, const sym_p
     if (cfg->kind != SYM_MODEL_GPT)
         return sym__error(SYM_EINVAL, "pipeline parallelism splits a GPT; '%s' is not one",
                           cfg->spec);
-    int S = sym_mesh_size(mesh, ppd);
+    int S = sym_mesh_size(mesh, ppd), V = pc->virtual_stages ? pc->virtual_stages : 1;
     if (S > cfg->n_layer)
         return sym__error(SYM_EINVAL, "pp=%d stages for a GPT of %d blocks: every stage needs "
                           "at least one block; use pp=%d or fewer", S, cfg->n_layer,
@@ -141,11 +280,18 @@ int sym_pipe_create(const sym_model_config_t *cfg, sym_mesh_t *mesh, const sym_p
         return sym__error(SYM_EINVAL, "pipeline: %d micro-batches of %d sequences of %d tokens, "
                           "%d inbox slots: each must be at least 1 (slots: 0 for the default)",
                           pc->micro_batches, pc->micro_rows, pc->seq, pc->inbox_slots);
+    char why[256];
+    if (sym_pipe_virtual_check(cfg->n_layer, S, V, pc->micro_batches, why, sizeof why))
+        return sym__error(SYM_EINVAL, "%s", why);
+    if (V > 1 && pc->params_only)
+        return sym__error(SYM_EINVAL, "--virtual-stages %d: interleaved virtual stages are "
+                          "CPU-only for now; drop --virtual-stages, or pass --device cpu", V);
     sym_pipe_t *p = calloc(1, sizeof *p);
     if (!p) return sym__error(SYM_ENOMEM, "pipeline: out of memory");
     p->cfg = *cfg;
     p->pc = *pc;
     p->S = S;
+    p->V = V;
     p->s = sym_mesh_coord(mesh, ppd);
     p->pp = sym_mesh_team(mesh, ppd);
     p->dp = dpd >= 0 && (sym_mesh_size(mesh, dpd) > 1 || pc->shard) ? sym_mesh_team(mesh, dpd)
@@ -154,32 +300,49 @@ int sym_pipe_create(const sym_model_config_t *cfg, sym_mesh_t *mesh, const sym_p
     p->tp_size = tpd >= 0 ? sym_mesh_size(mesh, tpd) : 1;
     p->tp = p->tp_size > 1 ? sym_mesh_team(mesh, tpd) : SHMEM_TEAM_INVALID;
     p->tp_rank = p->tp_size > 1 ? sym_mesh_coord(mesh, tpd) : 0;
-    p->prev_pe = p->s > 0 ? shmem_team_translate_pe(p->pp, p->s - 1, SHMEM_TEAM_WORLD) : -1;
-    p->next_pe = p->s < S - 1 ? shmem_team_translate_pe(p->pp, p->s + 1, SHMEM_TEAM_WORLD) : -1;
-    p->slots = pc->inbox_slots ? pc->inbox_slots : S;
-    p->msg_floats = (size_t)pc->micro_rows * (size_t)pc->seq * (size_t)cfg->n_embd;
+    int ring = V > 1 || p->s > 0; /* a previous chunk on another rank */
+    p->prev_pe = ring ? shmem_team_translate_pe(p->pp, (p->s + S - 1) % S, SHMEM_TEAM_WORLD) : -1;
+    ring = V > 1 || p->s < S - 1;
+    p->next_pe = ring ? shmem_team_translate_pe(p->pp, (p->s + 1) % S, SHMEM_TEAM_WORLD) : -1;
     int rc = SYM_OK, M = pc->micro_batches;
-    int mslots = S - p->s < M ? S - p->s : M; /* micro-batches in flight on this stage */
-    p->first = calloc((size_t)S, sizeof *p->first);
-    p->layers = calloc((size_t)S, sizeof *p->layers);
+    p->slots = pc->inbox_slots ? pc->inbox_slots : S;
+    while (V > 1 && !pc->inbox_slots && !fits(S, V, M, p->slots)) p->slots++;
+    if (V > 1 && !fits(S, V, M, p->slots)) {
+        int need = p->slots;
+        while (!fits(S, V, M, need)) need++;
+        rc = sym__error(SYM_EINVAL, "--inbox-slots %d: the interleaved schedule of pp=%d, "
+                        "--virtual-stages %d, %d micro-batches would deadlock (a send waiting "
+                        "for a credit around the ring); use --inbox-slots %d or more, or leave "
+                        "it out", p->slots, S, V, M, need);
+        goto fail;
+    }
+    p->msg_floats = (size_t)pc->micro_rows * (size_t)pc->seq * (size_t)cfg->n_embd;
+    /* chunk forwards in flight on this stage: the warm-up's and one more */
+    int mslots = warmup(S, V, M, p->s) + 1;
+    if (mslots > M * V) mslots = M * V;
+    p->first = calloc((size_t)(S * V), sizeof *p->first);
+    p->layers = calloc((size_t)(S * V), sizeof *p->layers);
     p->mslots = mslots;
     p->dlogits = calloc((size_t)mslots, sizeof *p->dlogits);
-    if (!p->first || !p->layers || !p->dlogits) {
+    p->set_of = calloc((size_t)(M * V), sizeof *p->set_of);
+    p->free_sets = calloc((size_t)mslots, sizeof *p->free_sets);
+    if (!p->first || !p->layers || !p->dlogits || !p->set_of || !p->free_sets) {
         rc = sym__error(SYM_ENOMEM, "pipeline: out of memory");
         goto fail;
     }
-    plan(cfg, S, p->first, p->layers);
+    plan(cfg, S * V, p->first, p->layers);
     /* The symmetric part, in the same order and sizes on every PE. */
-    size_t box = (size_t)p->slots * p->msg_floats * sizeof(float);
-    p->ctl = shmem_calloc((size_t)(2 * p->slots + 2), sizeof *p->ctl);
+    size_t box = (size_t)V * (size_t)p->slots * p->msg_floats * sizeof(float);
+    p->ctl = shmem_calloc((size_t)(2 * V * p->slots + 2 * V), sizeof *p->ctl);
     p->fwd_box = shmem_malloc(box);
     p->bwd_box = shmem_malloc(box);
     p->norm = shmem_calloc(2, sizeof *p->norm);
     if (!p->ctl || !p->fwd_box || !p->bwd_box || !p->norm) {
         char want[32];
         rc = sym__error(SYM_ENOMEM, "pipeline: no room on the symmetric heap for two inboxes "
-                        "of %d slots (%s each); raise SYMTRAIN_SYMMETRIC_SIZE or lower the "
-                        "micro-batch's size", p->slots, sym__fmt_size(box, want, sizeof want));
+                        "of %d slots for each of %d chunks (%s each); raise "
+                        "SYMTRAIN_SYMMETRIC_SIZE or lower the micro-batch's size", p->slots, V,
+                        sym__fmt_size(box, want, sizeof want));
         goto fail;
     }
     size_t reserve = 0;
@@ -272,106 +435,125 @@ int sym_pipe_use_device(sym_pipe_t *p, const sym_pipe_device_t *d) {
     return SYM_OK;
 }
 
-void sym_pipe_layers(const sym_pipe_t *p, int s, int *first, int *layers) {
-    *first = s >= 0 && s < p->S ? p->first[s] : 0;
-    *layers = s >= 0 && s < p->S ? p->layers[s] : 0;
+void sym_pipe_layers(const sym_pipe_t *p, int c, int *first, int *layers) {
+    *first = c >= 0 && c < p->S * p->V ? p->first[c] : 0;
+    *layers = c >= 0 && c < p->S * p->V ? p->layers[c] : 0;
 }
+int sym_pipe_virtual(const sym_pipe_t *p) { return p->V; }
 
 /* ---- the inboxes ---- */
 
 enum { FWD = 1, BWD = 0 };
 
-static uint64_t *signal_word(sym_pipe_t *p, int fwd, uint64_t k) {
-    return p->ctl + (fwd ? 0 : p->slots) + k % (uint64_t)p->slots;
+/* Inbox (chunk k, direction) of this PE's layout: message n's signal and slot. */
+static uint64_t *signal_word(sym_pipe_t *p, int fwd, int k, uint64_t n) {
+    return p->ctl + (size_t)k * 2 * (size_t)p->slots + (fwd ? 0 : p->slots) +
+           n % (uint64_t)p->slots;
 }
-static uint64_t *credit_word(sym_pipe_t *p, int fwd) {
-    return p->ctl + 2 * p->slots + (fwd ? 0 : 1);
+static float *slot_of(sym_pipe_t *p, int fwd, int k, uint64_t n) {
+    size_t at = (size_t)k * (size_t)p->slots + n % (uint64_t)p->slots;
+    return (fwd ? p->fwd_box : p->bwd_box) + at * p->msg_floats;
 }
-static float *slot_of(sym_pipe_t *p, int fwd, uint64_t k) {
-    return (fwd ? p->fwd_box : p->bwd_box) + (k % (uint64_t)p->slots) * p->msg_floats;
+/* The sender's credits for its messages into the receiver's chunk k. */
+static uint64_t *credit_word(sym_pipe_t *p, int fwd, int k) {
+    return p->ctl + 2 * (size_t)p->V * (size_t)p->slots + 2 * (size_t)k + (fwd ? 0 : 1);
 }
 
-/* The next message's number in a direction, once its slot is free: slot
- * k % S still holds message k - S until its credit comes back. */
-static uint64_t take_slot(sym_pipe_t *p, int fwd) {
-    uint64_t k = fwd ? p->fwd_sent++ : p->bwd_sent++, S = (uint64_t)p->slots;
-    uint64_t *credit = credit_word(p, fwd);
-    if (k >= S) {
-        if (shmem_uint64_atomic_fetch(credit, shmem_my_pe()) < k + 1 - S) p->stats.credit_waits++;
-        shmem_uint64_wait_until(credit, SHMEM_CMP_GE, k + 1 - S);
+/* The local chunk of the next rank (fwd) or the previous one that local chunk
+ * k sends to: the same k, or across the ring's seam (rank S-1 -> 0) the next
+ * (previous) one. */
+static int peer_chunk(const sym_pipe_t *p, int fwd, int k) {
+    if (fwd) return p->s == p->S - 1 ? k + 1 : k;
+    return p->s == 0 ? k - 1 : k;
+}
+/* Local chunk k holds the model's first / last chunk. */
+static int first_chunk(const sym_pipe_t *p, int k) { return p->s == 0 && k == 0; }
+static int last_chunk(const sym_pipe_t *p, int k) { return p->s == p->S - 1 && k == p->V - 1; }
+
+/* The next message's number into the receiver's chunk k in a direction, once
+ * its slot is free: slot n % S' still holds message n - S' until its credit
+ * comes back. */
+static uint64_t take_slot(sym_pipe_t *p, int fwd, int k) {
+    uint64_t n = fwd ? p->fwd_sent[k]++ : p->bwd_sent[k]++, S = (uint64_t)p->slots;
+    uint64_t *credit = credit_word(p, fwd, k);
+    if (n >= S) {
+        if (shmem_uint64_atomic_fetch(credit, shmem_my_pe()) < n + 1 - S) p->stats.credit_waits++;
+        shmem_uint64_wait_until(credit, SHMEM_CMP_GE, n + 1 - S);
     }
-    uint64_t ahead = k + 1 - shmem_uint64_atomic_fetch(credit, shmem_my_pe());
+    uint64_t ahead = n + 1 - shmem_uint64_atomic_fetch(credit, shmem_my_pe());
     if (ahead > p->stats.max_ahead) p->stats.max_ahead = ahead;
     p->stats.sent++;
-    return k;
+    return n;
 }
 
-/* Send this stage's output (fwd; activation set `slot`'s) or its input's
- * gradient to the next or previous stage: n floats of src through the host,
+/* Send chunk k's output (fwd; activation set `slot`'s) or its input's
+ * gradient to the next or previous chunk: n floats of src through the host,
  * or device to device (the copy complete, then the signal). */
-static int send(sym_pipe_t *p, int fwd, int slot, const float *src, size_t n) {
-    uint64_t k = take_slot(p, fwd);
+static int send(sym_pipe_t *p, int fwd, int k, int slot, const float *src, size_t n) {
+    int to = peer_chunk(p, fwd, k);
+    uint64_t m = take_slot(p, fwd, to);
     int pe = fwd ? p->next_pe : p->prev_pe;
     if (!p->direct) {
-        shmem_putmem_signal(slot_of(p, fwd, k), src, n * sizeof(float), signal_word(p, fwd, k),
-                            k + 1, SHMEM_SIGNAL_SET, pe);
+        shmem_putmem_signal(slot_of(p, fwd, to, m), src, n * sizeof(float),
+                            signal_word(p, fwd, to, m), m + 1, SHMEM_SIGNAL_SET, pe);
         return SYM_OK;
     }
-    int rc = p->dev.put(p->dev.ctx, slot, fwd, (int)(k % (uint64_t)p->slots));
+    int rc = p->dev.put(p->dev.ctx, slot, fwd, (int)(m % (uint64_t)p->slots));
     if (rc) return rc;
-    shmem_uint64_atomic_set(signal_word(p, fwd, k), k + 1, pe);
+    shmem_uint64_atomic_set(signal_word(p, fwd, to, m), m + 1, pe);
     return SYM_OK;
 }
 
-/* The next message from the previous (fwd) or next stage: its slot, which
- * stays ours until release(). */
-static int receive(sym_pipe_t *p, int fwd, const float **msg) {
-    uint64_t k = fwd ? p->fwd_recv : p->bwd_recv;
-    uint64_t v = shmem_signal_wait_until(signal_word(p, fwd, k), SHMEM_CMP_GE, k + 1);
-    if (v != k + 1)
-        return sym__error(SYM_ECOMM, "pipeline stage %d: inbox slot %llu holds message %llu where "
-                          "%llu was due: the %s stage overran its credits", p->s,
-                          (unsigned long long)(k % (uint64_t)p->slots),
-                          (unsigned long long)(v - 1), (unsigned long long)k,
+/* The next message into chunk k from the previous (fwd) or next chunk: its
+ * slot, which stays ours until release(). */
+static int receive(sym_pipe_t *p, int fwd, int k, const float **msg) {
+    uint64_t n = fwd ? p->fwd_recv[k] : p->bwd_recv[k];
+    uint64_t v = shmem_signal_wait_until(signal_word(p, fwd, k, n), SHMEM_CMP_GE, n + 1);
+    if (v != n + 1)
+        return sym__error(SYM_ECOMM, "pipeline stage %d, chunk %d: inbox slot %llu holds "
+                          "message %llu where %llu was due: the %s stage overran its credits",
+                          p->s, k, (unsigned long long)(n % (uint64_t)p->slots),
+                          (unsigned long long)(v - 1), (unsigned long long)n,
                           fwd ? "previous" : "next");
-    *msg = slot_of(p, fwd, k);
+    *msg = slot_of(p, fwd, k, n);
     return SYM_OK;
 }
 
-/* The slot is copied out: a credit back to its sender. */
-static void release(sym_pipe_t *p, int fwd) {
+/* Chunk k's slot is copied out: a credit back to its sender. */
+static void release(sym_pipe_t *p, int fwd, int k) {
     if (fwd)
-        p->fwd_recv++;
+        p->fwd_recv[k]++;
     else
-        p->bwd_recv++;
-    shmem_uint64_atomic_add(credit_word(p, fwd), 1, fwd ? p->prev_pe : p->next_pe);
+        p->bwd_recv[k]++;
+    shmem_uint64_atomic_add(credit_word(p, fwd, k), 1, fwd ? p->prev_pe : p->next_pe);
 }
 
 /* ---- one step ---- */
 
-/* Forward of one micro-batch (rows sequences; tok on the first stage, lab on
- * the last) in activation slot `slot`: receive, compute (the model, or the
- * device: its output in stage_buf), send on; the last stage's loss (and,
- * training, its gradient in place of the logits). f: the pass (training, and
- * the dropout masks' step and first row). */
-static int forward(sym_pipe_t *p, int slot, int rows, sym_forward_t f, const int32_t *tok,
+/* Forward of one micro-batch (rows sequences; tok on the first chunk, lab on
+ * the last) through local chunk k in activation slot `slot`: receive,
+ * compute (the model, or the device: its output in stage_buf), send on; the
+ * last chunk's loss (and, training, its gradient in place of the logits). f:
+ * the pass (training, and the dropout masks' step and first row). */
+static int forward(sym_pipe_t *p, int k, int slot, int rows, sym_forward_t f, const int32_t *tok,
                    const int32_t *lab, float scale, double *lsum, int64_t *correct) {
     sym_model_t *m = p->model;
-    int rc, last = p->s == p->S - 1;
+    int rc, first = first_chunk(p, k), last = last_chunk(p, k);
     const float *x = NULL, *out = NULL;
     size_t n = 0; /* floats of the output sent on */
     double l = 0;
-    if (p->s > 0 && (rc = receive(p, FWD, &x))) return rc;
+    if (!first && (rc = receive(p, FWD, k, &x))) return rc;
     if (p->dev.forward) {
-        int box = p->direct && p->s > 0 ? (int)(p->fwd_recv % (uint64_t)p->slots) : -1;
-        rc = p->dev.forward(p->dev.ctx, slot, rows, &f, p->s == 0 ? tok : NULL, last ? lab : NULL,
+        int box = p->direct && !first ? (int)(p->fwd_recv[k] % (uint64_t)p->slots) : -1;
+        rc = p->dev.forward(p->dev.ctx, slot, rows, &f, first ? tok : NULL, last ? lab : NULL,
                             box < 0 ? x : NULL, box, scale,
                             last || p->direct ? NULL : p->stage_buf, &l, correct);
         out = p->stage_buf;
         n = (size_t)rows * (size_t)p->pc.seq * (size_t)p->cfg.n_embd;
     } else {
+        sym_model_use_chunk(m, k);
         sym_model_use_slot(m, slot);
-        sym_input_t in = {rows, p->pc.seq, x, p->s == 0 ? tok : NULL};
+        sym_input_t in = {rows, p->pc.seq, x, first ? tok : NULL};
         sym_tensor_t y;
         if (!(rc = sym_model_forward(m, &in, &f, &y)) && last) {
             l = sym_model_xent(m, &y, lab, scale, f.training ? &y : NULL, correct);
@@ -381,9 +563,9 @@ static int forward(sym_pipe_t *p, int slot, int rows, sym_forward_t f, const int
             n = (size_t)y.shape[0] * (size_t)y.shape[1];
         }
     }
-    if (p->s > 0) release(p, FWD);
+    if (!first) release(p, FWD, k);
     if (rc) return rc;
-    if (!last) return send(p, FWD, slot, out, n);
+    if (!last) return send(p, FWD, k, slot, out, n);
     if (isnan(l)) return sym__error(SYM_EINVAL, "pipeline stage %d: the loss is not a number", p->s);
     if (p->tp_rank == 0) /* the tp team computes the same loss: counted once */
         *lsum += l;
@@ -396,10 +578,12 @@ static int forward(sym_pipe_t *p, int slot, int rows, sym_forward_t f, const int
  * but the one at offset 0 (wte's), which waits for the tied sum. */
 static void ready_but_wte(void *ddp, size_t lo) { sym_ddp_ready(ddp, lo ? lo : 1); }
 
-/* Backward of the micro-batch in `slot` (rows sequences): the model's, whose
- * last one (`last`) starts the dp average of each gradient bucket as it
- * finishes, or the device's (`first`: its gradients start from zero). */
-static int backward(sym_pipe_t *p, int slot, int rows, int first, int last) {
+/* Backward through local chunk k of the micro-batch in `slot` (rows
+ * sequences): the model's, whose last one for the chunk (`last`) starts the
+ * dp average of each gradient bucket as it finishes (the chunks' last ones
+ * come from the highest chunk down, so the buckets finish in order), or the
+ * device's (`first`: its gradients start from zero). */
+static int backward(sym_pipe_t *p, int k, int slot, int rows, int first, int last) {
     sym_model_t *m = p->model;
     /* the activations between stages: N = rows x seq of them, or with sequence
      * parallelism this tp rank's positions of each sequence (its partners on
@@ -409,22 +593,24 @@ static int backward(sym_pipe_t *p, int slot, int rows, int first, int last) {
         sym_shard_range(p->pc.seq, p->tp_size, p->tp_rank, &t0, &tl);
     size_t N = (size_t)rows * (size_t)tl, C = (size_t)p->cfg.n_embd;
     const float *g = NULL;
-    int rc;
-    if (p->s < p->S - 1 && (rc = receive(p, BWD, &g))) return rc;
+    int rc, head = last_chunk(p, k), embed = first_chunk(p, k);
+    if (!head && (rc = receive(p, BWD, k, &g))) return rc;
     if (p->dev.backward) {
-        int box = p->direct && g ? (int)(p->bwd_recv % (uint64_t)p->slots) : -1;
+        int box = p->direct && g ? (int)(p->bwd_recv[k] % (uint64_t)p->slots) : -1;
         rc = p->dev.backward(p->dev.ctx, slot, box < 0 ? g : NULL, box,
-                             p->s > 0 && !p->direct ? p->stage_buf : NULL, first);
+                             !embed && !p->direct ? p->stage_buf : NULL, first);
     } else {
+        sym_model_use_chunk(m, k);
         sym_model_use_slot(m, slot);
         sym_tensor_t dy = g ? sym_tensor_2d((float *)g, (int64_t)N, (int64_t)C) : p->dlogits[slot];
         sym_grad_ready_fn ready = p->tied != SHMEM_TEAM_INVALID ? ready_but_wte : sym_ddp_ready;
         rc = sym_model_backward(m, &dy, last && p->ddp ? ready : NULL, p->ddp);
     }
-    if (p->s < p->S - 1) release(p, BWD);
+    if (!head) release(p, BWD, k);
     if (rc) return rc;
-    if (p->s > 0)
-        return send(p, BWD, slot, p->dev.backward ? p->stage_buf : sym_model_input_grad(m), N * C);
+    if (!embed)
+        return send(p, BWD, k, slot,
+                    p->dev.backward ? p->stage_buf : sym_model_input_grad(m), N * C);
     return SYM_OK;
 }
 
@@ -437,32 +623,43 @@ static void micro(int rows, int M, int i, int *row0, int *n) {
 
 int sym_pipe_step(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, int rows,
                   uint64_t step, int64_t row0, float grad_scale, double *loss_sum) {
-    int M = p->pc.micro_batches, T = p->pc.seq, rc = SYM_OK;
+    int M = p->pc.micro_batches, T = p->pc.seq, S = p->S, V = p->V, rc = SYM_OK;
     *loss_sum = 0;
     if (rows < 0 || rows > M * p->pc.micro_rows)
         return sym__error(SYM_EINVAL, "pipeline step: %d sequences, more than %d micro-batches "
                           "of %d", rows, M, p->pc.micro_rows);
-    if (rows < M) M = rows; /* a short last batch: no empty micro-batches */
-    int slots = p->mslots;
-    int warm = p->S - p->s - 1 < M ? p->S - p->s - 1 : M, f = 0, b = 0, r0, n;
+    if (rows < M) /* a short last batch: no empty micro-batches (interleaved: a multiple of S) */
+        M = V == 1 ? rows : rows - rows % S;
+    if (M < 1)
+        return sym__error(SYM_EINVAL, "pipeline step: %d sequences cannot fill a multiple of "
+                          "pp=%d micro-batches for the interleaved schedule; give every "
+                          "replica at least %d sequences a step (raise --batch)", rows, S, S);
+    int total = M * V, warm = warmup(S, V, M, p->s), f = 0, b = 0, r0, n, k, i;
     int dev = p->dev.forward != NULL; /* the device zeroes, sums and averages its own */
     if (!dev && p->pc.shard)
         sym_ddp_zero_grads(p->ddp); /* ZeRO-2: the pages handed back are zero already */
     else if (!dev)
         sym_model_zero_grads(p->model);
     if (p->ddp && !dev) sym_ddp_begin(p->ddp);
-    while (!rc && b < M) {
+    p->nfree = p->mslots;
+    for (int j = 0; j < p->mslots; j++) p->free_sets[j] = p->mslots - 1 - j; /* 0 on top */
+    while (!rc && b < total) {
         /* 1F1B: the warm-up forwards, then a forward before each backward while any are left */
-        if (f < M && (f < warm || f == b + warm)) {
-            micro(rows, M, f, &r0, &n);
+        if (f < total && (f < warm || f == b + warm)) {
+            step_of(S, V, M, 1, f, &k, &i);
+            micro(rows, M, i, &r0, &n);
             size_t at = (size_t)r0 * (size_t)T;
             sym_forward_t pass = {1, step, row0 + r0};
-            rc = forward(p, f % slots, n, pass, tokens + at, labels + at, grad_scale, loss_sum,
+            int set = p->set_of[k * M + i] = p->free_sets[--p->nfree];
+            rc = forward(p, k, set, n, pass, tokens + at, labels + at, grad_scale, loss_sum,
                          NULL);
             f++;
         } else {
-            micro(rows, M, b, &r0, &n);
-            rc = backward(p, b % slots, n, b == 0, b == M - 1);
+            step_of(S, V, M, 0, b, &k, &i);
+            micro(rows, M, i, &r0, &n);
+            int set = p->set_of[k * M + i];
+            rc = backward(p, k, set, n, b == 0, i == M - 1);
+            p->free_sets[p->nfree++] = set;
             b++;
         }
     }
@@ -483,11 +680,13 @@ int sym_pipe_eval(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, i
     *correct = 0;
     for (int r0 = 0; !rc && r0 < rows; r0 += R) {
         int n = rows - r0 < R ? rows - r0 : R;
-        int64_t c = 0;
         size_t at = (size_t)r0 * (size_t)T;
         sym_forward_t pass = {0, 0, 0};
-        rc = forward(p, 0, n, pass, tokens + at, labels + at, 1.0f, loss_sum, &c);
-        *correct += c;
+        for (int k = 0; !rc && k < p->V; k++) { /* through this rank's chunks in turn */
+            int64_t c = 0;
+            rc = forward(p, k, 0, n, pass, tokens + at, labels + at, 1.0f, loss_sum, &c);
+            *correct += c;
+        }
     }
     return rc;
 }

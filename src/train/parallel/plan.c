@@ -31,6 +31,11 @@
  *    micro-batches in flight on the first stage (min(m, pp - s) on stage s),
  *    each with its blocks' buffers, its input and on the last stage the
  *    head's (gpt_init's slots); the backward's scratch is one set a stage.
+ *    With V virtual stages (interleaved, pipeline.c) the layers are cut into
+ *    pp V chunks the same way, stage s holding chunks s, pp + s, ...; it
+ *    keeps min(m V, (pp - s - 1) 2 + (V - 1) pp + 1) chunk forwards in
+ *    flight, each set sized for the stage's largest chunk (and on the last
+ *    stage each with the head's buffers).
  *    The heaviest PE is reported.
  *  - ZeRO-1 shards the optimizer state over dp, ZeRO-2 the gradients too. On
  *    the CPU (parallel/zero.c) each PE also keeps its gradient shard beside
@@ -48,10 +53,11 @@
  *            and LM head are computed whole by each PE unless vocab_parallel,
  *            and the blocks' LayerNorms and residual adds stay whole: 24
  *            passes of a micro-batch's activation a layer at the memory rate
- *   bubble   compute x (pp - 1) / m, i.e. a (pp-1)/(m+pp-1) share of the pipe
+ *   bubble   compute x (pp - 1) / m, i.e. a (pp-1)/(m+pp-1) share of the pipe; with
+ *            V virtual stages (pp - 1) / (V m) (Megatron's interleaved schedule)
  *   tp       4 all-reduces a layer a micro-batch (2 forward, 2 backward; 6
  *            with recompute) of rows x T x C activations
- *   pp       2 transfers a micro-batch (activation forward, gradient back)
+ *   pp       2 transfers a micro-batch and chunk (activation forward, gradient back)
  *   dp       the fp32 gradients' all-reduce (ZeRO: reduce-scatter +
  *            all-gather, the same bytes), one latency a bucket; on the GPU
  *            (gpt_cuda.cu averages each bucket while the backward goes on)
@@ -74,6 +80,7 @@
 
 #include <symtrain/nn.h>
 #include <symtrain/optim.h>
+#include <symtrain/pipeline.h>
 #include <symtrain/plan.h>
 #include <symtrain/tensor.h>
 
@@ -262,15 +269,29 @@ size_t sym_plan_params(const sym_model_config_t *m, int tp, int vocab_parallel) 
 
 typedef struct {
     int layers, first, last, inflight;
+    int slot_layers; /* the blocks an activation set holds: the largest chunk's */
 } stage_t;
 
-/* Stage s of pp: its layers (the first L % pp stages one more) and in-flight micro-batches. */
-static stage_t stage_of(int L, int pp, int m, int s) {
+/* Stage s of pp with V chunks a stage: its layers (L cut into pp V chunks,
+ * the first L % (pp V) one more; chunk c on stage c % pp) and the forwards
+ * in flight (micro-batches, or with V > 1 chunk forwards). */
+static stage_t stage_of(int L, int pp, int V, int m, int s) {
     stage_t st;
-    st.layers = L / pp + (s < L % pp);
+    int n = pp * V;
+    st.layers = st.slot_layers = 0;
+    for (int c = s; c < n; c += pp) {
+        int k = L / n + (c < L % n);
+        st.layers += k;
+        if (k > st.slot_layers) st.slot_layers = k;
+    }
     st.first = s == 0;
     st.last = s == pp - 1;
-    st.inflight = pp - s < m ? pp - s : m;
+    if (V == 1) {
+        st.inflight = pp - s < m ? pp - s : m;
+    } else {
+        st.inflight = (pp - s - 1) * 2 + (V - 1) * pp + 1;
+        if (st.inflight > m * V) st.inflight = m * V;
+    }
     if (st.inflight < 1) st.inflight = 1;
     return st;
 }
@@ -289,7 +310,7 @@ static size_t stage_acts(const sym_plan_request_t *r, const stage_t *st, int row
                          int recompute, size_t *slot) {
     const sym_model_config_t *m = &r->model;
     size_t B = (size_t)rows, T = (size_t)m->max_seq, C = (size_t)m->n_embd, N = B * T;
-    size_t NH = (size_t)m->n_head, Vp = (size_t)m->padded_vocab, L = (size_t)st->layers;
+    size_t NH = (size_t)m->n_head, Vp = (size_t)m->padded_vocab, L = (size_t)st->slot_layers;
     if (r->device == SYM_PLAN_CPU) {
         /* gpt_init: per slot each block's ln1, mean, rstd, qkv, att, atty, res2, ln2,
          * mean, rstd, fch, fch_gelu, res3 (and two dropout masks), then encoded (its
@@ -346,7 +367,7 @@ static size_t stage_acts(const sym_plan_request_t *r, const stage_t *st, int row
 /* ---- what our code does today ---- */
 
 enum { F_TP = 1, F_PP = 2, F_ZERO = 4, F_ACCUM = 8, F_RECOMPUTE = 16, F_ZERO2 = 32,
-       F_PP_ZERO = 64, F_PP_SP = 128 };
+       F_PP_ZERO = 64, F_PP_SP = 128, F_VIRTUAL = 256 };
 
 /* Features each device's training does (tp, pp, ZeRO and accumulation on
  * the CPU, in any combination). The GPU (--device gpu) trains tp, pp,
@@ -354,16 +375,18 @@ enum { F_TP = 1, F_PP = 2, F_ZERO = 4, F_ACCUM = 8, F_RECOMPUTE = 16, F_ZERO2 = 
  * --tp-overlap), but not ZeRO-2 (its backward writes one gradient array) nor
  * sequence parallelism inside a pipeline. Neither does the planner's
  * whole-block recompute: the GPU's --recompute gelu,ln keeps each block's
- * other buffers. */
-static const unsigned have[2] = {F_TP | F_PP | F_ZERO | F_ACCUM | F_ZERO2 | F_PP_ZERO | F_PP_SP,
+ * other buffers. Virtual pipeline stages are CPU-only. */
+static const unsigned have[2] = {F_TP | F_PP | F_ZERO | F_ACCUM | F_ZERO2 | F_PP_ZERO | F_PP_SP |
+                                     F_VIRTUAL,
                                  F_TP | F_PP | F_ZERO | F_ACCUM | F_PP_ZERO};
 
 static void say_needs(const sym_plan_request_t *r, unsigned used, char *buf, size_t len) {
     static const char *const name[] = {"tp",        "pp",     "zero",         "micro-batches",
-                                       "recompute", "zero=2", "zero with pp", "sp with pp"};
+                                       "recompute", "zero=2", "zero with pp", "sp with pp",
+                                       "virtual stages"};
     unsigned missing = used & ~have[r->device];
     buf[0] = '\0';
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 9; i++)
         if (missing & (1u << i)) {
             size_t at = strlen(buf);
             snprintf(buf + at, len - at, "%s%s", at ? "," : "", name[i]);
@@ -400,6 +423,10 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
         return sym__error(SYM_EINVAL, "pp=%d is more stages than the %d layers", l->pp,
                           m->n_layer);
     if (l->zero < 0 || l->zero > 2) return sym__error(SYM_EINVAL, "ZeRO stage is 0, 1 or 2");
+    int V = l->virtual_stages > 1 ? l->virtual_stages : 1;
+    char why[256];
+    if (V > 1 && sym_pipe_virtual_check(m->n_layer, l->pp, V, l->micro, why, sizeof why))
+        return sym__error(SYM_EINVAL, "%s", why);
     int local = (r->batch + l->dp - 1) / l->dp; /* sequences of a replica (the loader's split) */
     if (r->batch < l->dp)
         return sym__error(SYM_EINVAL, "--batch %d is smaller than dp=%d", r->batch, l->dp);
@@ -419,7 +446,7 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
 
     /* memory: the heaviest stage */
     for (int s = 0; s < l->pp; s++) {
-        stage_t st = stage_of(m->n_layer, l->pp, l->micro, s);
+        stage_t st = stage_of(m->n_layer, l->pp, V, l->micro, s);
         if (l->pp == 1) st.inflight = 1; /* one micro-batch's buffers, reused */
         size_t P = stage_params(m, &st, l->tp, vp);
         size_t Pz1 = l->zero >= 1 ? (P + (size_t)l->dp - 1) / (size_t)l->dp : P;
@@ -452,7 +479,7 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
     double T = r->seq ? r->seq : m->max_seq, C = m->n_embd, tokens = (double)local * T;
     double worst = 0;
     for (int s = 0; s < l->pp; s++) {
-        stage_t st = stage_of(m->n_layer, l->pp, l->micro, s);
+        stage_t st = stage_of(m->n_layer, l->pp, V, l->micro, s);
         double f = st.layers * (6.0 * (double)block_params((size_t)C, 1) + 6.0 * T * C) / l->tp;
         double head = 6.0 * ((double)m->padded_vocab * C + (double)m->max_seq * C);
         if (st.last) f += vp ? head / l->tp : head; /* the LM head, tied with wte */
@@ -470,8 +497,8 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
      * over tp with the rest; the (1 - 1/tp) left is added back. */
     if (l->tp > 1)
         o->t_compute += (1.0 - 1.0 / l->tp) * layers_stage * l->micro * 24.0 * act / r->mem_bw;
-    o->bubble = (double)(l->pp - 1) / (double)(l->micro + l->pp - 1);
-    o->t_bubble = o->t_compute * (l->pp - 1) / l->micro;
+    o->bubble = (double)(l->pp - 1) / (double)(V * l->micro + l->pp - 1);
+    o->t_bubble = o->t_compute * (l->pp - 1) / (V * l->micro);
     /* communication */
     /* sequence parallelism: the same bytes as reduce-scatter + all-gather pairs, plus
      * the backward's 2 all-gathers of the LayerNorm outputs (one all-reduce's worth) */
@@ -479,7 +506,8 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
                               ((l->recompute ? 6 : 4) + (m->seq_parallel ? 1 : 0)) *
                               allreduce_t(ktp, l->tp, act)
                         : 0;
-    o->t_pp = l->pp > 1 ? 2.0 * (l->micro + l->pp - 2) * (kpp->latency + act / kpp->p2p_bw) : 0;
+    o->t_pp = l->pp > 1 ? 2.0 * (V * l->micro + l->pp - 2) * (kpp->latency + act / kpp->p2p_bw)
+                        : 0;
     double gbytes = (double)o->params_local * 4;
     if (l->dp > 1) {
         double nb = ceil(gbytes / (double)(r->bucket_bytes ? r->bucket_bytes : 1));
@@ -506,7 +534,8 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
     unsigned used = (l->tp > 1 ? F_TP : 0) | (l->pp > 1 ? F_PP : 0) | (l->zero ? F_ZERO : 0) |
                     (l->pp == 1 && l->micro > 1 ? F_ACCUM : 0) | (l->recompute ? F_RECOMPUTE : 0) |
                     (l->zero == 2 ? F_ZERO2 : 0) | (l->zero && l->pp > 1 ? F_PP_ZERO : 0) |
-                    (m->seq_parallel && l->tp > 1 && l->pp > 1 ? F_PP_SP : 0);
+                    (m->seq_parallel && l->tp > 1 && l->pp > 1 ? F_PP_SP : 0) |
+                    (V > 1 ? F_VIRTUAL : 0);
     say_needs(r, used, o->needs, sizeof o->needs);
     return SYM_OK;
 }
@@ -550,7 +579,8 @@ int sym_plan_candidates(const sym_plan_request_t *r, sym_plan_result_t **out, in
                 if ((micro & (micro - 1)) && micro != local) continue;
                 for (int zero = 0; zero <= (dp > 1 ? 2 : 0); zero++)
                     for (int rc = 0; rc <= 1; rc++) {
-                        sym_plan_layout_t l = {dp, tp, pp, micro, zero, rc};
+                        sym_plan_layout_t l = {dp, tp, pp, micro, zero, rc,
+                                               pp > 1 ? r->virtual_stages : 0};
                         sym_plan_result_t e;
                         if (sym_plan_evaluate(r, &l, &e)) continue; /* not possible */
                         if (count == cap) {
@@ -634,7 +664,8 @@ void sym_plan_assumptions(const sym_plan_request_t *r, char *buf, size_t len) {
              "memory: what our %s allocates; %s\n"
              "time: nothing overlapped but the GPU's bucketed gradient average with the "
              "backward; tp innermost, then pp, then dp; the 1F1B bubble "
-             "(pp-1)/(m+pp-1); TP never crosses a node\n",
+             "(pp-1)/(m+pp-1), (pp-1)/(Vm+pp-1) with V virtual stages; TP never crosses a "
+             "node\n",
              r->flops / 1e12, r->flops_source, r->mem_bw / 1e9, r->mem_bw_source, ppn,
              r->intra.name, r->intra.busbw / 1e9, r->intra.latency * 1e6, r->intra.source,
              r->inter.name, r->inter.busbw / 1e9, r->inter.latency * 1e6, r->inter.source,
