@@ -35,6 +35,8 @@
     "                           goes in (default 4M; the PEs take the largest asked)\n"    \
     "  SYMTRAIN_RESTART_COUNT   the attempt (0 the first; set by symrun; a launcher's\n"     \
     "                           TORCHELASTIC_RESTART_COUNT stands in for it)\n"             \
+    "  SYMTRAIN_DYING_PIDS      set by symrun: the last attempt's PEs still ending, which\n" \
+    "                           a restart waits for only for the checkpoint lock and a GPU\n" \
     "  PMIX_RANK, PMIX_NAMESPACE  set by PMIx launchers (mpirun, srun --mpi=pmix)\n"        \
     "  RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT\n"                                       \
     "                           torchrun-style start across hosts (the env bootstrap)\n"    \
