@@ -123,6 +123,8 @@ bad_args restarts_wrap "--max-restarts '4294967295' is not a whole number betwee
     -n "$N" --max-restarts 4294967295 "$CHILD" ok
 bad_args n_wrap "the number of PEs '4294967297' is not a whole number between 1 and 4096" \
     -n 4294967297 "$CHILD" ok
+bad_args spare_alone "--spare starts the PEs of a restart ahead of time: give --max-restarts K too" \
+    -n "$N" --spare "$CHILD" ok
 bad_args unknown_option "unknown option '--frobnicate'" -n "$N" --frobnicate "$CHILD" ok
 
 finish

@@ -36,6 +36,9 @@
  *       layout, so the restart says it is another and reads the disk
  *       (resharding): the run ends within fp32 rounding of the uninterrupted
  *       dp=4 one (tp sums in another order).
+ * Trials 4-7 and 12-15 of (c) run under symrun --spare (each kind of death
+ * twice): the restart takes over the spare PEs, started up beforehand, says
+ * so, and ends as the others do.
  * Every run but (g) ends with the uninterrupted run's tensors (each compared
  * element by element) and every loss (replays included) bit for bit; a
  * half-written snapshot is never the one restored; afterwards nothing is left
@@ -60,6 +63,7 @@ static pid_t symruns[TRIALS + 16];
 static const char *base = MLP;  /* run_one's model and options: the MLP, or (f)'s GPT */
 static const char *extra = "";  /* more options for run_one: --zero 1 in (e), (f)'s layouts */
 static const char *ref = "ref"; /* the uninterrupted run with them */
+static const char *launch = "--max-restarts 1"; /* run_one's symrun options */
 static int nsymruns;
 
 /* A /proc file whole (their size reads as 0, so e2e_read cannot), or NULL. */
@@ -137,8 +141,8 @@ static int store_holders(int say) {
     return held;
 }
 
-/* The PIDs of symrun's children (its PEs). */
-static int pes_of(pid_t parent, pid_t *out, int max) {
+/* The PIDs of symrun's children: its PEs, or with `spares` its --spare ones. */
+static int pes_of(pid_t parent, pid_t *out, int max, int spares) {
     DIR *proc = opendir("/proc");
     CHECK(proc != NULL, "opendir /proc");
     struct dirent *e;
@@ -149,8 +153,17 @@ static int pes_of(pid_t parent, pid_t *out, int max) {
         snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
         char *st = read_proc(path), *paren = st ? strrchr(st, ')') : NULL;
         int ppid = 0;
-        if (paren && sscanf(paren + 2, "%*c %d", &ppid) == 1 && ppid == parent)
-            out[n++] = (pid_t)atoi(e->d_name);
+        if (paren && sscanf(paren + 2, "%*c %d", &ppid) == 1 && ppid == parent) {
+            snprintf(path, sizeof path, "/proc/%s/environ", e->d_name);
+            int fd = open(path, O_RDONLY | O_CLOEXEC);
+            char env[65536];
+            ssize_t len = fd >= 0 ? read(fd, env, sizeof env) : -1;
+            if (fd >= 0) close(fd);
+            int spare = 0;
+            for (ssize_t i = 0; i < len; i += (ssize_t)strnlen(env + i, (size_t)(len - i)) + 1)
+                spare |= !strncmp(env + i, "SYMTRAIN_SPARE_FD=", 18);
+            if (len > 0 && spare == spares) out[n++] = (pid_t)atoi(e->d_name);
+        }
         free(st);
     }
     closedir(proc);
@@ -187,13 +200,13 @@ static long long run_one(const char *name, const char *env, int kill_after, test
     const char *log = e2e_path("%s.log", name);
     snprintf(line, sizeof line, "%s --mem-ckpt-every 3 --ckpt-dir %s --metrics %s%s", base, ck,
              metrics, extra);
-    e2e_proc_t p = e2e_start(4, "--max-restarts 1", env, log, line);
+    e2e_proc_t p = e2e_start(4, launch, env, log, line);
     symruns[nsymruns++] = p.pid;
     if (kill_after > 0) {
         for (int ms = 0; steps_done(metrics) < kill_after && ms < 60000; ms += 2) e2e_sleep_ms(2);
         e2e_sleep_ms((int)(test_uniform(rng) * 20));
         pid_t pes[8];
-        int n = pes_of(p.pid, pes, 8);
+        int n = pes_of(p.pid, pes, 8, 0);
         CHECK(n == 4, "%s: symrun has %d PEs running after %d steps", name, n, kill_after);
         kill(pes[test_next(rng) % 4], SIGKILL);
     }
@@ -202,6 +215,10 @@ static long long run_one(const char *name, const char *env, int kill_after, test
     CHECK(rc == 0, "%s: exit status %d", name, rc);
     e2e_expect_log(log, "was killed by signal 9");
     e2e_expect_log(log, "the job succeeded after 1 restart");
+    if (strstr(launch, "--spare")) {
+        e2e_expect_log(log, "take over");
+        e2e_expect_log(log, "was done before it was needed; it waited");
+    }
     dckpt_compare(e2e_path("%s/step-00000020", ref), e2e_path("%s/step-00000020", name), NULL);
     e2e_same_losses(e2e_path("%s.jsonl", ref), metrics, STEPS, 0);
     CHECK(dckpt_staging(ck) == 0, "%s: a staging directory is left in %s", name, ck);
@@ -377,12 +394,44 @@ int main(int argc, char **argv) {
     extra = "";
     ref = "ref";
 
+    /* (h) a spare PE killed before it is needed: said, none started again; the
+     * restart after the next death starts new PEs and ends as the others */
+    {
+        const char *ck = e2e_path("nospare"), *metrics = e2e_path("nospare.jsonl");
+        log = e2e_path("nospare.log");
+        snprintf(line, sizeof line, "%s --mem-ckpt-every 3 --ckpt-dir %s --metrics %s", base, ck,
+                 metrics);
+        e2e_proc_t p = e2e_start(4, "--max-restarts 1 --spare", NULL, log, line);
+        symruns[nsymruns++] = p.pid;
+        pid_t pes[8];
+        int n = 0;
+        for (int ms = 0; ms < 60000 && (n = pes_of(p.pid, pes, 8, 1)) < 4; ms += 2) e2e_sleep_ms(2);
+        CHECK(n == 4, "nospare: symrun --spare started %d spare PEs, not 4", n);
+        kill(pes[1], SIGKILL);
+        for (int ms = 0; steps_done(metrics) < 4 && ms < 60000; ms += 2) e2e_sleep_ms(2);
+        CHECK(pes_of(p.pid, pes, 8, 1) == 0, "nospare: spare PEs are left after one was killed");
+        CHECK(pes_of(p.pid, pes, 8, 0) == 4, "nospare: not 4 PEs running");
+        kill(pes[2], SIGKILL);
+        int rc = e2e_wait(&p);
+        if (rc != 0) e2e_show(log);
+        CHECK(rc == 0, "nospare: exit status %d", rc);
+        e2e_expect_log(log, "a spare PE ended before it was needed (PE 1 (pid ");
+        e2e_expect_log(log, "was killed by signal 9 (Killed)); a restart starts new PEs");
+        e2e_expect_log(log, "restarting the job (restart 1 of 1)\n");
+        e2e_expect_log(log, "the job succeeded after 1 restart");
+        dckpt_compare(e2e_path("ref/step-00000020"), e2e_path("nospare/step-00000020"), NULL);
+        e2e_same_losses(e2e_path("ref.jsonl"), metrics, STEPS, 0);
+        printf("train_memckpt: --spare, a spare PE killed before it was needed: said, the next "
+               "restart with new PEs, bit-identical\n");
+    }
+
     /* (c) the fault injection */
     int kinds[4] = {0};
     for (int i = 0; i < TRIALS; i++) {
         char name[32], env[128] = "";
         snprintf(name, sizeof name, "trial%02d", i);
         int kind = i % 4, pe = (int)(test_next(&rng) % 4), kill_after = 0;
+        launch = (i / 4) % 2 ? "--max-restarts 1 --spare" : "--max-restarts 1";
         int step = mem_steps[test_next(&rng) % (sizeof mem_steps / sizeof *mem_steps)];
         if (kind == 0) {
             /* before the last 6 steps: the MLP's last 4 take some 20 ms, which the
@@ -410,7 +459,8 @@ int main(int argc, char **argv) {
         char src[48] = "the beginning (no snapshot yet)";
         if (got >= 0) snprintf(src, sizeof src, "memory, step %lld", got);
         if (got == -1) snprintf(src, sizeof src, "the disk (no whole snapshot)");
-        printf("train_memckpt: %s: %s (%s): resumed from %s\n", name,
+        printf("train_memckpt: %s%s: %s (%s): resumed from %s\n", name,
+               strstr(launch, "--spare") ? " (--spare)" : "",
                kind == 0   ? "a PE SIGKILLed by the test"
                : kind == 3 ? "died between its checkpoint shard and the commit"
                : kind == 1 ? "died halfway through its own snapshot"

@@ -37,6 +37,8 @@
     "                           TORCHELASTIC_RESTART_COUNT stands in for it)\n"             \
     "  SYMTRAIN_DYING_PIDS      set by symrun: the last attempt's PEs still ending, which\n" \
     "                           a restart waits for only for the checkpoint lock and a GPU\n" \
+    "  SYMTRAIN_SPARE_FD        set by symrun --spare: the pipe a spare PE waits on, its\n"  \
+    "                           start-up done, until a restart takes it over\n"             \
     "  PMIX_RANK, PMIX_NAMESPACE  set by PMIx launchers (mpirun, srun --mpi=pmix)\n"        \
     "  RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT\n"                                       \
     "                           torchrun-style start across hosts (the env bootstrap)\n"    \

@@ -30,6 +30,15 @@
  * their output is forwarded all the while (--tag-output) and read to the end
  * of each pipe before symrun exits. symrun's own line comes after the grace.
  *
+ * --spare (with --max-restarts): the next attempt's PEs are started while the
+ * job runs (SPARE_DELAY_S after a restart, not beside its restore); their
+ * output is held, and symtrain train waits, its start-up done, on the pipe
+ * it has in SYMTRAIN_SPARE_FD. A restart takes them over: each is sent the
+ * old PEs' pids ("pid,...\n") and goes on, so a recovery skips the process
+ * start, shmem_init, the data, the model and its buffers. A spare that ends
+ * before it is needed is said once, and no more are started. They cost the
+ * PEs' memory a second time.
+ *
  * Signals: the first SIGINT, SIGTERM or SIGHUP is passed to the PEs (training
  * saves a checkpoint and stops), unless it came from the terminal (Ctrl-C),
  * which sent it to the PEs as well: passing it on would be their second. A
@@ -92,6 +101,7 @@
 #define KILL_GRACE_MS 400 /* SIGTERM, then SIGKILL after this */
 #define FAST_POLL_MS 5    /* how often a job with in-memory snapshots is looked at */
 #define STOP_WAIT_S 5.0   /* for a SIGKILLed PE's threads to stop, before waiting for its end */
+#define SPARE_DELAY_S 2.0 /* after a restart, before the next spares start */
 
 typedef struct {
     int argc;
@@ -101,6 +111,7 @@ typedef struct {
     double hang_timeout; /* seconds a running PE may go without a heartbeat; 0 = unwatched */
     int tag_output;
     int max_restarts;
+    int spare; /* --spare: the next attempt's PEs wait, started, for a failure */
 } options_t;
 
 typedef struct {
@@ -119,9 +130,12 @@ typedef struct {
     int unreaped;    /* seen ending (its status read from /proc), reaped later or never */
     uint64_t beat;   /* its heartbeat counter when last seen to change */
     double beat_at;  /* when that was (or when it last talked to us) */
+    int go_fd;       /* a spare's: the pipe that lets it go on (-1: none, or gone) */
+    int hold;        /* a spare's output is kept until it takes over */
 } pe_t;
 
 static int sig_pipe[2] = {-1, -1};
+static int tag_output; /* --tag-output */
 static int store_fd = -1; /* the in-memory snapshot store, held across restarts */
 static char dying[1024];  /* the last attempt's PEs still ending: "pid,pid,..." */
 static volatile sig_atomic_t got_signal; /* the last of SIGINT, SIGTERM, SIGHUP */
@@ -162,7 +176,7 @@ static void note_after_signal(const char *fmt, ...) {
 static void print_usage(FILE *f) {
     fprintf(f,
             "usage: symrun -n N [--timeout SECONDS] [--hang-timeout SECONDS] [--tag-output]\n"
-            "              [--max-restarts K] [--] program [args...]\n"
+            "              [--max-restarts K [--spare]] [--] program [args...]\n"
             "  -n, -np N          number of PEs to start (1 to %d)\n"
             "  --timeout S        end the job, failing, after S seconds\n"
             "  --hang-timeout S   end the job, naming the PE, when a running PE makes no\n"
@@ -170,6 +184,9 @@ static void print_usage(FILE *f) {
             "  --tag-output       prefix every output line with [PE n]\n"
             "  --max-restarts K   when a PE fails or hangs, start the job again, up to K\n"
             "                     times (0 to %d)\n"
+            "  --spare            with --max-restarts: start the next attempt's PEs while\n"
+            "                     the job runs; they start up, then wait, and a restart\n"
+            "                     takes them over (symtrain train; twice the PEs' memory)\n"
             "  -h, --help         this text, with the environment variables PEs read\n"
             "Seconds: a number above 0 with an optional fraction (30, 0.5), at most %.0f.\n"
             "A second SIGINT/SIGTERM/SIGHUP to symrun kills the PEs.\n",
@@ -290,6 +307,8 @@ static void parse_args(int argc, char **argv, options_t *o) {
             o->max_restarts = (int)parse_int(val, "--max-restarts", 0, MAX_RESTARTS);
         } else if (!strcmp(a, "--tag-output")) {
             o->tag_output = 1;
+        } else if (!strcmp(a, "--spare")) {
+            o->spare = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             help();
         } else {
@@ -299,6 +318,8 @@ static void parse_args(int argc, char **argv, options_t *o) {
         }
     }
     if (o->npes < 0) usage("give the number of PEs with -n N");
+    if (o->spare && !o->max_restarts)
+        usage("--spare starts the PEs of a restart ahead of time: give --max-restarts K too");
     if (i >= argc) usage("no program to run");
     char why[PATH_MAX + 64];
     if (!runnable(argv[i], why, sizeof why)) usage(why);
@@ -341,14 +362,21 @@ static void setup_signals(void) {
 
 /* ---- starting PEs ---- */
 
-static void start_pe(const options_t *o, pe_t *pes, int rank, int restart, int beats_fd) {
+/* Start PE `rank` of attempt `restart`; a spare (--spare) gets a pipe to wait
+ * on (SYMTRAIN_SPARE_FD) and its output goes through symrun, held. */
+static void start_pe(const options_t *o, pe_t *pes, int rank, int restart, int beats_fd,
+                     int spare) {
     pe_t *p = &pes[rank];
-    int sv[2], out[2][2] = {{-1, -1}, {-1, -1}};
+    int sv[2], out[2][2] = {{-1, -1}, {-1, -1}}, go[2] = {-1, -1};
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
         perror("symrun: socketpair");
         exit(1);
     }
-    if (o->tag_output)
+    if (spare && pipe2(go, O_CLOEXEC) < 0) {
+        perror("symrun: pipe");
+        exit(1);
+    }
+    if (o->tag_output || spare)
         for (int s = 0; s < 2; s++)
             if (pipe2(out[s], O_CLOEXEC) < 0) {
                 perror("symrun: pipe");
@@ -373,11 +401,11 @@ static void start_pe(const options_t *o, pe_t *pes, int rank, int restart, int b
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGHUP, &sa, NULL);
         int fd = dup(sv[1]); /* without CLOEXEC: the program inherits it */
-        if (o->tag_output) {
+        if (out[0][1] >= 0) {
             dup2(out[0][1], STDOUT_FILENO);
             dup2(out[1][1], STDERR_FILENO);
         }
-        if (rank != 0) {
+        if (rank != 0 || spare) {
             int dn = open("/dev/null", O_RDONLY);
             if (dn >= 0) dup2(dn, STDIN_FILENO);
         }
@@ -396,7 +424,13 @@ static void start_pe(const options_t *o, pe_t *pes, int rank, int restart, int b
         } else {
             unsetenv("SYMTRAIN_HEARTBEAT_FD"); /* not one a symrun above us made */
         }
-        if (dying[0])
+        if (spare) {
+            snprintf(v, sizeof v, "%d", dup(go[0])); /* without CLOEXEC */
+            setenv("SYMTRAIN_SPARE_FD", v, 1);
+        } else {
+            unsetenv("SYMTRAIN_SPARE_FD");
+        }
+        if (dying[0] && !spare) /* a spare learns them when it takes over */
             setenv("SYMTRAIN_DYING_PIDS", dying, 1);
         else
             unsetenv("SYMTRAIN_DYING_PIDS");
@@ -411,11 +445,14 @@ static void start_pe(const options_t *o, pe_t *pes, int rank, int restart, int b
         _exit(127);
     }
     close(sv[1]);
+    if (go[0] >= 0) close(go[0]);
     memset(p, 0, sizeof *p);
     p->pid = pid;
     p->sock = sv[0];
     p->running = 1;
     p->beat_at = now();
+    p->go_fd = go[1];
+    p->hold = spare;
     for (int s = 0; s < 2; s++) {
         p->out[s] = out[s][0];
         if (out[s][1] >= 0) close(out[s][1]);
@@ -426,8 +463,8 @@ static void start_pe(const options_t *o, pe_t *pes, int rank, int restart, int b
 /* ---- output tagging ---- */
 
 static void emit(int fd, int rank, const char *s, size_t n) {
-    char prefix[32];
-    int pl = snprintf(prefix, sizeof prefix, "[PE %d] ", rank);
+    char prefix[32] = "";
+    int pl = tag_output ? snprintf(prefix, sizeof prefix, "[PE %d] ", rank) : 0;
     char *buf = malloc((size_t)pl + n + 1);
     if (!buf) return;
     memcpy(buf, prefix, (size_t)pl);
@@ -440,8 +477,9 @@ static void emit(int fd, int rank, const char *s, size_t n) {
 
 /* Read what PE `rank` wrote to stream s (0 stdout, 1 stderr) and pass on whole
  * lines. With `last`, nothing more is awaited: an empty pipe counts as closed. */
+static void pass_lines(pe_t *p, int rank, int s, int eof);
+
 static void drain_output(pe_t *p, int rank, int s, int eof, int last) {
-    int fd = s == 0 ? STDOUT_FILENO : STDERR_FILENO;
     if (!eof) {
         char buf[4096];
         ssize_t n = read(p->out[s], buf, sizeof buf);
@@ -456,7 +494,14 @@ static void drain_output(pe_t *p, int rank, int s, int eof, int last) {
             p->line_len[s] += (size_t)n;
         }
     }
-    /* Emit every whole line; keep the rest. */
+    if (p->hold && !eof) return; /* a spare's, until it takes over */
+    pass_lines(p, rank, s, eof);
+}
+
+/* Emit every whole line of stream s that PE `rank` wrote; keep the rest (all
+ * of it at eof, which closes the stream). */
+static void pass_lines(pe_t *p, int rank, int s, int eof) {
+    int fd = s == 0 ? STDOUT_FILENO : STDERR_FILENO;
     size_t start = 0;
     for (size_t i = 0; i < p->line_len[s]; i++)
         if (p->line[s][i] == '\n') {
@@ -506,7 +551,13 @@ typedef struct {
     int stop_code;          /* a PE stopped by our signal exited with it (130: nothing saved) */
     int restart_next;       /* --max-restarts: a failure starts the job again */
     int fast_end;           /* a PE was killed by a signal and a restart follows: no grace */
+    int beats_fd;           /* the heartbeat file's descriptor; -1: unwatched */
+    double started;         /* when its PEs were started */
 } job_t;
+
+/* --spare: the next attempt's PEs, started while this one runs; NULL: none */
+static job_t *spare_job;
+static int spare_broken; /* spares failed once: no more are started */
 
 static void describe_end(const pe_t *p, int rank, char *buf, size_t len) {
     if (WIFEXITED(p->status))
@@ -525,16 +576,24 @@ static int running_count(const job_t *j) {
     return n;
 }
 
+/* pid ended with wait status st: a PE of job j or of the spare attempt (an
+ * earlier attempt's, reaped late, is neither). */
+static void ended(job_t *j, pid_t pid, int st) {
+    job_t *jobs[2] = {j, spare_job};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; jobs[k] && i < jobs[k]->npes; i++)
+            if (jobs[k]->pes[i].pid == pid && jobs[k]->pes[i].running) {
+                jobs[k]->pes[i].running = 0;
+                jobs[k]->pes[i].status = st;
+            }
+}
+
 static void reap(job_t *j) {
     for (;;) {
         int st;
         pid_t pid = waitpid(-1, &st, WNOHANG);
         if (pid <= 0) return;
-        for (int i = 0; i < j->npes; i++)
-            if (j->pes[i].pid == pid && j->pes[i].running) {
-                j->pes[i].running = 0;
-                j->pes[i].status = st;
-            }
+        ended(j, pid, st);
     }
 }
 
@@ -576,11 +635,7 @@ static void end_all(job_t *j, int first_sig) {
         int st;
         pid_t pid = waitpid(-1, &st, 0);
         if (pid < 0 && errno != EINTR) break;
-        for (int i = 0; i < j->npes; i++)
-            if (j->pes[i].pid == pid && j->pes[i].running) {
-                j->pes[i].running = 0;
-                j->pes[i].status = st;
-            }
+        if (pid > 0) ended(j, pid, st);
     }
 }
 
@@ -637,7 +692,7 @@ static int let_go(job_t *j) {
     double held = 0;
     for (int i = 0; i < j->npes; i++)
         if (j->pes[i].running || j->pes[i].unreaped) held += resident_bytes(j->pes[i].pid);
-    if (mem_available_bytes() < held) return 0;
+    if (!spare_job && mem_available_bytes() < held) return 0; /* a spare has its memory */
     for (int i = 0; i < j->npes; i++)
         if (j->pes[i].running) kill(j->pes[i].pid, SIGKILL);
     double until = now() + STOP_WAIT_S;
@@ -897,27 +952,149 @@ static void check_liveness(job_t *j, double limit) {
     }
 }
 
-static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
-    job_t j = {0};
-    j.restart_next = restart < o->max_restarts;
-    j.npes = o->npes;
-    j.failed_pe = -1;
-    j.pes = calloc((size_t)o->npes, sizeof(pe_t));
-    int *seen = calloc((size_t)o->npes, sizeof(int));
-    struct pollfd *fds = calloc((size_t)o->npes * 3 + 1, sizeof *fds);
-    int *owner = calloc((size_t)o->npes * 3 + 1, sizeof *owner);
-    if (!j.pes || !seen || !fds || !owner) {
+/* ---- the spare attempt (--spare) ---- */
+
+/* Start the PEs of attempt `restart` as spares: they start up (shmem_init,
+ * data, model, buffers) and wait on their go pipe while the current attempt
+ * trains (symtrain train does; a program that never reads the pipe runs a
+ * second time beside the job, and its end drops the spares). */
+static void start_spare(const options_t *o, int restart) {
+    job_t *s = calloc(1, sizeof *s);
+    if (!s || !(s->pes = calloc((size_t)o->npes, sizeof(pe_t)))) {
         note("out of memory");
         exit(1);
     }
-    int beats_fd = make_beats(o, &j.beats);
-    for (int r = 0; r < o->npes; r++) start_pe(o, j.pes, r, restart, beats_fd);
+    s->npes = o->npes;
+    s->failed_pe = -1;
+    s->beats_fd = make_beats(o, &s->beats);
+    s->started = now();
+    for (int r = 0; r < o->npes; r++) start_pe(o, s->pes, r, restart, s->beats_fd, 1);
+    spare_job = s;
+}
+
+/* The heartbeat file, sockets, pipes and buffers of a job whose PEs ended. */
+static void release(job_t *j) {
+    for (int i = 0; i < j->npes; i++) {
+        pe_t *p = &j->pes[i];
+        close_sock(p);
+        if (p->go_fd >= 0) close(p->go_fd);
+        for (int k = 0; k < 2; k++) {
+            if (p->out[k] >= 0) close(p->out[k]);
+            free(p->line[k]);
+        }
+        free(p->gather);
+    }
+    if (j->beats_fd >= 0) {
+        munmap((void *)j->beats, (size_t)j->npes * SYM_HEARTBEAT_SLOT);
+        close(j->beats_fd);
+    }
+    free(j->pes);
+}
+
+/* End the spare PEs and forget them; `show`: pass on what they wrote first. */
+static void drop_spare(int show) {
+    job_t *s = spare_job;
+    if (!s) return;
+    spare_job = NULL;
+    for (int i = 0; i < s->npes; i++)
+        if (s->pes[i].running) kill(s->pes[i].pid, SIGKILL);
+    for (int i = 0; i < s->npes; i++) {
+        pe_t *p = &s->pes[i];
+        int st;
+        while (p->running && waitpid(p->pid, &st, 0) < 0 && errno == EINTR) {
+        }
+        p->running = 0;
+        p->hold = 0;
+        for (int k = 0; k < 2 && show; k++)
+            while (p->out[k] >= 0) drain_output(p, i, k, 0, 1);
+    }
+    release(s);
+    free(s);
+}
+
+/* A spare PE that ended, or a spare attempt that failed, before it was
+ * needed: said once; the restart starts new PEs, and no more spares. */
+static void check_spare(void) {
+    job_t *s = spare_job;
+    for (int i = 0; s && i < s->npes; i++) {
+        if (s->pes[i].running && s->outcome == JOB_OK) continue;
+        char what[160];
+        if (s->pes[i].running)
+            snprintf(what, sizeof what, "the spare attempt failed");
+        else
+            describe_end(&s->pes[i], i, what, sizeof what);
+        note("a spare PE ended before it was needed (%s); a restart starts new PEs, and no "
+             "more spares are started",
+             what);
+        spare_broken = 1;
+        drop_spare(1);
+        return;
+    }
+}
+
+/* Job j takes over the spare attempt's PEs: each is told the pids of the
+ * attempt before, still ending ("pid,pid\n"), and goes on from its wait. */
+static void take_spare(job_t *j) {
+    job_t *s = spare_job;
+    spare_job = NULL;
+    *j = *s;
+    free(s);
+    char msg[sizeof dying + 1];
+    int n = snprintf(msg, sizeof msg, "%s\n", dying);
+    for (int i = 0; i < j->npes; i++) {
+        pe_t *p = &j->pes[i];
+        if (sym__wire_write(p->go_fd, msg, (size_t)n)) /* it just ended: seen as such */
+            note("could not tell spare PE %d (pid %d) to go on: %s", i, (int)p->pid,
+                 strerror(errno));
+        close(p->go_fd);
+        p->go_fd = -1;
+        p->hold = 0;
+        p->beat = j->beats ? j->beats[(size_t)i * (SYM_HEARTBEAT_SLOT / sizeof(uint64_t))] : 0;
+        p->beat_at = now();
+        for (int k = 0; k < 2; k++)
+            if (p->out[k] >= 0) pass_lines(p, i, k, 0);
+    }
+}
+
+static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
+    job_t j = {0};
+    int npes = o->npes;
+    int *seen = calloc((size_t)npes, sizeof(int));
+    struct pollfd *fds = calloc((size_t)npes * 6 + 1, sizeof *fds);
+    int *owner = calloc((size_t)npes * 6 + 1, sizeof *owner);
+    if (!seen || !fds || !owner) {
+        note("out of memory");
+        exit(1);
+    }
+    if (spare_job) {
+        take_spare(&j);
+    } else {
+        j.npes = npes;
+        j.failed_pe = -1;
+        if (!(j.pes = calloc((size_t)npes, sizeof(pe_t)))) {
+            note("out of memory");
+            exit(1);
+        }
+        j.beats_fd = make_beats(o, &j.beats);
+        j.started = now();
+        for (int r = 0; r < npes; r++) start_pe(o, j.pes, r, restart, j.beats_fd, 0);
+    }
+    j.restart_next = restart < o->max_restarts;
+    /* the next attempt's spares: at once on the first, a while after a restart
+     * (not beside the restore) */
+    double spare_due = o->spare && !spare_broken && j.restart_next ? now() + (restart ? SPARE_DELAY_S : 0) : 0;
     double deadline = o->timeout > 0 ? now() + o->timeout : 0;
     int forwarded = 0;
 
     dying[0] = '\0'; /* this attempt's PEs have the last one's pids */
     for (;;) {
         reap(&j);
+        if (got_signal) drop_spare(0);
+        check_spare();
+        if (spare_due && now() >= spare_due && j.outcome == JOB_OK && !got_signal) {
+            start_spare(o, restart + 1);
+            spare_due = 0;
+        }
         int fast = fast_restart(&j);
         if (fast) see_killed(&j);
         drain_ended(&j);
@@ -956,20 +1133,24 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
         fds[n].fd = sig_pipe[0];
         fds[n].events = POLLIN;
         owner[n++] = -1;
-        for (int i = 0; i < j.npes; i++) {
-            if (j.pes[i].sock >= 0) {
-                fds[n].fd = j.pes[i].sock;
+        for (int k = 0; k < 2 * npes; k++) { /* this attempt's PEs, then the spares */
+            pe_t *p = k < npes ? &j.pes[k] : spare_job ? &spare_job->pes[k - npes] : NULL;
+            if (!p) break;
+            if (p->sock >= 0) {
+                fds[n].fd = p->sock;
                 fds[n].events = POLLIN;
-                owner[n++] = i * 3;
+                owner[n++] = k * 3;
             }
             for (int s = 0; s < 2; s++)
-                if (j.pes[i].out[s] >= 0) {
-                    fds[n].fd = j.pes[i].out[s];
+                if (p->out[s] >= 0) {
+                    fds[n].fd = p->out[s];
                     fds[n].events = POLLIN;
-                    owner[n++] = i * 3 + 1 + s;
+                    owner[n++] = k * 3 + 1 + s;
                 }
         }
         int wait_ms = fast ? FAST_POLL_MS : 1000;
+        if (spare_due && (spare_due - now()) * 1000 < wait_ms)
+            wait_ms = spare_due > now() ? (int)((spare_due - now()) * 1000) + 1 : 0;
         if (j.beats && o->hang_timeout * 250 < wait_ms) wait_ms = (int)(o->hang_timeout * 250) + 1;
         if (in_grace && (j.grace_until - now()) * 1000 < wait_ms)
             wait_ms = (int)((j.grace_until - now()) * 1000) + 1;
@@ -999,10 +1180,13 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
                 continue;
             }
             int rank = owner[k] / 3, what = owner[k] % 3;
+            job_t *of = rank < npes ? &j : spare_job;
+            if (rank >= npes) rank -= npes;
+            if (!of) continue; /* the spares were dropped meanwhile */
             if (what == 0)
-                handle_message(&j, rank);
+                handle_message(of, rank);
             else
-                drain_output(&j.pes[rank], rank, what - 1, !(fds[k].revents & POLLIN), 0);
+                drain_output(&of->pes[rank], rank, what - 1, !(fds[k].revents & POLLIN), 0);
             if (j.outcome != JOB_OK && !j.grace_until) break;
         }
     }
@@ -1016,7 +1200,6 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
         for (int s = 0; s < 2; s++)
             while (j.pes[i].out[s] >= 0) drain_output(&j.pes[i], i, s, 0, 1);
         close_sock(&j.pes[i]);
-        free(j.pes[i].gather);
     }
     if (j.outcome == JOB_OK) {
         for (int i = 0; i < j.npes; i++) seen[i] = 0;
@@ -1030,11 +1213,7 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
     }
     *exit_code = j.exit_code;
     outcome_t out = j.outcome;
-    if (beats_fd >= 0) {
-        munmap((void *)j.beats, (size_t)o->npes * SYM_HEARTBEAT_SLOT);
-        close(beats_fd);
-    }
-    free(j.pes);
+    release(&j);
     free(seen);
     free(fds);
     free(owner);
@@ -1050,17 +1229,23 @@ int main(int argc, char **argv) {
     snprintf(store_name, sizeof store_name, "symrun-snapshots.%d", (int)getpid());
     store_fd = memfd_create(store_name, MFD_CLOEXEC);
     if (store_fd < 0) note("no in-memory snapshot store (memfd_create: %s)", strerror(errno));
+    tag_output = o.tag_output;
     for (int restart = 0;; restart++) {
         int code = 0;
         outcome_t out = run_job(&o, restart, &code);
+        int restartable = out == JOB_FAILED || out == JOB_HUNG;
+        if (!restartable || restart >= o.max_restarts || got_signal) drop_spare(0);
         if (out == JOB_OK || out == JOB_SIGNALLED) {
             if (restart && !code)
                 note("the job succeeded after %d restart%s", restart, restart == 1 ? "" : "s");
             return code;
         }
-        int restartable = out == JOB_FAILED || out == JOB_HUNG;
         if (restartable && restart < o.max_restarts && !got_signal) {
-            note("restarting the job (restart %d of %d)", restart + 1, o.max_restarts);
+            if (spare_job)
+                note("restarting the job (restart %d of %d): the spare PEs, started %.1f s "
+                     "before, take over", restart + 1, o.max_restarts, now() - spare_job->started);
+            else
+                note("restarting the job (restart %d of %d)", restart + 1, o.max_restarts);
             continue;
         }
         if (out == JOB_GLOBAL_EXIT || out == JOB_KILLED) return code;

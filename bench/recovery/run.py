@@ -24,6 +24,9 @@ the data, the model, optimizer and buffers)
 and, from the restarted job's log, restore: loading the state alone (memory:
 finding the newest whole snapshot, checking its CRC32Cs, copying every shard;
 disk: finding and verifying the newest checkpoint, reading every tensor).
+With --spare, symrun --spare starts the restart's PEs beforehand (they start
+up and wait): both kinds of row then skip the start-up, and the restarted
+job's "a spare: its start-up (S s)" line is the start-up done ahead.
 Both are wall-clock, polled every 2 ms. Standard library only; no network.
 """
 import argparse
@@ -39,7 +42,8 @@ import shutil
 
 
 def children(pid):
-    """PIDs of the processes whose parent is pid, by their SYMTRAIN_RANK."""
+    """PIDs of the processes whose parent is pid, by their SYMTRAIN_RANK (not the
+    --spare ones, which wait)."""
     out = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -52,6 +56,8 @@ def children(pid):
                 continue
             with open(f"/proc/{d}/environ", "rb") as f:
                 env = f.read().split(b"\0")
+            if any(e.startswith(b"SYMTRAIN_SPARE_FD=") for e in env):
+                continue
             for e in env:
                 if e.startswith(b"SYMTRAIN_RANK="):
                     out[int(e[14:])] = int(d)
@@ -81,7 +87,8 @@ def trial(a, mode, n):
     tmp = tempfile.mkdtemp(prefix="symtrain-recovery.")
     try:
         ck, metrics, log = (os.path.join(tmp, x) for x in ("ck", "m.jsonl", "log"))
-        cmd = [os.path.join(a.build, "symrun"), "-n", str(a.npes), "--max-restarts", "1",
+        cmd = [os.path.join(a.build, "symrun"), "-n", str(a.npes), "--max-restarts", "1"] + \
+            (["--spare"] if a.spare else []) + [
                os.path.join(a.build, "symtrain"), "train", "--model", a.model, "--generated",
                "--device", "cpu", "--batch", str(a.batch), "--seq", str(a.seq),
                "--steps", str(a.steps), "--threads", str(a.threads), "--test-samples", "1",
@@ -141,6 +148,11 @@ def trial(a, mode, n):
                       r"([0-9.]+))?\)", text[log_at:])
         setup = tuple(float(x) if x else float("nan") for x in u.groups()) if u else \
             (float("nan"),) * 7
+        sp = re.search(r"a spare: its start-up \(([0-9.]+) s\) was done before", text[log_at:])
+        if a.spare and not sp:
+            raise SystemExit(f"{mode} trial {n}: --spare, and the restart took no spare:\n{text}")
+        if sp:
+            setup = (float(sp.group(1)),) + (float("nan"),) * 6
         step_s = []
         with open(metrics) as f:
             for line in f:
@@ -166,6 +178,7 @@ def main():
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--warm", action="store_true", help="leave the checkpoint in the page cache")
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--spare", action="store_true", help="symrun --spare: the restart's PEs started beforehand")
     a = ap.parse_args()
     if a.threads <= 0:
         a.threads = max(1, (os.cpu_count() or 1) // a.npes)
@@ -178,7 +191,8 @@ def main():
     print(f"# machine: {os.cpu_count()} cores, {cpu}; load average {os.getloadavg()[0]:.1f} at the start")
     print(f"# {a.model}, {a.npes} CPU PEs x {a.threads} threads, batch {a.batch} x {a.seq} tokens; "
           f"checkpoint (and snapshot) every {a.every} steps; PE 1 SIGKILLed after step {a.kill_after}; "
-          f"disk: {'page cache kept' if a.warm else 'page cache dropped'}")
+          f"disk: {'page cache kept' if a.warm else 'page cache dropped'}"
+          f"{'; symrun --spare (the restart takes over PEs started beforehand)' if a.spare else ''}")
     print("%-8s %5s %11s %14s %10s %8s" % ("source", "trial", "resumed_s", "first_step_s",
                                            "restore_s", "step_s"))
     res = {"memory": [], "disk": []}
@@ -197,6 +211,10 @@ def main():
     rd = statistics.median(r[2] for r in res["disk"])
     print(f"median restore alone: memory {rm:.3f} s, disk {rd:.3f} s, disk/memory {rd / rm:.2f}x")
     for mode in ("memory", "disk"):  # the restarted job's own account (PE 0's), before the restore
+        if a.spare:
+            ahead = statistics.median(r[4][0] for r in res[mode])
+            print(f"median start-up done ahead by the spare ({mode}): {ahead:.3f} s")
+            continue
         parts = [statistics.median(r[4][i] for r in res[mode]) for i in range(7)]
         print(f"median start-up before the restore ({mode}): {parts[0]:.3f} s: process start and "
               f"shmem_init {parts[1]:.3f} s, the data {parts[2]:.3f} s, the model, optimizer and "

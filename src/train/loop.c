@@ -37,6 +37,7 @@
  * the shares of the next step travel in the manifest.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <sched.h>
@@ -352,6 +353,7 @@ typedef struct {
     int time_due;         /* PE 0's clock says a --ckpt-every checkpoint is due (ckpt_agree) */
     int eval_due;         /* --ckpt-at-eval: an evaluation since the last save check */
     int restored;         /* the state came from a checkpoint or an in-memory snapshot */
+    double spare_waited;  /* symrun --spare: how long this PE waited to be needed; -1: no spare */
     double t_setup[6];    /* the process's start (its age at setup), setup's start, the data
                            * loaded, the model made, the optimizer made, the buffers made:
                            * a restart's --resume says them */
@@ -1753,9 +1755,43 @@ static double process_age_s(void) {
     return age > 0 ? age : 0;
 }
 
-/* A restart's --resume: where the start-up before the restore went (PE 0's). */
+/* symrun --spare: this PE was started ahead of a failure and waits here, its
+ * start-up done, for symrun to need it (then told the pids of the attempt
+ * before, still ending: SYMTRAIN_DYING_PIDS) or to end it; before anything
+ * it does with --ckpt-dir (its lock; --parallel auto's kept layout: then it
+ * waits before the planner). The wait goes to r->spare_waited. */
+static int spare_wait(run_t *r) {
+    long fd = sym__env_int("SYMTRAIN_SPARE_FD", -1, 0, INT_MAX);
+    if (fd < 0) return SYM_OK;
+    fflush(NULL); /* what it said so far goes out when it takes over, in order */
+    double t0 = sym__now_s();
+    char pids[1024];
+    size_t n = 0;
+    while (n + 1 < sizeof pids) {
+        ssize_t got = read((int)fd, pids + n, 1);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) _exit(0); /* symrun ended this spare unneeded */
+        if (pids[n] == '\n') break;
+        n++;
+    }
+    pids[n] = '\0';
+    close((int)fd);
+    unsetenv("SYMTRAIN_SPARE_FD");
+    if (n && setenv("SYMTRAIN_DYING_PIDS", pids, 1))
+        return report(r, sym__error(SYM_ENOMEM, "out of memory"), 0);
+    r->spare_waited = sym__now_s() - t0;
+    return SYM_OK;
+}
+
+/* A restart's --resume: where the start-up before the restore went (PE 0's);
+ * a spare's was done before it was needed. */
 static void say_setup(run_t *r) {
-    const double *t = r->t_setup;
+    const double *t = r->t_setup, waited = r->spare_waited;
+    if (waited >= 0) {
+        note(r, "a spare: its start-up (%.2f s) was done before it was needed; it waited %.2f s",
+             t[0] + t[5] - t[1], waited);
+        return;
+    }
     note(r, "start-up before the restore: %.2f s (process start and shmem_init %.2f s, the data "
             "%.2f s, the model, optimizer and buffers %.2f s: the model %.2f, the optimizer "
             "%.2f, the rest %.2f)",
@@ -1873,6 +1909,8 @@ static int setup(run_t *r) {
         return report(r, sym__error(SYM_ENOMEM, "out of memory for the batch buffers"), 0);
 
     r->saved_step = -1;
+    r->t_setup[5] = sym__now_s();
+    if ((rc = spare_wait(r))) return rc;
     /* PE 0 holds --ckpt-dir before anyone reads it: two jobs saving into one
      * directory would prune and shadow each other's checkpoints. (Not made
      * for a --resume that will find nothing there and stop.) Every PE learns
@@ -1883,7 +1921,6 @@ static int setup(run_t *r) {
         (rc = sym_ckpt_lock(c->ckpt_dir, &r->ckpt_lock)))
         report(r, rc, 0);
     if ((rc = agree(r, rc))) return rc;
-    r->t_setup[5] = sym__now_s();
     if ((rc = mem_open(r))) return rc;
     if (c->resume && sym__env_int("SYMTRAIN_RESTART_COUNT", 0, 0, LONG_MAX) > 0) say_setup(r);
     int from_memory = c->resume ? resume_memory(r) : 0;
@@ -2406,6 +2443,7 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
     run_t r;
     memset(&r, 0, sizeof r);
     r.ckpt_lock = -1;
+    r.spare_waited = -1;
     r.cfg = cfg;
     r.me = shmem_my_pe();
     r.npes = shmem_n_pes();
@@ -2424,7 +2462,8 @@ int sym_train_run(const sym_train_config_t *cfg, sym_train_result_t *res) {
 
     int rc = SYM_OK, stopped = 0;
     sym_train_config_t planned; /* --parallel auto: the planner's layout in cfg's place */
-    if (cfg->parallel.plan) {
+    if (cfg->parallel.plan) rc = spare_wait(&r); /* before the planner reads --ckpt-dir */
+    if (!rc && cfg->parallel.plan) {
         char why[768];
         if ((rc = report(&r, sym__train_autoplan(cfg, &planned, why, sizeof why), 1)) == SYM_OK) {
             cfg = r.cfg = &planned;
