@@ -97,6 +97,31 @@ int main(void) {
           sym_last_error());
     sym_ckpt_unlock(fd);
     waitpid(holder, &st, 0);
+    /* begun at once, finished once it ended; a live holder is EBUSY at once */
+    holder = child(1, dir, 400);
+    int pending = 0;
+    unsetenv("SYMTRAIN_DYING_PIDS");
+    rc = sym_ckpt_lock_begin(dir, &fd, &pending);
+    CHECK(rc == SYM_EBUSY && !pending && fd == -1, "begun on a live job's lock: rc %d", rc);
+    snprintf(list, sizeof list, "%d", (int)holder);
+    setenv("SYMTRAIN_DYING_PIDS", list, 1);
+    t0 = sym__now_s();
+    rc = sym_ckpt_lock_begin(dir, &fd, &pending);
+    CHECK(rc == SYM_OK && pending && fd >= 0 && sym__now_s() - t0 < 0.2,
+          "the lock of an ending PE was not left pending at once: rc %d, pending %d", rc, pending);
+    CHECK(waitpid(holder, &st, WNOHANG) == 0, "the holder ended before the lock was begun");
+    rc = sym_ckpt_lock_finish(dir, fd);
+    CHECK(rc == SYM_OK, "the pending lock was not taken once its holder ended: %s",
+          sym_last_error());
+    char who[64], lock_path[96];
+    snprintf(lock_path, sizeof lock_path, "%s/.lock", dir);
+    FILE *lf = fopen(lock_path, "r");
+    CHECK(lf && fgets(who, sizeof who, lf), "cannot read %s", lock_path);
+    snprintf(want, sizeof want, "pid %d\n", (int)getpid());
+    CHECK(strstr(who, want) != NULL, "the finished lock names \"%s\", not this process", who);
+    fclose(lf);
+    sym_ckpt_unlock(fd);
+    waitpid(holder, &st, 0);
     char cmd[96];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0, "%s", cmd);

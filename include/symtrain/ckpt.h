@@ -91,6 +91,12 @@ typedef struct {
  * is SYM_EBUSY, named; the lock goes with the process, or with
  * sym_ckpt_unlock. Returns the lock's descriptor in *fd. */
 int sym_ckpt_lock(const char *dir, int *fd);
+/* The same, but a holder among the last attempt's PEs still ending
+ * (SYMTRAIN_DYING_PIDS: killed, none of its threads runs) is not waited for:
+ * *pending is 1 and the lock is taken by sym_ckpt_lock_finish(dir, *fd),
+ * which waits for that end, before anything is written into dir. */
+int sym_ckpt_lock_begin(const char *dir, int *fd, int *pending);
+int sym_ckpt_lock_finish(const char *dir, int fd);
 void sym_ckpt_unlock(int fd);
 
 typedef struct sym_ckpt_writer sym_ckpt_writer_t; /* opaque */

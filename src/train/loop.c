@@ -68,6 +68,7 @@
 #include "ckpt/layout.h"
 #include "ckpt/peer.h"
 #include "core/device.h"
+#include "core/parallel.h"
 #include "data/task.h"
 #include "internal.h"
 #include "obs/progress.h"
@@ -375,6 +376,7 @@ typedef struct {
     sym_ckpt_writer_t *writer;   /* PE 0's, format 2; or */
     sym_ckpt_dist_t *dist;       /* every PE's, --ckpt-format sharded */
     int ckpt_lock;               /* PE 0: its hold on --ckpt-dir (sym_ckpt_lock), or -1 */
+    int lock_pending;            /* PE 0: ckpt_lock waits for a dying holder (finish_lock) */
     sym_peer_t *peer;            /* --mem-ckpt-every: the in-memory snapshots (NULL: none) */
     sym_metrics_t *metrics;
     sym_prom_t *prom;            /* this PE's Prometheus endpoint (NULL: none) */
@@ -1763,6 +1765,10 @@ static double process_age_s(void) {
 static int spare_wait(run_t *r) {
     long fd = sym__env_int("SYMTRAIN_SPARE_FD", -1, 0, INT_MAX);
     if (fd < 0) return SYM_OK;
+    /* what a restore writes first (the optimizer's moments, untouched since
+     * calloc) faulted in now rather than after the failure */
+    for (int i = 0; r->opt && i < 2; i++)
+        if (sym_optim_buffer(r->opt, i)) sym__parallel_touch(sym_optim_buffer(r->opt, i), r->P * sizeof(float));
     fflush(NULL); /* what it said so far goes out when it takes over, in order */
     double t0 = sym__now_s();
     char pids[1024];
@@ -1918,7 +1924,7 @@ static int setup(run_t *r) {
     struct stat ck_st;
     int ck_missing = c->ckpt_dir && stat(c->ckpt_dir, &ck_st) != 0;
     if (r->me == 0 && c->ckpt_dir && !(ck_missing && c->resume == SYM_RESUME_MUST) &&
-        (rc = sym_ckpt_lock(c->ckpt_dir, &r->ckpt_lock)))
+        (rc = sym_ckpt_lock_begin(c->ckpt_dir, &r->ckpt_lock, &r->lock_pending)))
         report(r, rc, 0);
     if ((rc = agree(r, rc))) return rc;
     if ((rc = mem_open(r))) return rc;
@@ -2406,8 +2412,21 @@ static int ckpt_agree(run_t *r, int wait) {
 /* save(), timed for the stall figures: the step loop's time lost to a
  * checkpoint. With --ckpt-async off the write is waited for here too (the
  * same bytes, written before the next step: the baseline). */
+/* PE 0 took --ckpt-dir's lock while the last attempt's PE 0 was still ending
+ * (its pages being freed: it holds the lock until then): taken now, before
+ * anything is written there. A job that took it meanwhile ends this one. */
+static void finish_lock(run_t *r) {
+    r->lock_pending = 0;
+    int rc = sym_ckpt_lock_finish(r->cfg->ckpt_dir, r->ckpt_lock);
+    if (!rc) return;
+    r->ckpt_lock = -1;
+    sym__warn("symtrain train", "%s", sym_last_error());
+    shmem_global_exit(1);
+}
+
 static void checkpoint(run_t *r) {
     if (!r->ckasync || r->saved_step == r->step) return;
+    if (r->lock_pending) finish_lock(r);
     double t0 = sym__now_s();
     save(r);
     if (r->cfg->ckpt_sync) sym__ckpt_async_poll(r->ckasync, r->writer, r->dist, 1);

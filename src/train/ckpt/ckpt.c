@@ -894,16 +894,11 @@ static int held_by_dying(const char *who) {
            sym__proc_dying((pid_t)pid);
 }
 
-int sym_ckpt_lock(const char *dir, int *fd_out) {
-    *fd_out = -1;
-    char path[PATH_MAX];
-    int rc = sym__ckpt_mkdir_p(dir);
-    if (!rc) rc = sym__ckpt_join(path, sizeof path, dir, LOCK_NAME);
-    if (rc) return rc;
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return sym__error(SYM_EIO, "cannot open the lock file %s: %s", path, strerror(errno));
-    /* An earlier attempt's PE still ending holds it to its very end: waited for. */
+/* Take the flock on fd (dir's lock file, at path) and say who holds it.
+ * A holder among the last attempt's PEs still ending holds it to its very
+ * end: waited for (up to DYING_WAIT_S), or with `later` left for
+ * sym_ckpt_lock_finish (*pending 1). The descriptor is closed on failure. */
+static int take_lock(const char *dir, const char *path, int fd, int later, int *pending) {
     double until = sym__now_s() + DYING_WAIT_S;
     int e = 0;
     char held[256] = "";
@@ -913,6 +908,10 @@ int sym_ckpt_lock(const char *dir, int *fd_out) {
         held[got > 0 ? got : 0] = '\0';
         held[strcspn(held, "\n")] = '\0';
         if (e != EWOULDBLOCK || !held_by_dying(held) || sym__now_s() > until) break;
+        if (later) {
+            *pending = 1;
+            return SYM_OK;
+        }
         nanosleep(&(struct timespec){0, 2000000}, NULL);
         e = 0;
     }
@@ -928,12 +927,48 @@ int sym_ckpt_lock(const char *dir, int *fd_out) {
     gethostname(host, sizeof host - 1);
     int n = snprintf(who, sizeof who, "host %s, pid %d\n", host, (int)getpid());
     if (ftruncate(fd, 0) < 0 || pwrite(fd, who, (size_t)n, 0) != n) {
-        int e = errno;
+        e = errno;
         close(fd);
         return sym__error(SYM_EIO, "cannot write the lock file %s: %s", path, strerror(e));
     }
-    *fd_out = fd;
     return SYM_OK;
+}
+
+static int open_lock(const char *dir, char *path, size_t len, int *fd) {
+    int rc = sym__ckpt_mkdir_p(dir);
+    if (!rc) rc = sym__ckpt_join(path, len, dir, LOCK_NAME);
+    if (rc) return rc;
+    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (*fd < 0)
+        return sym__error(SYM_EIO, "cannot open the lock file %s: %s", path, strerror(errno));
+    return SYM_OK;
+}
+
+int sym_ckpt_lock_begin(const char *dir, int *fd_out, int *pending) {
+    *fd_out = -1;
+    *pending = 0;
+    char path[PATH_MAX];
+    int fd, rc = open_lock(dir, path, sizeof path, &fd);
+    if (!rc && !(rc = take_lock(dir, path, fd, 1, pending))) *fd_out = fd;
+    return rc;
+}
+
+int sym_ckpt_lock_finish(const char *dir, int fd) {
+    char path[PATH_MAX];
+    int rc = sym__ckpt_join(path, sizeof path, dir, LOCK_NAME);
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    return take_lock(dir, path, fd, 0, NULL);
+}
+
+int sym_ckpt_lock(const char *dir, int *fd_out) {
+    *fd_out = -1;
+    char path[PATH_MAX];
+    int fd, rc = open_lock(dir, path, sizeof path, &fd);
+    if (!rc && !(rc = take_lock(dir, path, fd, 0, NULL))) *fd_out = fd;
+    return rc;
 }
 
 void sym_ckpt_unlock(int fd) {
