@@ -12,8 +12,9 @@
  * for the previous message's credit). tests/train_pp checks more layouts, and the credits,
  * inside one program. Each step's loss (from the
  * last stages) and the validation losses must match the 1-PE run's to 1e-5
- * relative, each step's gradient norm over the whole pipeline to 2e-5 (the
- * metrics print 6 digits); the loss must fall, and a run with another seed
+ * relative, step 1's gradient norm over the whole pipeline to 2e-5 (the
+ * metrics print 6 digits) and later ones to 1e-4 (AMD's and Haswell's
+ * OpenBLAS kernels round a product by how it is split); the loss must fall, and a run with another seed
  * must differ by far more (its gradient norm at step 2), so the comparison
  * is not blind. A dp=2,pp=2 run with --sample gathers every stage's weights
  * on PE 0 and prints the text `symtrain sample` draws from its last
@@ -28,7 +29,10 @@
              "--test-samples 32"
 #define STEPS 20
 #define TOL 1e-5
-#define TOL_NORM 2e-5
+#define TOL_NORM 2e-5 /* step 1's gradient norm: the same weights, summed in another order */
+/* later norms: the weights' rounding differences since, through AdamW (OpenBLAS's
+ * Haswell and Zen kernels round each product by how it is split) */
+#define TOL_NORM_LATER 1e-4
 
 static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
 
@@ -71,7 +75,8 @@ int main(int argc, char **argv) {
         for (int s = 0; s < STEPS; s++) {
             CHECK(rel(l[s], l1[s]) <= TOL, "%s step %d: loss %.8f, 1 PE %.8f", L->name, s + 1,
                   l[s], l1[s]);
-            CHECK(rel(g[s], g1[s]) <= TOL_NORM, "%s step %d: gradient norm %.6g, 1 PE %.6g",
+            CHECK(rel(g[s], g1[s]) <= (s ? TOL_NORM_LATER : TOL_NORM),
+                  "%s step %d: gradient norm %.6g, 1 PE %.6g",
                   L->name, s + 1, g[s], g1[s]);
             dl = fmax(dl, rel(l[s], l1[s]));
             dg = fmax(dg, rel(g[s], g1[s]));

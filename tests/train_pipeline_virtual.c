@@ -10,9 +10,11 @@
  * pp=4 x V=2 with 8 micro-batches (8 chunks of one block on 4 PEs), pp=2 x V=4 (8 chunks on 2 PEs), dp=2 x pp=2 x V=2 with
  * 4 micro-batches a replica, the same with --zero 1, and tp=2 x pp=2 x V=2.
  * Each step's loss and the validation losses must match the 1-PE run's to
- * 1e-5 relative, each step's gradient norm over the whole pipeline to 2e-5
- * (the metrics print 6 digits; with tp 1e-4: the tp sums' order, tp=2,pp=2
- * without virtual stages parts from 1 PE by 8.8e-5 on this model). The plan line must name the chunks. What
+ * 1e-5 relative, step 1's gradient norm over the whole pipeline to 2e-5
+ * (the metrics print 6 digits) and later ones to 1e-4 (AMD's and Haswell's
+ * OpenBLAS kernels round a product by how it is split; with tp every step:
+ * the tp sums' order, tp=2,pp=2 without virtual stages parts from 1 PE by
+ * 8.8e-5 on this model). The plan line must name the chunks. What
  * interleaving cannot do is refused before the job starts, each with one
  * message naming the fix: micro-batches not a multiple of pp, fewer blocks
  * than chunks, --device gpu, and no pipeline at all. Its checkpoints (resume
@@ -26,8 +28,10 @@
              "--test-samples 32"
 #define STEPS 20
 #define TOL 1e-5
-#define TOL_NORM 2e-5
-#define TOL_NORM_TP 1e-4
+#define TOL_NORM 2e-5 /* step 1's gradient norm: the same weights, summed in another order */
+/* later norms: the weights' rounding differences since, through AdamW (OpenBLAS's
+ * Haswell and Zen kernels round each product by how it is split) */
+#define TOL_NORM_LATER 1e-4
 
 static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
 
@@ -72,7 +76,8 @@ int main(int argc, char **argv) {
         for (int s = 0; s < STEPS; s++) {
             CHECK(rel(l[s], l1[s]) <= TOL, "%s step %d: loss %.8f, 1 PE %.8f", L->name, s + 1,
                   l[s], l1[s]);
-            CHECK(rel(g[s], g1[s]) <= (strstr(L->opts, "tp=") ? TOL_NORM_TP : TOL_NORM), "%s step %d: gradient norm %.6g, 1 PE %.6g",
+            CHECK(rel(g[s], g1[s]) <= (strstr(L->opts, "tp=") || s ? TOL_NORM_LATER : TOL_NORM),
+                  "%s step %d: gradient norm %.6g, 1 PE %.6g",
                   L->name, s + 1, g[s], g1[s]);
             dl = fmax(dl, rel(l[s], l1[s]));
             dg = fmax(dg, rel(g[s], g1[s]));

@@ -67,8 +67,9 @@ static double compare(const char *a, const char *b, int state, double wtol) {
         CHECK(!f || !memcmp(w1, w2, 32), "optim.bin headers differ (%s, %s)", a, b);
         for (size_t i = from; i < n1; i++) {
             /* relative, with a floor at the scale of the weights (0.02 at init) and of
-             * the state's small entries, where a difference is rounding of the tiny */
-            double e = fabs((double)w1[i] - w2[i]) / fmax(fabs(w1[i]), f ? 1e-6 : 1e-2);
+             * the state's small entries (a first moment near 0 is gradients of 1e-3
+             * cancelling), where a difference is rounding of the tiny */
+            double e = fabs((double)w1[i] - w2[i]) / fmax(fabs(w1[i]), f ? 1e-5 : 1e-2);
             CHECK(e <= wtol, "%s: element %zu is %.9g (%s), %.9g (%s)", files[f], i, w2[i], b,
                   w1[i], a);
             d = fmax(d, e);
