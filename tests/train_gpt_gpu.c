@@ -36,7 +36,8 @@
  *   (h) in-memory snapshots (--mem-ckpt-every 3) from 2 PEs sharing the GPU:
  *       PE 1 SIGKILLed after step 13, symrun restarts the job, which restores
  *       step 12 from memory and ends with the uninterrupted run's losses and
- *       byte-identical files;
+ *       byte-identical files; the same under symrun --spare (the restart's
+ *       PEs started beforehand, their GPU context made, waiting);
  *   (i) sharded saves from asynchronous snapshots (each PE's copy into pinned
  *       memory; its shard made and written by the background thread once the
  *       copy is done) against --ckpt-async off: every shard's data file
@@ -280,6 +281,21 @@ int main(int argc, char **argv) {
     e2e_same_ckpt_file(e2e_path("ck10"), e2e_path("ck11"), "optim.bin");
     printf("train_gpt_gpu: 2 PEs on the GPU, PE 1 killed after step 13: restored from the "
            "in-memory snapshot of step 12, every loss and step 30's files identical\n");
+    /* ... and the same with spare PEs (symrun --spare): they start on the GPU,
+     * wait, and take over */
+    mlog = e2e_path("mem_spare.log");
+    snprintf(args, sizeof args, ARGS " --device gpu --ckpt-steps 10 --mem-ckpt-every 3 "
+             "--resume=auto --ckpt-dir %s --metrics %s", e2e_path("ck12"),
+             e2e_path("mem_spare.jsonl"));
+    e2e_run(2, "--max-restarts 1 --spare", "SYMTRAIN_TEST_KILL_AT=1:13", mlog, 0, args);
+    e2e_expect_log(mlog, "the spare PEs, started");
+    e2e_expect_log(mlog, "was done before it was needed; it waited");
+    e2e_expect_log(mlog, "in-memory snapshot of step 12 restored");
+    e2e_same_losses(e2e_path("mem_ref.jsonl"), e2e_path("mem_spare.jsonl"), STEPS, 1);
+    e2e_same_ckpt_file(e2e_path("ck10"), e2e_path("ck12"), "model.bin");
+    e2e_same_ckpt_file(e2e_path("ck10"), e2e_path("ck12"), "optim.bin");
+    printf("train_gpt_gpu: the same under symrun --spare: the spares (on the GPU) took over, "
+           "every loss and step 30's files identical\n");
 
     free(g1);
     free(g2);
