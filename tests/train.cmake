@@ -127,9 +127,13 @@ set_tests_properties(train_gpt_gpu_tp_sp PROPERTIES LABELS gpu TIMEOUT 600 RUN_S
 sym_train_e2e(train_gpt_gpu_dropout) # --dropout on the GPU: the CPU's masks in every split, resume, bf16
 set_tests_properties(train_gpt_gpu_dropout PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
   ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
-sym_train_e2e(train_gpt_gpu_pp) # --parallel pp=2 (dp, tp) on GPU PEs sharing the GPU vs the CPU, resume, dropout, bf16
+sym_train_e2e(train_gpt_gpu_pp) # --parallel pp=2 (dp, tp, sp) on GPU PEs sharing the GPU vs the CPU, resume, dropout, bf16
 set_tests_properties(train_gpt_gpu_pp PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
   ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
+add_test(NAME train_gpt_gpu_pp_sp # (i): tp=2,pp=2,sp: dropout, uneven shards, bf16, the host way
+  COMMAND train_gpt_gpu_pp $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> sp)
+set_tests_properties(train_gpt_gpu_pp_sp PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
+  SKIP_RETURN_CODE 77 ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
 sym_train_e2e(train_plan)    # symtrain plan: parameters, memory, times and choices by hand
 sym_train_e2e(train_plan_memory) # the planner's memory per PE vs symtrain train's allocators
 sym_train_e2e(train_plan_auto) # --parallel auto on 4 PEs: symtrain plan's choice, trained as by hand

@@ -1,6 +1,6 @@
 /*
  * train_gpt_gpu_pp — pipeline parallelism on GPU PEs (--device gpu --parallel
- * pp=2, dp=2,pp=2, tp=2,pp=2), several PEs sharing the one GPU
+ * pp=2, dp=2,pp=2, tp=2,pp=2, tp=2,pp=2,sp), several PEs sharing the one GPU
  * (SYMTRAIN_GPU_SHARE=1), through symrun and the symtrain CLI: the CPU
  * pipeline's schedule, inboxes and credits, each stage's forward and backward
  * on the GPU, activations and their gradients passing GPU to GPU (each GPU's
@@ -13,8 +13,11 @@
  *       in every loss, both validation losses and step 1's gradient norm
  *       (later norms to 1e-3): the tied embedding's gradient summed over the
  *       first and last stage, the norm over the pipeline with wte counted once;
- *   (b) dp=2,pp=2 and tp=2,pp=2 on 4 PEs each match the 1-PE CPU run alike
- *       (each stage averaged over its dp team; split over its tp team);
+ *   (b) dp=2,pp=2, tp=2,pp=2 and tp=2,pp=2,sp on 4 PEs each match the 1-PE
+ *       CPU run alike (each stage averaged over its dp team; split over its
+ *       tp team; with sp each stage's edges pass its tp rank's block of rows,
+ *       and the LayerNorms' gradients are summed over the tp team once a
+ *       step);
  *   (c) pp=2 checkpointed at step 10 and resumed to 20: model.bin and optim.bin
  *       byte-identical to the uninterrupted run's;
  *   (d) pp=2 with --dropout 0.1 matches the 1-PE CPU run with it (each
@@ -30,7 +33,15 @@
  *       either way);
  *   (h) ZeRO-1 inside the pipeline (dp=2,pp=2 --zero 1: each stage's moments
  *       sharded over its dp team) matches the 1-PE CPU run alike, and its
- *       step-10 checkpoint resumed to 20 gives the uninterrupted run's files.
+ *       step-10 checkpoint resumed to 20 gives the uninterrupted run's files;
+ *   (i) tp=2,pp=2,sp with --dropout 0.1 on 12 sequences of 63 (micro-batches
+ *       of 3: 189 rows, shards of 95 and 94) matches the 1-PE CPU run with
+ *       them (the masks of the global rows); in bf16 within (e)'s tolerance
+ *       of it, and through the host (SYMTRAIN_PIPE_VIA_HOST=1: the pipeline
+ *       counts each shard's floats, the GPU converts them) every bf16 loss
+ *       identical to the GPU-to-GPU run's. (i) is its own ctest,
+ *       train_gpt_gpu_pp_sp (argv[3] "sp"), to keep each within its time
+ *       limit.
  *
  * SKIP (77) where the GPU part is not built or no GPU is visible.
  */
@@ -49,6 +60,35 @@ static void train(const char *name, int npes, const char *device, int steps, con
     e2e_train(name, npes, ARGS, device, steps, extra);
 }
 
+/* (i) sp inside the stages: dropout, uneven shards, bf16, both ways of the messages */
+static void sp_case(void) {
+    const char *odd = "--parallel tp=2,pp=2,sp --micro-batches 4 --dropout 0.1 --batch 12 "
+                      "--seq 63";
+    char extra[256];
+    train("cpu1_odd", 1, "cpu", STEPS, "--dropout 0.1 --batch 12 --seq 63");
+    setenv("SYMTRAIN_GPU_SHARE", "1", 1);
+    snprintf(extra, sizeof extra, "--precision fp32 %s", odd);
+    train("gpu_sp_odd", 4, "gpu", STEPS, extra);
+    const char *log = e2e_path("gpu_sp_odd.log");
+    e2e_expect_log(log, "activations and gradients go GPU to GPU");
+    e2e_expect_log(log, "sequence parallel: LayerNorm, dropout and residual");
+    e2e_match(NAME, "tp=2,pp=2,sp --dropout 0.1, 189-row micro-batches (shards of 95 and 94), on "
+              "the GPU vs 1 CPU PE", e2e_path("gpu_sp_odd.jsonl"), e2e_path("cpu1_odd.jsonl"),
+              STEPS, 1, TOL, NORM_DRIFT, 2, 2);
+    snprintf(extra, sizeof extra, "--precision bf16 %s", odd);
+    train("bf16_sp_odd", 4, "gpu", STEPS, extra);
+    e2e_low_precision(NAME, "bf16 tp=2,pp=2,sp --dropout 0.1 on the GPU vs the fp32 CPU run",
+                      e2e_path("bf16_sp_odd.jsonl"), e2e_path("cpu1_odd.jsonl"), STEPS);
+    setenv("SYMTRAIN_PIPE_VIA_HOST", "1", 1);
+    train("bf16_sp_odd_host", 4, "gpu", STEPS, extra);
+    unsetenv("SYMTRAIN_PIPE_VIA_HOST");
+    e2e_expect_log(e2e_path("bf16_sp_odd_host.log"),
+                   "activations and gradients go through the host");
+    e2e_same_losses(e2e_path("bf16_sp_odd.jsonl"), e2e_path("bf16_sp_odd_host.jsonl"), STEPS, 0);
+    printf(NAME ": bf16 tp=2,pp=2,sp through the host (fp32 messages): every loss identical to "
+           "the GPU-to-GPU run's\n");
+}
+
 int main(int argc, char **argv) {
     e2e_init(argc, argv, NAME);
     char args[2048];
@@ -56,6 +96,13 @@ int main(int argc, char **argv) {
     /* the skip: one GPU PE, no pipeline */
     snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --max-steps 1");
     e2e_gpu_first(NAME, "probe", args);
+    if (argc > 3 && !strcmp(argv[3], "sp")) { /* (i) alone */
+        sp_case();
+        e2e_cleanup();
+        printf(NAME ": sp: ok\n");
+        return 0;
+    }
+    CHECK(argc <= 3, NAME ": unknown part '%s' (none: (a) to (h); sp: (i))", argv[3]);
     train("cpu1", 1, "cpu", STEPS, "");
     train("cpu1_drop", 1, "cpu", STEPS, "--dropout 0.1");
     setenv("SYMTRAIN_GPU_SHARE", "1", 1); /* several PEs on the one GPU */
@@ -77,7 +124,8 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name, *layout, *what;
     } runs[] = {{"gpu_dp2pp2", "dp=2,pp=2", "dp=2,pp=2 on the GPU vs 1 CPU PE"},
-                {"gpu_tp2pp2", "tp=2,pp=2", "tp=2,pp=2 on the GPU vs 1 CPU PE"}};
+                {"gpu_tp2pp2", "tp=2,pp=2", "tp=2,pp=2 on the GPU vs 1 CPU PE"},
+                {"gpu_tp2pp2sp", "tp=2,pp=2,sp", "tp=2,pp=2,sp on the GPU vs 1 CPU PE"}};
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         char extra[256];
         snprintf(extra, sizeof extra, "--precision fp32 --parallel %s --micro-batches 4",

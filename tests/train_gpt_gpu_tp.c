@@ -63,7 +63,7 @@
  *       match the 1-PE CPU run with that dropout (the masks of the global
  *       rows); the tp=2,sp dropout run's step-10 checkpoint resumed with sp
  *       ends with model.bin and optim.bin byte-identical to the
- *       uninterrupted run's; and tp=2,pp=2,sp on the GPU is refused (exit 2).
+ *       uninterrupted run's (sp inside pipeline stages: train_gpt_gpu_pp).
  *       (f) is its own ctest, train_gpt_gpu_tp_sp (argv[3] "sp"), to keep each
  *       within its time limit.
  *
@@ -294,12 +294,6 @@ static void sp_case(void) {
     e2e_same_ckpt_file(full, half, "optim.bin");
     printf("train_gpt_gpu_tp: tp=2,sp --dropout 0.1 on the GPU, step-10 checkpoint + --resume: "
            "model.bin and optim.bin identical to the uninterrupted run's\n");
-
-    /* a pipeline's GPU stages do not take sp: refused before anything trains */
-    snprintf(args, sizeof args, ARGS " --device gpu --parallel tp=2,pp=2,sp");
-    e2e_run(4, NULL, NULL, e2e_path("sp_pp_refused.log"), 2, args);
-    e2e_expect_log(e2e_path("sp_pp_refused.log"), "the GPU's pipeline stages do not take "
-                                                  "sequence parallelism");
 }
 
 int main(int argc, char **argv) {

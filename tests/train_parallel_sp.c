@@ -19,7 +19,7 @@
  * of one never interrupted, bit for bit (the masks follow the step and row).
  *
  * Refused with exit status 2 and one message, before anything trains: sp
- * without a tp group, and sp in the GPU's pipeline stages.
+ * without a tp group, and sp with --tp-overlap.
  */
 #include "train_e2e.h"
 
@@ -107,10 +107,6 @@ int main(int argc, char **argv) {
     refused(2, "--parallel dp=2,sp", "sequence parallelism splits the activations of a tp "
                                      "group, and there is none");
     refused(2, "--parallel tp=2,sp --tp-overlap 2", "with sp there are none");
-    /* the GPU takes sp and --tp-overlap (tests/train_gpt_gpu_tp.c), not sp in its pipeline
-     * stages: refused before any GPU is touched, so on any machine */
-    refused(4, "--device gpu --parallel tp=2,pp=2,sp", "the GPU's pipeline stages do not take "
-                                                      "sequence parallelism");
     e2e_cleanup();
     printf("train_parallel_sp: ok\n");
     return 0;

@@ -37,7 +37,13 @@
  * sees the whole gradient. Tensor
  * parallelism: with a tp dimension each stage is split over its tp team
  * (sym_model_create_tp's split); the residual stream is whole on every PE of
- * a tp team, so tp rank r of stage s sends to tp rank r of stage s + 1.
+ * a tp team, so tp rank r of stage s sends to tp rank r of stage s + 1. With
+ * sequence parallelism (cfg.seq_parallel) the stream is split over the team
+ * and tp rank r passes its shard alone: a CPU stage's positions
+ * sym_shard_range(seq, tp, r) of each sequence, a device's rows
+ * [r R, r R + n) of the rows x seq, R = ceil(rows x seq / tp) (the last
+ * rank's n shorter); an inbox slot holds rows x ceil(seq / tp) positions,
+ * room for either kind's shard.
  */
 #ifndef SYMTRAIN_PIPELINE_H
 #define SYMTRAIN_PIPELINE_H
@@ -173,8 +179,9 @@ int sym_pipe_eval(sym_pipe_t *p, const int32_t *tokens, const int32_t *labels, i
  * its tp teams. */
 int sym_pipe_clip(sym_pipe_t *p, double max_norm, double *norm);
 sym_pipe_stats_t sym_pipe_stats(const sym_pipe_t *p);
-/* An inbox's slots and a slot's floats (micro_rows x seq x C): a device's
- * inboxes are made to this size. */
+/* An inbox's slots and a slot's floats (micro_rows x seq x C; with sequence
+ * parallelism micro_rows x ceil(seq / tp) x C): a device's inboxes are made
+ * to this size. */
 void sym_pipe_inbox(const sym_pipe_t *p, int *slots, size_t *elems);
 /* 1 when the messages go device to device (sym_pipe_use_device's choice). */
 int sym_pipe_direct(const sym_pipe_t *p);
@@ -198,7 +205,8 @@ int sym_pipe_slots(const sym_pipe_t *p);
  *   the host signal follows the completed copy;
  *   through the host (otherwise, or SYMTRAIN_PIPE_VIA_HOST=1): activations
  *   and gradients reach the device and leave it as host fp32 (rows x seq, C)
- *   arrays in the pipeline's symmetric inboxes.
+ *   arrays (with sequence parallelism the device's shard, above) in the
+ *   pipeline's symmetric inboxes.
  * forward: micro-batch in activation set `slot`, tok on the first stage,
  * else its input: x (host) or, device to device, inbox slot `box` (x NULL);
  * y receives the output of a stage before the last (host; NULL device to

@@ -130,7 +130,7 @@ static sym_parallel_t layout_of(const sym_train_config_t *c, int npes) {
 }
 
 /* Sequence parallelism (--parallel ...,sp) and --tp-overlap against the
- * layout and the device. */
+ * layout. */
 static int validate_gpt_split(const sym_train_config_t *c, const sym_parallel_t *l) {
     if (c->model.seq_parallel && l->tp == 1)
         return sym__error(SYM_EINVAL, "--parallel ...,sp: sequence parallelism splits the "
@@ -142,11 +142,6 @@ static int validate_gpt_split(const sym_train_config_t *c, const sym_parallel_t 
                           c->model.tp_chunks, l->tp == 1 ? "there is no tp group: add tp=M (M > 1)"
                                                          : "with sp there are none (reduce-scatters "
                                                            "and all-gathers instead): drop one");
-    if (c->model.seq_parallel && l->pp > 1 && c->device == SYM_TRAIN_GPU)
-        return sym__error(SYM_EINVAL, "--parallel ...,pp=%d,sp: the GPU's pipeline stages do not "
-                                      "take sequence parallelism in this build (its shards are "
-                                      "blocks of rows, a stage's edge passes whole sequences); "
-                                      "drop sp, or pass --device cpu", l->pp);
     return SYM_OK;
 }
 

@@ -173,7 +173,8 @@ struct sym_cuda_backend {
      * schedule calls these through sym_pipe_use_device) ----
      * Forward of one micro-batch (rows, seq) in activation set `slot`: tok on
      * the first stage, else its input, the previous stage's output: x (host,
-     * rows * seq * C fp32) or, x NULL, this GPU's forward inbox slot `box`;
+     * rows * seq * C fp32, or with SP this tp rank's block of those rows:
+     * symtrain/pipeline.h) or, x NULL, this GPU's forward inbox slot `box`;
      * on a stage without the head y (host, the same size) receives its
      * output, or, y NULL, it stays for stage_put; on the head, tgt gives
      * *loss_sum (summed) and, training, the loss gradient times grad_scale,
@@ -201,10 +202,11 @@ struct sym_cuda_backend {
     int (*stage_inbox_handle)(sym_gpu_model_t *m, void *handle);
     int (*stage_peer_open)(sym_gpu_model_t *m, int next, const void *handle);
     int (*stage_put)(sym_gpu_model_t *m, int slot, int fwd, int box);
-    /* The step's end: wte's gradients summed over the tied team, all of them
-     * averaged over the dp team, the global norm (over the tp team and the
-     * pipeline, wte counted once), clipping, AdamW at lr; *out as
-     * train_step's (its loss_sum 0). Collective over those teams. */
+    /* The step's end: wte's gradients summed over the tied team (with SP the
+     * LayerNorms' over the tp team), all of them averaged over the dp team,
+     * the global norm (over the tp team and the pipeline, wte counted once),
+     * clipping, AdamW at lr; *out as train_step's (its loss_sum 0).
+     * Collective over those teams. */
     int (*stage_update)(sym_gpu_model_t *m, float lr, float clip, sym_gpu_step_t *out);
 };
 

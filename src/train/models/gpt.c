@@ -59,7 +59,8 @@
  * Every redistribution is sym_redistribute on a 1-D mesh over the team
  * (symtrain/dtensor.h), whose symmetric scratch (rows x T x C floats) the
  * model allocates: with SP, creating and destroying the model is collective
- * over the whole job. Pipeline stages do not take SP (refused).
+ * over the whole job. A pipeline stage takes SP too: its edges pass this
+ * PE's positions of each sequence (B x tl rows) and their gradients.
  *
  * Dropout (cfg.dropout > 0, training only): GPT-2's embedding dropout and
  * residual dropout on the output of each block's two row-parallel layers

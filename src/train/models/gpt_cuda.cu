@@ -111,7 +111,12 @@
  *             every LayerNorm's weight and bias gradients, from this PE's
  *             rows, summed over the team once a step (packed, one all-reduce,
  *             before the dp average), after which they are whole as plain tp's.
- * Pipeline stages do not take SP here (a stage's edge passes whole sequences).
+ * In a pipeline stage (below) the residual stream at the stage's edges is
+ * this PE's shard too: a later stage's encoded is the previous stage's
+ * output shard (no embedding to scatter), a stage before the last ends with
+ * its last residual's shard (no ln_f), and the gradients at the edges are
+ * shards: the n rows pass to and from the PE of the same tp rank on the
+ * neighbouring stage, which holds the same rows (edge_elems).
  *
  * --tp-overlap K (cfg.tp_chunks, plain tp): each row-parallel product's
  * output and each column-parallel backward's input gradient computed in K row
@@ -156,7 +161,8 @@
  * neighbours open it, and stage_put copies the output (or the input gradient)
  * into their slot on the step's stream; else as host fp32 (from_host,
  * to_host). The stage_* calls run plain launches (no graph); the gradients add up over the
- * step's micro-batches and stage_update sums wte's over the tied pair,
+ * step's micro-batches and stage_update sums wte's over the tied pair (and
+ * with SP the LayerNorms' over the tp team, sp_ln_sum),
  * averages over dp, sums the norm's squares over the pipeline (the last
  * stage's wte copy left out: norm_lo) and runs AdamW; with ZeRO-1 the
  * average is the reduce-scatter over the stage's dp team, the norm counts the
@@ -255,8 +261,8 @@ struct sym_gpu_model {
                                            * ZeRO-1 block (whole ranges relative to nlo) */
     int nslots;
     gslot_t *sl;                          /* (nslots); the fields below point into the one in use */
-    float *xfer;                          /* (N,C) fp32: a stage's input or output to or from
-                                           * the host (16-bit compute types) */
+    float *xfer;                          /* (R,C) fp32 (R = N without SP): a stage's input or
+                                           * output to or from the host (16-bit compute types) */
     /* messages GPU to GPU (opts.inbox_elems > 0): this GPU's two inboxes
      * (forward, then backward: inbox_slots x inbox_elems each, the compute
      * type) in the region; the neighbours' (0 previous, 1 next) opened by
@@ -545,7 +551,7 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
             TAKEA(c, b->res3, R * C);
         }
     }
-    if (!m->embed || !m->head) TAKE(c, m->xfer, N * C); /* a stage's edge */
+    if (!m->embed || !m->head) TAKE(c, m->xfer, R * C); /* a stage's edge: a shard with SP */
     if (m->opts.inbox_elems && (!m->embed || !m->head))
         TAKEA(c, m->box, 2 * (size_t)m->opts.inbox_slots * m->opts.inbox_elems);
     TAKEA(c, m->proj, Ng * C); /* with SP also the residual gradient gathered */
@@ -953,7 +959,7 @@ static int forward(sym_gpu_model_t *m, int B, int T, int train) {
     cudaStream_t s = m->s;
     const void *lin;
     void *y;
-    if (!m->embed) { /* a later stage: encoded holds the previous stage's output */
+    if (!m->embed) { /* a later stage: encoded holds the previous stage's output (its shard) */
     } else if (m->tp > 1) { /* this PE's vocabulary rows, wpe on PE 0, summed over the team */
         void *part = m->sp ? m->proj : m->encoded;
         OP(symcu_encoder_shard_forward(m->dt, part, m->tok, W(m->off_wte), m->v0, m->nv,
@@ -1136,7 +1142,7 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
     const void *xL = L ? m->blk[L - 1].res3 : m->encoded;
     if (m->head) { /* the LM head (with tp this PE's columns; the input gradient summed
                     * over the team), then ln_f; a stage before the last: dres holds
-                    * its output's gradient */
+                    * its output's gradient (with SP its shard) */
         int tp = m->tp > 1;
         if ((rc = col_back(m, G(m->off_wte), NULL, m->logits, tp ? m->ld : m->Vp, m->lnf,
                            W(m->off_wte), N, C, tp ? m->nv : m->Vp, &sh, &dl)))
@@ -1640,10 +1646,6 @@ static int stage_config(sym_gpu_model_t *m, const sym_gpu_opts_t *o) {
     m->tied = SHMEM_TEAM_INVALID;
     m->pp = 1;
     if (o->stage_layers <= 0) return SYM_OK;
-    if (m->sp)
-        return fail(SYM_EINVAL, "GPU GPT: sequence parallelism inside a pipeline stage is not "
-                                "in this build (a stage's edge passes whole sequences): drop sp, "
-                                "or pp");
     if (o->stage_first < 0 || o->stage_first + o->stage_layers > m->Lt)
         return fail(SYM_EINVAL, "GPU GPT: a stage of blocks [%d, %d) of a model of %d",
                     o->stage_first, o->stage_first + o->stage_layers, m->Lt);
@@ -1948,6 +1950,14 @@ static const void *stage_out(const sym_gpu_model_t *m) {
     return m->L ? m->blk[m->L - 1].res3 : m->encoded;
 }
 
+/* The elements a stage's edge passes for a micro-batch of rows x seq (its
+ * input or output, or their gradients): all N rows of C, or with SP this
+ * PE's shard's n rows, which the neighbouring stage's PE of the same tp rank
+ * holds too (parallel/pipeline.c counts them alike for the host way). */
+static size_t edge_elems(const sym_gpu_model_t *m, int rows, int seq) {
+    return (size_t)shard_of(m, rows * seq).n * (size_t)m->C;
+}
+
 static int check_slot(const sym_gpu_model_t *m, int slot) {
     if (slot < 0 || slot >= m->nslots)
         return fail(SYM_EINVAL, "GPU GPT: activation set %d of %d", slot, m->nslots);
@@ -1991,13 +2001,13 @@ static int be_stage_forward(sym_gpu_model_t *m, int slot, const int32_t *tok, co
     use_slot(m, slot);
     m->sl[slot].rows = rows;
     m->sl[slot].seq = seq;
-    size_t N = (size_t)rows * seq, NC = N * m->C;
+    size_t N = (size_t)rows * seq, edge = edge_elems(m, rows, seq);
     if (train) stage_dropout(m, step, row0);
     if ((rc = batch_in(m, N, train)) ||
-        (!m->embed && (rc = stage_in(m, m->encoded, x, 1, box, NC))) ||
+        (!m->embed && (rc = stage_in(m, m->encoded, x, 1, box, edge))) ||
         (rc = forward(m, rows, seq, train)))
         return rc;
-    if (!m->head && y) return to_host(m, y, stage_out(m), NC);
+    if (!m->head && y) return to_host(m, y, stage_out(m), edge);
     if (!m->head) { /* the output stays for stage_put; the inbox slot is read */
         CK(cudaStreamSynchronize(m->s));
         return SYM_OK;
@@ -2021,10 +2031,10 @@ static int be_stage_backward(sym_gpu_model_t *m, int slot, const float *dy, int 
                     !m->head && !dy && box < 0 ? "output's gradient" : "input gradient's way out");
     use_slot(m, slot);
     int rows = m->sl[slot].rows, seq = m->sl[slot].seq;
-    size_t NC = (size_t)rows * seq * m->C;
-    if (!m->head && (rc = stage_in(m, m->dres, dy, 0, box, NC))) return rc;
+    size_t edge = edge_elems(m, rows, seq);
+    if (!m->head && (rc = stage_in(m, m->dres, dy, 0, box, edge))) return rc;
     if ((rc = backward(m, rows, seq, first ? 0 : BODY_KEEP))) return rc;
-    if (!m->embed && dx) return to_host(m, dx, m->dres, NC);
+    if (!m->embed && dx) return to_host(m, dx, m->dres, edge);
     CK(cudaStreamSynchronize(m->s)); /* the input gradient stays in dres for stage_put */
     return SYM_OK;
 }
@@ -2072,7 +2082,7 @@ static int be_stage_put(sym_gpu_model_t *m, int slot, int fwd, int box) {
     int rc = check_slot(m, slot);
     if (rc) return rc;
     char *peer = m->peer_box[fwd ? 1 : 0];
-    size_t n = (size_t)m->sl[slot].rows * m->sl[slot].seq * m->C;
+    size_t n = edge_elems(m, m->sl[slot].rows, m->sl[slot].seq);
     /* forward: into the next stage's forward inbox; backward: the previous's backward inbox */
     ptrdiff_t at = peer ? inbox_at(m, fwd, box, n) : -1;
     if (at < 0)
@@ -2108,7 +2118,9 @@ static int be_stage_update(sym_gpu_model_t *m, float lr, float clip, sym_gpu_ste
             return fail(SYM_EIO, "PE %d: the tied embedding's gradient sum over the first and "
                                  "last stage failed: %s", shmem_my_pe(), shmemx_gpu_strerror(e));
     }
-    int rc = dp_average_all(m);
+    /* SP: the LayerNorms' gradients whole, once the step's micro-batches are all in */
+    int rc = sp_ln_sum(m);
+    if (!rc) rc = dp_average_all(m);
     if (rc) return rc;
     CK(cudaMemsetAsync(m->sums, 0, 2 * sizeof(double), m->s));
     return update(m, lr, clip, out);

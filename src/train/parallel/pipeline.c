@@ -21,16 +21,18 @@
  *            sends to chunk k, backward sends to chunk k)
  *   fwd_box  (V, S', rows x seq x C) floats: activations into chunk k from
  *            the previous chunk (the previous rank's, or rank S-1's chunk
- *            k - 1 on rank 0)
- *   bwd_box  (V, S', rows x seq x C) floats: gradients into chunk k from the
- *            next chunk (the next rank's, or rank 0's chunk k + 1 on rank S-1)
+ *            k - 1 on rank 0); with sequence parallelism rows x ceil(seq /
+ *            tp) x C, room for any tp rank's shard (edge_floats)
+ *   bwd_box  (V, S', rows x seq x C) floats, or as fwd_box's with SP:
+ *            gradients into chunk k from the next chunk (the next rank's, or
+ *            rank 0's chunk k + 1 on rank S-1)
  *   norm     2 doubles: the clipping norm's sum over the pipeline
  *   then the stage's parameter pool, sized for the largest stage's parameters
  *   (sym_gpt_stage_t.reserve) with its parameters and gradients at the same
  *   offsets on every stage, so the tied wte (offset 0 on the first and the
  *   last stage) is one symmetric address for their all-reduce.
- * A GPT's chunks all pass (rows x seq, C) tensors, so one inbox size fits
- * every one.
+ * A GPT's chunks all pass (rows x seq, C) tensors (with SP a tp rank's
+ * shard of one), so one inbox size fits every one.
  *
  * Each inbox (chunk, direction) has one sender, and the sender one credit
  * counter for it. Message k into an inbox lands in slot k % S' with signal
@@ -81,7 +83,7 @@ struct sym_pipe {
     sym_model_t *model;
     sym_ddp_t *ddp;
     int slots;            /* of each inbox */
-    size_t msg_floats;    /* a slot: micro_rows x seq x C */
+    size_t msg_floats;    /* a slot: micro_rows x seq x C (SP: x ceil(seq / tp)) */
     uint64_t *ctl;        /* symmetric, see above */
     float *fwd_box, *bwd_box;
     double *norm;         /* symmetric */
@@ -316,7 +318,12 @@ int sym_pipe_create(const sym_model_config_t *cfg, sym_mesh_t *mesh, const sym_p
                         "it out", p->slots, S, V, M, need);
         goto fail;
     }
-    p->msg_floats = (size_t)pc->micro_rows * (size_t)pc->seq * (size_t)cfg->n_embd;
+    /* with SP a stage passes a tp rank's shard: at most ceil(seq / tp) positions
+     * of each sequence (a CPU stage's), or ceil(rows x seq / tp) rows (a device's) */
+    int sp = cfg->seq_parallel && p->tp_size > 1;
+    size_t seq_max = sp ? ((size_t)pc->seq + (size_t)p->tp_size - 1) / (size_t)p->tp_size
+                        : (size_t)pc->seq;
+    p->msg_floats = (size_t)pc->micro_rows * seq_max * (size_t)cfg->n_embd;
     /* chunk forwards in flight on this stage: the warm-up's and one more */
     int mslots = warmup(S, V, M, p->s) + 1;
     if (mslots > M * V) mslots = M * V;
@@ -530,6 +537,25 @@ static void release(sym_pipe_t *p, int fwd, int k) {
 
 /* ---- one step ---- */
 
+/* The floats a stage's edge passes for a micro-batch of `rows` sequences
+ * (an activation or its gradient): (rows x seq, C), or with sequence
+ * parallelism this tp rank's shard, the one its partners on the next and
+ * previous stage (the same tp rank) hold: a CPU stage's positions
+ * sym_shard_range(seq, tp, rank) of each sequence, a device's block of the
+ * rows x seq rows (pipeline.h). */
+static size_t edge_floats(const sym_pipe_t *p, int rows) {
+    size_t N = (size_t)rows * (size_t)p->pc.seq, C = (size_t)p->cfg.n_embd;
+    size_t tp = (size_t)p->tp_size, r = (size_t)p->tp_rank;
+    if (!p->cfg.seq_parallel || tp < 2) return N * C;
+    if (p->dev.forward) { /* rows [r R, r R + n) of N, R = ceil(N / tp) */
+        size_t R = (N + tp - 1) / tp, r0 = r * R;
+        return (r0 >= N ? 0 : N - r0 < R ? N - r0 : R) * C;
+    }
+    int64_t t0, tl;
+    sym_shard_range(p->pc.seq, p->tp_size, p->tp_rank, &t0, &tl);
+    return (size_t)rows * (size_t)tl * C;
+}
+
 /* Forward of one micro-batch (rows sequences; tok on the first chunk, lab on
  * the last) through local chunk k in activation slot `slot`: receive,
  * compute (the model, or the device: its output in stage_buf), send on; the
@@ -549,7 +575,7 @@ static int forward(sym_pipe_t *p, int k, int slot, int rows, sym_forward_t f, co
                             box < 0 ? x : NULL, box, scale,
                             last || p->direct ? NULL : p->stage_buf, &l, correct);
         out = p->stage_buf;
-        n = (size_t)rows * (size_t)p->pc.seq * (size_t)p->cfg.n_embd;
+        n = edge_floats(p, rows);
     } else {
         sym_model_use_chunk(m, k);
         sym_model_use_slot(m, slot);
@@ -585,13 +611,7 @@ static void ready_but_wte(void *ddp, size_t lo) { sym_ddp_ready(ddp, lo ? lo : 1
  * device's (`first`: its gradients start from zero). */
 static int backward(sym_pipe_t *p, int k, int slot, int rows, int first, int last) {
     sym_model_t *m = p->model;
-    /* the activations between stages: N = rows x seq of them, or with sequence
-     * parallelism this tp rank's positions of each sequence (its partners on
-     * the next and previous stage have the same rank: the same positions) */
-    int64_t t0 = 0, tl = p->pc.seq;
-    if (p->cfg.seq_parallel && p->tp_size > 1)
-        sym_shard_range(p->pc.seq, p->tp_size, p->tp_rank, &t0, &tl);
-    size_t N = (size_t)rows * (size_t)tl, C = (size_t)p->cfg.n_embd;
+    size_t n = edge_floats(p, rows), C = (size_t)p->cfg.n_embd; /* the gradient's (n / C, C) */
     const float *g = NULL;
     int rc, head = last_chunk(p, k), embed = first_chunk(p, k);
     if (!head && (rc = receive(p, BWD, k, &g))) return rc;
@@ -602,7 +622,8 @@ static int backward(sym_pipe_t *p, int k, int slot, int rows, int first, int las
     } else {
         sym_model_use_chunk(m, k);
         sym_model_use_slot(m, slot);
-        sym_tensor_t dy = g ? sym_tensor_2d((float *)g, (int64_t)N, (int64_t)C) : p->dlogits[slot];
+        sym_tensor_t dy = g ? sym_tensor_2d((float *)g, (int64_t)(n / C), (int64_t)C)
+                            : p->dlogits[slot];
         sym_grad_ready_fn ready = p->tied != SHMEM_TEAM_INVALID ? ready_but_wte : sym_ddp_ready;
         rc = sym_model_backward(m, &dy, last && p->ddp ? ready : NULL, p->ddp);
     }
@@ -610,7 +631,7 @@ static int backward(sym_pipe_t *p, int k, int slot, int rows, int first, int las
     if (rc) return rc;
     if (!embed)
         return send(p, BWD, k, slot,
-                    p->dev.backward ? p->stage_buf : sym_model_input_grad(m), N * C);
+                    p->dev.backward ? p->stage_buf : sym_model_input_grad(m), n);
     return SYM_OK;
 }
 

@@ -340,7 +340,7 @@ static size_t stage_acts(const sym_plan_request_t *r, const stage_t *st, int row
     }
     /* gpt_cuda.cu carve(): bf16 activations, fp32 row statistics; for a
      * pipeline the blocks, the input and the head's buffers kept a micro-batch.
-     * Sequence parallelism (tp > 1; not in the GPU's stages) keeps Rs =
+     * Sequence parallelism (tp > 1; in a pipeline's stages too) keeps Rs =
      * ceil(N / tp) rows of ln1, res2, ln2, res3, their statistics, encoded and
      * dres; proj, dln and the head's lnf take the gathered tp Rs rows, and it
      * adds a gathered (full) and a shard (dsh) buffer */
@@ -371,14 +371,14 @@ enum { F_TP = 1, F_PP = 2, F_ZERO = 4, F_ACCUM = 8, F_RECOMPUTE = 16, F_ZERO2 = 
 
 /* Features each device's training does (tp, pp, ZeRO and accumulation on
  * the CPU, in any combination). The GPU (--device gpu) trains tp, pp,
- * accumulation, ZeRO-1 (inside pipelines too) and sequence parallelism (with
- * --tp-overlap), but not ZeRO-2 (its backward writes one gradient array) nor
- * sequence parallelism inside a pipeline. Neither does the planner's
- * whole-block recompute: the GPU's --recompute gelu,ln keeps each block's
- * other buffers. Virtual pipeline stages are CPU-only. */
+ * accumulation, ZeRO-1 and sequence parallelism (inside pipelines too; with
+ * --tp-overlap), but not ZeRO-2 (its backward writes one gradient array).
+ * Neither does the planner's whole-block recompute: the GPU's --recompute
+ * gelu,ln keeps each block's other buffers. Virtual pipeline stages are
+ * CPU-only. */
 static const unsigned have[2] = {F_TP | F_PP | F_ZERO | F_ACCUM | F_ZERO2 | F_PP_ZERO | F_PP_SP |
                                      F_VIRTUAL,
-                                 F_TP | F_PP | F_ZERO | F_ACCUM | F_PP_ZERO};
+                                 F_TP | F_PP | F_ZERO | F_ACCUM | F_PP_ZERO | F_PP_SP};
 
 static void say_needs(const sym_plan_request_t *r, unsigned used, char *buf, size_t len) {
     static const char *const name[] = {"tp",        "pp",     "zero",         "micro-batches",
