@@ -134,6 +134,10 @@ add_test(NAME train_gpt_gpu_pp_sp # (i): tp=2,pp=2,sp: dropout, uneven shards, b
   COMMAND train_gpt_gpu_pp $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> sp)
 set_tests_properties(train_gpt_gpu_pp_sp PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
   SKIP_RETURN_CODE 77 ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
+add_test(NAME train_gpt_gpu_pp_virtual # (j): --virtual-stages 2 on GPU stages (dp, ZeRO-1, the host way)
+  COMMAND train_gpt_gpu_pp $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> virtual)
+set_tests_properties(train_gpt_gpu_pp_virtual PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
+  SKIP_RETURN_CODE 77 ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
 sym_train_e2e(train_plan)    # symtrain plan: parameters, memory, times and choices by hand
 sym_train_e2e(train_plan_memory) # the planner's memory per PE vs symtrain train's allocators
 sym_train_e2e(train_plan_auto) # --parallel auto on 4 PEs: symtrain plan's choice, trained as by hand
