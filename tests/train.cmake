@@ -43,6 +43,7 @@ sym_pe_test(train_tp NPES 1 2 4 LIBS symtrain) # GPT split over a TP team (and d
 sym_pe_test(train_sp NPES 2 4 LIBS symtrain) # sequence parallelism == plain TP == 1 PE, dropout on/off
 sym_pe_test(train_plan_tp NPES 2 4 LIBS symtrain) # planner memory vs sym_model_create_tp's pools
 sym_pe_test(train_pp NPES 2 4 LIBS symtrain) # GPT in pipeline stages (1F1B, credits; dp x pp) == 1 PE
+sym_pe_test(train_pipe_device NPES 2 4 LIBS symtrain) # the pipeline's device path (chunks, boxes, both ways) == the CPU pipeline, bit for bit
 sym_pe_test(train_zero_shard NPES 1 3 4 LIBS symtrain) # reduce-scattered buckets, ZeRO-2 release, sharded AdamW
 
 # ---- end to end: symrun + the symtrain CLI, as a user runs them ----
