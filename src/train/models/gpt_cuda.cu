@@ -278,12 +278,16 @@ struct sym_gpu_model {
     gslot_t *sl;                          /* (nslots); the fields below point into the one in use */
     float *xfer;                          /* (R,C) fp32 (R = N without SP): a stage's input or
                                            * output to or from the host (16-bit compute types) */
-    /* messages GPU to GPU (opts.inbox_elems > 0): this GPU's two inboxes
+    /* messages GPU to GPU (opts.inbox_elems > 0): this GPU's inboxes
      * (forward, then backward: inbox_slots x inbox_elems each, the compute
-     * type) in the region; the neighbours' (0 previous, 1 next) opened by
-     * CUDA IPC, at peer_base[k] (their region) */
+     * type; inbox_slots covers every chunk's, V S') in the region; the
+     * neighbours' (0 previous, 1 next) opened by CUDA IPC, at peer_base[k]
+     * (their region). With two stages and virtual stages the previous and
+     * the next are one PE: its region is opened once (peer_base[1] NULL, the
+     * handle peer_h[0]'s) */
     void *box;
     char *peer_base[2], *peer_box[2];
+    cudaIpcMemHandle_t peer_h[2];
     /* tensor parallelism (tp 1: none; Cl = C, NHl = NH, v0 = 0, nv = ld = Vp) */
     int tp, tp_rank, Cl, NHl, v0, nv, ld; /* wte (nv,C); logits (N,ld) */
     shmemx_dtype_t coll_dt;               /* the compute type's, for the tp sums */
@@ -2129,6 +2133,11 @@ static int be_stage_peer_open(sym_gpu_model_t *m, int next, const void *handle) 
     inbox_handle_t h;
     memcpy(&h, handle, sizeof h);
     CK(cudaSetDevice(m->dev));
+    if (m->peer_base[1 - k] && !memcmp(&m->peer_h[1 - k], &h.region, sizeof h.region)) {
+        /* the other neighbour's region (pp=2 closes the ring with virtual stages) */
+        m->peer_box[k] = m->peer_base[1 - k] + h.box_offset;
+        return SYM_OK;
+    }
     void *base = NULL;
     cudaError_t e = cudaIpcOpenMemHandle(&base, h.region, cudaIpcMemLazyEnablePeerAccess);
     if (e != cudaSuccess) {
@@ -2139,6 +2148,7 @@ static int be_stage_peer_open(sym_gpu_model_t *m, int next, const void *handle) 
     }
     m->peer_base[k] = (char *)base;
     m->peer_box[k] = (char *)base + h.box_offset;
+    m->peer_h[k] = h.region;
     return SYM_OK;
 }
 
