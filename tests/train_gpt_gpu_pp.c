@@ -24,7 +24,9 @@
  *       chunk 2's input from stage 1 and stage 1 sends chunk 1's output to
  *       stage 0, around the ring) on 2 PEs, dp=2,pp=2 --virtual-stages 2 and
  *       dp=2,pp=2 --virtual-stages 2 --zero 1 on 4, and pp=2 --virtual-stages
- *       2 through the host (SYMTRAIN_PIPE_VIA_HOST=1) match the 1-PE CPU run
+ *       2 through the host (SYMTRAIN_PIPE_VIA_HOST=1), and tp=2,pp=2 and
+ *       tp=2,pp=2,sp --virtual-stages 2 on 4 (every chunk's LayerNorms in
+ *       the one sum over the tp team) match the 1-PE CPU run
  *       as (b) does: each GPU stage holds its two chunks' blocks in one
  *       table, runs the chunk each call names, and keeps an inbox a chunk
  *       each way. (j) is its own ctest, train_gpt_gpu_pp_virtual (argv[3]
@@ -115,7 +117,11 @@ static void virtual_case(void) {
         {"gpu_z1v2", "--parallel dp=2,pp=2 --virtual-stages 2 --zero 1",
          "dp=2,pp=2 --virtual-stages 2 --zero 1 on the GPU vs 1 CPU PE", 4, 0},
         {"gpu_pp2v2_host", "--parallel pp=2 --virtual-stages 2",
-         "pp=2 --virtual-stages 2 on the GPU through the host vs 1 CPU PE", 2, 1}};
+         "pp=2 --virtual-stages 2 on the GPU through the host vs 1 CPU PE", 2, 1},
+        {"gpu_tp2pp2v2", "--parallel tp=2,pp=2 --virtual-stages 2",
+         "tp=2,pp=2 --virtual-stages 2 on the GPU vs 1 CPU PE", 4, 0},
+        {"gpu_tp2pp2v2sp", "--parallel tp=2,pp=2,sp --virtual-stages 2",
+         "tp=2,pp=2,sp --virtual-stages 2 on the GPU vs 1 CPU PE", 4, 0}};
     for (size_t i = 0; i < sizeof vruns / sizeof vruns[0]; i++) {
         char extra[256];
         snprintf(extra, sizeof extra, "--precision fp32 %s --micro-batches 4", vruns[i].opts);
