@@ -43,6 +43,7 @@ sym_pe_test(train_tp NPES 1 2 4 LIBS symtrain) # GPT split over a TP team (and d
 sym_pe_test(train_sp NPES 2 4 LIBS symtrain) # sequence parallelism == plain TP == 1 PE, dropout on/off
 sym_pe_test(train_plan_tp NPES 2 4 LIBS symtrain) # planner memory vs sym_model_create_tp's pools
 sym_pe_test(train_pp NPES 2 4 LIBS symtrain) # GPT in pipeline stages (1F1B, credits; dp x pp) == 1 PE
+sym_pe_test(train_pipe_device NPES 2 4 LIBS symtrain) # the pipeline's device path (chunks, boxes, both ways) == the CPU pipeline, bit for bit
 sym_pe_test(train_zero_shard NPES 1 3 4 LIBS symtrain) # reduce-scattered buckets, ZeRO-2 release, sharded AdamW
 
 # ---- end to end: symrun + the symtrain CLI, as a user runs them ----
@@ -133,6 +134,10 @@ set_tests_properties(train_gpt_gpu_pp PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERI
 add_test(NAME train_gpt_gpu_pp_sp # (i): tp=2,pp=2,sp: dropout, uneven shards, bf16, the host way
   COMMAND train_gpt_gpu_pp $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> sp)
 set_tests_properties(train_gpt_gpu_pp_sp PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
+  SKIP_RETURN_CODE 77 ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
+add_test(NAME train_gpt_gpu_pp_virtual # (j): --virtual-stages 2 on GPU stages (dp, ZeRO-1, the host way)
+  COMMAND train_gpt_gpu_pp $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> virtual)
+set_tests_properties(train_gpt_gpu_pp_virtual PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
   SKIP_RETURN_CODE 77 ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
 sym_train_e2e(train_plan)    # symtrain plan: parameters, memory, times and choices by hand
 sym_train_e2e(train_plan_memory) # the planner's memory per PE vs symtrain train's allocators

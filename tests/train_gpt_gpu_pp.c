@@ -1,6 +1,7 @@
 /*
  * train_gpt_gpu_pp — pipeline parallelism on GPU PEs (--device gpu --parallel
- * pp=2, dp=2,pp=2, tp=2,pp=2, tp=2,pp=2,sp), several PEs sharing the one GPU
+ * pp=2, dp=2,pp=2, tp=2,pp=2, tp=2,pp=2,sp; pp=2 and dp=2,pp=2 with
+ * --virtual-stages 2), several PEs sharing the one GPU
  * (SYMTRAIN_GPU_SHARE=1), through symrun and the symtrain CLI: the CPU
  * pipeline's schedule, inboxes and credits, each stage's forward and backward
  * on the GPU, activations and their gradients passing GPU to GPU (each GPU's
@@ -18,6 +19,18 @@
  *       tp team; with sp each stage's edges pass its tp rank's block of rows,
  *       and the LayerNorms' gradients are summed over the tp team once a
  *       step);
+ *   (j) interleaved virtual stages, pp=2 --virtual-stages 2 (4 chunks of one
+ *       block, chunks 0 and 2 on stage 0, 1 and 3 on stage 1; stage 0 takes
+ *       chunk 2's input from stage 1 and stage 1 sends chunk 1's output to
+ *       stage 0, around the ring) on 2 PEs, dp=2,pp=2 --virtual-stages 2 and
+ *       dp=2,pp=2 --virtual-stages 2 --zero 1 on 4, and pp=2 --virtual-stages
+ *       2 through the host (SYMTRAIN_PIPE_VIA_HOST=1), and tp=2,pp=2 and
+ *       tp=2,pp=2,sp --virtual-stages 2 on 4 (every chunk's LayerNorms in
+ *       the one sum over the tp team) match the 1-PE CPU run
+ *       as (b) does: each GPU stage holds its two chunks' blocks in one
+ *       table, runs the chunk each call names, and keeps an inbox a chunk
+ *       each way. (j) is its own ctest, train_gpt_gpu_pp_virtual (argv[3]
+ *       "virtual").
  *   (c) pp=2 checkpointed at step 10 and resumed to 20: model.bin and optim.bin
  *       byte-identical to the uninterrupted run's;
  *   (d) pp=2 with --dropout 0.1 matches the 1-PE CPU run with it (each
@@ -89,6 +102,41 @@ static void sp_case(void) {
            "the GPU-to-GPU run's\n");
 }
 
+/* (j) interleaved virtual stages: both ways of the messages, with dp and ZeRO-1 */
+static void virtual_case(void) {
+    train("cpu1", 1, "cpu", STEPS, "");
+    setenv("SYMTRAIN_GPU_SHARE", "1", 1);
+    static const struct {
+        const char *name, *opts, *what;
+        int npes, via_host;
+    } vruns[] = {
+        {"gpu_pp2v2", "--parallel pp=2 --virtual-stages 2",
+         "pp=2 --virtual-stages 2 on the GPU vs 1 CPU PE", 2, 0},
+        {"gpu_dp2pp2v2", "--parallel dp=2,pp=2 --virtual-stages 2",
+         "dp=2,pp=2 --virtual-stages 2 on the GPU vs 1 CPU PE", 4, 0},
+        {"gpu_z1v2", "--parallel dp=2,pp=2 --virtual-stages 2 --zero 1",
+         "dp=2,pp=2 --virtual-stages 2 --zero 1 on the GPU vs 1 CPU PE", 4, 0},
+        {"gpu_pp2v2_host", "--parallel pp=2 --virtual-stages 2",
+         "pp=2 --virtual-stages 2 on the GPU through the host vs 1 CPU PE", 2, 1},
+        {"gpu_tp2pp2v2", "--parallel tp=2,pp=2 --virtual-stages 2",
+         "tp=2,pp=2 --virtual-stages 2 on the GPU vs 1 CPU PE", 4, 0},
+        {"gpu_tp2pp2v2sp", "--parallel tp=2,pp=2,sp --virtual-stages 2",
+         "tp=2,pp=2,sp --virtual-stages 2 on the GPU vs 1 CPU PE", 4, 0}};
+    for (size_t i = 0; i < sizeof vruns / sizeof vruns[0]; i++) {
+        char extra[256];
+        snprintf(extra, sizeof extra, "--precision fp32 %s --micro-batches 4", vruns[i].opts);
+        if (vruns[i].via_host) setenv("SYMTRAIN_PIPE_VIA_HOST", "1", 1);
+        train(vruns[i].name, vruns[i].npes, "gpu", STEPS, extra);
+        unsetenv("SYMTRAIN_PIPE_VIA_HOST");
+        const char *log = e2e_path("%s.log", vruns[i].name);
+        e2e_expect_log(log, "pipeline: 2 stages x 2 virtual stages");
+        e2e_expect_log(log, vruns[i].via_host ? "activations and gradients go through the host"
+                                              : "activations and gradients go GPU to GPU");
+        e2e_match(NAME, vruns[i].what, e2e_path("%s.jsonl", vruns[i].name),
+                  e2e_path("cpu1.jsonl"), STEPS, 1, TOL, NORM_DRIFT, 2, 2);
+    }
+}
+
 int main(int argc, char **argv) {
     e2e_init(argc, argv, NAME);
     char args[2048];
@@ -102,7 +150,14 @@ int main(int argc, char **argv) {
         printf(NAME ": sp: ok\n");
         return 0;
     }
-    CHECK(argc <= 3, NAME ": unknown part '%s' (none: (a) to (h); sp: (i))", argv[3]);
+    if (argc > 3 && !strcmp(argv[3], "virtual")) { /* (j) alone */
+        virtual_case();
+        e2e_cleanup();
+        printf(NAME ": virtual: ok\n");
+        return 0;
+    }
+    CHECK(argc <= 3, NAME ": unknown part '%s' (none: (a) to (h); sp: (i); virtual: (j))",
+          argv[3]);
     train("cpu1", 1, "cpu", STEPS, "");
     train("cpu1_drop", 1, "cpu", STEPS, "--dropout 0.1");
     setenv("SYMTRAIN_GPU_SHARE", "1", 1); /* several PEs on the one GPU */

@@ -17,7 +17,8 @@
  * 8.8e-5 on this model). The plan line must name the chunks. What
  * interleaving cannot do is refused before the job starts, each with one
  * message naming the fix: micro-batches not a multiple of pp, fewer blocks
- * than chunks, --device gpu, and no pipeline at all. Its checkpoints (resume
+ * than chunks, and no pipeline at all (GPU stages take virtual stages too:
+ * tests/train_gpt_gpu_pp.c's (j)). Its checkpoints (resume
  * bit for bit, loading at V=1, other pp and dp alone): tests/train_ckpt_layout's
  * pp2v2 and dp2pp2v2.
  */
@@ -102,12 +103,9 @@ int main(int argc, char **argv) {
         {4, "--parallel pp=4 --virtual-stages 4",
          "pp=4 x --virtual-stages 4 makes 16 model chunks for a GPT of 8 blocks: every chunk "
          "needs at least one block; lower --virtual-stages to 2"},
-        {2, "--parallel pp=2 --virtual-stages 2 --device gpu",
-         "--virtual-stages 2: interleaved virtual stages are CPU-only for now"},
         {1, "--virtual-stages 2", "add pp=K (K > 1) to --parallel, or drop --virtual-stages"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        /* --device gpu last wins over ARGS's --device cpu */
         snprintf(args, sizeof args, ARGS " %s", bad[i].opts);
         const char *log = e2e_path("bad%zu.log", i);
         e2e_run(bad[i].npes, NULL, NULL, log, 2, args);

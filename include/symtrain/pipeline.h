@@ -132,8 +132,8 @@ int sym_pipe_virtual_check(int n_layer, int S, int V, int M, char *why, size_t l
  * "pp" dimension, build this PE's stage and its inboxes. With V =
  * pc->virtual_stages > 1 the blocks are cut so into S V chunks, chunk c on
  * stage c % S (V chunks a stage), trained in Megatron's interleaved 1F1B
- * order; it needs micro_batches a multiple of S, and a CPU stage (no
- * params_only). Collective over SHMEM_TEAM_WORLD: the mesh spans the job. A
+ * order; it needs micro_batches a multiple of S (a device's stage holds its
+ * V chunks alike). Collective over SHMEM_TEAM_WORLD: the mesh spans the job. A
  * "dp" dimension, if any, is the stage's data-parallel team, a "tp"
  * dimension its tensor-parallel team. Needs pp x V <= n_layer. */
 int sym_pipe_create(const sym_model_config_t *cfg, sym_mesh_t *mesh, const sym_pipe_config_t *pc,
@@ -181,7 +181,7 @@ int sym_pipe_clip(sym_pipe_t *p, double max_norm, double *norm);
 sym_pipe_stats_t sym_pipe_stats(const sym_pipe_t *p);
 /* An inbox's slots and a slot's floats (micro_rows x seq x C; with sequence
  * parallelism micro_rows x ceil(seq / tp) x C): a device's inboxes are made
- * to this size. */
+ * to this size, V of them a direction (one a chunk, sym_pipe_virtual). */
 void sym_pipe_inbox(const sym_pipe_t *p, int *slots, size_t *elems);
 /* 1 when the messages go device to device (sym_pipe_use_device's choice). */
 int sym_pipe_direct(const sym_pipe_t *p);
@@ -200,25 +200,30 @@ int sym_pipe_slots(const sym_pipe_t *p);
  * device (the GPU backend through the trainer). Messages go one of two ways:
  *   device to device (put, inbox_handle and peer_open given, and every pair
  *   of neighbouring stages of the pipeline reaches the other's memory): each
- *   device holds its own two inboxes (slots x rows x seq x C of its compute
- *   type); the sender's put copies its output into the receiver's slot, and
- *   the host signal follows the completed copy;
+ *   device holds its own inboxes, V a direction (one per local chunk, S'
+ *   slots x rows x seq x C each of its compute type, chunk k's slots at
+ *   k S' .. k S' + S' - 1: a `box` below is an index into those V S'); the
+ *   sender's put copies its output into the receiver's slot, and the host
+ *   signal follows the completed copy;
  *   through the host (otherwise, or SYMTRAIN_PIPE_VIA_HOST=1): activations
  *   and gradients reach the device and leave it as host fp32 (rows x seq, C)
  *   arrays (with sequence parallelism the device's shard, above) in the
  *   pipeline's symmetric inboxes.
- * forward: micro-batch in activation set `slot`, tok on the first stage,
+ * forward: micro-batch in activation set `slot` through local chunk `chunk`
+ * (0 .. V-1: the model's chunk chunk S + s), tok on the model's first chunk,
  * else its input: x (host) or, device to device, inbox slot `box` (x NULL);
- * y receives the output of a stage before the last (host; NULL device to
- * device: it stays for put); on the last, lab gives *loss (summed;
+ * y receives the output of a chunk before the model's last (host; NULL device
+ * to device: it stays for put); on the last, lab gives *loss (summed;
  * training: the loss gradient times scale kept for the backward; else
- * *correct, when not NULL). backward: the next stage's gradient dy (host) or
- * inbox slot `box` (dy NULL), none on the last (box -1); dx receives the
- * input's (host; NULL on the first stage, and device to device); first: the
- * step's first backward (the device's gradients start from zero). Both
- * return with the inbox slot read. put: slot's forward output (fwd) or the
- * last backward's input gradient into inbox slot `box` of the next (fwd) or
- * previous stage, complete on return. inbox_handle writes what a peer needs
+ * *correct, when not NULL). backward: of the micro-batch in `slot` through
+ * `chunk` (the one its forward ran): the next chunk's gradient dy (host) or
+ * inbox slot `box` (dy NULL), none on the model's last chunk (box -1); dx
+ * receives the input's (host; NULL on the model's first chunk, and device to
+ * device); first: the step's first backward (the device's gradients, every
+ * chunk's, start from zero). Both return with the inbox slot read. put:
+ * slot's forward output (fwd) or the last backward's input gradient into
+ * inbox slot `box` of the next (fwd) or previous stage (the receiving
+ * chunk's part of its inboxes), complete on return. inbox_handle writes what a peer needs
  * to reach this device's inboxes (SYM_PIPE_HANDLE_BYTES at most);
  * peer_open takes the next (next 1) or previous stage's, nonzero where this
  * device cannot reach it. The device keeps the gradients: sym_pipe_step then
@@ -227,10 +232,11 @@ int sym_pipe_slots(const sym_pipe_t *p);
 #define SYM_PIPE_HANDLE_BYTES 128
 typedef struct {
     void *ctx;
-    int (*forward)(void *ctx, int slot, int rows, const sym_forward_t *f, const int32_t *tok,
-                   const int32_t *lab, const float *x, int box, float scale, float *y,
-                   double *loss, int64_t *correct);
-    int (*backward)(void *ctx, int slot, const float *dy, int box, float *dx, int first);
+    int (*forward)(void *ctx, int slot, int chunk, int rows, const sym_forward_t *f,
+                   const int32_t *tok, const int32_t *lab, const float *x, int box, float scale,
+                   float *y, double *loss, int64_t *correct);
+    int (*backward)(void *ctx, int slot, int chunk, const float *dy, int box, float *dx,
+                    int first);
     int (*put)(void *ctx, int slot, int fwd, int box);
     int (*inbox_handle)(void *ctx, void *handle);
     int (*peer_open)(void *ctx, int next, const void *handle);

@@ -166,10 +166,6 @@ static int validate_layout(const sym_train_config_t *c, int npes) {
     if ((rc = validate_gpt_split(c, &l))) return rc;
     int V = c->virtual_stages ? c->virtual_stages : 1;
     char why[256];
-    if (V > 1 && c->device == SYM_TRAIN_GPU)
-        return sym__error(SYM_EINVAL, "--virtual-stages %d: interleaved virtual stages are "
-                                      "CPU-only for now (the GPU's stages hold one chunk); drop "
-                                      "--virtual-stages, or pass --device cpu", V);
     if (V > 1 && c->model.kind == SYM_MODEL_GPT &&
         sym_pipe_virtual_check(c->model.n_layer, l.pp, V, micro_of(c, l), why, sizeof why))
         return sym__error(SYM_EINVAL, "%s", why);
@@ -1499,19 +1495,19 @@ static int choose_device(run_t *r) {
 }
 
 /* A pipeline stage on the GPU (sym_pipe_device_t's calls, ctx the run). */
-static int pipe_gpu_forward(void *ctx, int slot, int rows, const sym_forward_t *f,
+static int pipe_gpu_forward(void *ctx, int slot, int chunk, int rows, const sym_forward_t *f,
                             const int32_t *tok, const int32_t *lab, const float *x, int box,
                             float scale, float *y, double *loss, int64_t *correct) {
     run_t *r = ctx;
-    int rc = r->gpu->stage_forward(r->gm, slot, tok, lab, x, box, rows, r->task.seq, f->step,
-                                   f->row0, f->training, scale, y, loss, correct);
+    int rc = r->gpu->stage_forward(r->gm, slot, chunk, tok, lab, x, box, rows, r->task.seq,
+                                   f->step, f->row0, f->training, scale, y, loss, correct);
     return rc ? sym__error(rc, "GPU stage forward: %s", r->gpu->error()) : SYM_OK;
 }
 
-static int pipe_gpu_backward(void *ctx, int slot, const float *dy, int box, float *dx,
-                             int first) {
+static int pipe_gpu_backward(void *ctx, int slot, int chunk, const float *dy, int box,
+                             float *dx, int first) {
     run_t *r = ctx;
-    int rc = r->gpu->stage_backward(r->gm, slot, dy, box, dx, first);
+    int rc = r->gpu->stage_backward(r->gm, slot, chunk, dy, box, dx, first);
     return rc ? sym__error(rc, "GPU stage backward: %s", r->gpu->error()) : SYM_OK;
 }
 
@@ -1551,15 +1547,19 @@ static int gpu_create(run_t *r) {
     o.zero = c->zero; /* 1: AdamW's moments sharded over dp_team (choose_device refused 2) */
     int rows = r->rows;
     o.pp_team = o.tied_team = SHMEM_TEAM_INVALID;
-    if (r->pipe) { /* this PE's stage and the pipeline's teams */
+    if (r->pipe) { /* this PE's stage (its chunks s, S + s, ...) and the pipeline's teams */
         int s = sym_pipe_stage(r->pipe), S = sym_pipe_stages(r->pipe);
-        sym_pipe_layers(r->pipe, s, &o.stage_first, &o.stage_layers);
+        int V = sym_pipe_virtual(r->pipe);
+        o.stage_chunks = V;
+        for (int k = 0; k < V; k++)
+            sym_pipe_layers(r->pipe, k * S + s, &o.stage_first[k], &o.stage_layers[k]);
         o.stage_embed = s == 0;
         o.stage_head = s == S - 1;
         o.slots = sym_pipe_slots(r->pipe);
         o.pp_team = sym_pipe_team(r->pipe);
         o.tied_team = sym_pipe_tied_team(r->pipe);
         sym_pipe_inbox(r->pipe, &o.inbox_slots, &o.inbox_elems);
+        o.inbox_slots *= V; /* one inbox a chunk each way, chunk k's slots after k - 1's */
         int M = micro_of(c, r->lay);
         rows = (r->max_local + M - 1) / M; /* a micro-batch's (pipe_create's micro_rows) */
     }

@@ -28,8 +28,9 @@
 
 #include <symtrain/nn.h>
 #include <symtrain/optim.h>
+#include <symtrain/pipeline.h>
 
-#define SYM_CUDA_BACKEND_ABI 10 /* 9: cfg.seq_parallel and cfg.tp_chunks read; 10: GPU inboxes */
+#define SYM_CUDA_BACKEND_ABI 11 /* 10: GPU inboxes; 11: a stage's chunks (virtual stages) */
 #define SYM_CUDA_BACKEND_SYMBOL "sym_cuda_backend"
 #define SYM_CUDA_BACKEND_FILE "libsymtrain_cuda.so"
 
@@ -65,18 +66,23 @@ typedef struct {
     int zero;                   /* 1: ZeRO-1 over dp_team (AdamW's m and v of this PE's
                                  * block of the parameters alone; get_state is then
                                  * collective over the team for them); 0: none */
-    /* pipeline parallelism: this PE's stage (stage_layers 0: the whole model).
+    /* pipeline parallelism: this PE's stage (stage_chunks 0: the whole model).
      * The table is then sym_pipe_model's (the stage's tensors, named as the
-     * whole model's), and the stage_* calls below train it. */
-    int stage_first, stage_layers; /* blocks [first, first + layers) */
-    int stage_embed, stage_head;   /* holds wte and wpe / ln_f and the LM head (and wte's
-                                    * copy, the tied head) */
-    int slots;                     /* activation sets: micro-batches between their forward
+     * whole model's: its chunks' blocks in ascending order), and the stage_*
+     * calls below train it. */
+    int stage_chunks;              /* model chunks held: 1, or V with virtual stages */
+    int stage_first[SYM_GPT_MAX_CHUNKS], stage_layers[SYM_GPT_MAX_CHUNKS];
+                                   /* chunk k: blocks [first[k], first[k] + layers[k]),
+                                    * each chunk after the one before */
+    int stage_embed, stage_head;   /* holds wte and wpe (on chunk 0) / ln_f and the LM head
+                                    * (and wte's copy, the tied head; on the last chunk) */
+    int slots;                     /* activation sets: chunk forwards between their forward
                                     * and backward (0: 1) */
     shmem_team_t pp_team;          /* the pipeline: the clipping norm is summed over it */
     shmem_team_t tied_team;        /* its first and last stage: their wte gradients are summed
                                     * over it (SHMEM_TEAM_INVALID elsewhere) */
-    int inbox_slots;               /* the pipeline's inboxes (sym_pipe_inbox): the GPU's own */
+    int inbox_slots;               /* the pipeline's inboxes (sym_pipe_inbox; a direction's
+                                    * slots of all chunks, V S'): the GPU's own */
     size_t inbox_elems;            /* are made to this size, for messages GPU to GPU */
 } sym_gpu_opts_t;
 
@@ -169,9 +175,12 @@ struct sym_cuda_backend {
      * the tp team only. */
     int (*accumulate)(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, int rows,
                       int seq, uint64_t step, int64_t row0, float grad_scale, double *loss_sum);
-    /* ---- a pipeline stage (opts.stage_layers > 0; parallel/pipeline.c's
+    /* ---- a pipeline stage (opts.stage_chunks > 0; parallel/pipeline.c's
      * schedule calls these through sym_pipe_use_device) ----
-     * Forward of one micro-batch (rows, seq) in activation set `slot`: tok on
+     * Forward of one micro-batch (rows, seq) through the stage's chunk
+     * `chunk` (0 .. stage_chunks - 1; "the first stage" below is the model's
+     * first chunk, chunk 0 of the stage with the embeddings, "the head" the
+     * last chunk of the one with it) in activation set `slot`: tok on
      * the first stage, else its input, the previous stage's output: x (host,
      * rows * seq * C fp32, or with SP this tp rank's block of those rows:
      * symtrain/pipeline.h) or, x NULL, this GPU's forward inbox slot `box`;
@@ -181,18 +190,19 @@ struct sym_cuda_backend {
      * kept for the backward (else *correct, if not NULL, the right
      * arg-maxes). train 0: evaluation (no dropout); step and row0 place the
      * dropout masks. Returns with the input read. Collective over the tp team. */
-    int (*stage_forward)(sym_gpu_model_t *m, int slot, const int32_t *tok, const int32_t *tgt,
-                         const float *x, int box, int rows, int seq, uint64_t step, int64_t row0,
-                         int train, float grad_scale, float *y, double *loss_sum,
-                         int64_t *correct);
-    /* Backward of slot's micro-batch: the next stage's gradient of this
+    int (*stage_forward)(sym_gpu_model_t *m, int slot, int chunk, const int32_t *tok,
+                         const int32_t *tgt, const float *x, int box, int rows, int seq,
+                         uint64_t step, int64_t row0, int train, float grad_scale, float *y,
+                         double *loss_sum, int64_t *correct);
+    /* Backward of slot's micro-batch through `chunk` (its forward's): the
+     * next stage's gradient of this
      * stage's output, dy (host fp32) or, dy NULL, backward inbox slot `box`
      * (neither on the head); dx (host) receives the gradient of its input, or
      * (dx NULL) it stays for stage_put (nothing on the first stage); first:
      * the step's first backward (the gradients start from zero, else they
      * add up). */
-    int (*stage_backward)(sym_gpu_model_t *m, int slot, const float *dy, int box, float *dx,
-                          int first);
+    int (*stage_backward)(sym_gpu_model_t *m, int slot, int chunk, const float *dy, int box,
+                          float *dx, int first);
     /* Messages GPU to GPU (opts.inbox_elems > 0): a handle of this GPU's
      * inboxes for the neighbours (at most 128 bytes), the next (next 1) or
      * previous stage's opened from theirs (nonzero: not reachable, error()

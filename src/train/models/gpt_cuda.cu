@@ -152,15 +152,21 @@
  *                them (to_compute_kernel rounds as AdamW does).
  * get_state gathers m and v over the dp team (into g, free between steps).
  *
- * Pipeline stages (opts.stage_layers > 0; the schedule is parallel/pipeline.c's
- * through sym_pipe_device_t): the model holds blocks [l0, l0 + L) of Lt, the
- * embeddings on the first stage, ln_f and the LM head with wte's copy on the
- * last, and one activation set (gslot_t) per micro-batch in flight. A stage's
+ * Pipeline stages (opts.stage_chunks > 0; the schedule is parallel/pipeline.c's
+ * through sym_pipe_device_t): the model holds its chunks' blocks (one chunk,
+ * or V with interleaved virtual stages: chunk k blocks [ch_l0[k], + ch_L[k])
+ * of Lt, all in the one parameter table at their global names, chunk by
+ * chunk), the embeddings on the first stage (its chunk 0 runs them), ln_f and
+ * the LM head with wte's copy on the last (its last chunk), and one
+ * activation set (gslot_t, room for the largest chunk's blocks) per chunk
+ * forward in flight. Each stage_forward / stage_backward names its chunk
+ * (use_chunk: l0, L, off, embed, head become that chunk's), a set remembers
+ * the chunk its forward ran. A stage's
  * input arrives and its output leaves GPU to GPU where the neighbours' GPUs
- * reach each other (CUDA IPC): its two inboxes are in the region, the
- * neighbours open it, and stage_put copies the output (or the input gradient)
- * into their slot on the step's stream; else as host fp32 (from_host,
- * to_host). The stage_* calls run plain launches (no graph); the gradients add up over the
+ * reach each other (CUDA IPC): its inboxes (V a direction, one a chunk) are
+ * in the region, the neighbours open it, and stage_put copies the output (or
+ * the input gradient) into their slot on the step's stream; else as host fp32
+ * (from_host, to_host). The stage_* calls run plain launches (no graph); the gradients add up over the
  * step's micro-batches and stage_update sums wte's over the tied pair (and
  * with SP the LayerNorms' over the tp team, sp_ln_sum),
  * averages over dp, sums the norm's squares over the pipeline (the last
@@ -231,7 +237,6 @@ enum { LN1W, LN1B, QKVW, QKVB, PROJW, PROJB, LN2W, LN2B, FCW, FCB, FCPW, FCPB, N
 
 /* Activations are of the compute type (m->dt, m->esz bytes each): void *. */
 typedef struct {
-    size_t off[NBLOCK];          /* the block's parameters in the flat arrays */
     void *ln1, *qkv, *atty, *res2, *ln2, *fch, *fch_gelu, *res3; /* (N,C) (N,3C) (N,4C) */
     float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd;             /* (N) */
     float *lse;                  /* (B,NH,T) */
@@ -244,16 +249,26 @@ typedef struct {
     void *encoded, *lnf, *logits;         /* (N,C); the head's (N,C) (N,ld) */
     float *lnf_mean, *lnf_rstd;           /* the head's (N) */
     int32_t *tok;                         /* the embeddings' (N) */
-    int rows, seq;                        /* of its forward */
+    int rows, seq, chunk;                 /* of its forward */
 } gslot_t;
 
 struct sym_gpu_model {
     sym_model_config_t cfg;
     sym_gpu_opts_t opts;
     int L, C, NH, V, Vp, T, Bmax, dev, npes, own_gpu_init;
-    /* the stage: blocks [l0, l0 + L) of the model's Lt; embed, head: holds
-     * the embeddings, the LM head (the whole model: 0, Lt, 1, 1) */
+    /* the stage: nchunks model chunks (virtual stages; 1 without), chunk k
+     * the blocks [ch_l0[k], + ch_L[k]) of the model's Lt, at ch_at[k] among
+     * the nb held (nbmax: the largest chunk's); hold_embed, hold_head: holds
+     * the embeddings (on chunk 0), the LM head (on the last chunk); the whole
+     * model: one chunk of Lt, both. The chunk in use (use_chunk): its blocks
+     * [l0, l0 + L), its parameters' offsets off (L), embed and head: it runs
+     * the embeddings, the LM head */
     int l0, Lt, embed, head, pp;
+    int nchunks, chunk, nb, nbmax, hold_embed, hold_head;
+    int ch_l0[SYM_GPT_MAX_CHUNKS], ch_L[SYM_GPT_MAX_CHUNKS], ch_at[SYM_GPT_MAX_CHUNKS];
+    size_t (*boff)[NBLOCK];               /* (nb) each held block's parameters in the flat
+                                           * arrays, chunk by chunk */
+    size_t (*off)[NBLOCK];                /* the chunk in use's: boff + ch_at[chunk] */
     shmem_team_t tied;                    /* wte's pair (first and last stage), or INVALID */
     size_t norm_lo;                       /* the norm counts the gradients [norm_lo, P): the
                                            * last stage's wte copy is counted on the first */
@@ -263,12 +278,16 @@ struct sym_gpu_model {
     gslot_t *sl;                          /* (nslots); the fields below point into the one in use */
     float *xfer;                          /* (R,C) fp32 (R = N without SP): a stage's input or
                                            * output to or from the host (16-bit compute types) */
-    /* messages GPU to GPU (opts.inbox_elems > 0): this GPU's two inboxes
+    /* messages GPU to GPU (opts.inbox_elems > 0): this GPU's inboxes
      * (forward, then backward: inbox_slots x inbox_elems each, the compute
-     * type) in the region; the neighbours' (0 previous, 1 next) opened by
-     * CUDA IPC, at peer_base[k] (their region) */
+     * type; inbox_slots covers every chunk's, V S') in the region; the
+     * neighbours' (0 previous, 1 next) opened by CUDA IPC, at peer_base[k]
+     * (their region). With two stages and virtual stages the previous and
+     * the next are one PE: its region is opened once (peer_base[1] NULL, the
+     * handle peer_h[0]'s) */
     void *box;
     char *peer_base[2], *peer_box[2];
+    cudaIpcMemHandle_t peer_h[2];
     /* tensor parallelism (tp 1: none; Cl = C, NHl = NH, v0 = 0, nv = ld = Vp) */
     int tp, tp_rank, Cl, NHl, v0, nv, ld; /* wte (nv,C); logits (N,ld) */
     shmemx_dtype_t coll_dt;               /* the compute type's, for the tp sums */
@@ -515,17 +534,17 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
         TAKEA(c, m->wc, P);
     if (m->dt == SYMCU_F16) TAKE(c, m->ls, 1);
     TAKE(c, m->nodecay, 2 * (size_t)(m->nr ? m->nr : 1));
-    for (int k = 0; k < m->nslots; k++) {
+    for (int k = 0; k < m->nslots; k++) { /* a set holds one chunk's forward, any chunk */
         gslot_t *a = &m->sl[k];
         TAKEA(c, a->encoded, R * C);
-        if (m->head) {
+        if (m->hold_head) {
             TAKEA(c, a->lnf, Ng * C); /* gathered with SP: the LM head's input */
             TAKE(c, a->lnf_mean, R);
             TAKE(c, a->lnf_rstd, R);
             TAKEA(c, a->logits, N * m->ld);
         }
-        if (m->embed) TAKE(c, a->tok, N);
-        for (int l = 0; l < m->L; l++) {
+        if (m->hold_embed) TAKE(c, a->tok, N);
+        for (int l = 0; l < m->nbmax; l++) {
             gblock_t *b = &a->blk[l];
             if (recompute_ln)
                 b->ln1 = b->ln2 = m->ln_tmp;
@@ -551,8 +570,8 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
             TAKEA(c, b->res3, R * C);
         }
     }
-    if (!m->embed || !m->head) TAKE(c, m->xfer, R * C); /* a stage's edge: a shard with SP */
-    if (m->opts.inbox_elems && (!m->embed || !m->head))
+    if (!m->hold_embed || !m->hold_head) TAKE(c, m->xfer, R * C); /* an edge: a shard with SP */
+    if (m->opts.inbox_elems && (!m->hold_embed || !m->hold_head))
         TAKEA(c, m->box, 2 * (size_t)m->opts.inbox_slots * m->opts.inbox_elems);
     TAKEA(c, m->proj, Ng * C); /* with SP also the residual gradient gathered */
     TAKEA(c, m->dres, R * C);
@@ -839,7 +858,17 @@ static int sp_ln_sum(sym_gpu_model_t *m) {
 
 /* ---- activation sets, a stage's edges ---- */
 
-/* The fields of slot k in use. */
+/* Chunk k of the stage in use: its blocks, their parameters, its ends. */
+static void use_chunk(sym_gpu_model_t *m, int k) {
+    m->chunk = k;
+    m->l0 = m->ch_l0[k];
+    m->L = m->ch_L[k];
+    m->off = m->boff ? m->boff + m->ch_at[k] : NULL;
+    m->embed = m->hold_embed && k == 0;
+    m->head = m->hold_head && k == m->nchunks - 1;
+}
+
+/* The fields of slot k in use (its blocks: the chunk in use's first L). */
 static void use_slot(sym_gpu_model_t *m, int k) {
     gslot_t *a = &m->sl[k];
     m->blk = a->blk;
@@ -973,7 +1002,7 @@ static int forward(sym_gpu_model_t *m, int B, int T, int train) {
     if (m->embed && drop && (rc = drop_rows(m, m->encoded, &sh, T, 0))) return rc;
     void *lnf_out = m->sp ? m->dsh : m->lnf; /* with SP ln_f's shard, gathered below */
     if (L > 0) {
-        const size_t *o = m->blk[0].off;
+        const size_t *o = m->off[0];
         if ((rc = ln_forward(m, NULL, m->blk[0].ln1, m->blk[0].ln1_mean, m->blk[0].ln1_rstd,
                              m->encoded, NULL, W(o[LN1W]), W(o[LN1B]), R)))
             return rc;
@@ -983,7 +1012,7 @@ static int forward(sym_gpu_model_t *m, int B, int T, int train) {
     }
     for (int l = 0; l < L; l++) {
         gblock_t *b = &m->blk[l];
-        const size_t *o = b->off;
+        const size_t *o = m->off[l];
         const void *x = l == 0 ? m->encoded : m->blk[l - 1].res3;
         if ((rc = col_in(m, b->ln1, &sh, &lin))) return rc;
         OP(symcu_matmul_forward(m->blas, m->dt, b->qkv, lin, W(o[QKVW]), W(o[QKVB]), N, C, 3 * Cl,
@@ -1020,8 +1049,8 @@ static int forward(sym_gpu_model_t *m, int B, int T, int train) {
         void *out = l + 1 < L ? m->blk[l + 1].ln1 : lnf_out;
         float *mean = l + 1 < L ? m->blk[l + 1].ln1_mean : m->lnf_mean;
         float *rstd = l + 1 < L ? m->blk[l + 1].ln1_rstd : m->lnf_rstd;
-        size_t lw = l + 1 < L ? m->blk[l + 1].off[LN1W] : m->off_lnfw;
-        size_t lb = l + 1 < L ? m->blk[l + 1].off[LN1B] : m->off_lnfb;
+        size_t lw = l + 1 < L ? m->off[l + 1][LN1W] : m->off_lnfw;
+        size_t lb = l + 1 < L ? m->off[l + 1][LN1B] : m->off_lnfb;
         if ((rc = ln_forward(m, b->res3, out, mean, rstd, b->res2, y, W(lw), W(lb), R))) return rc;
     }
     if (!m->head) return SYM_OK;
@@ -1154,7 +1183,7 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
     }
     for (int l = L - 1; l >= 0; l--) {
         gblock_t *b = &m->blk[l];
-        const size_t *o = b->off;
+        const size_t *o = m->off[l];
         const void *x = l == 0 ? m->encoded : m->blk[l - 1].res3;
         /* recomputed as the forward made them (the same kernels on the same
          * inputs: the same bits) */
@@ -1362,6 +1391,7 @@ static void be_destroy(sym_gpu_model_t *m) {
     if (m->s) cudaStreamDestroy(m->s);
     for (int k = 0; m->sl && k < m->nslots; k++) free(m->sl[k].blk);
     free(m->sl);
+    free(m->boff);
     free(m->nodecay_h);
     free(m->whole_h);
     if (m->own_gpu_init) shmemx_gpu_finalize();
@@ -1444,10 +1474,10 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     int C = m->C;
     size_t uC = (size_t)C, uCl = (size_t)m->Cl;
     int rc;
-    if (((m->embed || m->head) &&
+    if (((m->hold_embed || m->hold_head) &&
          (rc = find(table, ntable, "wte", (size_t)m->nv * uC, &m->off_wte))) ||
-        (m->embed && (rc = find(table, ntable, "wpe", (size_t)m->T * uC, &m->off_wpe))) ||
-        (m->head && ((rc = find(table, ntable, "ln_f.weight", uC, &m->off_lnfw)) ||
+        (m->hold_embed && (rc = find(table, ntable, "wpe", (size_t)m->T * uC, &m->off_wpe))) ||
+        (m->hold_head && ((rc = find(table, ntable, "ln_f.weight", uC, &m->off_lnfw)) ||
                      (rc = find(table, ntable, "ln_f.bias", uC, &m->off_lnfb)))))
         return rc;
     static const char *const names[NBLOCK] = {
@@ -1459,19 +1489,24 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     if (!(m->sl = (gslot_t *)calloc((size_t)m->nslots, sizeof *m->sl)))
         return fail(SYM_ENOMEM, "out of host memory for the GPU model");
     for (int k = 0; k < m->nslots; k++)
-        if (!(m->sl[k].blk = (gblock_t *)calloc((size_t)(m->L ? m->L : 1), sizeof(gblock_t))))
+        if (!(m->sl[k].blk = (gblock_t *)calloc((size_t)(m->nbmax ? m->nbmax : 1),
+                                                sizeof(gblock_t))))
             return fail(SYM_ENOMEM, "out of host memory for the GPU model");
-    for (int l = 0; l < m->L; l++)
-        for (int k = 0; k < NBLOCK; k++) {
-            char name[64]; /* the whole model's names: the stage's blocks from l0 */
-            snprintf(name, sizeof name, "h.%d.%s", m->l0 + l, names[k]);
-            if ((rc = find(table, ntable, name, numel[k], &m->sl[0].blk[l].off[k]))) return rc;
-            for (int j = 1; j < m->nslots; j++) m->sl[j].blk[l].off[k] = m->sl[0].blk[l].off[k];
-        }
+    if (!(m->boff = (size_t(*)[NBLOCK])calloc((size_t)(m->nb ? m->nb : 1), sizeof *m->boff)))
+        return fail(SYM_ENOMEM, "out of host memory for the GPU model");
+    for (int c = 0; c < m->nchunks; c++)
+        for (int l = 0; l < m->ch_L[c]; l++)
+            for (int k = 0; k < NBLOCK; k++) {
+                char name[64]; /* the whole model's names: each chunk's blocks from its l0 */
+                snprintf(name, sizeof name, "h.%d.%s", m->ch_l0[c] + l, names[k]);
+                if ((rc = find(table, ntable, name, numel[k], &m->boff[m->ch_at[c] + l][k])))
+                    return rc;
+            }
+    use_chunk(m, 0);
     use_slot(m, 0);
     /* the last of several stages: its wte copy (first in its table) is the
      * first stage's in the norm */
-    m->norm_lo = m->pp > 1 && m->head ? m->off_wte + (size_t)m->nv * uC : 0;
+    m->norm_lo = m->pp > 1 && m->hold_head ? m->off_wte + (size_t)m->nv * uC : 0;
     if (m->norm_lo && m->off_wte != 0)
         return fail(SYM_EINVAL, "GPU GPT: the last stage's table does not begin with wte");
     /* AdamW's no-decay ranges; with tp the whole (unsplit) tensors', which the
@@ -1507,11 +1542,11 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     CK(cudaEventCreateWithFlags(&m->ev_join, cudaEventDisableTiming));
     /* buckets need the blocks contiguous, in order, between wpe and ln_f (gpt.c's
      * layout); a stage's gradients are averaged once, after its backwards */
-    m->bucket = m->embed && m->head ? m->opts.bucket_bytes / sizeof(float) : 0;
+    m->bucket = m->hold_embed && m->hold_head ? m->opts.bucket_bytes / sizeof(float) : 0;
     size_t at = m->off_wpe + (size_t)m->T * uC;
-    for (int l = 0; m->bucket && l < m->L; l++)
+    for (int l = 0; m->bucket && l < m->nb; l++)
         for (int k = 0; k < NBLOCK; k++) {
-            if (m->blk[l].off[k] != at) m->bucket = 0; /* then one average after backward */
+            if (m->boff[l][k] != at) m->bucket = 0; /* then one average after backward */
             at += numel[k];
         }
     if (m->bucket && (at != m->off_lnfw || m->off_wte >= m->off_wpe)) m->bucket = 0;
@@ -1523,11 +1558,11 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
         CK(cudaEventCreateWithFlags(&m->ev_tp_join, cudaEventDisableTiming));
     }
     if (m->sp) { /* each LayerNorm's (weight, bias): 2C floats at its weight's offset */
-        m->nln = 2 * m->L + (m->head ? 1 : 0);
-        int apart = m->head && m->off_lnfb != m->off_lnfw + uC;
-        for (int l = 0; l < m->L; l++)
-            apart |= m->blk[l].off[LN1B] != m->blk[l].off[LN1W] + uC ||
-                     m->blk[l].off[LN2B] != m->blk[l].off[LN2W] + uC;
+        m->nln = 2 * m->nb + (m->hold_head ? 1 : 0); /* every chunk's */
+        int apart = m->hold_head && m->off_lnfb != m->off_lnfw + uC;
+        for (int l = 0; l < m->nb; l++)
+            apart |= m->boff[l][LN1B] != m->boff[l][LN1W] + uC ||
+                     m->boff[l][LN2B] != m->boff[l][LN2W] + uC;
         if (apart)
             return fail(SYM_EINVAL, "GPU GPT: sequence parallelism needs each LayerNorm's bias "
                                     "right after its weight in the parameter table");
@@ -1555,16 +1590,17 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     cv.base = m->region;
     cv.used = 0;
     carve(m, &cv, m->opts.recompute_gelu, m->opts.recompute_ln);
+    use_chunk(m, 0);
     use_slot(m, 0);
     if (m->sp) { /* the shards' padding rows (never read) start as zeros, not stale bytes */
         CK(cudaMemsetAsync(m->region, 0, m->region_bytes, m->s));
         uint64_t off[2 * SYM_GPT_MAX_LAYERS + 1];
         int k = 0;
-        for (int l = 0; l < m->L; l++) {
-            off[k++] = m->blk[l].off[LN1W];
-            off[k++] = m->blk[l].off[LN2W];
+        for (int l = 0; l < m->nb; l++) {
+            off[k++] = m->boff[l][LN1W];
+            off[k++] = m->boff[l][LN2W];
         }
-        if (m->head) off[k++] = m->off_lnfw;
+        if (m->hold_head) off[k++] = m->off_lnfw;
         CK(cudaMemcpyAsync(m->lnoff, off, sizeof(uint64_t) * (size_t)k, cudaMemcpyHostToDevice,
                            m->s));
         CK(cudaStreamSynchronize(m->s)); /* off is on this stack */
@@ -1637,25 +1673,44 @@ static int tp_config(sym_gpu_model_t *m, const sym_gpu_opts_t *o) {
     return SYM_OK;
 }
 
-/* Pipeline parallelism from opts: the stage's blocks, ends and teams (m->L
- * the model's blocks, set). */
+/* Pipeline parallelism from opts: the stage's chunks and their blocks, its
+ * ends and teams (m->L the model's blocks, set); chunk 0 in use. */
 static int stage_config(sym_gpu_model_t *m, const sym_gpu_opts_t *o) {
     m->Lt = m->L;
-    m->embed = m->head = 1;
+    m->hold_embed = m->hold_head = 1;
+    m->nchunks = 1;
+    m->ch_l0[0] = 0;
+    m->ch_L[0] = m->nb = m->nbmax = m->Lt;
+    m->ch_at[0] = 0;
     m->nslots = o->slots > 1 ? o->slots : 1;
     m->tied = SHMEM_TEAM_INVALID;
     m->pp = 1;
-    if (o->stage_layers <= 0) return SYM_OK;
-    if (o->stage_first < 0 || o->stage_first + o->stage_layers > m->Lt)
-        return fail(SYM_EINVAL, "GPU GPT: a stage of blocks [%d, %d) of a model of %d",
-                    o->stage_first, o->stage_first + o->stage_layers, m->Lt);
-    m->l0 = o->stage_first;
-    m->L = o->stage_layers;
-    m->embed = o->stage_embed;
-    m->head = o->stage_head;
-    m->pp = o->pp_team == SHMEM_TEAM_INVALID ? 1 : shmem_team_n_pes(o->pp_team);
-    if (m->pp < 1) m->pp = 1;
-    m->tied = o->tied_team;
+    if (o->stage_chunks > 0) {
+        if (o->stage_chunks > SYM_GPT_MAX_CHUNKS)
+            return fail(SYM_EINVAL, "GPU GPT: a stage of %d chunks; at most %d",
+                        o->stage_chunks, SYM_GPT_MAX_CHUNKS);
+        m->nchunks = o->stage_chunks;
+        m->nb = m->nbmax = 0;
+        for (int k = 0, end = 0; k < m->nchunks; k++) {
+            int f = o->stage_first[k], n = o->stage_layers[k];
+            if (n < 1 || f < end || f + n > m->Lt)
+                return fail(SYM_EINVAL, "GPU GPT: a stage's chunk %d of blocks [%d, %d) of a "
+                                        "model of %d (each chunk after the one before)",
+                            k, f, f + n, m->Lt);
+            end = f + n;
+            m->ch_l0[k] = f;
+            m->ch_L[k] = n;
+            m->ch_at[k] = m->nb;
+            m->nb += n;
+            if (n > m->nbmax) m->nbmax = n;
+        }
+        m->hold_embed = o->stage_embed;
+        m->hold_head = o->stage_head;
+        m->pp = o->pp_team == SHMEM_TEAM_INVALID ? 1 : shmem_team_n_pes(o->pp_team);
+        if (m->pp < 1) m->pp = 1;
+        m->tied = o->tied_team;
+    }
+    use_chunk(m, 0);
     return SYM_OK;
 }
 
@@ -1964,6 +2019,12 @@ static int check_slot(const sym_gpu_model_t *m, int slot) {
     return SYM_OK;
 }
 
+static int check_chunk(const sym_gpu_model_t *m, int chunk) {
+    if (chunk < 0 || chunk >= m->nchunks)
+        return fail(SYM_EINVAL, "GPU GPT: chunk %d of a stage of %d", chunk, m->nchunks);
+    return SYM_OK;
+}
+
 /* Where slot `box` of the forward (fwd) or backward inbox is in a stage's
  * inboxes (bytes; every stage lays them out alike), or -1 when n elements
  * do not fit a slot or there is no such slot. */
@@ -1985,22 +2046,25 @@ static int stage_in(sym_gpu_model_t *m, void *dst, const float *x, int fwd, int 
     return SYM_OK;
 }
 
-static int be_stage_forward(sym_gpu_model_t *m, int slot, const int32_t *tok, const int32_t *tgt,
-                            const float *x, int box, int rows, int seq, uint64_t step,
-                            int64_t row0, int train, float grad_scale, float *y,
+static int be_stage_forward(sym_gpu_model_t *m, int slot, int chunk, const int32_t *tok,
+                            const int32_t *tgt, const float *x, int box, int rows, int seq,
+                            uint64_t step, int64_t row0, int train, float grad_scale, float *y,
                             double *loss_sum, int64_t *correct) {
     *loss_sum = 0;
     if (correct) *correct = 0;
     CK(cudaSetDevice(m->dev));
     int rc = check_slot(m, slot);
-    if (!rc) rc = stage(m, m->embed ? tok : NULL, m->head ? tgt : NULL, rows, seq);
+    if (!rc) rc = check_chunk(m, chunk);
     if (rc) return rc;
+    use_chunk(m, chunk); /* its blocks; embed and head: the model's first and last chunk */
+    if ((rc = stage(m, m->embed ? tok : NULL, m->head ? tgt : NULL, rows, seq))) return rc;
     if ((!m->embed && !x && box < 0) || (!m->head && !y && !m->peer_box[1]))
         return fail(SYM_EINVAL, "GPU GPT: a stage's forward without its %s",
                     !m->embed && !x && box < 0 ? "input" : "output's way out");
     use_slot(m, slot);
     m->sl[slot].rows = rows;
     m->sl[slot].seq = seq;
+    m->sl[slot].chunk = chunk;
     size_t N = (size_t)rows * seq, edge = edge_elems(m, rows, seq);
     if (train) stage_dropout(m, step, row0);
     if ((rc = batch_in(m, N, train)) ||
@@ -2021,11 +2085,16 @@ static int be_stage_forward(sym_gpu_model_t *m, int slot, const int32_t *tok, co
     return SYM_OK;
 }
 
-static int be_stage_backward(sym_gpu_model_t *m, int slot, const float *dy, int box, float *dx,
-                             int first) {
+static int be_stage_backward(sym_gpu_model_t *m, int slot, int chunk, const float *dy, int box,
+                             float *dx, int first) {
     CK(cudaSetDevice(m->dev));
     int rc = check_slot(m, slot);
+    if (!rc) rc = check_chunk(m, chunk);
     if (rc) return rc;
+    if (m->sl[slot].chunk != chunk)
+        return fail(SYM_EINVAL, "GPU GPT: a backward through chunk %d of activation set %d, "
+                                "whose forward ran chunk %d", chunk, slot, m->sl[slot].chunk);
+    use_chunk(m, chunk);
     if ((!m->head && !dy && box < 0) || (!m->embed && !dx && !m->peer_box[0]))
         return fail(SYM_EINVAL, "GPU GPT: a stage's backward without its %s",
                     !m->head && !dy && box < 0 ? "output's gradient" : "input gradient's way out");
@@ -2064,6 +2133,11 @@ static int be_stage_peer_open(sym_gpu_model_t *m, int next, const void *handle) 
     inbox_handle_t h;
     memcpy(&h, handle, sizeof h);
     CK(cudaSetDevice(m->dev));
+    if (m->peer_base[1 - k] && !memcmp(&m->peer_h[1 - k], &h.region, sizeof h.region)) {
+        /* the other neighbour's region (pp=2 closes the ring with virtual stages) */
+        m->peer_box[k] = m->peer_base[1 - k] + h.box_offset;
+        return SYM_OK;
+    }
     void *base = NULL;
     cudaError_t e = cudaIpcOpenMemHandle(&base, h.region, cudaIpcMemLazyEnablePeerAccess);
     if (e != cudaSuccess) {
@@ -2074,6 +2148,7 @@ static int be_stage_peer_open(sym_gpu_model_t *m, int next, const void *handle) 
     }
     m->peer_base[k] = (char *)base;
     m->peer_box[k] = (char *)base + h.box_offset;
+    m->peer_h[k] = h.region;
     return SYM_OK;
 }
 
@@ -2088,6 +2163,7 @@ static int be_stage_put(sym_gpu_model_t *m, int slot, int fwd, int box) {
     if (at < 0)
         return fail(SYM_EINVAL, "GPU GPT: a put into the %s stage's inbox slot %d (%zu elements), "
                                 "which this GPU cannot reach", fwd ? "next" : "previous", box, n);
+    use_chunk(m, m->sl[slot].chunk); /* stage_out: the last block of the slot's chunk */
     use_slot(m, slot);
     const void *src = fwd ? stage_out(m) : m->dres;
     CK(cudaMemcpyAsync(peer + at, src, n * m->esz, cudaMemcpyDeviceToDevice, m->s));

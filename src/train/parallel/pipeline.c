@@ -46,12 +46,14 @@
  * step's schedule with the inboxes' slots (fits()) and refuses slots that
  * would deadlock.
  *
- * A device stage (sym_pipe_use_device; one chunk) keeps the signals and
- * credits, and its messages go device to device where every neighbour pair
- * reaches the other's memory: each device's own inboxes (the same slots, its
- * compute type), the sender's put a copy into the receiver's slot, then the
- * signal set with an atomic; fwd_box and bwd_box stay unused then. Else
- * through them, as host fp32.
+ * A device stage (sym_pipe_use_device; its V chunks, the device told which
+ * one each call runs) keeps the signals and credits, and its messages go
+ * device to device where every neighbour pair reaches the other's memory:
+ * each device's own inboxes (the same V x S' slots a direction, its compute
+ * type; chunk k's slot n % S' is the device's box k S' + n % S'), the
+ * sender's put a copy into the receiver's slot, then the signal set with an
+ * atomic; fwd_box and bwd_box stay unused then. Else through them, as host
+ * fp32.
  */
 #include <math.h>
 #include <stdio.h>
@@ -285,9 +287,6 @@ int sym_pipe_create(const sym_model_config_t *cfg, sym_mesh_t *mesh, const sym_p
     char why[256];
     if (sym_pipe_virtual_check(cfg->n_layer, S, V, pc->micro_batches, why, sizeof why))
         return sym__error(SYM_EINVAL, "%s", why);
-    if (V > 1 && pc->params_only)
-        return sym__error(SYM_EINVAL, "--virtual-stages %d: interleaved virtual stages are "
-                          "CPU-only for now; drop --virtual-stages, or pass --device cpu", V);
     sym_pipe_t *p = calloc(1, sizeof *p);
     if (!p) return sym__error(SYM_ENOMEM, "pipeline: out of memory");
     p->cfg = *cfg;
@@ -493,6 +492,12 @@ static uint64_t take_slot(sym_pipe_t *p, int fwd, int k) {
     return n;
 }
 
+/* Message n into local chunk k's inbox as a device's box: chunk k's slots
+ * follow the lower chunks' in its inboxes of a direction (pipeline.h). */
+static int device_box(const sym_pipe_t *p, int k, uint64_t n) {
+    return k * p->slots + (int)(n % (uint64_t)p->slots);
+}
+
 /* Send chunk k's output (fwd; activation set `slot`'s) or its input's
  * gradient to the next or previous chunk: n floats of src through the host,
  * or device to device (the copy complete, then the signal). */
@@ -505,7 +510,7 @@ static int send(sym_pipe_t *p, int fwd, int k, int slot, const float *src, size_
                             signal_word(p, fwd, to, m), m + 1, SHMEM_SIGNAL_SET, pe);
         return SYM_OK;
     }
-    int rc = p->dev.put(p->dev.ctx, slot, fwd, (int)(m % (uint64_t)p->slots));
+    int rc = p->dev.put(p->dev.ctx, slot, fwd, device_box(p, to, m));
     if (rc) return rc;
     shmem_uint64_atomic_set(signal_word(p, fwd, to, m), m + 1, pe);
     return SYM_OK;
@@ -570,8 +575,8 @@ static int forward(sym_pipe_t *p, int k, int slot, int rows, sym_forward_t f, co
     double l = 0;
     if (!first && (rc = receive(p, FWD, k, &x))) return rc;
     if (p->dev.forward) {
-        int box = p->direct && !first ? (int)(p->fwd_recv[k] % (uint64_t)p->slots) : -1;
-        rc = p->dev.forward(p->dev.ctx, slot, rows, &f, first ? tok : NULL, last ? lab : NULL,
+        int box = p->direct && !first ? device_box(p, k, p->fwd_recv[k]) : -1;
+        rc = p->dev.forward(p->dev.ctx, slot, k, rows, &f, first ? tok : NULL, last ? lab : NULL,
                             box < 0 ? x : NULL, box, scale,
                             last || p->direct ? NULL : p->stage_buf, &l, correct);
         out = p->stage_buf;
@@ -616,8 +621,8 @@ static int backward(sym_pipe_t *p, int k, int slot, int rows, int first, int las
     int rc, head = last_chunk(p, k), embed = first_chunk(p, k);
     if (!head && (rc = receive(p, BWD, k, &g))) return rc;
     if (p->dev.backward) {
-        int box = p->direct && g ? (int)(p->bwd_recv[k] % (uint64_t)p->slots) : -1;
-        rc = p->dev.backward(p->dev.ctx, slot, box < 0 ? g : NULL, box,
+        int box = p->direct && g ? device_box(p, k, p->bwd_recv[k]) : -1;
+        rc = p->dev.backward(p->dev.ctx, slot, k, box < 0 ? g : NULL, box,
                              !embed && !p->direct ? p->stage_buf : NULL, first);
     } else {
         sym_model_use_chunk(m, k);

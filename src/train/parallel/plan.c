@@ -374,11 +374,13 @@ enum { F_TP = 1, F_PP = 2, F_ZERO = 4, F_ACCUM = 8, F_RECOMPUTE = 16, F_ZERO2 = 
  * accumulation, ZeRO-1 and sequence parallelism (inside pipelines too; with
  * --tp-overlap), but not ZeRO-2 (its backward writes one gradient array).
  * Neither does the planner's whole-block recompute: the GPU's --recompute
- * gelu,ln keeps each block's other buffers. Virtual pipeline stages are
- * CPU-only. */
+ * gelu,ln keeps each block's other buffers. Both train virtual pipeline
+ * stages (a GPU stage's activation sets sized for its largest chunk, as
+ * stage_of counts them). */
 static const unsigned have[2] = {F_TP | F_PP | F_ZERO | F_ACCUM | F_ZERO2 | F_PP_ZERO | F_PP_SP |
                                      F_VIRTUAL,
-                                 F_TP | F_PP | F_ZERO | F_ACCUM | F_PP_ZERO | F_PP_SP};
+                                 F_TP | F_PP | F_ZERO | F_ACCUM | F_PP_ZERO | F_PP_SP |
+                                     F_VIRTUAL};
 
 static void say_needs(const sym_plan_request_t *r, unsigned used, char *buf, size_t len) {
     static const char *const name[] = {"tp",        "pp",     "zero",         "micro-batches",
