@@ -954,22 +954,29 @@ static void check_liveness(job_t *j, double limit) {
 
 /* ---- the spare attempt (--spare) ---- */
 
-/* Start the PEs of attempt `restart` as spares: they start up (shmem_init,
- * data, model, buffers) and wait on their go pipe while the current attempt
- * trains (symtrain train does; a program that never reads the pipe runs a
- * second time beside the job, and its end drops the spares). */
-static void start_spare(const options_t *o, int restart) {
-    job_t *s = calloc(1, sizeof *s);
-    if (!s || !(s->pes = calloc((size_t)o->npes, sizeof(pe_t)))) {
+/* Start the PEs of attempt `restart` into job j (zeroed). As spares they
+ * start up (shmem_init, data, model, buffers) and wait on their go pipe
+ * while the current attempt trains (symtrain train does; a program that
+ * never reads the pipe runs a second time beside the job, and its end drops
+ * the spares). */
+static void start_job(const options_t *o, job_t *j, int restart, int spare) {
+    j->npes = o->npes;
+    j->failed_pe = -1;
+    if (!(j->pes = calloc((size_t)o->npes, sizeof(pe_t)))) {
         note("out of memory");
         exit(1);
     }
-    s->npes = o->npes;
-    s->failed_pe = -1;
-    s->beats_fd = make_beats(o, &s->beats);
-    s->started = now();
-    for (int r = 0; r < o->npes; r++) start_pe(o, s->pes, r, restart, s->beats_fd, 1);
-    spare_job = s;
+    j->beats_fd = make_beats(o, &j->beats);
+    j->started = now();
+    for (int r = 0; r < o->npes; r++) start_pe(o, j->pes, r, restart, j->beats_fd, spare);
+}
+
+static void start_spare(const options_t *o, int restart) {
+    if (!(spare_job = calloc(1, sizeof *spare_job))) {
+        note("out of memory");
+        exit(1);
+    }
+    start_job(o, spare_job, restart, 1);
 }
 
 /* The heartbeat file, sockets, pipes and buffers of a job whose PEs ended. */
@@ -1066,23 +1073,15 @@ static outcome_t run_job(const options_t *o, int restart, int *exit_code) {
         note("out of memory");
         exit(1);
     }
-    if (spare_job) {
+    if (spare_job)
         take_spare(&j);
-    } else {
-        j.npes = npes;
-        j.failed_pe = -1;
-        if (!(j.pes = calloc((size_t)npes, sizeof(pe_t)))) {
-            note("out of memory");
-            exit(1);
-        }
-        j.beats_fd = make_beats(o, &j.beats);
-        j.started = now();
-        for (int r = 0; r < npes; r++) start_pe(o, j.pes, r, restart, j.beats_fd, 0);
-    }
+    else
+        start_job(o, &j, restart, 0);
     j.restart_next = restart < o->max_restarts;
     /* the next attempt's spares: at once on the first, a while after a restart
      * (not beside the restore) */
-    double spare_due = o->spare && !spare_broken && j.restart_next ? now() + (restart ? SPARE_DELAY_S : 0) : 0;
+    double spare_due =
+        o->spare && !spare_broken && j.restart_next ? now() + (restart ? SPARE_DELAY_S : 0) : 0;
     double deadline = o->timeout > 0 ? now() + o->timeout : 0;
     int forwarded = 0;
 
@@ -1234,13 +1233,14 @@ int main(int argc, char **argv) {
         int code = 0;
         outcome_t out = run_job(&o, restart, &code);
         int restartable = out == JOB_FAILED || out == JOB_HUNG;
-        if (!restartable || restart >= o.max_restarts || got_signal) drop_spare(0);
+        int again = restartable && restart < o.max_restarts && !got_signal;
+        if (!again) drop_spare(0);
         if (out == JOB_OK || out == JOB_SIGNALLED) {
             if (restart && !code)
                 note("the job succeeded after %d restart%s", restart, restart == 1 ? "" : "s");
             return code;
         }
-        if (restartable && restart < o.max_restarts && !got_signal) {
+        if (again) {
             if (spare_job)
                 note("restarting the job (restart %d of %d): the spare PEs, started %.1f s "
                      "before, take over", restart + 1, o.max_restarts, now() - spare_job->started);

@@ -1762,8 +1762,10 @@ static int spare_wait(run_t *r) {
     if (fd < 0) return SYM_OK;
     /* what a restore writes first (the optimizer's moments, untouched since
      * calloc) faulted in now rather than after the failure */
-    for (int i = 0; r->opt && i < 2; i++)
-        if (sym_optim_buffer(r->opt, i)) sym__parallel_touch(sym_optim_buffer(r->opt, i), r->P * sizeof(float));
+    for (int i = 0; r->opt && i < 2; i++) {
+        float *state = sym_optim_buffer(r->opt, i);
+        if (state) sym__parallel_touch(state, r->P * sizeof(float));
+    }
     fflush(NULL); /* what it said so far goes out when it takes over, in order */
     double t0 = sym__now_s();
     char pids[1024];
@@ -2404,9 +2406,6 @@ static int ckpt_agree(run_t *r, int wait) {
     return rc;
 }
 
-/* save(), timed for the stall figures: the step loop's time lost to a
- * checkpoint. With --ckpt-async off the write is waited for here too (the
- * same bytes, written before the next step: the baseline). */
 /* PE 0 took --ckpt-dir's lock while the last attempt's PE 0 was still ending
  * (its pages being freed: it holds the lock until then): taken now, before
  * anything is written there. A job that took it meanwhile ends this one. */
@@ -2419,6 +2418,9 @@ static void finish_lock(run_t *r) {
     shmem_global_exit(1);
 }
 
+/* save(), timed for the stall figures: the step loop's time lost to a
+ * checkpoint. With --ckpt-async off the write is waited for here too (the
+ * same bytes, written before the next step: the baseline). */
 static void checkpoint(run_t *r) {
     if (!r->ckasync || r->saved_step == r->step) return;
     if (r->lock_pending) finish_lock(r);

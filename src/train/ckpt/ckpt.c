@@ -896,9 +896,9 @@ static int held_by_dying(const char *who) {
 
 /* Take the flock on fd (dir's lock file, at path) and say who holds it.
  * A holder among the last attempt's PEs still ending holds it to its very
- * end: waited for (up to DYING_WAIT_S), or with `later` left for
+ * end: waited for (up to DYING_WAIT_S), or with `pending` left for
  * sym_ckpt_lock_finish (*pending 1). The descriptor is closed on failure. */
-static int take_lock(const char *dir, const char *path, int fd, int later, int *pending) {
+static int take_lock(const char *dir, const char *path, int fd, int *pending) {
     double until = sym__now_s() + DYING_WAIT_S;
     int e = 0;
     char held[256] = "";
@@ -908,7 +908,7 @@ static int take_lock(const char *dir, const char *path, int fd, int later, int *
         held[got > 0 ? got : 0] = '\0';
         held[strcspn(held, "\n")] = '\0';
         if (e != EWOULDBLOCK || !held_by_dying(held) || sym__now_s() > until) break;
-        if (later) {
+        if (pending) {
             *pending = 1;
             return SYM_OK;
         }
@@ -934,23 +934,25 @@ static int take_lock(const char *dir, const char *path, int fd, int later, int *
     return SYM_OK;
 }
 
-static int open_lock(const char *dir, char *path, size_t len, int *fd) {
+/* sym_ckpt_lock (pending NULL: a dying holder waited for) and _begin. */
+static int lock_dir(const char *dir, int *fd_out, int *pending) {
+    *fd_out = -1;
+    if (pending) *pending = 0;
+    char path[PATH_MAX];
     int rc = sym__ckpt_mkdir_p(dir);
-    if (!rc) rc = sym__ckpt_join(path, len, dir, LOCK_NAME);
+    if (!rc) rc = sym__ckpt_join(path, sizeof path, dir, LOCK_NAME);
     if (rc) return rc;
-    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (*fd < 0)
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
         return sym__error(SYM_EIO, "cannot open the lock file %s: %s", path, strerror(errno));
-    return SYM_OK;
+    if (!(rc = take_lock(dir, path, fd, pending))) *fd_out = fd;
+    return rc;
 }
 
+int sym_ckpt_lock(const char *dir, int *fd_out) { return lock_dir(dir, fd_out, NULL); }
+
 int sym_ckpt_lock_begin(const char *dir, int *fd_out, int *pending) {
-    *fd_out = -1;
-    *pending = 0;
-    char path[PATH_MAX];
-    int fd, rc = open_lock(dir, path, sizeof path, &fd);
-    if (!rc && !(rc = take_lock(dir, path, fd, 1, pending))) *fd_out = fd;
-    return rc;
+    return lock_dir(dir, fd_out, pending);
 }
 
 int sym_ckpt_lock_finish(const char *dir, int fd) {
@@ -960,15 +962,7 @@ int sym_ckpt_lock_finish(const char *dir, int fd) {
         close(fd);
         return rc;
     }
-    return take_lock(dir, path, fd, 0, NULL);
-}
-
-int sym_ckpt_lock(const char *dir, int *fd_out) {
-    *fd_out = -1;
-    char path[PATH_MAX];
-    int fd, rc = open_lock(dir, path, sizeof path, &fd);
-    if (!rc && !(rc = take_lock(dir, path, fd, 0, NULL))) *fd_out = fd;
-    return rc;
+    return take_lock(dir, path, fd, NULL);
 }
 
 void sym_ckpt_unlock(int fd) {
