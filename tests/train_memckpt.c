@@ -32,10 +32,11 @@
  *       log names it, and the disk's newest checkpoint is read instead;
  *   (g) a restart in another layout: --parallel auto keeps its layout in
  *       --ckpt-dir (parallel-auto), and the test rewrites it from dp=4,zero=1
- *       to dp=2,tp=2,zero=1 before the kill. The snapshot's shards say their
- *       layout, so the restart says it is another and reads the disk
+ *       to dp=2,tp=2,zero=1 before the kill, and (a GPT of 4 blocks) from
+ *       dp=2,pp=2 to the same mesh at 2 virtual stages. The snapshot's shards
+ *       say their layout, so the restart says it is another and reads the disk
  *       (resharding): the run ends within fp32 rounding of the uninterrupted
- *       dp=4 one (tp sums in another order).
+ *       one in the first layout (tp sums in another order).
  * Trials 4-7 and 12-15 of (c) run under symrun --spare (each kind of death
  * twice): the restart takes over the spare PEs, started up beforehand, says
  * so, and ends as the others do.
@@ -54,6 +55,9 @@
 #define GPT "--generated --model gpt:L=2,C=32,H=2,V=128,T=16 --batch 8 --steps 20 --lr 0.01 " \
             "--warmup-steps 2 --threads 1 --quiet --device cpu --ckpt-format sharded " \
             "--ckpt-steps 5 --resume=auto"
+#define GPT4 "--generated --model gpt:L=4,C=32,H=2,V=128,T=16 --batch 8 --steps 20 --lr 0.01 " \
+             "--warmup-steps 2 --threads 1 --quiet --device cpu --ckpt-format sharded " \
+             "--ckpt-steps 5 --resume=auto"
 #define PLAIN "--generated --train-samples 400 --test-samples 100 --model mlp:784-32-16-10 " \
               "--batch 40 --threads 1 --quiet --max-steps 2 --mem-ckpt-every 1"
 #define TRIALS 20
@@ -369,36 +373,59 @@ int main(int argc, char **argv) {
     printf("train_memckpt: dp=2,pp=2 with both copies of PE 1's shard lost: named, the disk's "
            "checkpoint used, bit-identical\n");
 
-    /* (g) the restart plans another layout: its snapshot is not this run's parts */
-    snprintf(line, sizeof line, GPT " --parallel dp=4 --zero 1 --ckpt-dir %s --metrics %s",
-             e2e_path("autoref"), e2e_path("autoref.jsonl"));
-    e2e_run(4, NULL, NULL, e2e_path("autoref.log"), 0, line);
-    const char *ack = e2e_path("auto"), *ametrics = e2e_path("auto.jsonl");
-    CHECK(mkdir(ack, 0700) == 0, "mkdir %s", ack);
-    keep_layout("auto", "dp=4,tp=1,pp=1,micro=1,zero=1");
-    log = e2e_path("auto.log");
-    snprintf(line, sizeof line,
-             GPT " --parallel auto --mem-ckpt-every 3 --ckpt-dir %s --metrics %s", ack, ametrics);
-    e2e_proc_t p = e2e_start(4, "--max-restarts 1", "SYMTRAIN_TEST_KILL_AT=1:13", log, line);
-    symruns[nsymruns++] = p.pid;
-    for (int ms = 0; steps_done(ametrics) < 1 && ms < 60000; ms += 2) e2e_sleep_ms(2);
-    keep_layout("auto", "dp=2,tp=2,pp=1,micro=1,zero=1"); /* what the restart reads */
-    int rc = e2e_wait(&p);
-    if (rc != 0 || !e2e_log_has(log, "this run's is dp=2,tp=2,zero=1")) e2e_show(log);
-    CHECK(rc == 0, "auto: exit status %d", rc);
-    e2e_expect_log(log, "--parallel auto: dp=4,tp=1,pp=1, 1 micro-batch, ZeRO-1, kept from");
-    e2e_expect_log(log, "--parallel auto: dp=2,tp=2,pp=1, 1 micro-batch, ZeRO-1, kept from");
-    e2e_expect_log(log, "the in-memory snapshot of step 12 was taken in layout dp=4,zero=1 and "
-                        "this run's is dp=2,tp=2,zero=1; reading --ckpt-dir instead");
-    e2e_expect_log(log, "auto/step-000000"); /* 10, or 5 */
-    CHECK(!e2e_log_has(log, "restored in"), "auto: a snapshot of another layout was restored");
-    double diff;
-    dckpt_compare(e2e_path("autoref/step-00000020"), e2e_path("auto/step-00000020"), &diff);
-    CHECK(diff < 1e-4, "auto: the run resumed in dp=2,tp=2 ends %g from the uninterrupted one",
-          diff);
-    printf("train_memckpt: a restart in another layout (dp=4,zero=1 -> dp=2,tp=2,zero=1): the "
-           "snapshot's layout named, the disk read, the end within %.1e of the uninterrupted run\n",
-           diff);
+    /* (g) the restart plans another layout: its snapshot is not this run's
+     * parts (another mesh; the same mesh at other virtual stages) */
+    static const struct {
+        const char *name, *model, *ref, *first, *then, *said_first, *said_then, *layouts;
+    } other[] = {
+        {"auto", GPT, "--parallel dp=4 --zero 1", "dp=4,tp=1,pp=1,micro=1,zero=1",
+         "dp=2,tp=2,pp=1,micro=1,zero=1", "dp=4,tp=1,pp=1, 1 micro-batch, ZeRO-1, kept",
+         "dp=2,tp=2,pp=1, 1 micro-batch, ZeRO-1, kept", "dp=4,zero=1 and this run's is "
+         "dp=2,tp=2,zero=1"},
+        {"autov", GPT4, "--parallel dp=2,pp=2 --micro-batches 2", "dp=2,tp=1,pp=2,micro=2,zero=0",
+         "dp=2,tp=1,pp=2,micro=2,zero=0,v=2", "dp=2,tp=1,pp=2, 2 micro-batches, ZeRO-0, kept",
+         "dp=2,tp=1,pp=2, 2 micro-batches, ZeRO-0, 2 virtual stages, kept",
+         "dp=2,pp=2 and this run's is dp=2,pp=2,v=2"},
+    };
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
+        const char *nm = other[i].name;
+        snprintf(line, sizeof line, "%s %s --ckpt-dir %s --metrics %s", other[i].model,
+                 other[i].ref, e2e_path("%sref", nm), e2e_path("%sref.jsonl", nm));
+        e2e_run(4, NULL, NULL, e2e_path("%sref.log", nm), 0, line);
+        const char *ack = e2e_path("%s", nm), *ametrics = e2e_path("%s.jsonl", nm);
+        CHECK(mkdir(ack, 0700) == 0, "mkdir %s", ack);
+        keep_layout(nm, other[i].first);
+        log = e2e_path("%s.log", nm);
+        snprintf(line, sizeof line, "%s --parallel auto --mem-ckpt-every 3 --ckpt-dir %s "
+                 "--metrics %s", other[i].model, ack, ametrics);
+        e2e_proc_t p = e2e_start(4, "--max-restarts 1", "SYMTRAIN_TEST_KILL_AT=1:13", log, line);
+        symruns[nsymruns++] = p.pid;
+        for (int ms = 0; steps_done(ametrics) < 1 && ms < 60000; ms += 2) e2e_sleep_ms(2);
+        keep_layout(nm, other[i].then); /* what the restart reads */
+        int rc = e2e_wait(&p);
+        if (rc != 0 || !e2e_log_has(log, other[i].layouts)) e2e_show(log);
+        CHECK(rc == 0, "%s: exit status %d", nm, rc);
+        char said[256];
+        snprintf(said, sizeof said, "--parallel auto: %s", other[i].said_first);
+        e2e_expect_log(log, said);
+        snprintf(said, sizeof said, "--parallel auto: %s", other[i].said_then);
+        e2e_expect_log(log, said);
+        snprintf(said, sizeof said, "the in-memory snapshot of step 12 was taken in layout %s; "
+                 "reading --ckpt-dir instead", other[i].layouts);
+        e2e_expect_log(log, said);
+        snprintf(said, sizeof said, "%s/step-000000", nm); /* 10, or 5 */
+        e2e_expect_log(log, said);
+        CHECK(!e2e_log_has(log, "restored in"), "%s: a snapshot of another layout was restored",
+              nm);
+        double diff;
+        dckpt_compare(e2e_path("%sref/step-00000020", nm), e2e_path("%s/step-00000020", nm),
+                      &diff);
+        CHECK(diff < 1e-4, "%s: the run resumed in %s ends %g from the uninterrupted one", nm,
+              other[i].then, diff);
+        printf("train_memckpt: a restart in another layout (%s -> %s): the snapshot's layout "
+               "named, the disk read, the end within %.1e of the uninterrupted run\n",
+               other[i].first, other[i].then, diff);
+    }
     base = MLP;
     extra = "";
     ref = "ref";

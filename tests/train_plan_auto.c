@@ -7,7 +7,9 @@
  *  - the run is that layout's: the layout line of the loop says it, and its
  *    losses are bit-identical to a run given the layout by hand;
  *  - at batch 8 (any layout possible) and at batch 2 (dp at most 2, so the
- *    planner must split the model: tp or pp);
+ *    planner must split the model: tp or pp); with --virtual-stages 2 a
+ *    pipeline of 2 chunks a stage, kept in --ckpt-dir's parallel-auto
+ *    (",v=2") and taken from there by a --resume without the option;
  *  - with --ckpt-dir beside it (a pipeline does not checkpoint in every
  *    build) it still picks a layout that trains;
  *  - the rate is measured on the BLAS threads the run trains with (--threads);
@@ -28,7 +30,7 @@
 #define STEPS 3
 
 typedef struct {
-    int dp, tp, pp, micro, zero;
+    int dp, tp, pp, micro, zero, virt;
     double gflops, gbs;
 } choice_t;
 
@@ -44,6 +46,9 @@ static choice_t chosen(const char *log) {
     int n = sscanf(at, "--parallel auto: dp=%d,tp=%d,pp=%d, %d %15[a-z-], ZeRO-%d", &c.dp, &c.tp,
                    &c.pp, &c.micro, mb, &c.zero);
     CHECK(n == 6, "cannot read the layout in: %.200s", at);
+    const char *v = strstr(at, "ZeRO-");
+    c.virt = 1;
+    sscanf(v, "ZeRO-%*d, %d virtual stages", &c.virt);
     const char *r = strstr(at, "CPU measured on PE 0: ");
     CHECK(r != NULL, "the line does not say the rates: %.300s", at);
     CHECK(sscanf(r, "CPU measured on PE 0: %lf GFLOP/s, %lf GB/s", &c.gflops, &c.gbs) == 2,
@@ -62,46 +67,54 @@ static int json_int(const char *p, const char *key) {
     return atoi(at + strlen(pat));
 }
 
-/* `symtrain plan` with the run's rates chooses the same layout. */
-static void same_as_plan(const choice_t *c, int batch, int tag) {
+/* `symtrain plan` with the run's rates (and its --virtual-stages, `virt` > 0)
+ * chooses the same layout. */
+static void same_as_plan(const choice_t *c, int batch, int tag, int virt_given) {
     const char *log = e2e_path("plan-%d.json", tag);
+    char extra[32] = "";
+    if (virt_given) snprintf(extra, sizeof extra, "--virtual-stages %d", virt_given);
     int rc = e2e_sh(log, "%s plan --device cpu --model " MODEL " --pes 4 --batch %d --runnable "
-                    "--flops %.6ge9 --mem-bw %.6ge9 --json", e2e_symtrain, batch, c->gflops,
-                    c->gbs);
+                    "--flops %.6ge9 --mem-bw %.6ge9 --json %s", e2e_symtrain, batch, c->gflops,
+                    c->gbs, extra);
     if (rc) e2e_show(log);
     CHECK(rc == 0, "symtrain plan: exit %d", rc);
     char *s = e2e_read(log, NULL);
     const char *ch = strstr(s, "\"runnable_choice\":{");
     CHECK(ch != NULL, "the plan has no runnable choice");
     int dp = json_int(ch, "dp"), tp = json_int(ch, "tp"), pp = json_int(ch, "pp");
-    int micro = json_int(ch, "micro"), zero = json_int(ch, "zero");
-    printf("batch %d: train chose dp=%d tp=%d pp=%d micro=%d zero=%d; symtrain plan dp=%d tp=%d "
-           "pp=%d micro=%d zero=%d (%.6g GFLOP/s, %.6g GB/s)\n", batch, c->dp, c->tp, c->pp,
-           c->micro, c->zero, dp, tp, pp, micro, zero, c->gflops, c->gbs);
-    CHECK(dp == c->dp && tp == c->tp && pp == c->pp && micro == c->micro && zero == c->zero,
-          "--parallel auto and symtrain plan chose differently");
+    int micro = json_int(ch, "micro"), zero = json_int(ch, "zero"), virt = json_int(ch, "virtual");
+    printf("batch %d%s%s: train chose dp=%d tp=%d pp=%d V=%d micro=%d zero=%d; symtrain plan "
+           "dp=%d tp=%d pp=%d V=%d micro=%d zero=%d (%.6g GFLOP/s, %.6g GB/s)\n", batch,
+           *extra ? " " : "", extra, c->dp, c->tp, c->pp, c->virt, c->micro, c->zero, dp, tp, pp,
+           virt, micro, zero, c->gflops, c->gbs);
+    CHECK(dp == c->dp && tp == c->tp && pp == c->pp && virt == c->virt && micro == c->micro &&
+          zero == c->zero, "--parallel auto and symtrain plan chose differently");
     free(s);
 }
 
-/* An auto run at `batch`, checked against the plan and a run of its layout by hand. */
-static choice_t auto_run(int batch, int tag) {
+/* An auto run at `batch` (with `extra`: --virtual-stages V, other options),
+ * checked against the plan and a run of its layout by hand. */
+static choice_t auto_run(int batch, int tag, const char *extra) {
     char args[1024];
     const char *log = e2e_path("auto-%d.log", tag), *met = e2e_path("auto-%d.jsonl", tag);
     snprintf(args, sizeof args, "--generated --model " MODEL " --device cpu --test-samples 4 --batch %d "
-             "--max-steps %d --threads 1 --lr 0.01 --parallel auto --metrics %s", batch, STEPS, met);
+             "--max-steps %d --threads 1 --lr 0.01 --parallel auto --metrics %s %s", batch, STEPS,
+             met, extra);
     e2e_run(4, NULL, NULL, log, 0, args);
     choice_t c = chosen(log);
     char line[96];
     snprintf(line, sizeof line, "layout dp=%d tp=%d pp=%d", c.dp, c.tp, c.pp);
     e2e_expect_log(log, line);
-    same_as_plan(&c, batch, tag);
+    const char *v = strstr(extra, "--virtual-stages ");
+    same_as_plan(&c, batch, tag, v ? atoi(v + 17) : 0);
 
     char by_hand[256];
     size_t at = (size_t)snprintf(by_hand, sizeof by_hand, "--parallel dp=%d,tp=%d,pp=%d", c.dp,
                                  c.tp, c.pp);
     if (c.pp > 1 || c.micro > 1)
         at += (size_t)snprintf(by_hand + at, sizeof by_hand - at, " --micro-batches %d", c.micro);
-    if (c.zero) snprintf(by_hand + at, sizeof by_hand - at, " --zero %d", c.zero);
+    if (c.zero) at += (size_t)snprintf(by_hand + at, sizeof by_hand - at, " --zero %d", c.zero);
+    if (c.virt > 1) snprintf(by_hand + at, sizeof by_hand - at, " --virtual-stages %d", c.virt);
     const char *hlog = e2e_path("hand-%d.log", tag), *hmet = e2e_path("hand-%d.jsonl", tag);
     snprintf(args, sizeof args, "--generated --model " MODEL " --device cpu --test-samples 4 --batch %d "
              "--max-steps %d --threads 1 --lr 0.01 %s --metrics %s", batch, STEPS, by_hand, hmet);
@@ -141,9 +154,12 @@ static void restart_keeps_layout(void) {
     e2e_same_losses(rmet, met, 6, 0);
 
     /* what parallel-auto holds is checked, not trusted */
-    static const char *const bad[] = {"tp=4\n", "dp=8,tp=1,pp=1,micro=1,zero=0\n"};
-    static const char *const said[] = {"is not a layout", "which does not train this job"};
-    for (int i = 0; i < 2; i++) {
+    static const char *const bad[] = {"tp=4\n", "dp=8,tp=1,pp=1,micro=1,zero=0\n",
+                                      "dp=2,tp=1,pp=2,micro=1,zero=0,v=x\n",
+                                      "dp=2,tp=1,pp=2,micro=1,zero=0,v=2\n"};
+    static const char *const said[] = {"is not a layout", "which does not train this job",
+                                       "is not a layout", "which does not train this job"};
+    for (int i = 0; i < 4; i++) {
         char path[600];
         snprintf(path, sizeof path, "%s/parallel-auto", ck);
         FILE *f = fopen(path, "w");
@@ -184,15 +200,42 @@ int main(int argc, char **argv) {
         return 0;
     }
 
-    auto_run(8, 0);
-    choice_t small = auto_run(2, 1);
+    auto_run(8, 0, "");
+    choice_t small = auto_run(2, 1, "");
     CHECK(small.dp <= 2 && small.tp * small.pp >= 2,
           "batch 2 on 4 PEs: dp=%d tp=%d pp=%d (dp is at most the batch)", small.dp, small.tp,
           small.pp);
 
+    /* --virtual-stages beside auto: pipelines of that many chunks a stage alone;
+     * the choice kept (",v=2") and taken by a --resume that does not repeat it */
+    const char *vck = e2e_path("virt");
+    char vextra[700];
+    snprintf(vextra, sizeof vextra, "--virtual-stages 2 --ckpt-dir %s --ckpt-steps %d", vck, STEPS);
+    choice_t v = auto_run(8, 2, vextra);
+    CHECK(v.pp > 1 && v.virt == 2, "--virtual-stages 2: dp=%d tp=%d pp=%d with %d virtual stages",
+          v.dp, v.tp, v.pp, v.virt);
+    e2e_expect_log(e2e_path("auto-2.log"), "virtual stages (chunk c on stage");
+    char vpath[700], want[128];
+    snprintf(vpath, sizeof vpath, "%s/parallel-auto", vck);
+    snprintf(want, sizeof want, "dp=%d,tp=%d,pp=%d,micro=%d,zero=%d,v=2\n", v.dp, v.tp, v.pp,
+             v.micro, v.zero);
+    char *vkept = e2e_read(vpath, NULL);
+    CHECK(vkept && !strcmp(vkept, want), "%s holds '%s', not '%s'", vpath, vkept ? vkept : "",
+          want);
+    free(vkept);
+    const char *vlog = e2e_path("virt-resume.log");
+    char args[512];
+    snprintf(args, sizeof args, "--generated --model " MODEL " --device cpu --test-samples 4 "
+             "--batch 8 --max-steps %d --threads 1 --lr 0.01 --parallel auto --ckpt-dir %s "
+             "--resume", STEPS + 2, vck);
+    e2e_run(4, NULL, NULL, vlog, 0, args);
+    snprintf(want, sizeof want, "--parallel auto: dp=%d,tp=%d,pp=%d, %d micro-batches, ZeRO-%d, "
+             "2 virtual stages, kept from", v.dp, v.tp, v.pp, v.micro, v.zero);
+    e2e_expect_log(vlog, want);
+    e2e_expect_log(vlog, "virtual stages (chunk c on stage");
+
     /* beside --ckpt-dir: a layout that trains and checkpoints */
     const char *log = e2e_path("ckpt.log"), *ck = e2e_path("ck");
-    char args[512];
     snprintf(args, sizeof args, "--generated --model " MODEL " --device cpu --test-samples 4 --batch 2 --max-steps "
              "%d --threads 1 --parallel auto --ckpt-dir %s --ckpt-steps %d", STEPS, ck, STEPS);
     e2e_run(4, NULL, NULL, log, 0, args);

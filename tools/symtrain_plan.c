@@ -53,9 +53,10 @@ static const char plan_usage[] =
     "                        recorded or measured one (symtrain train --parallel auto\n"
     "                        prints the rates it planned with)\n"
     "  --mem-bw RATE         the optimizer pass's memory rate a PE, bytes/s (5e9)\n"
-    "  --virtual-stages V    every pipeline layout with V interleaved chunks a stage\n"
-    "                        (symtrain train --virtual-stages: the smaller bubble\n"
-    "                        (pp-1)/(Vm), more activations in flight; CPU)\n"
+    "  --virtual-stages V    only pipelines, with V interleaved chunks a stage (symtrain\n"
+    "                        train --virtual-stages: the smaller bubble (pp-1)/(Vm), more\n"
+    "                        activations in flight); 1: none (default: every V the layers\n"
+    "                        and micro-batches allow, 1 included)\n"
     "  --layout L            only this layout: dp=N,tp=M,pp=K[,micro=M,zero=Z,recompute=0|1,\n"
     "                        virtual=V] (micro: micro-batches, default K as in symtrain train)\n"
     "  --all                 list every layout (default: the 20 fastest that fit and the 5\n"
@@ -187,9 +188,9 @@ static void json_layout(const sym_plan_result_t *e) {
 static void row(const sym_plan_result_t *e) {
     const sym_plan_layout_t *l = &e->layout;
     char a[5][24];
-    printf("%4d %3d %3d %5d %4d %4s  %8s %8s %8s %8s %8s  %-4s %9.2f %7.2f %7.2f %7.2f %7.2f "
+    printf("%4d %3d %3d %2d %5d %4d %4s  %8s %8s %8s %8s %8s  %-4s %9.2f %7.2f %7.2f %7.2f %7.2f "
            "%6.2f %9.2f%s%s\n",
-           l->dp, l->tp, l->pp, l->micro, l->zero, l->recompute ? "on" : "off",
+           l->dp, l->tp, l->pp, l->virtual_stages > 1 ? l->virtual_stages : 1, l->micro, l->zero, l->recompute ? "on" : "off",
            gib(e->mem.params, a[0], 24), gib(e->mem.grads, a[1], 24), gib(e->mem.optim, a[2], 24),
            gib(e->mem.acts, a[3], 24), gib(e->mem.total, a[4], 24), e->fits ? "yes" : "NO",
            e->t_compute * 1e3, e->t_bubble * 1e3, e->t_tp * 1e3, e->t_pp * 1e3, e->t_dp * 1e3,
@@ -210,7 +211,7 @@ static void say_choice(const char *what, const sym_plan_result_t *e) {
 
 int sym_cli_plan(int argc, char **argv) {
     const char *model = NULL, *link = NULL, *inter = NULL, *device = "gpu", *layout_s = NULL;
-    long pes = 1, batch = 16, seq = 0, ppn = -1, virt = 1;
+    long pes = 1, batch = 16, seq = 0, ppn = -1, virt = 0;
     size_t mem = 0;
     double bucket_mb = 25, flops = 0, mem_bw = 0;
     int json = 0, all = 0, vp = 1, runnable = 0, sgd = 0, measure = 1;
@@ -363,9 +364,9 @@ int sym_cli_plan(int argc, char **argv) {
         printf("%s: %zu parameters; %d PE%s (%s, %s a PE), global batch %d x %d tokens\n",
                r.model.spec, total, r.pes, r.pes == 1 ? "" : "s", device,
                gib(r.device_mem, m, sizeof m), r.batch, r.seq ? r.seq : r.model.max_seq);
-        printf("                              memory per PE (GiB or MiB)                 "
+        printf("                                 memory per PE (GiB or MiB)                 "
                "predicted step (ms)\n");
-        printf("  dp  tp  pp micro zero rcmp    params    grads    optim     acts    total  fits"
+        printf("  dp  tp  pp  V micro zero rcmp    params    grads    optim     acts    total  fits"
                "   compute  bubble      tp      pp      dp  optim      step  needs\n");
         int shown_fit = 0, shown_no = 0, hidden = 0;
         for (int i = 0; i < n; i++) {

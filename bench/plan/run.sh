@@ -17,8 +17,9 @@
 #
 # Layouts (the planner's spelling): dp=4, dp=2,tp=2, dp=2,pp=2 each with ZeRO
 # 0, 1 and 2, tp=2,pp=2, tp=4, pp=4 (pipelines with their default
-# micro-batches, one a stage); micro=M runs as --micro-batches M, zero=Z as
-# --zero Z, and what follows ':' goes to symtrain train as it is. A layout the
+# micro-batches, one a stage), dp=2,pp=2 and tp=2,pp=2 at 2 virtual stages;
+# micro=M runs as --micro-batches M, zero=Z as --zero Z, virtual=V as
+# --virtual-stages V, and what follows ':' goes to symtrain train as it is. A layout the
 # training loop refuses in this build is listed with its message, not trained.
 # Every prediction uses the rates PE 0 measured at the start of the auto run
 # (printed under the table; passed as --flops and --mem-bw), so the rows and
@@ -34,7 +35,8 @@ shift $(( $# >= 2 ? 2 : $# ))
 layouts=("$@")
 [ ${#layouts[@]} -gt 0 ] || layouts=(dp=4 dp=4,zero=1 dp=4,zero=2 dp=2,tp=2 dp=2,tp=2,zero=1
                                      dp=2,tp=2,zero=2 dp=2,pp=2 dp=2,pp=2,zero=1 dp=2,pp=2,zero=2
-                                     tp=2,pp=2 tp=4 pp=4)
+                                     tp=2,pp=2 tp=4 pp=4 dp=2,pp=2,micro=2,virtual=2
+                                     tp=2,pp=2,micro=2,virtual=2)
 model=gpt:L=4,C=128,H=4,V=256,T=128
 batch=16
 seq=128
@@ -71,6 +73,8 @@ train auto --parallel auto
 line=$(grep -m1 -- '--parallel auto: ' "$tmp/auto.log")
 read -r gflops gbs < <(echo "$line" | sed -n 's/.*CPU measured on PE 0: \([0-9.e+]*\) GFLOP\/s, \([0-9.e+]*\) GB\/s.*/\1 \2/p')
 choice=$(echo "$line" | sed -n 's/.*--parallel auto: dp=\([0-9]*\),tp=\([0-9]*\),pp=\([0-9]*\), \([0-9]*\) micro-batch[es]*, ZeRO-\([0-9]\).*/dp=\1,tp=\2,pp=\3,micro=\4,zero=\5/p')
+virt=$(echo "$line" | sed -n 's/.*, ZeRO-[0-9], \([0-9]*\) virtual stages.*/\1/p')
+[ -z "$virt" ] || choice="$choice,virtual=$virt"
 [ -n "$choice" ] && [ -n "${gbs:-}" ] || { cat "$tmp/auto.log"; echo "no choice in the auto run"; exit 1; }
 
 printf "%-32s %9s %9s %9s %6s %12s %12s %6s\n" layout tok/s meas_ms pred_ms ratio pred_mem \
@@ -94,7 +98,8 @@ meas = int(batch) * int(seq) / float(tok) * 1e3 if tok != "none" else float("nan
 print("%-32s %9s %9.1f %9.1f %6.2f %12d %12d %6.3f" % (name, tok, meas, pred, pred / meas, pm, mm,
       pm / mm))
 with open(metrics + ".canon", "w") as f:  # the layout as the planner spells it in full
-    f.write("dp=%(dp)d,tp=%(tp)d,pp=%(pp)d,micro=%(micro)d,zero=%(zero)d\n" % lay)
+    f.write("dp=%(dp)d,tp=%(tp)d,pp=%(pp)d,micro=%(micro)d,zero=%(zero)d" % lay +
+            (",virtual=%d" % lay["virtual"] if lay["virtual"] > 1 else "") + "\n")
 PY
     echo "$(cat "$tmp/$name.jsonl.canon") $label" >>"$tmp/canon"
 }
@@ -103,10 +108,11 @@ for entry in "${layouts[@]}"; do
     spec=${entry%%:*}
     extra=""
     [ "$spec" = "$entry" ] || extra=${entry#*:}
-    dp=1 tp=1 pp=1 micro="" zero=0
+    dp=1 tp=1 pp=1 micro="" zero=0 virtual=1
     for kv in ${spec//,/ }; do
         case $kv in dp=*) dp=${kv#dp=} ;; tp=*) tp=${kv#tp=} ;; pp=*) pp=${kv#pp=} ;;
-                    micro=*) micro=${kv#micro=} ;; zero=*) zero=${kv#zero=} ;; esac
+                    micro=*) micro=${kv#micro=} ;; zero=*) zero=${kv#zero=} ;;
+                    virtual=*) virtual=${kv#virtual=} ;; esac
     done
     [ $((dp * tp * pp)) = $pes ] || { echo "$spec: not $pes PEs"; exit 2; }
     args=(--parallel "dp=$dp,tp=$tp,pp=$pp")
@@ -114,6 +120,7 @@ for entry in "${layouts[@]}"; do
         args+=(--micro-batches "$micro")
     fi
     [ "$zero" = 0 ] || args+=(--zero "$zero")
+    [ "$virtual" = 1 ] || args+=(--virtual-stages "$virtual")
     name=$(echo "$spec" | tr -d ' ')
     # shellcheck disable=SC2086
     train "$name" "${args[@]}" $extra

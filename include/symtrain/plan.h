@@ -55,8 +55,9 @@ typedef struct {
     int vocab_parallel;       /* TP splits the embedding and LM head (0: whole on every PE,
                                  as models/gpt.c does today) */
     int runnable_only;        /* choose only layouts our code trains today on this device */
-    int virtual_stages;       /* every pipeline candidate with V interleaved chunks a stage
-                                 (0, 1: none), where the layout allows it */
+    int virtual_stages;       /* pipeline candidates at V interleaved chunks a stage: 0 every
+                                 V the layers and micro-batches allow (1 included), 1 none,
+                                 V > 1 that V alone, and then no layout without a pipeline */
 } sym_plan_request_t;
 
 typedef struct {

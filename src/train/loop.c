@@ -1086,7 +1086,7 @@ static int save(run_t *r) {
  * a restart every PE reads its part back from its dp team's shards, from
  * whichever copy survived, before anyone looks at the disk. */
 
-#define MEM_WORDS 8 /* a shard's first slice: the layout it is of (mem_words) */
+#define MEM_WORDS 9 /* a shard's first slice: the layout it is of (mem_words) */
 
 typedef struct {
     sym_ckpt_slice_t *s; /* the layout words, the parameters, the optimizer state */
@@ -1095,20 +1095,22 @@ typedef struct {
 } mem_shard_t;
 
 /* What a shard of dp rank d of this PE's part says it is: a version, dp, tp,
- * pp, --zero, then d, the tp rank and the stage. */
+ * pp, --zero, then d, the tp rank, the stage and the virtual stages (which
+ * change the blocks a stage holds). */
 static void mem_words(const run_t *r, int d, int32_t *w) {
-    int32_t v[MEM_WORDS] = {1, r->lay.dp, r->lay.tp, r->lay.pp, r->cfg->zero, d, r->tp_rank,
-                            r->pipe ? sym_pipe_stage(r->pipe) : 0};
+    int32_t v[MEM_WORDS] = {2, r->lay.dp, r->lay.tp, r->lay.pp, r->cfg->zero, d, r->tp_rank,
+                            r->pipe ? sym_pipe_stage(r->pipe) : 0,
+                            r->pipe ? sym_pipe_virtual(r->pipe) : 1};
     memcpy(w, v, sizeof v);
 }
 
 /* A layout as ckpt_layout_name spells it, from a shard's words. */
 static void mem_layout_name(const int32_t *w, char *out, size_t len) {
-    if (w[0] != 1) {
+    if (w[0] != 2) {
         snprintf(out, len, "an unknown one");
         return;
     }
-    spell_layout(w[1], w[2], w[3], 1, w[4], out, len);
+    spell_layout(w[1], w[2], w[3], w[8], w[4], out, len);
 }
 
 /* The world PE that is dp rank d of this PE's dp team. */

@@ -13,8 +13,13 @@
  * training loop trains beside the job's other options, then broadcasts the
  * layout and the rates: one decision, so no PE can reach another.
  *
+ * Pipelines are planned at every count of virtual stages their layers and
+ * micro-batches allow, or with --virtual-stages V at that V alone (and then
+ * only pipelines, as a given layout with --virtual-stages must be one).
+ *
  * With --ckpt-dir the choice is kept in DIR/parallel-auto (one line, the
- * planner's spelling: dp=2,tp=2,pp=1,micro=1,zero=0), and a --resume takes
+ * planner's spelling: dp=2,tp=2,pp=1,micro=1,zero=0, and ",v=V" after it
+ * with V virtual stages), and a --resume takes
  * the layout from there while it still fits the job: a restarted job trains
  * the layout it started with (measured rates move from run to run, and a
  * different layout would sum in another order). PE 0 reads and writes it
@@ -41,7 +46,12 @@
 #include "internal.h"
 #include "util/util.h"
 
-/* c with layout l: the sizes, the micro-batches, the ZeRO stage. */
+/* Model chunks a stage of l: its virtual stages, 1 without. */
+static int chunks(const sym_plan_layout_t *l) {
+    return l->virtual_stages > 1 ? l->virtual_stages : 1;
+}
+
+/* c with layout l: the sizes, the micro-batches, the ZeRO stage, the virtual stages. */
 static void apply(const sym_train_config_t *c, const sym_plan_layout_t *l, sym_train_config_t *o) {
     *o = *c;
     o->parallel.dp = l->dp;
@@ -50,11 +60,15 @@ static void apply(const sym_train_config_t *c, const sym_plan_layout_t *l, sym_t
     o->parallel.plan = 0;
     o->micro_batches = l->pp > 1 || l->micro > 1 ? l->micro : 0;
     o->zero = l->zero;
+    o->virtual_stages = l->pp > 1 ? chunks(l) : 0;
 }
 
 /* Whether the training loop trains layout l with the job's other options:
- * its validation, and what a pipeline refuses at set-up. */
+ * its validation, what a pipeline refuses at set-up, and --virtual-stages V
+ * where given (a pipeline of V chunks a stage). */
 static int trains_here(const sym_train_config_t *c, const sym_plan_layout_t *l, int npes) {
+    if (c->virtual_stages > 1 && (l->pp == 1 || chunks(l) != c->virtual_stages)) return 0;
+    if (c->virtual_stages == 1 && chunks(l) != 1) return 0;
     sym_train_config_t t;
     apply(c, l, &t);
     if (l->pp > 1 && sym__pipe_refusal(&t)) return 0;
@@ -74,8 +88,11 @@ static void host_share(int *cores, int *local) {
 }
 
 static int say_layout(char *buf, size_t len, const sym_plan_layout_t *l) {
-    return snprintf(buf, len, "dp=%d,tp=%d,pp=%d, %d micro-batch%s, ZeRO-%d", l->dp, l->tp, l->pp,
-                    l->micro, l->micro == 1 ? "" : "es", l->zero);
+    int n = snprintf(buf, len, "dp=%d,tp=%d,pp=%d, %d micro-batch%s, ZeRO-%d", l->dp, l->tp, l->pp,
+                     l->micro, l->micro == 1 ? "" : "es", l->zero);
+    if (chunks(l) > 1 && n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, ", %d virtual stages", chunks(l));
+    return n;
 }
 
 /* ---- DIR/parallel-auto: the layout a job started with ---- */
@@ -93,8 +110,16 @@ static int keep_read(const char *dir, sym_plan_layout_t *l) {
     if (n <= 0) return -1;
     text[n] = '\0';
     *l = (sym_plan_layout_t){0};
-    return sscanf(text, "dp=%d,tp=%d,pp=%d,micro=%d,zero=%d", &l->dp, &l->tp, &l->pp, &l->micro,
-                  &l->zero) == 5 ? 1 : -1;
+    int used = 0;
+    if (sscanf(text, "dp=%d,tp=%d,pp=%d,micro=%d,zero=%d%n", &l->dp, &l->tp, &l->pp, &l->micro,
+               &l->zero, &used) != 5)
+        return -1;
+    const char *rest = text + used;
+    if (!strncmp(rest, ",v=", 3) && (sscanf(rest, ",v=%d%n", &l->virtual_stages, &used) != 1 ||
+                                     l->virtual_stages < 2))
+        return -1;
+    if (!strncmp(rest, ",v=", 3)) rest += used;
+    return *rest == '\n' || *rest == '\0' ? 1 : -1;
 }
 
 /* Keep l in dir (written beside, then renamed over); 0 or errno. */
@@ -102,8 +127,10 @@ static int keep_write(const char *dir, const sym_plan_layout_t *l) {
     char path[4096], tmp[4096], text[128];
     snprintf(path, sizeof path, "%s/%s", dir, keep_name);
     snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, keep_name);
-    int n = snprintf(text, sizeof text, "dp=%d,tp=%d,pp=%d,micro=%d,zero=%d\n", l->dp, l->tp, l->pp,
+    int n = snprintf(text, sizeof text, "dp=%d,tp=%d,pp=%d,micro=%d,zero=%d", l->dp, l->tp, l->pp,
                      l->micro, l->zero);
+    if (chunks(l) > 1) n += snprintf(text + n, sizeof text - (size_t)n, ",v=%d", chunks(l));
+    text[n++] = '\n';
     unlink(tmp);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return errno;
@@ -135,8 +162,8 @@ static int choose(const sym_train_config_t *c, const char *keep, int npes, sym_p
     char note[4600] = "";
     int kept = keep && c->resume ? keep_read(keep, l) : 0;
     if (kept < 0)
-        snprintf(note, sizeof note, "; %s/%s is not a layout (dp=N,tp=M,pp=K,micro=M,zero=Z): "
-                 "planned again", keep, keep_name);
+        snprintf(note, sizeof note, "; %s/%s is not a layout (dp=N,tp=M,pp=K,micro=M,zero=Z"
+                 "[,v=V]): planned again", keep, keep_name);
     if (kept > 0) {
         sym_plan_result_t e;
         char a[96];
@@ -215,10 +242,6 @@ int sym__train_autoplan(const sym_train_config_t *c, sym_train_config_t *out, ch
         return sym__error(SYM_EINVAL, "--parallel auto chooses the ZeRO stage and the "
                           "micro-batches itself: drop --zero and --micro-batches, or "
                           "give the layout (--parallel dp=N,tp=M,pp=K)");
-    if (c->virtual_stages > 1)
-        return sym__error(SYM_EINVAL, "--parallel auto does not plan virtual stages: drop "
-                          "--virtual-stages, or give the layout (--parallel dp=N,tp=M,pp=K); "
-                          "symtrain plan --virtual-stages V predicts them");
     if (c->model.kind != SYM_MODEL_GPT) {
         sym_plan_layout_t l = {npes, 1, 1, 1, 0, 0, 0};
         apply(c, &l, out);
@@ -226,8 +249,8 @@ int sym__train_autoplan(const sym_train_config_t *c, sym_train_config_t *out, ch
                  "parallel)", npes, c->model.spec);
         return SYM_OK;
     }
-    /* [0] status, [1..6] the layout, [7] planned for the GPU, [8] bytes/s: PE 0's to all */
-    double *buf = shmem_calloc(18, sizeof(double)); /* collective */
+    /* [0] status, [1..7] the layout, [8] planned for the GPU, [9] bytes/s: PE 0's to all */
+    double *buf = shmem_calloc(20, sizeof(double)); /* collective */
     if (!buf) return sym__error(SYM_ENOMEM, "--parallel auto: symmetric heap exhausted");
     sym_plan_request_t r;
     memset(&r, 0, sizeof r);
@@ -244,20 +267,20 @@ int sym__train_autoplan(const sym_train_config_t *c, sym_train_config_t *out, ch
         int rc = choose(c, lock >= 0 ? c->ckpt_dir : NULL, npes, &r, &l, why, len);
         if (lock >= 0) sym_ckpt_unlock(lock);
         if (rc) snprintf(err, sizeof err, "%s", sym_last_error());
-        double v[9] = {rc, l.dp, l.tp, l.pp, l.micro, l.zero, l.recompute,
-                       r.device == SYM_PLAN_GPU, r.mem_bw};
-        memcpy(buf + 9, v, sizeof v);
+        double v[10] = {rc,     l.dp,        l.tp, l.pp, l.micro, l.zero, l.recompute,
+                        l.virtual_stages, r.device == SYM_PLAN_GPU, r.mem_bw};
+        memcpy(buf + 10, v, sizeof v);
         memcpy(buf, v, sizeof v); /* the root's own copy */
     }
-    int rc = shmem_broadcastmem(SHMEM_TEAM_WORLD, buf, buf + 9, 9 * sizeof(double), 0);
+    int rc = shmem_broadcastmem(SHMEM_TEAM_WORLD, buf, buf + 10, 10 * sizeof(double), 0);
     if (!rc) {
-        l = (sym_plan_layout_t){(int)buf[1], (int)buf[2], (int)buf[3],
-                                (int)buf[4], (int)buf[5], (int)buf[6], 0};
+        l = (sym_plan_layout_t){(int)buf[1], (int)buf[2], (int)buf[3], (int)buf[4],
+                                (int)buf[5], (int)buf[6], (int)buf[7]};
         rc = (int)buf[0];
     } else {
         rc = sym__error(SYM_ECOMM, "--parallel auto: the broadcast of PE 0's layout failed");
     }
-    int gpu = buf[7] > 0;
+    int gpu = buf[8] > 0;
     shmem_free(buf);
     if (rc) return me == 0 && err[0] ? sym__error(rc, "%s", err) : rc;
     apply(c, &l, out);

@@ -544,6 +544,10 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
 
 /* ---- the search ---- */
 
+static int chunks(const sym_plan_layout_t *l) {
+    return l->virtual_stages > 1 ? l->virtual_stages : 1;
+}
+
 static int faster(const void *pa, const void *pb) {
     const sym_plan_result_t *a = pa, *b = pb;
     if (a->fits != b->fits) return a->fits ? -1 : 1;
@@ -555,6 +559,7 @@ static int faster(const void *pa, const void *pb) {
     if (x->recompute != y->recompute) return x->recompute - y->recompute;
     if (x->tp != y->tp) return x->tp - y->tp;
     if (x->pp != y->pp) return x->pp - y->pp;
+    if (chunks(x) != chunks(y)) return chunks(x) - chunks(y);
     return x->micro - y->micro;
 }
 
@@ -579,12 +584,25 @@ int sym_plan_candidates(const sym_plan_request_t *r, sym_plan_result_t **out, in
                 if (local % micro) continue;
                 /* micro-batches: powers of two, and the whole batch one row each */
                 if ((micro & (micro - 1)) && micro != local) continue;
+                /* virtual stages: the one asked, or of every count a stage's layers
+                 * allow (sym_plan_evaluate drops those the micro-batches do not) the
+                 * fastest, one row a layout */
+                int v0 = r->virtual_stages > 0 ? r->virtual_stages : 1, v1 = v0;
+                if (pp > 1 && r->virtual_stages == 0)
+                    v1 = r->model.n_layer / pp < SYM_GPT_MAX_CHUNKS ? r->model.n_layer / pp
+                                                                     : SYM_GPT_MAX_CHUNKS;
+                if (pp == 1 && r->virtual_stages > 1) continue; /* pipelines alone */
+                if (pp == 1) v0 = v1 = 0;
                 for (int zero = 0; zero <= (dp > 1 ? 2 : 0); zero++)
                     for (int rc = 0; rc <= 1; rc++) {
-                        sym_plan_layout_t l = {dp, tp, pp, micro, zero, rc,
-                                               pp > 1 ? r->virtual_stages : 0};
-                        sym_plan_result_t e;
-                        if (sym_plan_evaluate(r, &l, &e)) continue; /* not possible */
+                        sym_plan_result_t e, best;
+                        int any = 0;
+                        for (int v = v0; v <= v1; v++) {
+                            sym_plan_layout_t l = {dp, tp, pp, micro, zero, rc, v};
+                            if (sym_plan_evaluate(r, &l, &e)) continue; /* not possible */
+                            if (!any++ || faster(&e, &best) < 0) best = e;
+                        }
+                        if (!any) continue;
                         if (count == cap) {
                             sym_plan_result_t *bigger =
                                 realloc(res, (size_t)(cap *= 2) * sizeof *res);
@@ -594,7 +612,7 @@ int sym_plan_candidates(const sym_plan_request_t *r, sym_plan_result_t **out, in
                             }
                             res = bigger;
                         }
-                        res[count++] = e;
+                        res[count++] = best;
                     }
             }
         }
@@ -603,8 +621,10 @@ int sym_plan_candidates(const sym_plan_request_t *r, sym_plan_result_t **out, in
         free(res);
         return sym__error(SYM_EINVAL, "no layout of %s on %d PEs is possible (tp must divide the "
                           "heads %d and the width %d, pp at most the %d layers, dp at most the "
-                          "batch %d)", r->model.spec, r->pes, r->model.n_head, r->model.n_embd,
-                          r->model.n_layer, r->batch);
+                          "batch %d%s)", r->model.spec, r->pes, r->model.n_head, r->model.n_embd,
+                          r->model.n_layer, r->batch, r->virtual_stages > 1 ? "; --virtual-stages: "
+                          "a pipeline whose micro-batches are a multiple of pp, pp x V chunks at "
+                          "most the layers" : "");
     }
     qsort(res, (size_t)count, sizeof *res, faster);
     *out = res;
@@ -652,6 +672,7 @@ void sym_plan_train_request(const sym_train_config_t *c, int npes, int gpu, size
     r->seq = c->seq;
     r->optimizer = c->optim.kind;
     r->bucket_bytes = (size_t)(c->bucket_mb * 1048576.0);
+    r->virtual_stages = c->virtual_stages; /* given: that V alone; 0: every V */
     r->device_mem = device_mem;
     r->runnable_only = 1;
 }
@@ -674,10 +695,9 @@ void sym_plan_assumptions(const sym_plan_request_t *r, char *buf, size_t len) {
              r->device ? "GPU code (models/gpt_cuda.cu's one region)"
                        : "CPU code (the buddy blocks of models/gpt.c and model.c, AdamW's arrays)",
              r->device ? "TP splits the parameters and the head-local activations, sequence "
-                         "parallelism the LayerNorm and residual ones (blocks of rows); ZeRO-2, "
-                         "ZeRO or sp inside a pipeline and whole-block recompute are not in the "
-                         "GPU code (its --recompute gelu,ln keeps more): their rows assume "
-                         "Megatron-style splits"
+                         "parallelism the LayerNorm and residual ones (blocks of rows); ZeRO-2 "
+                         "and whole-block recompute are not in the GPU code (its --recompute "
+                         "gelu,ln keeps more): their rows assume Megatron-style splits"
                        : "TP splits the parameters and the head-local activations (qkv, "
                          "attention, MLP hidden), sequence parallelism the LayerNorm and "
                          "residual ones");
