@@ -67,8 +67,7 @@ static void apply(const sym_train_config_t *c, const sym_plan_layout_t *l, sym_t
  * its validation, what a pipeline refuses at set-up, and --virtual-stages V
  * where given (a pipeline of V chunks a stage). */
 static int trains_here(const sym_train_config_t *c, const sym_plan_layout_t *l, int npes) {
-    if (c->virtual_stages > 1 && (l->pp == 1 || chunks(l) != c->virtual_stages)) return 0;
-    if (c->virtual_stages == 1 && chunks(l) != 1) return 0;
+    if (c->virtual_stages >= 1 && chunks(l) != c->virtual_stages) return 0; /* pp=1: 1 chunk */
     sym_train_config_t t;
     apply(c, l, &t);
     if (l->pp > 1 && sym__pipe_refusal(&t)) return 0;
@@ -267,8 +266,8 @@ int sym__train_autoplan(const sym_train_config_t *c, sym_train_config_t *out, ch
         int rc = choose(c, lock >= 0 ? c->ckpt_dir : NULL, npes, &r, &l, why, len);
         if (lock >= 0) sym_ckpt_unlock(lock);
         if (rc) snprintf(err, sizeof err, "%s", sym_last_error());
-        double v[10] = {rc,     l.dp,        l.tp, l.pp, l.micro, l.zero, l.recompute,
-                        l.virtual_stages, r.device == SYM_PLAN_GPU, r.mem_bw};
+        double v[10] = {rc, l.dp, l.tp, l.pp, l.micro, l.zero, l.recompute, l.virtual_stages,
+                        r.device == SYM_PLAN_GPU, r.mem_bw};
         memcpy(buf + 10, v, sizeof v);
         memcpy(buf, v, sizeof v); /* the root's own copy */
     }
