@@ -192,7 +192,8 @@ target_link_libraries(symtrain_cuda_ops PUBLIC CUDA::cudart CUDA::cublasLt)
 set_target_properties(symtrain_cuda_ops PROPERTIES CUDA_RUNTIME_LIBRARY Shared
   POSITION_INDEPENDENT_CODE ON)
 
-add_library(symtrain_cuda MODULE ${PROJECT_SOURCE_DIR}/src/train/models/gpt_cuda.cu)
+add_library(symtrain_cuda MODULE ${PROJECT_SOURCE_DIR}/src/train/models/gpt_cuda.cu
+  ${PROJECT_SOURCE_DIR}/src/train/parallel/dtensor_cuda.cu)
 set_property(TARGET symtrain_cuda PROPERTY COMPILE_OPTIONS "")
 target_compile_options(symtrain_cuda PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-fvisibility=hidden -lineinfo>)

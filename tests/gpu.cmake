@@ -73,3 +73,11 @@ if(TARGET symtrain_cuda_ops AND TARGET symtrain)
   set_tests_properties(gpu_train_ops PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_CODE 77
     RUN_SERIAL TRUE)
 endif()
+
+# ---- sym_redistribute on GPU tensors: train_dtensor's cases on PEs sharing the GPU ----
+if(TARGET symtrain)
+  sym_gpu_test(train_dtensor_gpu SOURCE train_dtensor.c NPES 1 2 3 4 TIMEOUT 300
+    ENV "${_gpu_env};SYMTRAIN_GPU_SHARE=1;CUDA_VISIBLE_DEVICES=0")
+  target_compile_definitions(train_dtensor_gpu PRIVATE SYM_TEST_GPU)
+  target_link_libraries(train_dtensor_gpu PRIVATE symtrain)
+endif()

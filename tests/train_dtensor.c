@@ -22,6 +22,14 @@
  * Then the errors: bad mesh specs, a tensor dimension sharded twice, a Partial
  * int32 tensor, Partial(sum) -> Partial(avg), a wrapped tensor of the wrong
  * shape; and a mesh over part of the job, which needs scratch attached.
+ *
+ * Built with SYM_TEST_GPU (train_dtensor_gpu, tests/gpu.cmake) the same cases
+ * run on GPU tensors: the source copied to the GPU, the destination a GPU
+ * buffer poisoned the same way, both wrapped (sym_dtensor_wrap), the result
+ * copied back and compared exactly; a mesh over part of the job then needs
+ * no scratch (the GPU collectives use their own working memory), and a
+ * source on the GPU with a destination on the CPU is refused. Larger meshes
+ * draw 40 + 20 pairs a shape and dtype there, not 120 + 60.
  */
 #include <math.h>
 #include <shmem.h>
@@ -32,6 +40,12 @@
 #include <symtrain/symtrain.h>
 
 #include "test.h"
+#ifdef SYM_TEST_GPU
+#include "gpu_test.h"
+#define GPU_ONLY(x) x
+#else
+#define GPU_ONLY(x)
+#endif
 
 typedef struct {
     int ndim;
@@ -212,7 +226,29 @@ static void run_case(const mesh_info_t *mi, sym_pool_t *pool, const shape_t *s, 
     }
     int64_t m = sym_tensor_numel(&y.local);
     memset(y.local.data, 0xff, (size_t)m * y.local.elem_size); /* NaN / -1: poison */
+#ifdef SYM_TEST_GPU
+    size_t xb = (size_t)n * x.local.elem_size, yb = (size_t)m * y.local.elem_size;
+    void *xd, *yd;
+    CUDA(cudaMalloc(&xd, xb + 16));
+    CUDA(cudaMalloc(&yd, yb + 16));
+    CUDA(cudaMemcpy(xd, x.local.data, xb, cudaMemcpyHostToDevice));
+    CUDA(cudaMemset(yd, 0xff, yb));
+    sym_dtensor_t xg, yg;
+    sym_tensor_t tx = sym_tensor_view_dt(xd, dt, s->ndim, x.local.shape),
+                 ty = sym_tensor_view_dt(yd, dt, s->ndim, y.local.shape);
+    tx.device = ty.device = SYM_GPU;
+    tx.device_index = ty.device_index = shmemx_gpu_device();
+    CHECK(sym_dtensor_wrap(&xg, mi->m, &tx, s->ndim, s->g, from) == 0 &&
+          sym_dtensor_wrap(&yg, mi->m, &ty, s->ndim, s->g, to) == 0, "wrap: %s",
+          sym_last_error());
+    int rc = sym_redistribute(&xg, &yg);
+    CUDA(cudaMemcpy(y.local.data, yd, yb, cudaMemcpyDeviceToHost));
+    CUDA(cudaMemcpy(x.local.data, xd, xb, cudaMemcpyDeviceToHost));
+    CUDA(cudaFree(xd));
+    CUDA(cudaFree(yd));
+#else
     int rc = sym_redistribute(&x, &y);
+#endif
     CHECK(rc == 0, "%s -> %s (%s, %dD): %s", a, b, sym_dtype_name(dt), s->ndim, sym_last_error());
     my_part(mi, s, to, shape, off);
     for (int d = 0; d < s->ndim; d++)
@@ -299,17 +335,19 @@ static void run_mesh(const char *spec, sym_pool_t *pool) {
             for (int k = 0; k < mi.nd; k++) total *= nopt;
             test_rng_t rng = test_rng(seed, si * 16 + di);
             /* 1-D: every pair. Larger meshes: 120 pairs that change one mesh dimension
-             * and 60 that change any, drawn afresh for every shape and dtype. */
-            int single = 0, multi = 0;
+             * and 60 that change any (on the GPU 40 and 20), drawn afresh for every
+             * shape and dtype. */
+            int single = 0, multi = 0, want1 = 120;
+            GPU_ONLY(want1 = 40;)
             for (long t = 0; t < (mi.nd == 1 ? (long)total * total : 100000); t++) {
-                if (mi.nd > 1 && single >= 120 && multi >= 60) break;
+                if (mi.nd > 1 && single >= want1 && multi >= want1 / 2) break;
                 sym_placement_t a[SYM_MESH_MAX_DIMS], b[SYM_MESH_MAX_DIMS];
                 if (mi.nd == 1) {
                     decode((int)(t / total), nopt, 1, s->ndim, a);
                     decode((int)(t % total), nopt, 1, s->ndim, b);
                 } else {
                     decode((int)(test_next(&rng) % (uint64_t)total), nopt, mi.nd, s->ndim, a);
-                    int one = single < 120;
+                    int one = single < want1;
                     if (one) {
                         memcpy(b, a, sizeof b);
                         b[test_next(&rng) % (uint64_t)mi.nd] =
@@ -412,12 +450,26 @@ static void check_subteam(sym_pool_t *pool) {
         sym_dtensor_t x, y;
         CHECK(sym_dtensor_alloc(&x, m, SYM_DT_F32, 2, s.g, a, pool) == 0, "%s", sym_last_error());
         CHECK(sym_dtensor_alloc(&y, m, SYM_DT_F32, 2, s.g, r, pool) == 0, "%s", sym_last_error());
+#ifndef SYM_TEST_GPU
         CHECK(sym_redistribute(&x, &y) == SYM_ENOMEM, "a sub-team mesh grew its scratch");
         CHECK(strstr(sym_last_error(), "sym_mesh_attach_scratch") != NULL, "%s",
               sym_last_error());
+        CHECK(sym_mesh_attach_scratch(m, scratch, bytes) == 0, "%s", sym_last_error());
+#else /* no scratch needed; a GPU source and a CPU destination refused */
+        void *xd;
+        CUDA(cudaMalloc(&xd, sizeof(float) * 64));
+        sym_tensor_t tx = sym_tensor_view(xd, 2, x.local.shape);
+        tx.device = SYM_GPU;
+        tx.device_index = shmemx_gpu_device();
+        sym_dtensor_t xg;
+        CHECK(sym_dtensor_wrap(&xg, m, &tx, 2, s.g, a) == 0, "%s", sym_last_error());
+        CHECK(sym_redistribute(&xg, &y) == SYM_EINVAL, "GPU -> CPU accepted");
+        CHECK(strstr(sym_last_error(), "put both on one device") != NULL, "%s",
+              sym_last_error());
+        CUDA(cudaFree(xd));
+#endif
         sym_dtensor_free(&x);
         sym_dtensor_free(&y);
-        CHECK(sym_mesh_attach_scratch(m, scratch, bytes) == 0, "%s", sym_last_error());
         run_case(&mi, pool, &s, SYM_DT_F32, a, b);
         run_case(&mi, pool, &s, SYM_DT_BF16, a, r);
         sym_placement_t p[1] = {sym_partial(SYM_PARTIAL_AVG)};
@@ -431,6 +483,7 @@ static void check_subteam(sym_pool_t *pool) {
 
 int main(void) {
     shmem_init();
+    GPU_ONLY(gpu_test_skip_if_no_gpu(shmemx_gpu_init());)
     int me = shmem_my_pe(), n = shmem_n_pes();
     seed = test_pe_start("train_dtensor");
     sym_pool_t *pool;
@@ -453,8 +506,9 @@ int main(void) {
     check_errors(pool);
     if (n >= 2) check_subteam(pool);
     sym_pool_destroy(pool);
-    if (me == 0) printf("train_dtensor: %ld redistributions, %ld elements checked: ok\n", cases,
-                        checked);
+    if (me == 0) printf("train_dtensor: %ld redistributions, %ld elements checked%s: ok\n",
+                        cases, checked, GPU_ONLY(" on the GPU") "");
+    GPU_ONLY(shmemx_gpu_finalize();)
     shmem_finalize();
     return 0;
 }

@@ -30,7 +30,7 @@
 #include <symtrain/optim.h>
 #include <symtrain/pipeline.h>
 
-#define SYM_CUDA_BACKEND_ABI 11 /* 10: GPU inboxes; 11: a stage's chunks (virtual stages) */
+#define SYM_CUDA_BACKEND_ABI 12 /* 11: a stage's chunks (virtual stages); 12: GPU dtensors */
 #define SYM_CUDA_BACKEND_SYMBOL "sym_cuda_backend"
 #define SYM_CUDA_BACKEND_FILE "libsymtrain_cuda.so"
 
@@ -218,6 +218,26 @@ struct sym_cuda_backend {
      * clipping, AdamW at lr; *out as train_step's (its loss_sum 0).
      * Collective over those teams. */
     int (*stage_update)(sym_gpu_model_t *m, float lr, float clip, sym_gpu_step_t *out);
+    /* ---- GPU local tensors of sym_redistribute (parallel/dtensor.c) ----
+     * No model needed; the GPU runtime (shmemx_gpu_init) must be up. Each
+     * call works on the calling thread's device (dev_use sets it: the
+     * tensor's device_index) and is complete on return. */
+    int (*dev_use)(int device);
+    void *(*dev_alloc)(size_t bytes); /* NULL with error() saying why */
+    void (*dev_free)(void *p);
+    /* `rows` runs of `width` bytes, dpitch / spitch bytes apart */
+    int (*dev_copy2d)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                      size_t rows);
+    int (*dev_zero)(void *dst, size_t bytes);
+    /* dst = src / div (n float elements, in fp32, one rounding to `to`; in place allowed) */
+    int (*dev_convert)(void *dst, sym_dtype_t to, const void *src, sym_dtype_t from, size_t n,
+                       float div);
+    /* fp32 sums over the team, in place: of x (n); of x (n times the team's size), this
+     * PE's block of n (its team PE number's) summed where it lies */
+    int (*dev_sum)(shmem_team_t team, float *x, size_t n);
+    int (*dev_sum_scatter)(shmem_team_t team, float *x, size_t n);
+    /* all-gather: x holds the team's blocks of `bytes` (a multiple of 16), this PE's in place */
+    int (*dev_gather)(shmem_team_t team, void *x, size_t bytes);
 };
 
 typedef const struct sym_cuda_backend *(*sym_cuda_backend_fn)(void);

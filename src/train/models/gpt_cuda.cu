@@ -187,14 +187,14 @@
 
 #include "common.cuh"
 #include "core/device.h"
+#include "models/backend_cuda.h"
 #include "ops_cuda.h"
 
 /* ---- errors ---- */
 
 static __thread char err_buf[2048];
 
-static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(int code, const char *fmt, ...) {
+int sym__cuda_fail(int code, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err_buf, sizeof err_buf, fmt, ap);
@@ -202,16 +202,11 @@ static int fail(int code, const char *fmt, ...) {
     return code;
 }
 
-/* A CUDA runtime call of this file: the call, file:line and the cause. */
-#define GRAPHS 4 /* captured step shapes kept (a balanced PE's shares come and go) */
+const char *sym__cuda_error(void) { return err_buf; }
 
-#define CK(call)                                                                          \
-    do {                                                                                  \
-        cudaError_t e_ = (call);                                                          \
-        if (e_ != cudaSuccess)                                                            \
-            return fail(SYM_EIO, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,     \
-                        cudaGetErrorString(e_));                                          \
-    } while (0)
+#define fail sym__cuda_fail /* this file's short name for it */
+
+#define GRAPHS 4 /* captured step shapes kept (a balanced PE's shares come and go) */
 
 /* A launcher of ops/cuda: its own sentence (symcu_last_error). */
 #define OP(call)                                                                          \
@@ -220,7 +215,6 @@ static int fail(int code, const char *fmt, ...) {
         if (rc_) return fail(rc_, "%s", symcu_last_error());                              \
     } while (0)
 
-static const char *be_error(void) { return err_buf; }
 
 static int be_device_count(void) {
     int n = 0;
@@ -2319,12 +2313,15 @@ static const char *be_describe(sym_gpu_model_t *m) { return m->desc; }
 static const char *be_pci_bus_id(sym_gpu_model_t *m) { return m->pci; }
 
 static const struct sym_cuda_backend table = {
-    SYM_CUDA_BACKEND_ABI, be_error,     be_device_count, be_create,   be_destroy,
+    SYM_CUDA_BACKEND_ABI, sym__cuda_error, be_device_count, be_create,   be_destroy,
     be_train_step,        be_eval,      be_get_state,    be_set_state, be_memory,
     be_peak_flops,        be_describe,  be_pci_bus_id,   be_memory_saved,
     be_host_alloc,        be_host_free, be_snapshot_start, be_snapshot_wait,
     be_accumulate,        be_stage_forward, be_stage_backward, be_stage_inbox_handle,
-    be_stage_peer_open,   be_stage_put, be_stage_update};
+    be_stage_peer_open,   be_stage_put, be_stage_update,
+    sym__cuda_dev_use,    sym__cuda_dev_alloc, sym__cuda_dev_free, sym__cuda_dev_copy2d,
+    sym__cuda_dev_zero,   sym__cuda_dev_convert, sym__cuda_dev_sum, sym__cuda_dev_sum_scatter,
+    sym__cuda_dev_gather};
 
 extern "C" __attribute__((visibility("default"))) const struct sym_cuda_backend *
 sym_cuda_backend(void) {

@@ -25,6 +25,7 @@
 #include <symtrain/data.h> /* sym_shard_range, the split rule */
 #include <symtrain/dtensor.h>
 
+#include "core/device.h"
 #include "internal.h"
 #include "parallel/mesh.h"
 
@@ -164,9 +165,8 @@ int sym_dtensor_wrap(sym_dtensor_t *x, sym_mesh_t *m, const sym_tensor_t *t, int
     int64_t local[SYM_MAX_DIMS];
     int rc = sym_dtensor_local_shape(m, t->dtype, ndim, global, pl, local, NULL);
     if (rc) return rc;
-    if (t->device != SYM_CPU || !sym_tensor_is_contiguous(t))
-        return sym__error(SYM_EINVAL, "dtensor: the local tensor must be a contiguous CPU "
-                                      "tensor");
+    if (!sym_tensor_is_contiguous(t))
+        return sym__error(SYM_EINVAL, "dtensor: the local tensor must be contiguous");
     if (t->ndim != ndim)
         return sym__error(SYM_EINVAL, "dtensor: the local tensor has %d dimensions, the global "
                           "one %d", t->ndim, ndim);
@@ -197,47 +197,85 @@ typedef struct {
     size_t es;
     int ndim;
     const int64_t *global;
+    const struct sym_cuda_backend *gpu; /* GPU tensors: their memory and collectives */
 } ctx_t;
+
+/* ---- memory of the tensors' device: the CPU's, or the GPU's (c->gpu) ---- */
+
+static int gpu_rc(const ctx_t *c, int rc) {
+    return rc ? sym__error(rc, "%s", c->gpu->error()) : SYM_OK;
+}
+
+static void *mem_alloc(const ctx_t *c, size_t bytes) {
+    void *p = c->gpu ? c->gpu->dev_alloc(bytes) : malloc(bytes + 1);
+    if (!p)
+        sym__error(SYM_ENOMEM, "%s", c->gpu ? c->gpu->error() : "redistribute: out of memory");
+    return p;
+}
+
+static void mem_free(const ctx_t *c, void *p) {
+    if (c->gpu) c->gpu->dev_free(p);
+    else free(p);
+}
+
+static int mem_zero(const ctx_t *c, void *dst, size_t bytes) {
+    if (c->gpu) return gpu_rc(c, c->gpu->dev_zero(dst, bytes));
+    memset(dst, 0, bytes);
+    return SYM_OK;
+}
 
 /* Slices [a, a + n) along the middle dimension of src (outer, lsrc, row bytes)
  * to [b, b + n) of dst (outer, ldst, row bytes). */
-static void copy_block(char *dst, int64_t ldst, int64_t b, const char *src, int64_t lsrc,
-                       int64_t a, int64_t n, int64_t outer, size_t row) {
-    if (n <= 0 || row == 0) return;
+static int copy_block(const ctx_t *c, void *dst, int64_t ldst, int64_t b, const void *src,
+                      int64_t lsrc, int64_t a, int64_t n, int64_t outer, size_t row) {
+    if (n <= 0 || row == 0 || outer <= 0) return SYM_OK;
+    char *d = (char *)dst + (size_t)b * row;
+    const char *s = (const char *)src + (size_t)a * row;
+    if (c->gpu)
+        return gpu_rc(c, c->gpu->dev_copy2d(d, (size_t)ldst * row, s, (size_t)lsrc * row,
+                                            (size_t)n * row, (size_t)outer));
     for (int64_t o = 0; o < outer; o++)
-        memcpy(dst + (size_t)(o * ldst + b) * row, src + (size_t)(o * lsrc + a) * row,
-               (size_t)n * row);
+        memcpy(d + (size_t)(o * ldst) * row, s + (size_t)(o * lsrc) * row, (size_t)n * row);
+    return SYM_OK;
 }
 
-static float *to_f32(const ctx_t *c, float *dst, const void *src, size_t n) {
-    sym_convert(dst, SYM_DT_F32, src, c->dt, n);
-    return dst;
+static int mem_copy(const ctx_t *c, void *dst, const void *src, size_t bytes) {
+    return copy_block(c, dst, 1, 0, src, 1, 0, 1, 1, bytes);
 }
 
-/* x (n floats) /= p for an average, then stored as the dtype at dst. */
-static void finish_reduce(const ctx_t *c, void *dst, float *x, size_t n, sym_partial_op_t op,
-                          int p) {
-    if (op == SYM_PARTIAL_AVG)
-        for (size_t i = 0; i < n; i++) x[i] = x[i] / (float)p;
+/* dst (n of the dtype) = x (n fp32) / div, for an average's division (div p) or none (1). */
+static int from_f32(const ctx_t *c, void *dst, float *x, size_t n, float div) {
+    if (c->gpu) return gpu_rc(c, c->gpu->dev_convert(dst, c->dt, x, SYM_DT_F32, n, div));
+    if (div != 1.0f)
+        for (size_t i = 0; i < n; i++) x[i] = x[i] / div;
     if (dst != x) sym_convert(dst, c->dt, x, SYM_DT_F32, n);
+    return SYM_OK;
 }
+
+static int to_f32(const ctx_t *c, float *dst, const void *src, size_t n) {
+    if (c->gpu) return gpu_rc(c, c->gpu->dev_convert(dst, SYM_DT_F32, src, c->dt, n, 1.0f));
+    sym_convert(dst, SYM_DT_F32, src, c->dt, n);
+    return SYM_OK;
+}
+
+/* A GPU collective's block: `bytes` rounded up to 16 (its lines). */
+static size_t line_up(size_t bytes) { return (bytes + 15) & ~(size_t)15; }
 
 /* All-gather of tensor dimension i over row `k` (ls: the local shape, sharded
- * along i; dst holds the full extent along i). */
+ * along i; dst holds the full extent along i). The CPU pulls each member's
+ * block from the mesh's scratch (sizes as they are); the GPU gathers blocks
+ * padded to member 0's (the largest) in its working memory. */
 static int gather(const ctx_t *c, const sym_placement_t *cur, int k, int i, const int64_t *ls,
                   const void *src, void *dst) {
     sym_mesh_t *m = c->m;
-    int p = m->size[k];
+    int p = m->size[k], me = m->coord[k];
     size_t n = (size_t)prod(ls, 0, c->ndim) * c->es, rest = (size_t)(prod(ls, 0, i) *
                                                                       prod(ls, i + 1, c->ndim));
-    void *buf;
-    int rc = sym__mesh_scratch(m, max_local(m, c->ndim, c->global, cur) * c->es, &buf);
-    if (rc) return rc;
-    memcpy(buf, src, n);
-    size_t *off = calloc((size_t)p, sizeof *off), *len = malloc((size_t)p * sizeof *len);
     int64_t outer = prod(ls, 0, i), row = prod(ls, i + 1, c->ndim) * (int64_t)c->es;
-    char *tmp = outer == 1 ? dst : malloc(rest * (size_t)c->global[i] * c->es + 1);
-    if (!off || !len || !tmp) {
+    size_t *at = calloc((size_t)p, sizeof *at), *len = malloc((size_t)p * sizeof *len);
+    char *tmp = NULL;
+    int rc = SYM_OK;
+    if (!at || !len) {
         rc = sym__error(SYM_ENOMEM, "redistribute: out of memory");
         goto out;
     }
@@ -246,110 +284,178 @@ static int gather(const ctx_t *c, const sym_placement_t *cur, int k, int i, cons
         sym_shard_range(c->global[i], p, r, &o, &cnt);
         len[r] = rest * (size_t)cnt * c->es;
     }
-    if ((rc = sym__comm_pullv(m->team[k], buf, off, len, tmp)) || tmp == dst) goto out;
-    size_t pos = 0;
-    for (int r = 0; r < p; r++) { /* member r's block: (outer, cnt, inner) */
+    if (c->gpu) { /* member r's block at r * unit */
+        size_t unit = line_up(len[0]);
+        if (!(tmp = mem_alloc(c, unit * (size_t)p + 16))) {
+            rc = SYM_ENOMEM;
+            goto out;
+        }
+        for (int r = 0; r < p; r++) at[r] = (size_t)r * unit;
+        if ((rc = mem_copy(c, tmp + at[me], src, n)) ||
+            (rc = gpu_rc(c, c->gpu->dev_gather(m->team[k], tmp, unit))))
+            goto out;
+    } else { /* the blocks one after another */
+        void *buf;
+        if ((rc = sym__mesh_scratch(m, max_local(m, c->ndim, c->global, cur) * c->es, &buf)))
+            goto out;
+        memcpy(buf, src, n);
+        tmp = outer == 1 ? dst : malloc(rest * (size_t)c->global[i] * c->es + 1);
+        if (!tmp) {
+            rc = sym__error(SYM_ENOMEM, "redistribute: out of memory");
+            goto out;
+        }
+        size_t *off = at; /* zeros: each member's block starts its scratch */
+        if ((rc = sym__comm_pullv(m->team[k], buf, off, len, tmp)) || tmp == dst) goto out;
+        for (int r = 1; r < p; r++) at[r] = at[r - 1] + len[r - 1];
+    }
+    for (int r = 0; r < p && !rc; r++) { /* member r's block: (outer, cnt, inner) */
         int64_t o, cnt;
         sym_shard_range(c->global[i], p, r, &o, &cnt);
-        copy_block(dst, c->global[i], o, tmp + pos, cnt, 0, cnt, outer, (size_t)row);
-        pos += len[r];
+        rc = copy_block(c, dst, c->global[i], o, tmp + at[r], cnt, 0, cnt, outer, (size_t)row);
     }
 out:
-    if (tmp != dst) free(tmp);
-    free(off);
+    if (tmp != dst) mem_free(c, tmp);
+    free(at);
     free(len);
     return rc;
 }
 
 /* All-to-all over row k: tensor dimension i (sharded in ls) becomes whole, j
- * (whole in ls) becomes sharded. */
+ * (whole in ls) becomes sharded. Each PE packs its blocks of j, member r's
+ * contiguous. The CPU pulls its block from every member's scratch; the GPU
+ * gathers every member's packed blocks (padded to the largest) and keeps its
+ * own: p times the bytes of a true all-to-all, over the one GPU collective
+ * that moves blocks between any PEs. */
 static int alltoall(const ctx_t *c, const sym_placement_t *cur, int k, int i, int j,
                     const int64_t *ls, const int64_t *ld, const void *src, void *dst) {
     sym_mesh_t *m = c->m;
     int p = m->size[k], me = m->coord[k];
-    void *buf;
-    int rc = sym__mesh_scratch(m, max_local(m, c->ndim, c->global, cur) * c->es, &buf);
-    if (rc) return rc;
     size_t rest = c->es; /* bytes per element times the dimensions other than i and j */
     for (int d = 0; d < c->ndim; d++)
         if (d != i && d != j) rest *= (size_t)ls[d];
     int64_t jo = prod(ls, 0, j), jrow = prod(ls, j + 1, c->ndim) * (int64_t)c->es;
-    size_t pos = 0;
-    for (int r = 0; r < p; r++) { /* member r's block of j, contiguous */
-        int64_t o, cnt;
-        sym_shard_range(c->global[j], p, r, &o, &cnt);
-        copy_block((char *)buf + pos, cnt, 0, src, ls[j], o, cnt, jo, (size_t)jrow);
-        pos += (size_t)(jo * cnt * jrow);
-    }
-    size_t *off = malloc((size_t)p * sizeof *off), *len = malloc((size_t)p * sizeof *len);
-    char *tmp = malloc((size_t)prod(ld, 0, c->ndim) * c->es + 1);
-    if (!off || !len || !tmp) {
+    int64_t myo, mycnt, o, cnt;
+    sym_shard_range(c->global[j], p, me, &myo, &mycnt);
+    size_t *at = malloc((size_t)p * sizeof *at), *len = malloc((size_t)p * sizeof *len);
+    char *pack, *tmp = NULL;
+    int rc = SYM_OK;
+    if (!at || !len) {
         rc = sym__error(SYM_ENOMEM, "redistribute: out of memory");
         goto out;
     }
-    int64_t myo, mycnt;
-    sym_shard_range(c->global[j], p, me, &myo, &mycnt);
     for (int r = 0; r < p; r++) { /* what member r packed for us, and how much */
-        int64_t o, cnt;
         sym_shard_range(c->global[i], p, r, &o, &cnt);
-        off[r] = rest * (size_t)cnt * (size_t)myo;
+        at[r] = rest * (size_t)cnt * (size_t)myo;
         len[r] = rest * (size_t)cnt * (size_t)mycnt;
     }
-    if ((rc = sym__comm_pullv(m->team[k], buf, off, len, tmp))) goto out;
+    size_t unit = 0; /* the GPU's: the largest block any member sends any other */
+    if (c->gpu) {
+        int64_t ci, cj;
+        sym_shard_range(c->global[i], p, 0, &o, &ci);
+        sym_shard_range(c->global[j], p, 0, &o, &cj);
+        unit = line_up(rest * (size_t)ci * (size_t)cj);
+        if (!(tmp = mem_alloc(c, unit * (size_t)p * (size_t)p + 16))) {
+            rc = SYM_ENOMEM;
+            goto out;
+        }
+        pack = tmp + unit * (size_t)p * (size_t)me;
+    } else {
+        void *buf;
+        if ((rc = sym__mesh_scratch(m, max_local(m, c->ndim, c->global, cur) * c->es, &buf)))
+            goto out;
+        pack = buf;
+        if (!(tmp = malloc((size_t)prod(ld, 0, c->ndim) * c->es + 1))) {
+            rc = sym__error(SYM_ENOMEM, "redistribute: out of memory");
+            goto out;
+        }
+    }
+    size_t pos = 0;
+    for (int r = 0; r < p && !rc; r++) { /* member r's block of j */
+        sym_shard_range(c->global[j], p, r, &o, &cnt);
+        rc = copy_block(c, pack + (unit ? unit * (size_t)r : pos), cnt, 0, src, ls[j], o, cnt,
+                        jo, (size_t)jrow);
+        pos += (size_t)(jo * cnt * jrow);
+    }
+    if (rc) goto out;
+    if (c->gpu) {
+        if ((rc = gpu_rc(c, c->gpu->dev_gather(m->team[k], tmp, unit * (size_t)p)))) goto out;
+        for (int r = 0; r < p; r++) at[r] = unit * ((size_t)r * (size_t)p + (size_t)me);
+    } else {
+        if ((rc = sym__comm_pullv(m->team[k], pack, at, len, tmp))) goto out;
+        for (int r = 0; r < p; r++) at[r] = r ? at[r - 1] + len[r - 1] : 0;
+    }
     int64_t io = prod(ld, 0, i), irow = prod(ld, i + 1, c->ndim) * (int64_t)c->es;
-    pos = 0;
-    for (int r = 0; r < p; r++) {
-        int64_t o, cnt;
+    for (int r = 0; r < p && !rc; r++) {
         sym_shard_range(c->global[i], p, r, &o, &cnt);
-        copy_block(dst, ld[i], o, tmp + pos, cnt, 0, cnt, io, (size_t)irow);
-        pos += len[r];
+        rc = copy_block(c, dst, ld[i], o, tmp + at[r], cnt, 0, cnt, io, (size_t)irow);
     }
 out:
-    free(tmp);
-    free(off);
+    mem_free(c, tmp);
+    free(at);
     free(len);
     return rc;
 }
 
-/* Partial over row k -> Replicate (to_dim < 0) or Shard(to_dim). */
+/* Partial over row k -> Replicate (to_dim < 0) or Shard(to_dim), summed in
+ * fp32: the CPU in the mesh's scratch (the reduce-scatter pulls each block in
+ * team order), the GPU in its working memory (blocks padded to the largest). */
 static int reduce(const ctx_t *c, const sym_placement_t *cur, int k, int to_dim,
                   const int64_t *ls, const void *src, void *dst) {
     sym_mesh_t *m = c->m;
     int p = m->size[k];
-    sym_partial_op_t op = cur[k].op;
+    float div = cur[k].op == SYM_PARTIAL_AVG ? (float)p : 1.0f;
     size_t n = (size_t)prod(ls, 0, c->ndim);
-    float *buf;
-    int rc = sym__mesh_scratch(m, max_local(m, c->ndim, c->global, cur) * sizeof(float),
-                               (void **)&buf);
-    if (rc) return rc;
-    if (to_dim < 0) { /* all-reduce, in place in the scratch */
-        to_f32(c, buf, src, n);
-        if (n && (rc = sym__comm_sum(m->team[k], buf, n))) return rc;
-        finish_reduce(c, dst, buf, n, op, p);
-        return SYM_OK;
+    float *buf = NULL;
+    int rc = SYM_OK;
+    if (!c->gpu && (rc = sym__mesh_scratch(m, max_local(m, c->ndim, c->global, cur) *
+                                                  sizeof(float), (void **)&buf)))
+        return rc;
+    if (to_dim < 0) { /* all-reduce, in place */
+        if (c->gpu && !(buf = mem_alloc(c, n * sizeof *buf))) return SYM_ENOMEM;
+        if (!(rc = to_f32(c, buf, src, n)) && n)
+            rc = c->gpu ? gpu_rc(c, c->gpu->dev_sum(m->team[k], buf, n))
+                        : sym__comm_sum(m->team[k], buf, n);
+        if (!rc) rc = from_f32(c, dst, buf, n, div);
+        if (c->gpu) mem_free(c, buf);
+        return rc;
     }
     int j = to_dim;
     int64_t outer = prod(ls, 0, j), inner = prod(ls, j + 1, c->ndim), o, cnt;
+    sym_shard_range(c->global[j], p, 0, &o, &cnt);
+    size_t unit = c->gpu ? line_up((size_t)(outer * cnt * inner) * sizeof(float)) : 0;
+    if (c->gpu && !(buf = mem_alloc(c, unit * (size_t)p))) return SYM_ENOMEM;
     const float *wide = src;
-    float *tmp = NULL; /* bf16 / fp16: the widened input, then our block's sum */
+    float *tmp = NULL; /* bf16 / fp16: the widened input (the CPU's: then our block's sum) */
     if (c->dt != SYM_DT_F32) {
-        if (!(tmp = malloc((n + 1) * sizeof *tmp)))
-            return sym__error(SYM_ENOMEM, "redistribute: out of memory");
-        wide = to_f32(c, tmp, src, n);
+        if (!(tmp = mem_alloc(c, (n + 1) * sizeof *tmp))) {
+            rc = SYM_ENOMEM;
+            goto out;
+        }
+        if ((rc = to_f32(c, tmp, src, n))) goto out;
+        wide = tmp;
     }
     size_t pos = 0;
-    for (int r = 0; r < p; r++) { /* block r of j, contiguous, at the same offset everywhere */
+    for (int r = 0; r < p && !rc; r++) { /* block r of j, contiguous, at one offset everywhere */
         sym_shard_range(c->global[j], p, r, &o, &cnt);
-        copy_block((char *)buf + pos, cnt, 0, (const char *)wide, ls[j], o, cnt, outer,
-                   (size_t)inner * sizeof(float));
+        rc = copy_block(c, (char *)buf + (unit ? unit * (size_t)r : pos), cnt, 0, wide, ls[j], o,
+                        cnt, outer, (size_t)inner * sizeof(float));
         pos += (size_t)(outer * cnt * inner) * sizeof(float);
     }
+    if (rc) goto out;
     sym_shard_range(c->global[j], p, m->coord[k], &o, &cnt);
     size_t mine = (size_t)(outer * cnt * inner);
-    float *sum = c->dt == SYM_DT_F32 ? dst : tmp;
-    rc = sym__comm_reduce_pull_f32(m->team[k], buf, (size_t)(outer * o * inner), mine, sum);
-    if (!rc) finish_reduce(c, dst, sum, mine, op, p);
-    free(tmp);
+    if (c->gpu) {
+        float *sum = (float *)((char *)buf + unit * (size_t)m->coord[k]);
+        if (!(rc = gpu_rc(c, c->gpu->dev_sum_scatter(m->team[k], buf, unit / sizeof(float)))))
+            rc = from_f32(c, dst, sum, mine, div);
+    } else {
+        float *sum = c->dt == SYM_DT_F32 ? dst : tmp;
+        rc = sym__comm_reduce_pull_f32(m->team[k], buf, (size_t)(outer * o * inner), mine, sum);
+        if (!rc) rc = from_f32(c, dst, sum, mine, div);
+    }
+out:
+    if (c->gpu) mem_free(c, buf);
+    mem_free(c, tmp);
     return rc;
 }
 
@@ -373,23 +479,23 @@ static int step(const ctx_t *c, const sym_placement_t *cur, int k, sym_placement
     if (from.kind == SYM_SHARD && to.kind == SYM_REPLICATE)
         return gather(c, cur, k, from.dim, ls, src, dst);
     int64_t o, cnt;
+    int rc;
     if (from.kind == SYM_SHARD) { /* -> Partial(sum): our shard in place, zeros around */
         int i = from.dim;
         sym_shard_range(c->global[i], m->size[k], m->coord[k], &o, &cnt);
-        memset(dst, 0, nd);
-        copy_block(dst, ld[i], o, src, cnt, 0, cnt, prod(ls, 0, i),
-                   (size_t)prod(ls, i + 1, c->ndim) * c->es);
-    } else if (to.kind == SYM_SHARD) { /* Replicate -> Shard: our slice */
+        if ((rc = mem_zero(c, dst, nd))) return rc;
+        return copy_block(c, dst, ld[i], o, src, cnt, 0, cnt, prod(ls, 0, i),
+                          (size_t)prod(ls, i + 1, c->ndim) * c->es);
+    }
+    if (to.kind == SYM_SHARD) { /* Replicate -> Shard: our slice */
         int j = to.dim;
         sym_shard_range(c->global[j], m->size[k], m->coord[k], &o, &cnt);
-        copy_block(dst, cnt, 0, src, ls[j], o, cnt, prod(ls, 0, j),
-                   (size_t)prod(ls, j + 1, c->ndim) * c->es);
-    } else if (to.op == SYM_PARTIAL_SUM && m->coord[k] != 0) { /* Replicate -> Partial */
-        memset(dst, 0, nd);
-    } else {
-        memcpy(dst, src, nd);
+        return copy_block(c, dst, cnt, 0, src, ls[j], o, cnt, prod(ls, 0, j),
+                          (size_t)prod(ls, j + 1, c->ndim) * c->es);
     }
-    return SYM_OK;
+    if (to.op == SYM_PARTIAL_SUM && m->coord[k] != 0) /* Replicate -> Partial */
+        return mem_zero(c, dst, nd);
+    return mem_copy(c, dst, src, nd);
 }
 
 /* ---- planning and running ---- */
@@ -433,13 +539,18 @@ static int local_ok(const sym_dtensor_t *x, const char *which) {
     const sym_layout_t *l = &x->layout;
     int64_t want[SYM_MAX_DIMS];
     local_shape(l->mesh, l->ndim, l->global, l->place, want, NULL);
-    int ok = x->local.ndim == l->ndim && x->local.device == SYM_CPU &&
-             sym_tensor_is_contiguous(&x->local);
+    int ok = x->local.ndim == l->ndim && sym_tensor_is_contiguous(&x->local);
     for (int d = 0; ok && d < l->ndim; d++) ok = x->local.shape[d] == want[d];
     if (!ok)
         return sym__error(SYM_EINVAL, "redistribute: the %s tensor's local part is not a "
-                          "contiguous CPU tensor of its layout's local shape", which);
+                          "contiguous tensor of its layout's local shape", which);
     return SYM_OK;
+}
+
+static const char *where(const sym_tensor_t *t, char *buf, size_t len) {
+    if (t->device == SYM_GPU) snprintf(buf, len, "GPU %d", t->device_index);
+    else snprintf(buf, len, "the CPU");
+    return buf;
 }
 
 int sym_redistribute(const sym_dtensor_t *from, sym_dtensor_t *to) {
@@ -457,14 +568,22 @@ int sym_redistribute(const sym_dtensor_t *from, sym_dtensor_t *to) {
         (rc = check(m, to->local.dtype, b->ndim, b->global, b->place)) ||
         (rc = local_ok(from, "source")) || (rc = local_ok(to, "destination")))
         return rc;
+    const sym_tensor_t *f = &from->local, *t = &to->local;
+    if (f->device != t->device || (f->device == SYM_GPU && f->device_index != t->device_index)) {
+        char fs[32], ts[32];
+        return sym__error(SYM_EINVAL, "redistribute: the source's local part is on %s, the "
+                          "destination's on %s: put both on one device", where(f, fs, sizeof fs),
+                          where(t, ts, sizeof ts));
+    }
+    ctx_t c = {m, f->dtype, f->elem_size, a->ndim, a->global, NULL};
+    if (f->device == SYM_GPU) {
+        if (!(c.gpu = sym__cuda_backend())) return SYM_ENOENT;
+        if ((rc = gpu_rc(&c, c.gpu->dev_use(f->device_index)))) return rc;
+    }
     plan_step_t steps[2 * SYM_MESH_MAX_DIMS];
     int n = 0;
     if ((rc = plan(m, a->place, b->place, steps, &n))) return rc;
-    ctx_t c = {m, from->local.dtype, from->local.elem_size, a->ndim, a->global};
-    if (n == 0) {
-        memcpy(to->local.data, from->local.data, (size_t)sym_tensor_numel(&from->local) * c.es);
-        return SYM_OK;
-    }
+    if (n == 0) return mem_copy(&c, t->data, f->data, (size_t)sym_tensor_numel(f) * c.es);
     sym_placement_t cur[SYM_MESH_MAX_DIMS];
     memcpy(cur, a->place, sizeof cur);
     const void *src = from->local.data;
@@ -477,18 +596,17 @@ int sym_redistribute(const sym_dtensor_t *from, sym_dtensor_t *to) {
             memcpy(next, cur, sizeof next);
             next[steps[s].k] = steps[s].to;
             local_shape(m, c.ndim, c.global, next, shape, NULL);
-            dst = malloc((size_t)prod(shape, 0, c.ndim) * c.es + 1);
-            if (!dst) {
-                rc = sym__error(SYM_ENOMEM, "redistribute: out of memory");
+            if (!(dst = mem_alloc(&c, (size_t)prod(shape, 0, c.ndim) * c.es))) {
+                rc = SYM_ENOMEM;
                 break;
             }
         }
         rc = step(&c, cur, steps[s].k, steps[s].to, src, dst);
         cur[steps[s].k] = steps[s].to;
-        free(owned);
+        mem_free(&c, owned);
         owned = dst == to->local.data ? NULL : dst;
         src = dst;
     }
-    free(owned);
+    mem_free(&c, owned);
     return rc;
 }
