@@ -175,7 +175,8 @@ install(TARGETS symgpu_nvshmem LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS symbench-gpu RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/include/shmemx_gpu.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
-# ---- libsymtrain_cuda: the GPT on the GPU (src/train/ops/cuda + models/gpt_cuda.cu) ----
+# ---- libsymtrain_cuda: the GPT on the GPU (src/train/ops/cuda + models/gpt_cuda.cu) and
+# the GPU half of sym_redistribute (parallel/dtensor_cuda.cu) ----
 # The kernels are a static library of their own (no NVSHMEM, no -rdc; private
 # header src/train/ops/cuda/ops_cuda.h), linked into the module and into
 # tests/gpu_train_ops. The module is what libsymtrain (plain C) dlopens from its

@@ -38,10 +38,14 @@
  *                             AVG: an all-gather
  * Partial(sum) <-> Partial(avg) is refused. Reductions of bf16 and fp16 add in
  * fp32 and round once per mesh dimension reduced; AVG divides the fp32 sum by
- * the row size. Tensors are CPU and contiguous.
+ * the row size. Local tensors are contiguous, both on the CPU or both on one
+ * GPU (device SYM_GPU, device_index: memory the caller allocated, wrapped
+ * with sym_dtensor_wrap). GPU tensors need the GPU runtime up
+ * (shmemx_gpu_init on every PE, shmemx_gpu.h) and move over the GPU
+ * collectives, with the same results bit for bit; they need no scratch.
  *
- * Collectives read the peers' symmetric memory, so the mesh keeps a symmetric
- * scratch buffer. On a mesh over all PEs of the job it grows as needed inside
+ * CPU collectives read the peers' symmetric memory, so the mesh keeps a
+ * symmetric scratch buffer. On a mesh over all PEs of the job it grows as needed inside
  * sym_redistribute (shmem_malloc, which every PE calls anyway, since
  * sym_redistribute is collective over the mesh). A mesh over fewer PEs cannot
  * allocate symmetric memory on its own: give it a buffer with
