@@ -299,9 +299,8 @@ static int gather(const ctx_t *c, const sym_placement_t *cur, int k, int i, cons
         if ((rc = sym__mesh_scratch(m, max_local(m, c->ndim, c->global, cur) * c->es, &buf)))
             goto out;
         memcpy(buf, src, n);
-        tmp = outer == 1 ? dst : malloc(rest * (size_t)c->global[i] * c->es + 1);
-        if (!tmp) {
-            rc = sym__error(SYM_ENOMEM, "redistribute: out of memory");
+        if (!(tmp = outer == 1 ? dst : mem_alloc(c, rest * (size_t)c->global[i] * c->es))) {
+            rc = SYM_ENOMEM;
             goto out;
         }
         size_t *off = at; /* zeros: each member's block starts its scratch */
@@ -349,26 +348,23 @@ static int alltoall(const ctx_t *c, const sym_placement_t *cur, int k, int i, in
         len[r] = rest * (size_t)cnt * (size_t)mycnt;
     }
     size_t unit = 0; /* the GPU's: the largest block any member sends any other */
+    size_t bytes = (size_t)prod(ld, 0, c->ndim) * c->es; /* what tmp receives */
+    void *buf = NULL;
     if (c->gpu) {
         int64_t ci, cj;
         sym_shard_range(c->global[i], p, 0, &o, &ci);
         sym_shard_range(c->global[j], p, 0, &o, &cj);
         unit = line_up(rest * (size_t)ci * (size_t)cj);
-        if (!(tmp = mem_alloc(c, unit * (size_t)p * (size_t)p + 16))) {
-            rc = SYM_ENOMEM;
-            goto out;
-        }
-        pack = tmp + unit * (size_t)p * (size_t)me;
-    } else {
-        void *buf;
-        if ((rc = sym__mesh_scratch(m, max_local(m, c->ndim, c->global, cur) * c->es, &buf)))
-            goto out;
-        pack = buf;
-        if (!(tmp = malloc((size_t)prod(ld, 0, c->ndim) * c->es + 1))) {
-            rc = sym__error(SYM_ENOMEM, "redistribute: out of memory");
-            goto out;
-        }
+        bytes = unit * (size_t)p * (size_t)p + 16;
+    } else if ((rc = sym__mesh_scratch(m, max_local(m, c->ndim, c->global, cur) * c->es,
+                                       &buf))) {
+        goto out;
     }
+    if (!(tmp = mem_alloc(c, bytes))) {
+        rc = SYM_ENOMEM;
+        goto out;
+    }
+    pack = c->gpu ? tmp + unit * (size_t)p * (size_t)me : buf;
     size_t pos = 0;
     for (int r = 0; r < p && !rc; r++) { /* member r's block of j */
         sym_shard_range(c->global[j], p, r, &o, &cnt);
