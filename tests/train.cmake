@@ -125,6 +125,10 @@ add_test(NAME train_gpt_gpu_tp_sp # (f): sequence parallelism and --tp-overlap o
   COMMAND train_gpt_gpu_tp $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> sp)
 set_tests_properties(train_gpt_gpu_tp_sp PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
   SKIP_RETURN_CODE 77 ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
+add_test(NAME train_gpt_gpu_tp_zero2 # (g): --zero 2 on the GPU (dp, tp+sp, micro-batches, resume, fp16, memory)
+  COMMAND train_gpt_gpu_tp $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> zero2)
+set_tests_properties(train_gpt_gpu_tp_zero2 PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
+  SKIP_RETURN_CODE 77 ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
 sym_train_e2e(train_gpt_gpu_dropout) # --dropout on the GPU: the CPU's masks in every split, resume, bf16
 set_tests_properties(train_gpt_gpu_dropout PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
   ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")

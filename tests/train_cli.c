@@ -1,8 +1,8 @@
 /*
  * train_cli — what a person sees from `symtrain`: usage errors (exit 2, one
  * message even with several PEs), data errors (exit 1, naming the file or the
- * package to install; --zero 2 with --device gpu, which the GPU does not
- * train, exit 1), the progress lines and summary when stdout is not a
+ * package to install; --micro-batches with --balance on --device gpu, which
+ * the GPU does not train, exit 1), the progress lines and summary when stdout is not a
  * terminal, the metrics file, and `symtrain plot` turning it into an SVG.
  */
 #include "train_e2e.h"
@@ -50,11 +50,11 @@ int main(int argc, char **argv) {
     snprintf(args, sizeof args, "train --data %s", e2e_path("bad"));
     direct("damaged data file", 1, "bad/train-images-idx3-ubyte.gz", args);
     direct("model does not fit data", 1, "use mlp:784-...-10", "train --generated --model mlp:100-10");
-    /* the GPU trains ZeRO-1 alone: said before any GPU is looked for */
-    direct("--zero 2 on the GPU", 1, "--zero 2 shards the gradients, and the GPU's backward "
-           "writes them as one array, so it would save nothing there; use --zero 1 (the "
-           "optimizer state sharded) on the GPU, or --device cpu",
-           "train --generated --model gpt:L=1,C=16,H=2,V=128,T=16 --device gpu --zero 2 --steps 1");
+    /* moving shares of micro-batches train on the CPU: said before any GPU is looked for */
+    direct("--balance, micro-batches, GPU", 1, "--micro-batches with --balance trains on CPU PEs "
+           "for now; drop it, or pass --device cpu",
+           "train --generated --model gpt:L=1,C=16,H=2,V=128,T=16 --device gpu --micro-batches 2 "
+           "--balance throughput --steps 1");
     /* the default location empty: say how to install, then train on generated data */
     snprintf(args, sizeof args,
              "SYMTRAIN_DATA_DIR=%s %s train --train-samples 300 --test-samples 100 --model mlp:784-8-10 "
@@ -75,12 +75,12 @@ int main(int argc, char **argv) {
     e2e_run(3, NULL, NULL, log, 2, "--batch 2");
     e2e_expect_log(log, "smaller than the number of PEs (3)");
     printf("  %-30s exit 2, said once\n", "3 PEs, bad usage");
-    /* the GPU trains ZeRO-1 alone: --zero 2 said before any GPU is looked for */
+    /* the same refusal from 2 PEs: said once, before any GPU is looked for */
     e2e_run(2, NULL, NULL, log, 1, "--generated --model gpt:L=2,C=16,H=2,V=128,T=16 "
-            "--parallel pp=2 --device gpu --zero 2 --steps 1");
-    CHECK(e2e_count(log, "--zero 2 shards the gradients, and the GPU's backward writes them") == 1,
-          "--zero 2 in a GPU pipeline: not said once");
-    printf("  %-30s exit 1, said once\n", "--zero 2 in a GPU pipeline");
+            "--device gpu --micro-batches 2 --balance throughput --steps 1");
+    CHECK(e2e_count(log, "--micro-batches with --balance trains on CPU PEs") == 1,
+          "--balance with micro-batches on 2 GPU PEs: not said once");
+    printf("  %-30s exit 1, said once\n", "--balance, micro-batches, 2 PEs");
 
     /* progress lines, summary, metrics */
     printf("train_cli: a run as a person sees it\n");

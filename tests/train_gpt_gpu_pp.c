@@ -23,7 +23,9 @@
  *       block, chunks 0 and 2 on stage 0, 1 and 3 on stage 1; stage 0 takes
  *       chunk 2's input from stage 1 and stage 1 sends chunk 1's output to
  *       stage 0, around the ring) on 2 PEs, dp=2,pp=2 --virtual-stages 2 and
- *       dp=2,pp=2 --virtual-stages 2 --zero 1 on 4, and pp=2 --virtual-stages
+ *       dp=2,pp=2 --virtual-stages 2 --zero 1 and --zero 2 (a stage's blocks
+ *       from interleaved chunks, each micro-batch's averages added up) on 4,
+ *       and pp=2 --virtual-stages
  *       2 through the host (SYMTRAIN_PIPE_VIA_HOST=1), and tp=2,pp=2 and
  *       tp=2,pp=2,sp --virtual-stages 2 on 4 (every chunk's LayerNorms in
  *       the one sum over the tp team) match the 1-PE CPU run
@@ -102,7 +104,7 @@ static void sp_case(void) {
            "the GPU-to-GPU run's\n");
 }
 
-/* (j) interleaved virtual stages: both ways of the messages, with dp and ZeRO-1 */
+/* (j) interleaved virtual stages: both ways of the messages, with dp and ZeRO-1 and 2 */
 static void virtual_case(void) {
     train("cpu1", 1, "cpu", STEPS, "");
     setenv("SYMTRAIN_GPU_SHARE", "1", 1);
@@ -116,6 +118,8 @@ static void virtual_case(void) {
          "dp=2,pp=2 --virtual-stages 2 on the GPU vs 1 CPU PE", 4, 0},
         {"gpu_z1v2", "--parallel dp=2,pp=2 --virtual-stages 2 --zero 1",
          "dp=2,pp=2 --virtual-stages 2 --zero 1 on the GPU vs 1 CPU PE", 4, 0},
+        {"gpu_z2v2", "--parallel dp=2,pp=2 --virtual-stages 2 --zero 2",
+         "dp=2,pp=2 --virtual-stages 2 --zero 2 on the GPU vs 1 CPU PE", 4, 0},
         {"gpu_pp2v2_host", "--parallel pp=2 --virtual-stages 2",
          "pp=2 --virtual-stages 2 on the GPU through the host vs 1 CPU PE", 2, 1},
         {"gpu_tp2pp2v2", "--parallel tp=2,pp=2 --virtual-stages 2",

@@ -66,6 +66,20 @@
  *       uninterrupted run's (sp inside pipeline stages: train_gpt_gpu_pp).
  *       (f) is its own ctest, train_gpt_gpu_tp_sp (argv[3] "sp"), to keep each
  *       within its time limit.
+ *   (g) --zero 2 on the GPU (the gradients sharded too: each block's
+ *       reduce-scattered as the backward leaves it, through two rotating
+ *       block-sized arrays; gpt_cuda.cu), fp32: dp=2 matches the GPU's
+ *       --zero 1 and the CPU's --zero 2 (to TOL, the norms as in (a));
+ *       dp=2,tp=2,sp (the blocks' LayerNorms summed over tp with their
+ *       units, the averages on the step's stream) and dp=4 with 2
+ *       micro-batches (each micro-batch's averages added up in the shard)
+ *       match the CPU's --zero 2 runs of the layout; a sharded step-10
+ *       checkpoint resumed with --zero 2 ends with model.bin and optim.bin
+ *       byte-identical to the uninterrupted run's; fp16 with an inf forced
+ *       into the shard at step 5 skips step 5 on both PEs; and with 8 layers
+ *       at dp=4 the start line's GPU memory is below --zero 1's by what the
+ *       units' sizes say (to 0.1 MiB). Its own ctest, train_gpt_gpu_tp_zero2
+ *       (argv[3] "zero2").
  *
  * SKIP (77) where the GPU part is not built or no GPU is visible.
  */
@@ -224,6 +238,94 @@ static void zero_case(void) {
            worst);
 }
 
+/* (g) --zero 2 on the GPU */
+static size_t z2_block(size_t x, size_t n) { return ((x + n - 1) / n + 63) / 64 * 64; }
+
+static void zero2_case(void) {
+    char args[2048], what[160];
+    const char *full = e2e_path("ck_z2_full");
+    train("cpu_dp2_z2", 2, "cpu", "dp=2", "--zero 2");
+    train("gpu_dp2_z1", 2, "gpu", "dp=2", "--precision fp32 --zero 1");
+    snprintf(args, sizeof args, "--precision fp32 --zero 2 --ckpt-dir %s", full);
+    train("gpu_dp2_z2", 2, "gpu", "dp=2", args);
+    e2e_expect_log(e2e_path("gpu_dp2_z2.log"), "ZeRO-2 on the GPU: AdamW's moments and the "
+                                               "averaged gradients sharded over the 2 PEs");
+    match("dp=2 --zero 2 on the GPU vs --zero 1 on the GPU", e2e_path("gpu_dp2_z2.jsonl"),
+          e2e_path("gpu_dp2_z1.jsonl"), 1, TOL);
+    match("dp=2 --zero 2 on the GPU vs --zero 2 on the CPU", e2e_path("gpu_dp2_z2.jsonl"),
+          e2e_path("cpu_dp2_z2.jsonl"), 1, TOL);
+    static const struct {
+        int npes;
+        const char *layout, *name, *extra;
+    } more[] = {{4, "dp=2,tp=2,sp", "dp2xtp2sp", ""}, {4, "dp=4", "dp4_mb2", " --micro-batches 2"}};
+    for (int i = 0; i < 2; i++) {
+        char cpu[64], gpu[64], extra[128];
+        snprintf(cpu, sizeof cpu, "cpu_%s_z2", more[i].name);
+        snprintf(gpu, sizeof gpu, "gpu_%s_z2", more[i].name);
+        snprintf(extra, sizeof extra, "--zero 2%s", more[i].extra);
+        train(cpu, more[i].npes, "cpu", more[i].layout, extra);
+        snprintf(extra, sizeof extra, "--precision fp32 --zero 2%s", more[i].extra);
+        train(gpu, more[i].npes, "gpu", more[i].layout, extra);
+        snprintf(what, sizeof what, "%s%s --zero 2 on the GPU vs the CPU", more[i].layout,
+                 more[i].extra);
+        match(what, e2e_path("%s.jsonl", gpu), e2e_path("%s.jsonl", cpu), 1, TOL);
+    }
+    printf("train_gpt_gpu_tp: --zero 2 on the GPU (dp=2, dp=2,tp=2,sp, dp=4 with 2 micro-batches) "
+           "matches --zero 1 on the GPU and --zero 2 on the CPU\n");
+
+    /* a sharded step-10 checkpoint resumed with --zero 2 on the GPU */
+    const char *dir = e2e_path("ck_z2_sharded");
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --parallel dp=2 --zero 2 "
+             "--max-steps 10 --ckpt-dir %s --ckpt-format sharded", dir);
+    e2e_run(2, NULL, NULL, e2e_path("z2_half.log"), 0, args);
+    CHECK(e2e_newest(dir, NULL, 0) == 10, "the --zero 2 GPU run left no step-10 checkpoint");
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --parallel dp=2 --zero 2 "
+             "--max-steps %d --resume --ckpt-dir %s", STEPS, dir);
+    e2e_run(2, NULL, NULL, e2e_path("z2_resumed.log"), 0, args);
+    e2e_expect_log(e2e_path("z2_resumed.log"), "resumed from ");
+    e2e_same_ckpt_file(full, dir, "model.bin");
+    e2e_same_ckpt_file(full, dir, "optim.bin");
+    printf("train_gpt_gpu_tp: dp=2 --zero 2 on the GPU, sharded step-10 checkpoint + --resume: "
+           "model.bin and optim.bin identical to the uninterrupted run's\n");
+
+    /* fp16: an inf in the shard at step 5 skips the step on both PEs */
+    const char *ck4 = e2e_path("ck_z2_fp16_4"), *ck5 = e2e_path("ck_z2_fp16_5");
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp16 --parallel dp=2 --zero 2 "
+             "--max-steps 4 --ckpt-dir %s", ck4);
+    e2e_run(2, NULL, NULL, e2e_path("z2_fp16_4.log"), 0, args);
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp16 --parallel dp=2 --zero 2 "
+             "--max-steps 5 --ckpt-dir %s", ck5);
+    e2e_run(2, NULL, "SYMTRAIN_TEST_FP16_OVERFLOW=5", e2e_path("z2_fp16_5.log"), 0, args);
+    e2e_expect_log(e2e_path("z2_fp16_5.log"), "step 5: fp16 overflow");
+    e2e_same_ckpt_file(ck4, ck5, "model.bin");
+    e2e_same_ckpt_file(ck4, ck5, "optim.bin");
+    printf("train_gpt_gpu_tp: fp16 dp=2 --zero 2, an inf in the shard at step 5: skipped on both "
+           "PEs\n");
+
+    /* the memory, 8 layers at dp=4: --zero 1's g (Pp = 4 zb) and moments (zb each) against
+     * --zero 2's shard S, moments S each, two block slots and the edges' arrays */
+    double mem[2], P = 0;
+    for (int z = 1; z <= 2; z++) {
+        char log[64];
+        snprintf(log, sizeof log, "mem_z%d.log", z);
+        snprintf(args, sizeof args, "--generated --model gpt:L=8,C=128,H=4,V=126,T=64 --batch 8 "
+                 "--threads 2 --device gpu --precision fp32 --parallel dp=4 --zero %d "
+                 "--max-steps 2", z);
+        e2e_run(4, NULL, NULL, e2e_path("%s", log), 0, args);
+        memory_of(e2e_path("%s", log), &P, &mem[z - 1]);
+    }
+    size_t n = 4, C = 128, L = 8, Pz = (size_t)P, blk = 12 * C * C + 13 * C;
+    size_t e0 = Pz - L * blk - 2 * C, e1 = 2 * C; /* wte and wpe; ln_f */
+    size_t zb = z2_block(Pz, n), cb = z2_block(blk, n), c0 = z2_block(e0, n), c1 = z2_block(e1, n);
+    size_t S = L * cb + c0 + c1;
+    double z1 = 4.0 * (n * zb + 2 * zb + n * zb), z2 = 4.0 * (Pz + 3 * S + 2 * n * cb + n * (c0 + c1));
+    double want = z1 - z2, got = mem[0] - mem[1];
+    CHECK(want > 0 && fabs(got - want) <= 0.1 * 1048576, "8 layers at dp=4 on the GPU: --zero 2 "
+          "holds %.0f bytes less than --zero 1, the units' sizes say %.0f", got, want);
+    printf("train_gpt_gpu_tp: 8 layers at dp=4, --zero 2 holds %.2f MiB less GPU memory per PE "
+           "than --zero 1 (%.2f MiB expected)\n", got / 1048576, want / 1048576);
+}
+
 /* (f) sequence parallelism and --tp-overlap on the GPU, fp32 */
 static void sp_case(void) {
     char args[2048], what[160];
@@ -327,7 +429,14 @@ int main(int argc, char **argv) {
         printf("train_gpt_gpu_tp sp: ok\n");
         return 0;
     }
-    CHECK(argc <= 3, "train_gpt_gpu_tp: unknown part '%s' (none: (a) to (e); sp: (f))", argv[3]);
+    if (argc > 3 && !strcmp(argv[3], "zero2")) { /* (g) alone */
+        zero2_case();
+        e2e_cleanup();
+        printf("train_gpt_gpu_tp zero2: ok\n");
+        return 0;
+    }
+    CHECK(argc <= 3, "train_gpt_gpu_tp: unknown part '%s' (none: (a) to (e); sp: (f); zero2: "
+          "(g))", argv[3]);
 
     /* (a) fp32: tp=2, dp=2 x tp=2 and tp=4, each against its CPU twin and the 1-PE GPU run */
     static const struct {

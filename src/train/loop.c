@@ -398,8 +398,8 @@ static int gpu_sync_host(run_t *r);
 static int gpu_sync_params(run_t *r);
 static int agree_tp(run_t *r, float *stop);
 
-/* ZeRO-1 on the GPU (--device gpu --zero 1): the backend shards AdamW's
- * moments over the dp team and the host keeps whole arrays (r->opt) as the
+/* ZeRO on the GPU (--device gpu --zero 1 or 2): the backend shards AdamW's
+ * moments (and with 2 the gradients) over the dp team and the host keeps whole arrays (r->opt) as the
  * checkpoint's copy, so bringing them over (gpu_sync_host) is collective
  * over the dp team. r->zero, the CPU's ZeRO, stays NULL. */
 static int gpu_zero(const run_t *r) { return r->gpu && r->cfg->zero; }
@@ -977,7 +977,7 @@ static void ckpt_meta(run_t *r, sym_ckpt_meta_t *m) {
 }
 
 /* Hand a snapshot of the current state to the writer: PE 0 (with tp or pp > 1
- * every PE gathers the snapshot to it; with ZeRO-1 on the GPU every PE takes
+ * every PE gathers the snapshot to it; with ZeRO on the GPU every PE takes
  * part in gathering the moments), or every PE with sharded checkpoints. */
 static int save(run_t *r) {
     const sym_train_config_t *c = r->cfg;
@@ -1450,16 +1450,8 @@ static int choose_device(run_t *r) {
     if (c->device == SYM_TRAIN_CPU ||
         ((r->lay.tp > 1 || r->lay.pp > 1) && c->device != SYM_TRAIN_GPU))
         return SYM_OK;
-    /* ZeRO-2, micro-batches with shares that move: the CPU loop's (the GPU
-     * runs ZeRO-1: its backward writes one gradient array, so sharded
-     * gradients would save nothing there) */
+    /* micro-batches with shares that move: the CPU loop's */
     int micro = c->micro_batches > 1;
-    if (c->zero == 2 && c->device == SYM_TRAIN_GPU)
-        return report(r, sym__error(SYM_EINVAL, "--zero 2 shards the gradients, and the GPU's "
-                                                "backward writes them as one array, so it would "
-                                                "save nothing there; use --zero 1 (the optimizer "
-                                                "state sharded) on the GPU, or --device cpu"), 1);
-    if (c->zero == 2) return SYM_OK;
     if (micro && c->balance.policy != SYM_BALANCE_OFF) {
         if (c->device == SYM_TRAIN_GPU)
             return report(r, sym__error(SYM_EINVAL, "--micro-batches with --balance trains on CPU "
@@ -1546,7 +1538,7 @@ static int gpu_create(run_t *r) {
     o.use_graph = 1;
     o.bucket_bytes = (size_t)(c->bucket_mb * 1024 * 1024);
     o.tp_team = r->tp_team; /* tp > 1: the model is split over it (this PE's table) */
-    o.zero = c->zero; /* 1: AdamW's moments sharded over dp_team (choose_device refused 2) */
+    o.zero = c->zero; /* 1: AdamW's moments sharded over dp_team, 2: the gradients too */
     int rows = r->rows;
     o.pp_team = o.tied_team = SHMEM_TEAM_INVALID;
     if (r->pipe) { /* this PE's stage (its chunks s, S + s, ...) and the pipeline's teams */
@@ -1962,6 +1954,15 @@ static int setup(run_t *r) {
     if (r->me == 0 && c->metrics_path && (rc = sym_metrics_open(c->metrics_path, &r->metrics)))
         return report(r, rc, 0);
     if (c->metrics_port >= 0) serve_metrics(r);
+    /* a pipeline's stages hold different amounts of GPU memory: the heaviest PE's is said */
+    double gpu_mem_max = 0;
+    if (r->gpu && r->lay.pp > 1) {
+        r->evalbuf[0] = (float)r->gpu->memory(r->gm);
+        if ((rc = shmem_float_max_reduce(SHMEM_TEAM_WORLD, r->evalbuf + 1, r->evalbuf, 1)))
+            return report(r, sym__error(SYM_ECOMM, "the GPU memory's maximum over the PEs "
+                                                   "failed (%d)", rc), 0);
+        gpu_mem_max = r->evalbuf[1];
+    }
 
     if (r->speak) {
         char bsz[32];
@@ -2000,7 +2001,7 @@ static int setup(run_t *r) {
                                  : "");
         else
             note(r, "layout dp=%d tp=%d pp=%d", r->lay.dp, r->lay.tp, r->lay.pp);
-        char gmem[32], saved[96] = "";
+        char gmem[32], saved[160] = "";
         if (r->gpu && r->gpu->memory_saved(r->gm)) {
             char sz[32];
             snprintf(saved, sizeof saved, " (--recompute %s%s%s spares %s)",
@@ -2008,11 +2009,19 @@ static int setup(run_t *r) {
                      c->recompute_ln ? "ln" : "",
                      sym__fmt_size(r->gpu->memory_saved(r->gm), sz, sizeof sz));
         }
+        if (gpu_mem_max > 0) {
+            char sz[32];
+            size_t at = strlen(saved);
+            snprintf(saved + at, sizeof saved - at, " (the heaviest stage's; PE 0 holds %s)",
+                     sym__fmt_size(r->gpu->memory(r->gm), sz, sizeof sz));
+        }
         if (r->gpu)
             note(r, "%d PE%s on the GPU: %s; %s; %s of GPU memory per PE%s; global batch %d (%d "
                     "per %s); adamw, lr %g; %s",
                  r->npes, r->npes == 1 ? "" : "s", r->gpu->describe(r->gm), prec[c->precision % 4],
-                 sym__fmt_size(r->gpu->memory(r->gm), gmem, sizeof gmem), saved, c->global_batch,
+                 sym__fmt_size(gpu_mem_max > 0 ? (size_t)gpu_mem_max : r->gpu->memory(r->gm),
+                               gmem, sizeof gmem),
+                 saved, c->global_batch,
                  r->max_local, r->lay.tp > 1 ? "dp group" : "PE", (double)c->lr, len);
         else
             note(r, "%d PE%s x %d BLAS thread%s (%s); global batch %d (%d per %s); %s, lr %g; "
@@ -2022,12 +2031,17 @@ static int setup(run_t *r) {
                  r->lay.tp > 1 ? "dp group" : "PE", sym_optim_name(c->optim.kind),
                  (double)c->lr, len, nb, nb == 1 ? "" : "s",
                  sym__fmt_size((r->P + SYM_GRAD_CTRL) * 4, bsz, sizeof bsz));
-        if (r->gpu && c->zero && r->lay.dp > 1)
+        if (r->gpu && c->zero == 1 && r->lay.dp > 1)
             note(r, "ZeRO-1 on the GPU: AdamW's moments sharded over the %d PEs of each dp team "
                     "(the gradients reduce-scattered after backward, the weights all-gathered "
                     "after AdamW)", r->lay.dp);
+        else if (r->gpu && c->zero == 2 && r->lay.dp > 1)
+            note(r, "ZeRO-2 on the GPU: AdamW's moments and the averaged gradients sharded over "
+                    "the %d PEs of each dp team (each block's gradients reduce-scattered as the "
+                    "backward leaves it, through two rotating block-sized arrays)", r->lay.dp);
         else if (r->gpu && c->zero)
-            note(r, "ZeRO-1 over dp=1: nothing to shard, each PE holds its part's whole state");
+            note(r, "ZeRO-%d over dp=1: nothing to shard, each PE holds its part's whole state",
+                 c->zero);
         if (!r->gpu) { /* the bytes, exactly: tests compare them across --zero */
             char how[160];
             int M = micro_of(c, r->lay);

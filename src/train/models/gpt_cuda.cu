@@ -190,6 +190,17 @@
 #include "models/backend_cuda.h"
 #include "ops_cuda.h"
 
+/* ZeRO-2: a unit, the stretch [lo, lo + len) of the parameters reduced at
+ * once: team PE r holds its block [lo + r c, + mine) of the average at gs +
+ * soff (c floats; mine fewer at the end), its no-decay ranges nodecay[rfirst,
+ * + nr) relative to that block; store: the unit's gradient array (n c
+ * floats) for an edge, NULL for a block (a rotating slot) */
+typedef struct {
+    size_t lo, len, c, soff, mine, eoff;
+    float *store;
+    int block, rfirst, nr;
+} z2unit_t;
+
 /* ---- errors ---- */
 
 static __thread char err_buf[2048];
@@ -312,8 +323,18 @@ struct sym_gpu_model {
     void *wc;
     /* ZeRO-1 (see the top): on, the block [zlo, zlo + zlen) this PE updates
      * ([0, P) without), each PE's block size, the floats w and g hold */
-    int zero;
+    int zero; /* the stage: 0, 1 or 2 */
     size_t zlo, zlen, zblock, Pp, nmom;
+    /* ZeRO-2 (see the top): the units (nu, by offset; bunit[i] block i's), the
+     * averaged gradients' shard (S floats, gs), the two rotating block slots
+     * (zslot floats each), the slot in use (zk) and the block unit it holds
+     * (zcur, -1: none), which slots this backward has used (zused), the
+     * events that free them (recorded on s_dp) */
+    int nu, *bunit, zk, zcur, zused, zrank;
+    z2unit_t *u;
+    float *gs, *z2slot[2], *edge;
+    size_t S, zslot, zedge;
+    cudaEvent_t ev_zfree[2];
     symcu_loss_scale_t *ls;      /* fp16's loss scale (device), else NULL */
     uint64_t calls, inject_at;   /* train_step calls; SYMTRAIN_TEST_FP16_OVERFLOW */
     uint64_t *nodecay; /* (2 nr) */
@@ -521,7 +542,19 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
     TAKE(c, m->w, m->Pp);
     TAKE(c, m->m, m->nmom);
     TAKE(c, m->v, m->nmom);
-    TAKE(c, m->g, m->Pp);
+    if (m->zero == 2) { /* the shard, the block slots, the edges' arrays (see the top) */
+        TAKE(c, m->gs, m->S);
+        for (int k = 0; k < 2; k++) {
+            float *slot;
+            TAKE(c, slot, m->zslot);
+            m->z2slot[k] = slot;
+        }
+        TAKE(c, m->edge, m->zedge ? m->zedge : 1);
+        for (int i = 0; i < m->nu; i++)
+            m->u[i].store = m->u[i].block ? NULL : m->edge + m->u[i].eoff;
+    } else {
+        TAKE(c, m->g, m->Pp);
+    }
     if (m->dt == SYMCU_F32)
         m->wc = m->w; /* the products read the master weights */
     else
@@ -609,7 +642,18 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
 
 /* The weights' compute copy of parameter offset o. */
 #define W(o) ((const void *)((const char *)m->wc + (o) * m->esz))
-#define G(o) (m->g + (o))
+#define G(o) grad_at(m, (o))
+
+/* The gradient of parameter offset o: in g, or with ZeRO-2 in its unit's
+ * array (a block's: the slot in use, during that block's backward). */
+static float *grad_at(const sym_gpu_model_t *m, size_t o) {
+    if (m->zero != 2) return m->g + o;
+    const z2unit_t *u = m->zcur >= 0 ? &m->u[m->zcur] : NULL;
+    if (u && o - u->lo < u->len) return m->z2slot[m->zk] + (o - u->lo);
+    for (int i = 0; i < m->nu; i++)
+        if (!m->u[i].block && o - m->u[i].lo < m->u[i].len) return m->u[i].store + (o - m->u[i].lo);
+    return NULL; /* a block's gradient outside its backward: never */
+}
 
 /* A row-parallel product's whole bias: added on tp PE 0 alone (the sum over
  * the team adds it once). */
@@ -823,9 +867,10 @@ static int ln_backward(sym_gpu_model_t *m, void *dx, float *dw, float *db, const
     return SYM_OK;
 }
 
-/* lng (nln, C2) from the nln ranges g + off[i] (C2 floats each), or back. */
-__global__ void ln_pack_kernel(float *lng, float *g, const uint64_t *off, int C2, int back) {
-    float *dst = lng + (size_t)blockIdx.x * C2, *src = g + off[blockIdx.x];
+/* lng (n, C2) from the n ranges g + off[i] - base (C2 floats each), or back. */
+__global__ void ln_pack_kernel(float *lng, float *g, const uint64_t *off, uint64_t base, int C2,
+                               int back) {
+    float *dst = lng + (size_t)blockIdx.x * C2, *src = g + (off[blockIdx.x] - base);
     for (int j = threadIdx.x; j < C2; j += blockDim.x) {
         if (back)
             src[j] = dst[j];
@@ -838,16 +883,25 @@ __global__ void ln_pack_kernel(float *lng, float *g, const uint64_t *off, int C2
  * summed over the step's micro-batches) summed over the tp team, packed into
  * lng for one all-reduce; the gradients are then whole, alike on every PE.
  * Once a step, before the data-parallel average and the norm. */
-static int sp_ln_sum(sym_gpu_model_t *m) {
-    if (!m->sp || !m->nln) return SYM_OK;
+static int ln_sum(sym_gpu_model_t *m, float *g, size_t base, int first, int n) {
     int C2 = 2 * m->C;
-    ln_pack_kernel<<<(unsigned)m->nln, 256, 0, m->s>>>(m->lng, m->g, m->lnoff, C2, 0);
+    ln_pack_kernel<<<(unsigned)n, 256, 0, m->s>>>(m->lng, g, m->lnoff + first, base, C2, 0);
     CK(cudaGetLastError());
-    int rc = tp_reduce(m, m->lng, (size_t)m->nln * C2, SHMEMX_FLOAT32, SHMEMX_SUM);
+    int rc = tp_reduce(m, m->lng, (size_t)n * C2, SHMEMX_FLOAT32, SHMEMX_SUM);
     if (rc) return rc;
-    ln_pack_kernel<<<(unsigned)m->nln, 256, 0, m->s>>>(m->lng, m->g, m->lnoff, C2, 1);
+    ln_pack_kernel<<<(unsigned)n, 256, 0, m->s>>>(m->lng, g, m->lnoff + first, base, C2, 1);
     CK(cudaGetLastError());
     return SYM_OK;
+}
+
+/* With ZeRO-2 the blocks' LayerNorms are summed with their units (z2_end):
+ * only ln_f's is left here. */
+static int sp_ln_sum(sym_gpu_model_t *m) {
+    if (!m->sp || !m->nln) return SYM_OK;
+    if (m->zero != 2) return ln_sum(m, m->g, 0, 0, m->nln);
+    if (!m->hold_head) return SYM_OK;
+    float *g = grad_at(m, m->off_lnfw);
+    return ln_sum(m, g, m->off_lnfw, m->nln - 1, 1);
 }
 
 /* ---- activation sets, a stage's edges ---- */
@@ -1120,6 +1174,85 @@ static int zero_scatter(sym_gpu_model_t *m) {
     return SYM_OK;
 }
 
+/* y (n) += x (n) */
+__global__ void add_kernel(float *y, const float *x, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        y[i] += x[i];
+}
+
+/* ZeRO-2: unit u's gradients (src, n c floats, its padding zero) averaged
+ * over the dp team in place, this PE's block of the average added to its
+ * stretch of gs, on stream q. */
+static int z2_reduce(sym_gpu_model_t *m, const z2unit_t *u, float *src, cudaStream_t q) {
+    size_t n = (size_t)m->npes, at = (size_t)m->zrank * u->c;
+    int e = shmemx_gpu_reduce_scatter_team(m->opts.dp_team, src + at, src, n * u->c,
+                                           SHMEMX_FLOAT32, SHMEMX_AVG, q);
+    if (e)
+        return fail(SYM_EIO, "PE %d: ZeRO-2's gradient average of parameters [%zu, %zu) "
+                             "(shmemx_gpu_reduce_scatter_team over the dp team) failed: %s",
+                    shmem_my_pe(), u->lo, u->lo + u->len, shmemx_gpu_strerror(e));
+    unsigned grid = (unsigned)((u->c + 255) / 256 < 1024 ? (u->c + 255) / 256 : 1024);
+    add_kernel<<<grid, 256, 0, q>>>(m->gs + u->soff, src + at, u->c);
+    CK(cudaGetLastError());
+    return SYM_OK;
+}
+
+/* ZeRO-2, before block bi's backward: the other slot (once its last unit's
+ * average has read it) zeroed for the block's gradients. */
+static int z2_begin(sym_gpu_model_t *m, int bi) {
+    if (m->zero != 2) return SYM_OK;
+    int k = m->zk ^ 1;
+    if (m->zused & (1 << k)) CK(cudaStreamWaitEvent(m->s, m->ev_zfree[k], 0));
+    m->zk = k;
+    m->zcur = m->bunit[bi];
+    CK(cudaMemsetAsync(m->z2slot[k], 0, (size_t)m->npes * m->u[m->zcur].c * sizeof(float), m->s));
+    return SYM_OK;
+}
+
+/* ZeRO-2, after block bi's backward: its LayerNorms' gradients summed over
+ * the tp team (SP), then its unit averaged into gs; on the side stream
+ * while the backward goes on, unless the tp team has collectives of its
+ * own in the backward (one GPU collective at a time). */
+static int z2_end(sym_gpu_model_t *m, int bi) {
+    if (m->zero != 2) return SYM_OK;
+    const z2unit_t *u = &m->u[m->zcur];
+    float *slot = m->z2slot[m->zk];
+    int rc, side = m->tp < 2;
+    if (m->sp && (rc = ln_sum(m, slot, u->lo, 2 * bi, 2))) return rc;
+    if (side) {
+        CK(cudaEventRecord(m->ev_fork, m->s));
+        CK(cudaStreamWaitEvent(m->s_dp, m->ev_fork, 0));
+    }
+    if ((rc = z2_reduce(m, u, slot, side ? m->s_dp : m->s))) return rc;
+    if (side) {
+        CK(cudaEventRecord(m->ev_zfree[m->zk], m->s_dp));
+        m->zused |= 1 << m->zk;
+    }
+    m->zcur = -1;
+    return SYM_OK;
+}
+
+/* ZeRO-2, the backward's end: the step's stream waits for the side stream's averages. */
+static int z2_join(sym_gpu_model_t *m) {
+    if (m->zero != 2 || !m->zused) return SYM_OK;
+    CK(cudaEventRecord(m->ev_join, m->s_dp));
+    CK(cudaStreamWaitEvent(m->s, m->ev_join, 0));
+    m->zused = 0;
+    return SYM_OK;
+}
+
+/* ZeRO-2, a backward's start (kind: BODY_*): without BODY_KEEP the shard and
+ * the edges' arrays zeroed (the units add into them). */
+static int z2_start(sym_gpu_model_t *m, int kind) {
+    m->zused = 0;
+    m->zcur = -1;
+    if (m->zero != 2 || (kind & BODY_KEEP)) return SYM_OK;
+    CK(cudaMemsetAsync(m->gs, 0, m->S * sizeof(float), m->s));
+    CK(cudaMemsetAsync(m->edge, 0, m->zedge * sizeof(float), m->s));
+    return SYM_OK;
+}
+
 /* x (n floats) summed over the data-parallel team in place, on the step's stream. */
 static int dp_sum(sym_gpu_model_t *m, float *x, size_t n) {
     int e = shmemx_gpu_allreduce_team(m->opts.dp_team, x, x, n, SHMEMX_FLOAT32, SHMEMX_SUM, m->s);
@@ -1133,6 +1266,12 @@ static int dp_sum(sym_gpu_model_t *m, float *x, size_t n) {
 /* The rest of the average, [0, dp_hi), and the step's stream waits for the
  * side stream's reductions (npes > 1); with ZeRO-1 the reduce-scatter. */
 static int dp_finish(sym_gpu_model_t *m) {
+    if (m->zero == 2) { /* the edges (their gradients summed over the step until now) */
+        int rc;
+        for (int i = 0; i < m->nu; i++)
+            if (!m->u[i].block && (rc = z2_reduce(m, &m->u[i], m->u[i].store, m->s))) return rc;
+        return SYM_OK;
+    }
     if (m->zero) return zero_scatter(m);
     int rc = dp_send(m, 0);
     if (rc) return rc;
@@ -1161,7 +1300,11 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
     const void *lin, *dy;
     void *dl;
     m->dp_hi = kind & BODY_AVERAGE ? m->P : 0; /* dp_send sends nothing below dp_hi */
-    if (!(kind & BODY_KEEP)) CK(cudaMemsetAsync(m->g, 0, m->Pp * sizeof(float), s));
+    if (m->zero == 2) {
+        if ((rc = z2_start(m, kind))) return rc;
+    } else if (!(kind & BODY_KEEP)) {
+        CK(cudaMemsetAsync(m->g, 0, m->Pp * sizeof(float), s));
+    }
     const void *xL = L ? m->blk[L - 1].res3 : m->encoded;
     if (m->head) { /* the LM head (with tp this PE's columns; the input gradient summed
                     * over the team), then ln_f; a stage before the last: dres holds
@@ -1179,6 +1322,8 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
         gblock_t *b = &m->blk[l];
         const size_t *o = m->off[l];
         const void *x = l == 0 ? m->encoded : m->blk[l - 1].res3;
+        int bi = m->ch_at[m->chunk] + l; /* the stage's block index */
+        if ((rc = z2_begin(m, bi))) return rc;
         /* recomputed as the forward made them (the same kernels on the same
          * inputs: the same bits) */
         if (m->opts.recompute_ln &&
@@ -1221,7 +1366,8 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
             (rc = col_back(m, G(o[QKVW]), G(o[QKVB]), m->dqkv, 3 * Cl, lin, W(o[QKVW]), N, C,
                            3 * Cl, &sh, &dl)) ||
             (rc = ln_backward(m, m->dres, G(o[LN1W]), G(o[LN1B]), dl, x, W(o[LN1W]), b->ln1_mean,
-                              b->ln1_rstd, R)))
+                              b->ln1_rstd, R)) ||
+            (rc = z2_end(m, bi)))
             return rc;
         if ((kind & BODY_AVERAGE) && m->bucket && m->dp_hi - o[LN1W] >= m->bucket &&
             (rc = dp_send(m, o[LN1W])))
@@ -1234,6 +1380,7 @@ static int backward(sym_gpu_model_t *m, int B, int T, int kind) {
                                         m->enc_scratch_bytes, denc, m->tok, m->v0,
                                         m->tp > 1 ? m->nv : m->V, B, T, C, m->V, s));
     }
+    if ((rc = z2_join(m))) return rc;
     /* SP: the LayerNorms' gradients whole, once the step's last micro-batch is in */
     if ((kind & BODY_AVERAGE) && (rc = sp_ln_sum(m))) return rc;
     stamp_kernel<<<1, 1, 0, s>>>(m->stamp + 1); /* the compute's end, before the join */
@@ -1365,6 +1512,8 @@ static void be_destroy(sym_gpu_model_t *m) {
         if (m->graph[i].exec) cudaGraphExecDestroy(m->graph[i].exec);
     if (m->ev_fork) cudaEventDestroy(m->ev_fork);
     if (m->ev_join) cudaEventDestroy(m->ev_join);
+    for (int k = 0; k < 2; k++)
+        if (m->ev_zfree[k]) cudaEventDestroy(m->ev_zfree[k]);
     if (m->s_dp) cudaStreamDestroy(m->s_dp);
     if (m->ev_tp_fork) cudaEventDestroy(m->ev_tp_fork);
     if (m->ev_tp_join) cudaEventDestroy(m->ev_tp_join);
@@ -1388,6 +1537,8 @@ static void be_destroy(sym_gpu_model_t *m) {
     free(m->boff);
     free(m->nodecay_h);
     free(m->whole_h);
+    free(m->u);
+    free(m->bunit);
     if (m->own_gpu_init) shmemx_gpu_finalize();
     free(m);
 }
@@ -1410,11 +1561,9 @@ static int check_config(const sym_model_config_t *c, const sym_gpu_opts_t *o, in
     if (o->precision < SYM_PREC_FP32 || o->precision > SYM_PREC_TF32)
         return fail(SYM_EINVAL, "GPU GPT: precision %d; use bf16, fp16, fp32 or tf32",
                     (int)o->precision);
-    if (o->zero != 0 && o->zero != 1)
-        return fail(SYM_EINVAL, "GPU GPT: ZeRO stage %d; the GPU shards the optimizer state (1) "
-                                "or nothing (0): its backward writes one gradient array, so "
-                                "stage 2 would save nothing there",
-                    o->zero);
+    if (o->zero < 0 || o->zero > 2)
+        return fail(SYM_EINVAL, "GPU GPT: ZeRO stage %d; use 0 (nothing sharded), 1 (the "
+                                "optimizer state) or 2 (the gradients too)", o->zero);
     if (o->precision == SYM_PREC_FP16 && o->loss_scale_growth < 1)
         return fail(SYM_EINVAL, "GPU GPT: fp16's loss scale grows after %d good steps; give 1 "
                                 "or more (--loss-scale-growth)", o->loss_scale_growth);
@@ -1461,6 +1610,112 @@ static void add_range(uint64_t *r, int *n, size_t off, size_t len) {
     r[2 * *n] = off;
     r[2 * *n + 1] = len;
     (*n)++;
+}
+
+/* ZeRO-2: unit [lo, lo + len) appended (block: its stage block index, or -1). */
+static void z2_add(sym_gpu_model_t *m, size_t lo, size_t len, int block) {
+    size_t n = (size_t)m->npes, r = (size_t)m->zrank;
+    z2unit_t *u = &m->u[m->nu];
+    u->lo = lo;
+    u->len = len;
+    u->c = ((len + n - 1) / n + 63) / 64 * 64; /* aligned blocks, as ZeRO-1's */
+    u->mine = r * u->c >= len ? 0 : len - r * u->c < u->c ? len - r * u->c : u->c;
+    u->soff = m->S;
+    m->S += u->c;
+    u->block = block >= 0;
+    if (block >= 0) {
+        m->bunit[block] = m->nu;
+        if (n * u->c > m->zslot) m->zslot = n * u->c;
+    } else {
+        u->eoff = m->zedge;
+        m->zedge += n * u->c;
+    }
+    if (lo + n * u->c > m->Pp) m->Pp = lo + n * u->c; /* the last member's block reads past */
+    m->nu++;
+}
+
+/* ZeRO-2: the gaps [a, b) between blocks as edge units, cut at norm_lo. */
+static void z2_edges(sym_gpu_model_t *m, size_t a, size_t b) {
+    if (a < m->norm_lo && m->norm_lo < b) {
+        z2_add(m, a, m->norm_lo - a, -1);
+        a = m->norm_lo;
+    }
+    if (a < b) z2_add(m, a, b - a, -1);
+}
+
+/* ZeRO-2 (see the top), from the block offsets and the no-decay and whole
+ * ranges over the stage's parameters (nodecay_h, whole_h): the units, gs's
+ * packing, and those ranges made the units' (no-decay: per unit, relative to
+ * its block) and gs's (whole: relative to nlo). numel: a block's tensors'. */
+static int z2_config(sym_gpu_model_t *m, const size_t *numel) {
+    int nb = m->nb, cap = 2 * nb + 3;
+    m->zrank = shmem_team_my_pe(m->opts.dp_team);
+    m->u = (z2unit_t *)calloc((size_t)cap, sizeof *m->u);
+    m->bunit = (int *)calloc((size_t)(nb ? nb : 1), sizeof *m->bunit);
+    int *order = (int *)malloc(sizeof(int) * (size_t)(nb ? nb : 1));
+    if (!m->u || !m->bunit || !order) {
+        free(order);
+        return fail(SYM_ENOMEM, "out of host memory for the GPU model");
+    }
+    for (int i = 0; i < nb; i++) { /* the blocks by offset (a stage's chunks may interleave) */
+        int j = i;
+        for (; j > 0 && m->boff[order[j - 1]][0] > m->boff[i][0]; j--) order[j] = order[j - 1];
+        order[j] = i;
+    }
+    size_t at = 0;
+    int bad = 0;
+    for (int j = 0; j < nb && !bad; j++) { /* each block's parameters in order, together */
+        const size_t *o = m->boff[order[j]];
+        size_t end = o[0];
+        for (int k = 0; k < NBLOCK; k++) {
+            bad |= o[k] != end;
+            end += numel[k];
+        }
+        bad |= o[0] < at;
+        z2_edges(m, at, o[0]);
+        z2_add(m, o[0], end - o[0], order[j]);
+        at = end;
+    }
+    free(order);
+    if (bad || at > m->P)
+        return fail(SYM_EINVAL, "GPU GPT: ZeRO-2 needs each block's parameters together, in "
+                                "the block's order, in the parameter table");
+    z2_edges(m, at, m->P);
+    m->nmom = m->S;
+    /* the no-decay ranges of each unit's block, one list after another */
+    int nr = m->nr, nw = m->nw;
+    size_t cnt = 2 * (size_t)(nr + m->nu) + 2;
+    uint64_t *dec = (uint64_t *)malloc(sizeof(uint64_t) * cnt);
+    uint64_t *whole = (uint64_t *)malloc(sizeof(uint64_t) * (2 * (size_t)(nw + m->nu) + 2));
+    if (!dec || !whole) {
+        free(dec);
+        free(whole);
+        return fail(SYM_ENOMEM, "out of host memory for the GPU model");
+    }
+    int nd = 0, nwh = 0;
+    m->nlo = m->S;
+    for (int i = 0; i < m->nu; i++) {
+        z2unit_t *u = &m->u[i];
+        size_t blo = u->lo + (size_t)m->zrank * u->c;
+        memcpy(dec + 2 * nd, m->nodecay_h, sizeof(uint64_t) * 2 * (size_t)nr);
+        u->rfirst = nd;
+        u->nr = clip_ranges(dec + 2 * nd, nr, blo, u->mine);
+        nd += u->nr;
+        if (u->lo < m->norm_lo) continue; /* the norm counts [norm_lo, P), a unit boundary */
+        if (m->nlo == m->S) m->nlo = u->soff;
+        memcpy(whole + 2 * nwh, m->whole_h, sizeof(uint64_t) * 2 * (size_t)nw);
+        int k = clip_ranges(whole + 2 * nwh, nw, blo, u->mine);
+        for (int j = 0; j < k; j++) whole[2 * (nwh + j)] += u->soff - m->nlo;
+        nwh += k;
+    }
+    m->nlen = m->S - m->nlo;
+    free(m->nodecay_h);
+    free(m->whole_h);
+    m->nodecay_h = dec;
+    m->whole_h = whole;
+    m->nr = nd;
+    m->nw = nwh;
+    return SYM_OK;
 }
 
 static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
@@ -1523,17 +1778,23 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
                     prev_end, m->P);
     /* AdamW sees the block this PE updates (all of it without ZeRO), the norm
      * that block's part of [norm_lo, P) */
-    m->nr = clip_ranges(m->nodecay_h, m->nr, m->zlo, m->zlen);
-    size_t nhi = m->zlo + m->zlen < m->P ? m->zlo + m->zlen : m->P;
-    m->nlo = m->zlo > m->norm_lo ? m->zlo : m->norm_lo;
-    m->nlen = nhi > m->nlo ? nhi - m->nlo : 0;
-    m->nw = clip_ranges(m->whole_h, m->nw, m->nlo, m->nlen);
+    if (m->zero == 2) {
+        if ((rc = z2_config(m, numel))) return rc;
+    } else {
+        m->nr = clip_ranges(m->nodecay_h, m->nr, m->zlo, m->zlen);
+        size_t nhi = m->zlo + m->zlen < m->P ? m->zlo + m->zlen : m->P;
+        m->nlo = m->zlo > m->norm_lo ? m->zlo : m->norm_lo;
+        m->nlen = nhi > m->nlo ? nhi - m->nlo : 0;
+        m->nw = clip_ranges(m->whole_h, m->nw, m->nlo, m->nlen);
+    }
 
     CK(cudaSetDevice(m->dev));
     CK(cudaStreamCreateWithFlags(&m->s, cudaStreamNonBlocking));
     CK(cudaStreamCreateWithFlags(&m->s_dp, cudaStreamNonBlocking));
     CK(cudaEventCreateWithFlags(&m->ev_fork, cudaEventDisableTiming));
     CK(cudaEventCreateWithFlags(&m->ev_join, cudaEventDisableTiming));
+    for (int k = 0; m->zero == 2 && k < 2; k++)
+        CK(cudaEventCreateWithFlags(&m->ev_zfree[k], cudaEventDisableTiming));
     /* buckets need the blocks contiguous, in order, between wpe and ln_f (gpt.c's
      * layout); a stage's gradients are averaged once, after its backwards */
     m->bucket = m->hold_embed && m->hold_head ? m->opts.bucket_bytes / sizeof(float) : 0;
@@ -1608,7 +1869,14 @@ static int create_in(sym_gpu_model_t *m, const sym_param_t *table, int ntable,
     CK(cudaMemcpyAsync(m->w, params, m->P * sizeof(float), cudaMemcpyHostToDevice, m->s));
     if (m->Pp > m->P) /* ZeRO-1's padding: zero, the last block's all-gather copies it */
         CK(cudaMemsetAsync(m->w + m->P, 0, (m->Pp - m->P) * sizeof(float), m->s));
-    CK(cudaMemsetAsync(m->g, 0, m->Pp * sizeof(float), m->s));
+    if (m->zero == 2) {
+        CK(cudaMemsetAsync(m->gs, 0, m->S * sizeof(float), m->s));
+        for (int k = 0; k < 2; k++)
+            CK(cudaMemsetAsync(m->z2slot[k], 0, m->zslot * sizeof(float), m->s));
+        CK(cudaMemsetAsync(m->edge, 0, m->zedge * sizeof(float), m->s));
+    } else {
+        CK(cudaMemsetAsync(m->g, 0, m->Pp * sizeof(float), m->s));
+    }
     CK(cudaMemsetAsync(m->m, 0, m->nmom * sizeof(float), m->s));
     CK(cudaMemsetAsync(m->v, 0, m->nmom * sizeof(float), m->s));
     if (m->nr)
@@ -1713,10 +1981,11 @@ static int stage_config(sym_gpu_model_t *m, const sym_gpu_opts_t *o) {
  * one PE) the block is all of them. */
 static void zero_config(sym_gpu_model_t *m) {
     size_t n = (size_t)m->npes;
-    m->zero = m->opts.zero == 1 && n > 1;
+    m->zero = n > 1 ? m->opts.zero : 0;
     m->zlo = 0;
     m->zlen = m->zblock = m->Pp = m->nmom = m->P;
-    if (!m->zero) return;
+    m->zcur = -1;
+    if (m->zero != 1) return; /* ZeRO-2's units: z2_config, once the offsets are known */
     size_t r = (size_t)shmem_team_my_pe(m->opts.dp_team);
     m->zblock = ((m->P + n - 1) / n + 63) / 64 * 64;
     m->Pp = n * m->zblock;
@@ -1861,8 +2130,16 @@ static int run_body(sym_gpu_model_t *m, const int32_t *tok, const int32_t *tgt, 
 /* A PE with none of the last micro-batch's rows: its gradients (zero, or what
  * accumulate() left) still go into the team's average. */
 static int no_rows(sym_gpu_model_t *m) {
-    if (!m->acc_pending) CK(cudaMemsetAsync(m->g, 0, m->Pp * sizeof(float), m->s));
-    int rc = m->acc_pending ? sp_ln_sum(m) : SYM_OK; /* the micro-batches' LayerNorm parts */
+    int rc;
+    if (m->zero == 2) { /* every block's average, as the team's backwards run them */
+        if ((rc = z2_start(m, m->acc_pending ? BODY_KEEP : 0))) return rc;
+        for (int bi = m->nb - 1; bi >= 0; bi--)
+            if ((rc = z2_begin(m, bi)) || (rc = z2_end(m, bi))) return rc;
+        if ((rc = z2_join(m))) return rc;
+    } else if (!m->acc_pending) {
+        CK(cudaMemsetAsync(m->g, 0, m->Pp * sizeof(float), m->s));
+    }
+    rc = m->acc_pending ? sp_ln_sum(m) : SYM_OK; /* the micro-batches' LayerNorm parts */
     if (rc) return rc;
     CK(cudaMemsetAsync(m->sums, 0, 2 * sizeof(double), m->s));
     stamp_kernel<<<1, 1, 0, m->s>>>(m->stamp);
@@ -1903,12 +2180,32 @@ static int be_train_step(sym_gpu_model_t *m, const int32_t *tok, const int32_t *
     return rc;
 }
 
+/* ZeRO-2: every unit whole from its members' blocks of x (packed: x is laid
+ * out as gs, else as the parameters), into dst (dst + lo for each unit) by a
+ * copy of kind; each unit gathered through its own array (a block's: slot
+ * 0). Collective over the dp team, on the step's stream. */
+static int z2_gather(sym_gpu_model_t *m, const float *x, int packed, float *dst,
+                     cudaMemcpyKind kind) {
+    for (int i = 0; i < m->nu; i++) {
+        const z2unit_t *u = &m->u[i];
+        float *via = u->store ? u->store : m->z2slot[0];
+        const float *src = packed ? x + u->soff : x + u->lo + (size_t)m->zrank * u->c;
+        int e = shmemx_gpu_allgather_team(m->opts.dp_team, via, src, u->c, SHMEMX_FLOAT32, m->s);
+        if (e)
+            return fail(SYM_EIO, "PE %d: ZeRO-2's all-gather of parameters [%zu, %zu) over the "
+                                 "dp team failed: %s",
+                        shmem_my_pe(), u->lo, u->lo + u->len, shmemx_gpu_strerror(e));
+        CK(cudaMemcpyAsync(dst + u->lo, via, u->len * sizeof(float), kind, m->s));
+    }
+    return SYM_OK;
+}
+
 /* After the averaged gradients: the norm, clipping, AdamW, and the step's
  * one synchronisation; *out but compute_s. */
 static int update(sym_gpu_model_t *m, float lr, float clip, sym_gpu_step_t *out) {
     int rc;
     if (++m->calls == m->inject_at) { /* after the average: every PE injects alike */
-        inject_inf_kernel<<<1, 1, 0, m->s>>>(m->g);
+        inject_inf_kernel<<<1, 1, 0, m->s>>>(m->zero == 2 ? m->gs : m->g);
         CK(cudaGetLastError());
     }
     /* an inf or NaN on any PE is one in the average on every PE: all skip alike */
@@ -1917,8 +2214,8 @@ static int update(sym_gpu_model_t *m, float lr, float clip, sym_gpu_step_t *out)
          * ZeRO-1: the blocks' summed over the dp team, then over tp with the
          * whole tensors' of tp rank 0 alone (see the top); else the split
          * ones' over tp, the whole ones' once; then the stages' */
-        OP(symcu_grad_sumsq(m->sq, m->norm_scratch, m->g + m->nlo, m->nlen, m->whole, m->nw,
-                            m->s));
+        OP(symcu_grad_sumsq(m->sq, m->norm_scratch, (m->zero == 2 ? m->gs : m->g) + m->nlo,
+                            m->nlen, m->whole, m->nw, m->s));
         if (m->zero && (rc = dp_sum(m, m->sq, 2))) return rc;
         if (m->zero && m->tp > 1 && m->tp_rank)
             CK(cudaMemsetAsync(m->sq + 1, 0, sizeof(float), m->s));
@@ -1946,11 +2243,25 @@ static int update(sym_gpu_model_t *m, float lr, float clip, sym_gpu_step_t *out)
         CK(cudaStreamWaitEvent(m->s, m->ev_snap, 0));
         m->snap_pending = 0;
     }
-    /* this PE's block (all of it without ZeRO-1) */
-    OP(symcu_adamw(m->w + m->zlo, m->dt, m->dt == SYMCU_F32 || m->zero ? NULL : m->wc, m->m, m->v,
-                   m->g + m->zlo, m->zlen, m->clip_scale, m->ls ? &m->ls->skipped : NULL,
-                   m->nodecay, m->nr, &hp, m->s));
-    if (m->zero) { /* every block from its owner, in place; then the compute copy */
+    if (m->zero == 2) { /* each unit's block, then each unit all-gathered */
+        for (int i = 0; i < m->nu; i++) {
+            const z2unit_t *u = &m->u[i];
+            if (u->mine)
+                OP(symcu_adamw(m->w + u->lo + (size_t)m->zrank * u->c, m->dt, NULL, m->m + u->soff,
+                               m->v + u->soff, m->gs + u->soff, u->mine, m->clip_scale,
+                               m->ls ? &m->ls->skipped : NULL, m->nodecay + 2 * u->rfirst, u->nr,
+                               &hp, m->s));
+        }
+        if ((rc = z2_gather(m, m->w, 0, m->w, cudaMemcpyDeviceToDevice)) ||
+            (rc = refresh_copy(m)))
+            return rc;
+    } else {
+        /* this PE's block (all of it without ZeRO-1) */
+        OP(symcu_adamw(m->w + m->zlo, m->dt, m->dt == SYMCU_F32 || m->zero ? NULL : m->wc, m->m,
+                       m->v, m->g + m->zlo, m->zlen, m->clip_scale,
+                       m->ls ? &m->ls->skipped : NULL, m->nodecay, m->nr, &hp, m->s));
+    }
+    if (m->zero == 1) { /* every block from its owner, in place; then the compute copy */
         int e = shmemx_gpu_allgather_team(m->opts.dp_team, m->w, m->w + m->zlo, m->zblock,
                                           SHMEMX_FLOAT32, m->s);
         if (e)
@@ -2168,6 +2479,12 @@ static int be_stage_put(sym_gpu_model_t *m, int slot, int fwd, int box) {
 /* ZeRO-1: every PE's block of a moment (x, zblock floats) into g (Pp), then
  * its first P floats to host (P). Collective over the dp team. */
 static int zero_gather(sym_gpu_model_t *m, float *host, const float *x) {
+    if (m->zero == 2) {
+        int rc = z2_gather(m, x, 1, host, cudaMemcpyDeviceToHost);
+        if (rc) return rc;
+        CK(cudaStreamSynchronize(m->s));
+        return SYM_OK;
+    }
     int e = shmemx_gpu_allgather_team(m->opts.dp_team, m->g, x, m->zblock, SHMEMX_FLOAT32, m->s);
     if (e)
         return fail(SYM_EIO, "PE %d: gathering AdamW's moments for a checkpoint "
@@ -2182,7 +2499,8 @@ static int be_stage_update(sym_gpu_model_t *m, float lr, float clip, sym_gpu_ste
     memset(out, 0, sizeof *out);
     CK(cudaSetDevice(m->dev));
     if (m->tied != SHMEM_TEAM_INVALID) { /* the embedding's gradient + the LM head's */
-        int e = shmemx_gpu_allreduce_team(m->tied, m->g + m->off_wte, m->g + m->off_wte,
+        float *gw = grad_at(m, m->off_wte);
+        int e = shmemx_gpu_allreduce_team(m->tied, gw, gw,
                                           (size_t)m->nv * m->C, SHMEMX_FLOAT32, SHMEMX_SUM, m->s);
         if (e)
             return fail(SYM_EIO, "PE %d: the tied embedding's gradient sum over the first and "
@@ -2228,9 +2546,17 @@ static int be_set_state(sym_gpu_model_t *m, const float *params, const float *ex
     if (params) CK(cudaMemcpy(m->w, params, b, cudaMemcpyHostToDevice));
     /* the moments of this PE's block (all of them without ZeRO-1); a block's
      * padding past P stays zero */
-    size_t mb = m->zlen * sizeof(float);
-    if (exp_avg) CK(cudaMemcpy(m->m, exp_avg + m->zlo, mb, cudaMemcpyHostToDevice));
-    if (exp_avg_sq) CK(cudaMemcpy(m->v, exp_avg_sq + m->zlo, mb, cudaMemcpyHostToDevice));
+    for (int i = 0; i < (m->zero == 2 ? m->nu : 1); i++) { /* ZeRO-2: each unit's block */
+        size_t at = m->zlo, to = 0, len = m->zlen;
+        if (m->zero == 2) {
+            at = m->u[i].lo + (size_t)m->zrank * m->u[i].c;
+            to = m->u[i].soff;
+            len = m->u[i].mine;
+        }
+        if (exp_avg) CK(cudaMemcpy(m->m + to, exp_avg + at, len * 4, cudaMemcpyHostToDevice));
+        if (exp_avg_sq)
+            CK(cudaMemcpy(m->v + to, exp_avg_sq + at, len * 4, cudaMemcpyHostToDevice));
+    }
     m->steps = steps;
     int rc = refresh_copy(m);
     if (rc) return rc;
@@ -2263,9 +2589,9 @@ static void be_host_free(sym_gpu_model_t *m, void *p) {
 static int be_snapshot_start(sym_gpu_model_t *m, float *params, float *exp_avg,
                              float *exp_avg_sq, uint64_t *steps) {
     if (m->zero)
-        return fail(SYM_EINVAL, "GPU snapshot: with ZeRO-1 AdamW's moments are sharded over the "
+        return fail(SYM_EINVAL, "GPU snapshot: with ZeRO AdamW's moments are sharded over the "
                                 "dp team; take them with get_state (collective over the team), "
-                                "as the trainer does with --zero 1");
+                                "as the trainer does with --zero 1 or 2");
     CK(cudaSetDevice(m->dev));
     if (!m->s_snap) {
         CK(cudaStreamCreateWithFlags(&m->s_snap, cudaStreamNonBlocking));

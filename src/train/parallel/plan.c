@@ -40,7 +40,9 @@
  *  - ZeRO-1 shards the optimizer state over dp, ZeRO-2 the gradients too. On
  *    the CPU (parallel/zero.c) each PE also keeps its gradient shard beside
  *    the model's whole gradient block, which ZeRO-2 keeps allocated but
- *    partly hands back to the OS (pages, not allocator bytes).
+ *    partly hands back to the OS (pages, not allocator bytes). On the GPU
+ *    ZeRO-2 keeps the shard, two block-sized slots the backward's blocks
+ *    rotate through and the edges' (embeddings, ln_f) gradients whole.
  *  - Recompute (not in our code yet) keeps each block's output only, plus
  *    one block's buffers for the recomputed forward.
  *
@@ -296,6 +298,9 @@ static stage_t stage_of(int L, int pp, int V, int m, int s) {
     return st;
 }
 
+/* ZeRO-2 on the GPU: a member's block of x parameters split over n. */
+static size_t zero2_block(size_t x, size_t n) { return ((x + n - 1) / n + 63) / 64 * 64; }
+
 static size_t stage_params(const sym_model_config_t *m, const stage_t *st, int tp, int vp) {
     size_t C = (size_t)m->n_embd, p = (size_t)st->layers * block_params(C, tp);
     if (st->first) p += wte_params(m, tp, vp) + (size_t)m->max_seq * C;
@@ -371,15 +376,14 @@ enum { F_TP = 1, F_PP = 2, F_ZERO = 4, F_ACCUM = 8, F_RECOMPUTE = 16, F_ZERO2 = 
 
 /* Features each device's training does (tp, pp, ZeRO and accumulation on
  * the CPU, in any combination). The GPU (--device gpu) trains tp, pp,
- * accumulation, ZeRO-1 and sequence parallelism (inside pipelines too; with
- * --tp-overlap), but not ZeRO-2 (its backward writes one gradient array).
- * Neither does the planner's whole-block recompute: the GPU's --recompute
+ * accumulation, ZeRO-1 and 2 and sequence parallelism (inside pipelines too;
+ * with --tp-overlap), but not the planner's whole-block recompute: the GPU's --recompute
  * gelu,ln keeps each block's other buffers. Both train virtual pipeline
  * stages (a GPU stage's activation sets sized for its largest chunk, as
  * stage_of counts them). */
 static const unsigned have[2] = {F_TP | F_PP | F_ZERO | F_ACCUM | F_ZERO2 | F_PP_ZERO | F_PP_SP |
                                      F_VIRTUAL,
-                                 F_TP | F_PP | F_ZERO | F_ACCUM | F_PP_ZERO | F_PP_SP |
+                                 F_TP | F_PP | F_ZERO | F_ACCUM | F_ZERO2 | F_PP_ZERO | F_PP_SP |
                                      F_VIRTUAL};
 
 static void say_needs(const sym_plan_request_t *r, unsigned used, char *buf, size_t len) {
@@ -454,7 +458,23 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
         size_t Pz1 = l->zero >= 1 ? (P + (size_t)l->dp - 1) / (size_t)l->dp : P;
         size_t Pz2 = l->zero >= 2 ? Pz1 : P;
         sym_plan_mem_t mem;
-        if (gpu) {
+        if (gpu && l->zero == 2 && l->dp > 1) {
+            /* ZeRO-2 (gpt_cuda.cu's units): each block and each edge (the
+             * embeddings, the last stage's wte copy, ln_f) split in blocks of
+             * c = ceil(x / dp) rounded to 64 floats; the shard of all of them,
+             * two block-sized slots, the edges' arrays whole */
+            size_t C = (size_t)m->n_embd, n = (size_t)l->dp, wte = wte_params(m, l->tp, vp);
+            size_t pb = zero2_block(block_params(C, l->tp), n), S = (size_t)st.layers * pb;
+            size_t edges[3] = {st.first ? wte + (size_t)m->max_seq * C : 0,
+                               st.last && !st.first ? wte : 0, st.last ? 2 * C : 0}, e = 0;
+            for (int k = 0; k < 3; k++) {
+                S += zero2_block(edges[k], n);
+                e += n * zero2_block(edges[k], n);
+            }
+            mem.params = up256(P * 4) + up256(P * 2);
+            mem.grads = up256(S * 4) + 2 * up256(n * pb * 4) + up256(e * 4);
+            mem.optim = 2 * up256(S * 4);
+        } else if (gpu) {
             mem.params = up256(P * 4) + up256(P * 2);
             mem.grads = up256(Pz2 * 4);
             mem.optim = 2 * up256(Pz1 * 4);
@@ -695,9 +715,9 @@ void sym_plan_assumptions(const sym_plan_request_t *r, char *buf, size_t len) {
              r->device ? "GPU code (models/gpt_cuda.cu's one region)"
                        : "CPU code (the buddy blocks of models/gpt.c and model.c, AdamW's arrays)",
              r->device ? "TP splits the parameters and the head-local activations, sequence "
-                         "parallelism the LayerNorm and residual ones (blocks of rows); ZeRO-2 "
-                         "and whole-block recompute are not in the GPU code (its --recompute "
-                         "gelu,ln keeps more): their rows assume Megatron-style splits"
+                         "parallelism the LayerNorm and residual ones (blocks of rows); "
+                         "whole-block recompute is not in the GPU code (its --recompute "
+                         "gelu,ln keeps more): its rows assume Megatron-style splits"
                        : "TP splits the parameters and the head-local activations (qkv, "
                          "attention, MLP hidden), sequence parallelism the LayerNorm and "
                          "residual ones");
