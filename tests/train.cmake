@@ -171,6 +171,16 @@ foreach(part dp dptp pp)
            COMMAND train_layouts $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> ${part})
   set_tests_properties(train_layouts_${part} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endforeach()
+# the same matrix on GPU PEs sharing the one GPU, with a killed PE in each part (SKIP without one)
+add_executable(train_layouts_gpu train_layouts.c)
+target_compile_definitions(train_layouts_gpu PRIVATE SYM_TEST_GPU)
+target_link_libraries(train_layouts_gpu PRIVATE m)
+foreach(part dp dptp pp)
+  add_test(NAME train_layouts_gpu_${part}
+           COMMAND train_layouts_gpu $<TARGET_FILE:symrun> $<TARGET_FILE:symtrain_cli> ${part})
+  set_tests_properties(train_layouts_gpu_${part} PROPERTIES LABELS gpu TIMEOUT 600 RUN_SERIAL TRUE
+    SKIP_RETURN_CODE 77 ENVIRONMENT "NCCL_NVLS_ENABLE=0;NVSHMEM_DISABLE_NVLS=1")
+endforeach()
 sym_train_e2e(train_zero_resume) # --zero 1: SIGKILL + restart + resume bit-identical
 sym_train_e2e(train_errors)  # an error on one PE ends the job; a second SIGTERM ends a PE
 sym_train_e2e(train_lock)    # two jobs at once on one --ckpt-dir or --metrics: refused, holder named

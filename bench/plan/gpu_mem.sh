@@ -14,7 +14,7 @@ B=${BATCH:-8}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export SYMTRAIN_GPU_SHARE=1
+export SYMTRAIN_GPU_SHARE=1 SYMTRAIN_SYMMETRIC_SIZE=${SYMTRAIN_SYMMETRIC_SIZE:-3G}
 echo "# $model, global batch $B x 1024, bf16, AdamW; $(nvidia-smi --query-gpu=name \
     --format=csv,noheader 2>/dev/null | head -1)"
 printf "%-18s %4s %14s %14s %8s\n" layout PEs measured_bytes predicted_bytes pred/meas

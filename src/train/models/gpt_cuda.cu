@@ -152,6 +152,29 @@
  *                them (to_compute_kernel rounds as AdamW does).
  * get_state gathers m and v over the dp team (into g, free between steps).
  *
+ * ZeRO-2 (opts.zero 2) shards the averaged gradients too, and the whole
+ * gradient array is never held: the stage's parameters are cut into units,
+ * each block's (the backward finishes them one by one) and the edges
+ * between and around them (the embeddings, the last stage's wte copy cut at
+ * norm_lo, ln_f). Unit u of len floats splits into n blocks of c =
+ * ceil(len / n) rounded up to 64; team PE r holds block r of every unit,
+ * packed in unit order: gs (S = the sum of the c's) for the averaged
+ * gradients, m and v alike (z2unit_t). A block's backward writes its
+ * gradients (grad_at) into one of two rotating slots of n c floats, zeroed
+ * first; as it ends (z2_end) the slot is reduce-scattered (averaged) in
+ * place and the PE's block added into gs, on the side stream while the
+ * next block's backward fills the other slot (the slot is reused once that
+ * average has read it: ev_zfree), or on the step's stream where the tp team
+ * has collectives in the backward. The edges' gradients are whole arrays
+ * that add up over the step's micro-batches and are averaged into gs at the
+ * step's end, after wte's sum over the tied stages; the blocks' are averaged
+ * every micro-batch (sums, so the same). gs is zeroed by a step's first
+ * backward. The norm reads gs (the ranges translated into its packing),
+ * AdamW runs unit by unit on w + lo + r c, and the weights are all-gathered
+ * unit by unit through the unit's array (a block's: slot 0) and copied into
+ * place. Memory: the shard (S), the moments (2 S), two block slots and the
+ * edges' arrays, against ZeRO-1's whole g and moments of P / n each.
+ *
  * Pipeline stages (opts.stage_chunks > 0; the schedule is parallel/pipeline.c's
  * through sym_pipe_device_t): the model holds its chunks' blocks (one chunk,
  * or V with interleaved virtual stages: chunk k blocks [ch_l0[k], + ch_L[k])
@@ -561,6 +584,7 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
         TAKEA(c, m->wc, P);
     if (m->dt == SYMCU_F16) TAKE(c, m->ls, 1);
     TAKE(c, m->nodecay, 2 * (size_t)(m->nr ? m->nr : 1));
+    size_t dbg0 = c->used; /* TEMP */
     for (int k = 0; k < m->nslots; k++) { /* a set holds one chunk's forward, any chunk */
         gslot_t *a = &m->sl[k];
         TAKEA(c, a->encoded, R * C);
@@ -597,6 +621,7 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
             TAKEA(c, b->res3, R * C);
         }
     }
+    size_t dbg1 = c->used; /* TEMP */
     if (!m->hold_embed || !m->hold_head) TAKE(c, m->xfer, R * C); /* an edge: a shard with SP */
     if (m->opts.inbox_elems && (!m->hold_embed || !m->hold_head))
         TAKEA(c, m->box, 2 * (size_t)m->opts.inbox_slots * m->opts.inbox_elems);
@@ -636,6 +661,11 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
     TAKE(c, m->sums, 2);
     TAKE(c, m->tgt, N);
     if (m->nsites) TAKE(c, m->drop_d, (size_t)(m->nsites + 1) * m->nslots);
+    if (c->base && getenv("SYMTRAIN_DEBUG_CARVE")) /* TEMP */
+        fprintf(stderr, "carve PE %d: params+opt %zu, %d slots %zu, rest %zu, total %zu; N %zu "
+                "nbmax %d embed %d head %d box %d x %zu\n", shmem_my_pe(), dbg0, m->nslots,
+                dbg1 - dbg0, c->used - dbg1, c->used, N, m->nbmax, m->hold_embed, m->hold_head,
+                m->opts.inbox_slots, m->opts.inbox_elems);
 }
 
 /* ---- the passes ---- */
@@ -1683,13 +1713,15 @@ static int z2_config(sym_gpu_model_t *m, const size_t *numel) {
     z2_edges(m, at, m->P);
     m->nmom = m->S;
     /* the no-decay ranges of each unit's block, one list after another */
-    int nr = m->nr, nw = m->nw;
-    size_t cnt = 2 * (size_t)(nr + m->nu) + 2;
-    uint64_t *dec = (uint64_t *)malloc(sizeof(uint64_t) * cnt);
-    uint64_t *whole = (uint64_t *)malloc(sizeof(uint64_t) * (2 * (size_t)(nw + m->nu) + 2));
-    if (!dec || !whole) {
+    /* a range splits at most once per unit boundary: n + nu ranges at most */
+    int nr = m->nr, nw = m->nw, most = (nr > nw ? nr : nw) + 1;
+    uint64_t *dec = (uint64_t *)malloc(sizeof(uint64_t) * 2 * (size_t)(nr + m->nu + 1));
+    uint64_t *whole = (uint64_t *)malloc(sizeof(uint64_t) * 2 * (size_t)(nw + m->nu + 1));
+    uint64_t *tmp = (uint64_t *)malloc(sizeof(uint64_t) * 2 * (size_t)most);
+    if (!dec || !whole || !tmp) {
         free(dec);
         free(whole);
+        free(tmp);
         return fail(SYM_ENOMEM, "out of host memory for the GPU model");
     }
     int nd = 0, nwh = 0;
@@ -1697,17 +1729,22 @@ static int z2_config(sym_gpu_model_t *m, const size_t *numel) {
     for (int i = 0; i < m->nu; i++) {
         z2unit_t *u = &m->u[i];
         size_t blo = u->lo + (size_t)m->zrank * u->c;
-        memcpy(dec + 2 * nd, m->nodecay_h, sizeof(uint64_t) * 2 * (size_t)nr);
+        memcpy(tmp, m->nodecay_h, sizeof(uint64_t) * 2 * (size_t)nr);
         u->rfirst = nd;
-        u->nr = clip_ranges(dec + 2 * nd, nr, blo, u->mine);
+        u->nr = clip_ranges(tmp, nr, blo, u->mine);
+        memcpy(dec + 2 * nd, tmp, sizeof(uint64_t) * 2 * (size_t)u->nr);
         nd += u->nr;
         if (u->lo < m->norm_lo) continue; /* the norm counts [norm_lo, P), a unit boundary */
         if (m->nlo == m->S) m->nlo = u->soff;
-        memcpy(whole + 2 * nwh, m->whole_h, sizeof(uint64_t) * 2 * (size_t)nw);
-        int k = clip_ranges(whole + 2 * nwh, nw, blo, u->mine);
-        for (int j = 0; j < k; j++) whole[2 * (nwh + j)] += u->soff - m->nlo;
+        memcpy(tmp, m->whole_h, sizeof(uint64_t) * 2 * (size_t)nw);
+        int k = clip_ranges(tmp, nw, blo, u->mine);
+        for (int j = 0; j < k; j++) {
+            whole[2 * (nwh + j)] = tmp[2 * j] + u->soff - m->nlo;
+            whole[2 * (nwh + j) + 1] = tmp[2 * j + 1];
+        }
         nwh += k;
     }
+    free(tmp);
     m->nlen = m->S - m->nlo;
     free(m->nodecay_h);
     free(m->whole_h);
