@@ -129,6 +129,50 @@ static void memory_of(const char *log, double *params, double *mem) {
     free(s);
 }
 
+/* A dp=2 --zero Z GPU run checkpointed at step 10 in `format`, resumed to
+ * STEPS: model.bin and optim.bin identical to the uninterrupted run's (full). */
+static void resumed(int zero, const char *format, const char *full) {
+    char args[2048];
+    const char *dir = e2e_path("ck_z%d_%s", zero, format);
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --parallel dp=2 --zero %d "
+             "--max-steps 10 --ckpt-dir %s --ckpt-format %s", zero, dir, format);
+    e2e_run(2, NULL, NULL, e2e_path("z%d_half_%s.log", zero, format), 0, args);
+    CHECK(e2e_newest(dir, NULL, 0) == 10, "the --zero %d GPU run left no step-10 %s checkpoint",
+          zero, format);
+    /* the resume writes the single-writer format (it reads either) */
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --parallel dp=2 --zero %d "
+             "--max-steps %d --resume --ckpt-dir %s", zero, STEPS, dir);
+    const char *rlog = e2e_path("z%d_resumed_%s.log", zero, format);
+    e2e_run(2, NULL, NULL, rlog, 0, args);
+    e2e_expect_log(rlog, "resumed from ");
+    CHECK(e2e_newest(dir, NULL, 0) == STEPS, "the resumed --zero %d GPU run did not reach step %d",
+          zero, STEPS);
+    e2e_same_ckpt_file(full, dir, "model.bin");
+    e2e_same_ckpt_file(full, dir, "optim.bin");
+    printf("train_gpt_gpu_tp: dp=2 --zero %d on the GPU, %s step-10 checkpoint + --resume: "
+           "model.bin and optim.bin identical to the uninterrupted run's\n", zero, format);
+}
+
+/* fp16 at dp=2 --zero Z: an inf forced into the averaged gradients (PE 0's
+ * block) at step 5 skips the step on both PEs: step 5's checkpoint is step 4's. */
+static void fp16_skip(int zero) {
+    char args[2048];
+    const char *ck4 = e2e_path("ck_z%d_fp16_4", zero), *ck5 = e2e_path("ck_z%d_fp16_5", zero);
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp16 --parallel dp=2 --zero %d "
+             "--max-steps 4 --ckpt-dir %s", zero, ck4);
+    e2e_run(2, NULL, NULL, e2e_path("z%d_fp16_4.log", zero), 0, args);
+    snprintf(args, sizeof args, ARGS " --device gpu --precision fp16 --parallel dp=2 --zero %d "
+             "--max-steps 5 --ckpt-dir %s", zero, ck5);
+    const char *flog = e2e_path("z%d_fp16_5.log", zero);
+    e2e_run(2, NULL, "SYMTRAIN_TEST_FP16_OVERFLOW=5", flog, 0, args);
+    e2e_expect_log(flog, "step 5: fp16 overflow");
+    CHECK(e2e_newest(ck5, NULL, 0) == 5, "no step-5 checkpoint of the forced fp16 run");
+    e2e_same_ckpt_file(ck4, ck5, "model.bin");
+    e2e_same_ckpt_file(ck4, ck5, "optim.bin");
+    printf("train_gpt_gpu_tp: fp16 dp=2 --zero %d, an inf in PE 0's block at step 5: skipped on "
+           "both PEs (step 5's model.bin and optim.bin are step 4's)\n", zero);
+}
+
 /* (e) --zero 1 on the GPU */
 static void zero_case(void) {
     char args[2048], what[160];
@@ -167,27 +211,8 @@ static void zero_case(void) {
            "(%.2f MiB: the moments' half)\n", (mem0 - mem1) / 1048576, want / 1048576);
 
     /* a step-10 checkpoint, single-writer and sharded, resumed with --zero 1 on the GPU */
-    static const char *const formats[2] = {"single", "sharded"};
-    for (int f = 0; f < 2; f++) {
-        const char *dir = e2e_path("ck_z1_%s", formats[f]);
-        snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --parallel dp=2 --zero 1 "
-                 "--max-steps 10 --ckpt-dir %s --ckpt-format %s", dir, formats[f]);
-        e2e_run(2, NULL, NULL, e2e_path("z1_half_%s.log", formats[f]), 0, args);
-        CHECK(e2e_newest(dir, NULL, 0) == 10, "the --zero 1 GPU run left no step-10 %s "
-              "checkpoint", formats[f]);
-        /* the resume writes the single-writer format (it reads either) */
-        snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --parallel dp=2 --zero 1 "
-                 "--max-steps %d --resume --ckpt-dir %s", STEPS, dir);
-        const char *rlog = e2e_path("z1_resumed_%s.log", formats[f]);
-        e2e_run(2, NULL, NULL, rlog, 0, args);
-        e2e_expect_log(rlog, "resumed from ");
-        CHECK(e2e_newest(dir, NULL, 0) == STEPS, "the resumed --zero 1 GPU run did not reach "
-              "step %d", STEPS);
-        e2e_same_ckpt_file(full, dir, "model.bin");
-        e2e_same_ckpt_file(full, dir, "optim.bin");
-        printf("train_gpt_gpu_tp: dp=2 --zero 1 on the GPU, %s step-10 checkpoint + --resume: "
-               "model.bin and optim.bin identical to the uninterrupted run's\n", formats[f]);
-    }
+    resumed(1, "single", full);
+    resumed(1, "sharded", full);
 
     /* in-memory snapshots: PE 1 killed after step 13, the job restarted */
     const char *mlog = e2e_path("z1_mem.log"), *mdir = e2e_path("ck_z1_mem");
@@ -204,21 +229,7 @@ static void zero_case(void) {
     printf("train_gpt_gpu_tp: dp=2 --zero 1 on the GPU, PE 1 killed after step 13: restored "
            "from the in-memory snapshot of step 12, every loss and step 20's files identical\n");
 
-    /* fp16: an inf in PE 0's block at step 5 skips the step on both PEs */
-    const char *ck4 = e2e_path("ck_z1_fp16_4"), *ck5 = e2e_path("ck_z1_fp16_5");
-    snprintf(args, sizeof args, ARGS " --device gpu --precision fp16 --parallel dp=2 --zero 1 "
-             "--max-steps 4 --ckpt-dir %s", ck4);
-    e2e_run(2, NULL, NULL, e2e_path("z1_fp16_4.log"), 0, args);
-    snprintf(args, sizeof args, ARGS " --device gpu --precision fp16 --parallel dp=2 --zero 1 "
-             "--max-steps 5 --ckpt-dir %s", ck5);
-    const char *flog = e2e_path("z1_fp16_5.log");
-    e2e_run(2, NULL, "SYMTRAIN_TEST_FP16_OVERFLOW=5", flog, 0, args);
-    e2e_expect_log(flog, "step 5: fp16 overflow");
-    CHECK(e2e_newest(ck5, NULL, 0) == 5, "no step-5 checkpoint of the forced fp16 run");
-    e2e_same_ckpt_file(ck4, ck5, "model.bin");
-    e2e_same_ckpt_file(ck4, ck5, "optim.bin");
-    printf("train_gpt_gpu_tp: fp16 dp=2 --zero 1, an inf in PE 0's block at step 5: skipped on "
-           "both PEs (step 5's model.bin and optim.bin are step 4's)\n");
+    fp16_skip(1);
 
     /* bf16 at dp=2: a smoke check against the fp32 CPU run */
     train("bf16_dp2_z1", 2, "gpu", "dp=2", "--precision bf16 --zero 1");
@@ -273,34 +284,9 @@ static void zero2_case(void) {
     printf("train_gpt_gpu_tp: --zero 2 on the GPU (dp=2, dp=2,tp=2,sp, dp=4 with 2 micro-batches) "
            "matches --zero 1 on the GPU and --zero 2 on the CPU\n");
 
-    /* a sharded step-10 checkpoint resumed with --zero 2 on the GPU */
-    const char *dir = e2e_path("ck_z2_sharded");
-    snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --parallel dp=2 --zero 2 "
-             "--max-steps 10 --ckpt-dir %s --ckpt-format sharded", dir);
-    e2e_run(2, NULL, NULL, e2e_path("z2_half.log"), 0, args);
-    CHECK(e2e_newest(dir, NULL, 0) == 10, "the --zero 2 GPU run left no step-10 checkpoint");
-    snprintf(args, sizeof args, ARGS " --device gpu --precision fp32 --parallel dp=2 --zero 2 "
-             "--max-steps %d --resume --ckpt-dir %s", STEPS, dir);
-    e2e_run(2, NULL, NULL, e2e_path("z2_resumed.log"), 0, args);
-    e2e_expect_log(e2e_path("z2_resumed.log"), "resumed from ");
-    e2e_same_ckpt_file(full, dir, "model.bin");
-    e2e_same_ckpt_file(full, dir, "optim.bin");
-    printf("train_gpt_gpu_tp: dp=2 --zero 2 on the GPU, sharded step-10 checkpoint + --resume: "
-           "model.bin and optim.bin identical to the uninterrupted run's\n");
+    resumed(2, "sharded", full);
 
-    /* fp16: an inf in the shard at step 5 skips the step on both PEs */
-    const char *ck4 = e2e_path("ck_z2_fp16_4"), *ck5 = e2e_path("ck_z2_fp16_5");
-    snprintf(args, sizeof args, ARGS " --device gpu --precision fp16 --parallel dp=2 --zero 2 "
-             "--max-steps 4 --ckpt-dir %s", ck4);
-    e2e_run(2, NULL, NULL, e2e_path("z2_fp16_4.log"), 0, args);
-    snprintf(args, sizeof args, ARGS " --device gpu --precision fp16 --parallel dp=2 --zero 2 "
-             "--max-steps 5 --ckpt-dir %s", ck5);
-    e2e_run(2, NULL, "SYMTRAIN_TEST_FP16_OVERFLOW=5", e2e_path("z2_fp16_5.log"), 0, args);
-    e2e_expect_log(e2e_path("z2_fp16_5.log"), "step 5: fp16 overflow");
-    e2e_same_ckpt_file(ck4, ck5, "model.bin");
-    e2e_same_ckpt_file(ck4, ck5, "optim.bin");
-    printf("train_gpt_gpu_tp: fp16 dp=2 --zero 2, an inf in the shard at step 5: skipped on both "
-           "PEs\n");
+    fp16_skip(2);
 
     /* the memory, 8 layers at dp=4: --zero 1's g (Pp = 4 zb) and moments (zb each) against
      * --zero 2's shard S, moments S each, two block slots and the edges' arrays */
