@@ -53,6 +53,7 @@
 #define TOL 1e-4
 #define TOL_NORM 1e-3
 #define SEED_DIFF (5 * TOL_NORM)
+#define CKPT_TOL 1e-3 /* ZeRO-1's weights and state at step 10 beside --zero 0's */
 #else
 #define NAME "train_layouts"
 #define MODEL "gpt:L=4,C=64,H=4,V=128,T=32"
@@ -60,6 +61,7 @@
 #define TOL 1e-5
 #define TOL_NORM 2e-5
 #define SEED_DIFF (100 * TOL_NORM)
+#define CKPT_TOL TOL
 #endif
 #define ARGS "--generated --model " MODEL " --batch 8 --max-steps 20 --threads 1 --lr 0.001 " \
              "--warmup-steps 2 --eval-every 10 " DEVICE " --test-samples 32 --bucket-mb 0.05 "  \
@@ -180,7 +182,7 @@ static void checkpoints(void) {
         CHECK(!f || !memcmp(w0, w1, 32), "optim.bin headers differ");
         for (size_t i = f ? 8 : 0; i < n0; i++) {
             double e = fabs((double)w1[i] - w0[i]) / fmax(fabs(w0[i]), f ? 1e-6 : 1e-2);
-            CHECK(e <= TOL, "%s: element %zu is %.9g under ZeRO-1, %.9g unsharded", files[f], i,
+            CHECK(e <= CKPT_TOL, "%s: element %zu is %.9g under ZeRO-1, %.9g unsharded", files[f], i,
                   w1[i], w0[i]);
             d = fmax(d, e);
         }

@@ -147,11 +147,19 @@ int main(int argc, char **argv) {
         CHECK(num(p, "step") >= best, "a layout that fits is faster than the choice");
     }
     CHECK(fitting > 1, "only %d layouts of d48 on 8 GPUs fit", fitting);
-    /* dp=8 ZeRO-0 (what our GPU code trains today): the fp32 gradients, 4 P bytes in
-     * ceil(4P / 25 MiB) = 238 buckets, over NVLink at 362 GB/s busbw, 3.9 us */
+    /* the runnable choice: a layout our GPU code trains, the fastest of them */
     const char *run = strstr(s, "\"runnable_choice\":{");
+    CHECK(run && num(run, "dp") * num(run, "tp") * num(run, "pp") == 8 &&
+              strstr(run, "\"needs\":\"\"") && num(run, "step") >= best,
+          "d48 on 8 GPUs: no runnable choice of 8 PEs, or one faster than the choice");
+    free(s);
+    /* dp=8 ZeRO-0: the fp32 gradients, 4 P bytes in ceil(4P / 25 MiB) = 238 buckets,
+     * over NVLink at 362 GB/s busbw, 3.9 us */
+    s = plan(log, "--model gpt:d48 --pes 8 --device gpu --batch 16 --device-mem 141G "
+                  "--layout dp=8");
+    run = strstr(s, "\"layouts\":");
     CHECK(run && num(run, "dp") == 8 && num(run, "zero") == 0 && num(run, "micro") == 1,
-          "d48 on 8 GPUs: the runnable choice is not dp=8 ZeRO-0");
+          "d48 --layout dp=8: not dp=8 ZeRO-0 with one micro-batch");
     near(num(strstr(run, "\"time\":"), "dp_total"), 238 * 3.9e-6 + 2.0 * 7 / 8 * 4 * P48 / 362e9,
          1e-4, "dp all-reduce seconds");
     /* overlapped with the backward (2/3 of 56.6 ms) but for the last piece, the

@@ -127,6 +127,12 @@ typedef struct {
  * 0, or 1 with the reason and the fix in why (len bytes). */
 int sym_pipe_virtual_check(int n_layer, int S, int V, int M, char *why, size_t len);
 
+/* The plan sym_pipe_create follows: cfg's n_layer blocks cut into n
+ * contiguous chunks (n = S V), chunk c blocks [first[c], + layers[c]),
+ * balanced by predicted FLOPs (every block alike, the LM head on the last
+ * chunk). The planner counts the same stages. */
+void sym_pipe_plan(const sym_model_config_t *cfg, int n, int *first, int *layers);
+
 /* Split cfg's blocks into stages (balanced by predicted FLOPs: a block's
  * matrices and attention; the LM head on the last), one per PE of the mesh's
  * "pp" dimension, build this PE's stage and its inboxes. With V =

@@ -2042,9 +2042,12 @@ static int setup(run_t *r) {
         else if (r->gpu && c->zero)
             note(r, "ZeRO-%d over dp=1: nothing to shard, each PE holds its part's whole state",
                  c->zero);
+        int M = micro_of(c, r->lay);
+        if (r->gpu && M > 1)
+            note(r, "%d micro-batches of %d per step%s", M, (c->global_batch + M - 1) / M,
+                 r->pipe ? " (the pipeline's)" : " (gradients accumulated)");
         if (!r->gpu) { /* the bytes, exactly: tests compare them across --zero */
             char how[160];
-            int M = micro_of(c, r->lay);
             if (!c->zero)
                 snprintf(how, sizeof how, "not sharded");
             else if (r->lay.dp == 1) /* a layout without dp replicas: nothing to shard over */

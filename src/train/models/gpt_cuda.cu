@@ -584,7 +584,6 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
         TAKEA(c, m->wc, P);
     if (m->dt == SYMCU_F16) TAKE(c, m->ls, 1);
     TAKE(c, m->nodecay, 2 * (size_t)(m->nr ? m->nr : 1));
-    size_t dbg0 = c->used; /* TEMP */
     for (int k = 0; k < m->nslots; k++) { /* a set holds one chunk's forward, any chunk */
         gslot_t *a = &m->sl[k];
         TAKEA(c, a->encoded, R * C);
@@ -621,7 +620,6 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
             TAKEA(c, b->res3, R * C);
         }
     }
-    size_t dbg1 = c->used; /* TEMP */
     if (!m->hold_embed || !m->hold_head) TAKE(c, m->xfer, R * C); /* an edge: a shard with SP */
     if (m->opts.inbox_elems && (!m->hold_embed || !m->hold_head))
         TAKEA(c, m->box, 2 * (size_t)m->opts.inbox_slots * m->opts.inbox_elems);
@@ -661,11 +659,6 @@ static void carve(sym_gpu_model_t *m, carver_t *c, int recompute_gelu, int recom
     TAKE(c, m->sums, 2);
     TAKE(c, m->tgt, N);
     if (m->nsites) TAKE(c, m->drop_d, (size_t)(m->nsites + 1) * m->nslots);
-    if (c->base && getenv("SYMTRAIN_DEBUG_CARVE")) /* TEMP */
-        fprintf(stderr, "carve PE %d: params+opt %zu, %d slots %zu, rest %zu, total %zu; N %zu "
-                "nbmax %d embed %d head %d box %d x %zu\n", shmem_my_pe(), dbg0, m->nslots,
-                dbg1 - dbg0, c->used - dbg1, c->used, N, m->nbmax, m->hold_embed, m->hold_head,
-                m->opts.inbox_slots, m->opts.inbox_elems);
 }
 
 /* ---- the passes ---- */

@@ -108,7 +108,7 @@ struct sym_pipe {
  * LM head 2 C Vp on the last stage, the embeddings nothing. The last stage
  * takes k blocks, the others split the rest evenly (the earlier ones one more
  * when it does not divide); k minimises the largest stage's cost. */
-static void plan(const sym_model_config_t *c, int S, int *first, int *layers) {
+void sym_pipe_plan(const sym_model_config_t *c, int S, int *first, int *layers) {
     double block = 24.0 * c->n_embd * c->n_embd + 4.0 * c->max_seq * c->n_embd;
     double head = 2.0 * c->n_embd * (double)c->padded_vocab;
     int L = c->n_layer, best = L;
@@ -336,7 +336,7 @@ int sym_pipe_create(const sym_model_config_t *cfg, sym_mesh_t *mesh, const sym_p
         rc = sym__error(SYM_ENOMEM, "pipeline: out of memory");
         goto fail;
     }
-    plan(cfg, S * V, p->first, p->layers);
+    sym_pipe_plan(cfg, S * V, p->first, p->layers);
     /* The symmetric part, in the same order and sizes on every PE. */
     size_t box = (size_t)V * (size_t)p->slots * p->msg_floats * sizeof(float);
     p->ctl = shmem_calloc((size_t)(2 * V * p->slots + 2 * V), sizeof *p->ctl);

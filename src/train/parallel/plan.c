@@ -25,8 +25,8 @@
  *    attention output, MLP hidden) as Megatron does, the rest stays whole;
  *    sequence parallelism keeps ceil(N / tp) rows of the LayerNorm and
  *    residual buffers (blocks of the N rows) and adds two buffers.
- *  - Pipeline stages: layers spread evenly (the first stages take the
- *    remainder), the embeddings on the first stage, ln_f and the LM head on
+ *  - Pipeline stages: layers cut as pipeline.c cuts them (sym_pipe_plan:
+ *    balanced by FLOPs, the LM head's on the last), the embeddings on the first stage, ln_f and the LM head on
  *    the last (which keeps a copy of the tied wte); 1F1B keeps up to pp
  *    micro-batches in flight on the first stage (min(m, pp - s) on stage s),
  *    each with its blocks' buffers, its input and on the last stage the
@@ -274,25 +274,27 @@ typedef struct {
     int slot_layers; /* the blocks an activation set holds: the largest chunk's */
 } stage_t;
 
-/* Stage s of pp with V chunks a stage: its layers (L cut into pp V chunks,
- * the first L % (pp V) one more; chunk c on stage c % pp) and the forwards
- * in flight (micro-batches, or with V > 1 chunk forwards). */
-static stage_t stage_of(int L, int pp, int V, int m, int s) {
+/* Stage s of pp with V chunks a stage: its layers (the model's blocks cut
+ * into pp V chunks as pipeline.c cuts them, sym_pipe_plan; chunk c on stage
+ * c % pp) and the forwards in flight (micro-batches, or with V > 1 chunk
+ * forwards). */
+static stage_t stage_of(const sym_model_config_t *m, int pp, int V, int mb, int s) {
     stage_t st;
-    int n = pp * V;
+    int n = pp * V, first[SYM_GPT_MAX_LAYERS], layers[SYM_GPT_MAX_LAYERS];
+    sym_pipe_plan(m, n, first, layers);
     st.layers = st.slot_layers = 0;
     for (int c = s; c < n; c += pp) {
-        int k = L / n + (c < L % n);
+        int k = layers[c];
         st.layers += k;
         if (k > st.slot_layers) st.slot_layers = k;
     }
     st.first = s == 0;
     st.last = s == pp - 1;
     if (V == 1) {
-        st.inflight = pp - s < m ? pp - s : m;
+        st.inflight = pp - s < mb ? pp - s : mb;
     } else {
         st.inflight = (pp - s - 1) * 2 + (V - 1) * pp + 1;
-        if (st.inflight > m * V) st.inflight = m * V;
+        if (st.inflight > mb * V) st.inflight = mb * V;
     }
     if (st.inflight < 1) st.inflight = 1;
     return st;
@@ -452,7 +454,7 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
 
     /* memory: the heaviest stage */
     for (int s = 0; s < l->pp; s++) {
-        stage_t st = stage_of(m->n_layer, l->pp, V, l->micro, s);
+        stage_t st = stage_of(m, l->pp, V, l->micro, s);
         if (l->pp == 1) st.inflight = 1; /* one micro-batch's buffers, reused */
         size_t P = stage_params(m, &st, l->tp, vp);
         size_t Pz1 = l->zero >= 1 ? (P + (size_t)l->dp - 1) / (size_t)l->dp : P;
@@ -501,7 +503,7 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
     double T = r->seq ? r->seq : m->max_seq, C = m->n_embd, tokens = (double)local * T;
     double worst = 0;
     for (int s = 0; s < l->pp; s++) {
-        stage_t st = stage_of(m->n_layer, l->pp, V, l->micro, s);
+        stage_t st = stage_of(m, l->pp, V, l->micro, s);
         double f = st.layers * (6.0 * (double)block_params((size_t)C, 1) + 6.0 * T * C) / l->tp;
         double head = 6.0 * ((double)m->padded_vocab * C + (double)m->max_seq * C);
         if (st.last) f += vp ? head / l->tp : head; /* the LM head, tied with wte */
