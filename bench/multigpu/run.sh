@@ -79,8 +79,8 @@ fi
 
 if want layouts 90; then
     say "## hybrid layouts of gpt:d12 on $ngpu GPUs (whatever --parallel offers on GPUs in this build)"
-    # LAYOUT[:MORE OPTIONS]: data, tensor and pipeline parallelism, ZeRO-1, the planner's choice
-    for spec in "dp=$ngpu" "dp=$ngpu:--zero 1" "tp=2,dp=$((ngpu / 2))" \
+    # LAYOUT[:MORE OPTIONS]: data, tensor and pipeline parallelism, ZeRO-1 and 2, the planner's choice
+    for spec in "dp=$ngpu" "dp=$ngpu:--zero 1" "dp=$ngpu:--zero 2" "tp=2,dp=$((ngpu / 2))" \
                 "pp=2,dp=$((ngpu / 2)):--micro-batches 4" \
                 "pp=2,dp=$((ngpu / 2)):--micro-batches 4 --zero 1" "auto"; do
         [ "$ngpu" -lt 2 ] && break
