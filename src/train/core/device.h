@@ -14,7 +14,8 @@
  * ZeRO-1 (sym_gpu_opts_t.zero) each PE of the data-parallel team keeps
  * AdamW's moments for its block of the parameters alone: the average becomes
  * a reduce-scatter, AdamW updates the block, and an all-gather of the
- * weights follows.
+ * weights follows; ZeRO-2 shards the averaged gradients too (each block's
+ * reduce-scattered as the backward leaves it, the whole array never held).
  *
  * The backend reports failures as a SYM_E* code with the sentence readable
  * through error(); it uses only the public API of libsymtrain and symshmem.
@@ -65,7 +66,8 @@ typedef struct {
                                  * vocabulary (sym_shard_range of V over the team) */
     int zero;                   /* 1: ZeRO-1 over dp_team (AdamW's m and v of this PE's
                                  * block of the parameters alone; get_state is then
-                                 * collective over the team for them); 0: none */
+                                 * collective over the team for them); 2: ZeRO-2 (the
+                                 * averaged gradients sharded too); 0: none */
     /* pipeline parallelism: this PE's stage (stage_chunks 0: the whole model).
      * The table is then sym_pipe_model's (the stage's tensors, named as the
      * whole model's: its chunks' blocks in ascending order), and the stage_*

@@ -2551,9 +2551,10 @@ static int be_get_state(sym_gpu_model_t *m, float *params, float *exp_avg, float
     size_t b = m->P * sizeof(float);
     if (params) CK(cudaMemcpy(params, m->w, b, cudaMemcpyDeviceToHost));
     if (m->zero && (exp_avg || exp_avg_sq)) {
-        /* g is the scratch: free between steps, not between accumulate and train_step */
+        /* g (ZeRO-2: the units' arrays) is the scratch: free between steps, not
+         * between accumulate and train_step */
         if (m->acc_pending)
-            return fail(SYM_EINVAL, "GPU GPT: get_state of AdamW's moments with ZeRO-1 between "
+            return fail(SYM_EINVAL, "GPU GPT: get_state of AdamW's moments with ZeRO between "
                                     "a step's micro-batches (the gradients are in the gather's "
                                     "scratch); call it after train_step");
         int rc;
