@@ -2043,9 +2043,11 @@ static int setup(run_t *r) {
             note(r, "ZeRO-%d over dp=1: nothing to shard, each PE holds its part's whole state",
                  c->zero);
         int M = micro_of(c, r->lay);
-        if (r->gpu && M > 1)
-            note(r, "%d micro-batches of %d per step%s", M, (c->global_batch + M - 1) / M,
-                 r->pipe ? " (the pipeline's)" : " (gradients accumulated)");
+        char micro[96]; /* the step's micro-batches, said by either device's line */
+        snprintf(micro, sizeof micro, "%d micro-batch%s of %d per step%s", M, M == 1 ? "" : "es",
+                 (c->global_batch + M - 1) / M,
+                 r->pipe ? " (the pipeline's)" : M > 1 ? " (gradients accumulated)" : "");
+        if (r->gpu && M > 1) note(r, "%s", micro);
         if (!r->gpu) { /* the bytes, exactly: tests compare them across --zero */
             char how[160];
             if (!c->zero)
@@ -2057,10 +2059,8 @@ static int setup(run_t *r) {
                 snprintf(how, sizeof how, "ZeRO-%d: %s sharded over the %d PEs of each dp team",
                          c->zero, c->zero == 1 ? "the state" : "the state and the gradients",
                          r->lay.dp);
-            note(r, "optimizer state %zu bytes per PE (%s); %d micro-batch%s of %d per step%s",
-                 optim_state_bytes(r), how, M, M == 1 ? "" : "es",
-                 (c->global_batch + M - 1) / M,
-                 r->pipe ? " (the pipeline's)" : M > 1 ? " (gradients accumulated)" : "");
+            note(r, "optimizer state %zu bytes per PE (%s); %s", optim_state_bytes(r), how,
+                 micro);
         }
         const sym_balance_config_t *bc = &c->balance;
         char every[32];

@@ -1635,13 +1635,17 @@ static void add_range(uint64_t *r, int *n, size_t off, size_t len) {
     (*n)++;
 }
 
+/* A team member's block of len floats split over n: ceil(len / n) rounded up
+ * to 64 floats (aligned, vectorised kernels); ZeRO-1's blocks, ZeRO-2's of a unit. */
+static size_t zero_block(size_t len, size_t n) { return ((len + n - 1) / n + 63) / 64 * 64; }
+
 /* ZeRO-2: unit [lo, lo + len) appended (block: its stage block index, or -1). */
 static void z2_add(sym_gpu_model_t *m, size_t lo, size_t len, int block) {
     size_t n = (size_t)m->npes, r = (size_t)m->zrank;
     z2unit_t *u = &m->u[m->nu];
     u->lo = lo;
     u->len = len;
-    u->c = ((len + n - 1) / n + 63) / 64 * 64; /* aligned blocks, as ZeRO-1's */
+    u->c = zero_block(len, n);
     u->mine = r * u->c >= len ? 0 : len - r * u->c < u->c ? len - r * u->c : u->c;
     u->soff = m->S;
     m->S += u->c;
@@ -1705,8 +1709,9 @@ static int z2_config(sym_gpu_model_t *m, const size_t *numel) {
                                 "the block's order, in the parameter table");
     z2_edges(m, at, m->P);
     m->nmom = m->S;
-    /* the no-decay ranges of each unit's block, one list after another */
-    /* a range splits at most once per unit boundary: n + nu ranges at most */
+    /* the no-decay ranges of each unit's block, one list after another, and the
+     * whole ranges in gs's packing; a range splits at most once per unit
+     * boundary: n + nu ranges at most */
     int nr = m->nr, nw = m->nw, most = (nr > nw ? nr : nw) + 1;
     uint64_t *dec = (uint64_t *)malloc(sizeof(uint64_t) * 2 * (size_t)(nr + m->nu + 1));
     uint64_t *whole = (uint64_t *)malloc(sizeof(uint64_t) * 2 * (size_t)(nw + m->nu + 1));
@@ -2017,7 +2022,7 @@ static void zero_config(sym_gpu_model_t *m) {
     m->zcur = -1;
     if (m->zero != 1) return; /* ZeRO-2's units: z2_config, once the offsets are known */
     size_t r = (size_t)shmem_team_my_pe(m->opts.dp_team);
-    m->zblock = ((m->P + n - 1) / n + 63) / 64 * 64;
+    m->zblock = zero_block(m->P, n);
     m->Pp = n * m->zblock;
     m->nmom = m->zblock;
     m->zlo = r * m->zblock;
