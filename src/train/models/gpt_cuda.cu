@@ -774,14 +774,21 @@ static int grad_in(sym_gpu_model_t *m, const void **d, const shard_t *sh) {
     return rc;
 }
 
+/* Stream `waiter` waits (through event ev) for what stream `from` has done so far. */
+static int stream_after(cudaStream_t waiter, cudaEvent_t ev, cudaStream_t from) {
+    CK(cudaEventRecord(ev, from));
+    CK(cudaStreamWaitEvent(waiter, ev, 0));
+    return SYM_OK;
+}
+
 /* --tp-overlap: x (n elements of the compute type, a chunk the step's stream
  * has just computed) summed over the tp team on the side stream s_tp, which
  * waits for the step's stream first (the all-reduces run in order there, one
  * collective at a time, while the step's stream computes the next chunk). */
 static int tp_side_sum(sym_gpu_model_t *m, void *x, size_t n) {
-    CK(cudaEventRecord(m->ev_tp_fork, m->s));
-    CK(cudaStreamWaitEvent(m->s_tp, m->ev_tp_fork, 0));
-    int e = shmemx_gpu_allreduce_team(m->opts.tp_team, x, x, n, m->coll_dt, SHMEMX_SUM, m->s_tp);
+    int e = stream_after(m->s_tp, m->ev_tp_fork, m->s);
+    if (e) return e;
+    e = shmemx_gpu_allreduce_team(m->opts.tp_team, x, x, n, m->coll_dt, SHMEMX_SUM, m->s_tp);
     if (e)
         return fail(SYM_EIO, "PE %d: an overlapped tensor-parallel sum (shmemx_gpu_allreduce_team "
                              "of %zu elements over the tp team, --tp-overlap) failed: %s",
@@ -791,9 +798,7 @@ static int tp_side_sum(sym_gpu_model_t *m, void *x, size_t n) {
 
 /* The step's stream waits for the side stream's sums. */
 static int tp_side_join(sym_gpu_model_t *m) {
-    CK(cudaEventRecord(m->ev_tp_join, m->s_tp));
-    CK(cudaStreamWaitEvent(m->s, m->ev_tp_join, 0));
-    return SYM_OK;
+    return stream_after(m->s, m->ev_tp_join, m->s_tp);
 }
 
 /* Rows [*r0, *r1) of chunk k of N rows in K chunks (gpt.c's chunk_rows). */
@@ -1167,8 +1172,8 @@ static int xent_tp(sym_gpu_model_t *m, int N, float scale, const float *dscale, 
  * stream, after what the step's stream has done so far; dp_hi = lo. */
 static int dp_send(sym_gpu_model_t *m, size_t lo) {
     if (m->npes < 2 || lo >= m->dp_hi) return SYM_OK;
-    CK(cudaEventRecord(m->ev_fork, m->s));
-    CK(cudaStreamWaitEvent(m->s_dp, m->ev_fork, 0));
+    int rc = stream_after(m->s_dp, m->ev_fork, m->s);
+    if (rc) return rc;
     int e = shmemx_gpu_allreduce_team(m->opts.dp_team, m->g + lo, m->g + lo, m->dp_hi - lo,
                                       SHMEMX_FLOAT32, SHMEMX_AVG, m->s_dp);
     if (e)
@@ -1243,10 +1248,7 @@ static int z2_end(sym_gpu_model_t *m, int bi) {
     float *slot = m->z2slot[m->zk];
     int rc, side = m->tp < 2;
     if (m->sp && (rc = ln_sum(m, slot, u->lo, 2 * bi, 2))) return rc;
-    if (side) {
-        CK(cudaEventRecord(m->ev_fork, m->s));
-        CK(cudaStreamWaitEvent(m->s_dp, m->ev_fork, 0));
-    }
+    if (side && (rc = stream_after(m->s_dp, m->ev_fork, m->s))) return rc;
     if ((rc = z2_reduce(m, u, slot, side ? m->s_dp : m->s))) return rc;
     if (side) {
         CK(cudaEventRecord(m->ev_zfree[m->zk], m->s_dp));
@@ -1259,10 +1261,8 @@ static int z2_end(sym_gpu_model_t *m, int bi) {
 /* ZeRO-2, the backward's end: the step's stream waits for the side stream's averages. */
 static int z2_join(sym_gpu_model_t *m) {
     if (m->zero != 2 || !m->zused) return SYM_OK;
-    CK(cudaEventRecord(m->ev_join, m->s_dp));
-    CK(cudaStreamWaitEvent(m->s, m->ev_join, 0));
     m->zused = 0;
-    return SYM_OK;
+    return stream_after(m->s, m->ev_join, m->s_dp);
 }
 
 /* ZeRO-2, a backward's start (kind: BODY_*): without BODY_KEEP the shard and
@@ -1297,10 +1297,7 @@ static int dp_finish(sym_gpu_model_t *m) {
     }
     if (m->zero) return zero_scatter(m);
     int rc = dp_send(m, 0);
-    if (rc) return rc;
-    CK(cudaEventRecord(m->ev_join, m->s_dp));
-    CK(cudaStreamWaitEvent(m->s, m->ev_join, 0));
-    return SYM_OK;
+    return rc ? rc : stream_after(m->s, m->ev_join, m->s_dp);
 }
 
 /* All the gradients averaged after a step's backwards (none sent during them). */
@@ -2635,8 +2632,8 @@ static int be_snapshot_start(sym_gpu_model_t *m, float *params, float *exp_avg,
         CK(cudaEventCreateWithFlags(&m->ev_snap, cudaEventDisableTiming));
     }
     size_t b = m->P * sizeof(float);
-    CK(cudaEventRecord(m->ev_snap_from, m->s));
-    CK(cudaStreamWaitEvent(m->s_snap, m->ev_snap_from, 0));
+    int rc = stream_after(m->s_snap, m->ev_snap_from, m->s);
+    if (rc) return rc;
     CK(cudaMemcpyAsync(params, m->w, b, cudaMemcpyDeviceToHost, m->s_snap));
     CK(cudaMemcpyAsync(exp_avg, m->m, b, cudaMemcpyDeviceToHost, m->s_snap));
     CK(cudaMemcpyAsync(exp_avg_sq, m->v, b, cudaMemcpyDeviceToHost, m->s_snap));
