@@ -57,15 +57,17 @@
  *     block is already at dest + pe*count; reduce-scatter: dest == source,
  *     the PE's block of the result landing at the front, or dest == source +
  *     off, off the block's offset (shmemx_block_range), the block reduced
- *     where it lies).
+ *     where it lies); all-to-all: never, its dest and source must not overlap).
  *   - Reduce-scatter splits `count` like shmemx_block_range (shmemx.h): team
  *     PE i receives count/n elements, plus one if i < count % n (n members).
  *   Algorithms, chosen by size and team size (SYMTRAIN_GPU_ALGO forces one):
  *   one-shot (small: each GPU pushes its data to every peer in 16-byte lines
  *   that carry a flag, each GPU reduces locally), two-shot (reduce-scatter then
  *   all-gather, pushed with stores over NVLink), ring (put-with-signal through
- *   NVSHMEM, any transport: also between hosts). docs/performance.md has the
- *   measured numbers.
+ *   NVSHMEM, any transport: also between hosts). All-to-all: each sender
+ *   pushes block p to member p (over NVLink with stores, straight into a
+ *   symmetric dest; else put-with-signal, member k steps away at step k).
+ *   docs/performance.md has the measured numbers.
  *
  * Your own kernels with NVSHMEM device calls
  *   #include <nvshmem.h> in a .cu file, compile it with -rdc=true for sm_90,
@@ -159,6 +161,8 @@ int shmemx_gpu_allgather_team(shmem_team_t team, void *dest, const void *source,
                               shmemx_dtype_t dtype, shmemx_gpu_stream_t stream);
 int shmemx_gpu_broadcast_team(shmem_team_t team, void *dest, const void *source, size_t count,
                               shmemx_dtype_t dtype, int root, shmemx_gpu_stream_t stream);
+int shmemx_gpu_alltoall_team(shmem_team_t team, void *dest, const void *source, size_t count,
+                             shmemx_dtype_t dtype, shmemx_gpu_stream_t stream);
 
 /* The same over SHMEM_TEAM_WORLD: */
 /* dest[i] = op over PEs of source[i], i < count, on every PE. */
@@ -175,6 +179,10 @@ int shmemx_gpu_allgather(void *dest, const void *source, size_t count, shmemx_dt
 /* dest[i] = root's source[i] on every PE (source is read on root only). */
 int shmemx_gpu_broadcast(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
                          int root, shmemx_gpu_stream_t stream);
+/* dest[p * count + i] = PE p's source[me * count + i] (source and dest hold
+ * npes blocks of count elements each; they must not overlap). */
+int shmemx_gpu_alltoall(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
+                        shmemx_gpu_stream_t stream);
 
 /* ---- algorithm choice (benchmarks and tests; default: the tuned table) ---- */
 

@@ -1,7 +1,7 @@
 /*
  * gpu_coll.c — the GPU collectives against an fp64 CPU reference: all-reduce
- * and reduce-scatter for every dtype x op, all-gather and broadcast for every
- * dtype, at odd sizes, with each algorithm forced, with private (cudaMalloc)
+ * and reduce-scatter for every dtype x op, all-gather, broadcast and
+ * all-to-all for every dtype, at odd sizes, with each algorithm forced, with private (cudaMalloc)
  * and symmetric buffers, out of place and in place (all-gather and
  * reduce-scatter in both spellings: the PE's block where it lies, or at the
  * front / the source whole); then sequences of
@@ -31,8 +31,9 @@
 
 #include "gpu_test.h"
 
-enum { AR, RS, AG, BC };
-static const char *const coll_name[] = {"allreduce", "reduce_scatter", "allgather", "broadcast"};
+enum { AR, RS, AG, BC, A2A, NCOLL };
+static const char *const coll_name[] = {"allreduce", "reduce_scatter", "allgather", "broadcast",
+                                        "alltoall"};
 static const char *const op_name[] = {"sum", "avg", "min", "max", "prod"};
 static const shmemx_dtype_t dtypes[] = {SHMEMX_FLOAT32, SHMEMX_FLOAT16, SHMEMX_BFLOAT16};
 static const char *dt_name(shmemx_dtype_t d) {
@@ -131,10 +132,21 @@ static int call(int coll, void *dst, const void *src, size_t count, shmemx_dtype
     case AG:
         return w ? shmemx_gpu_allgather(dst, src, count, d, stream)
                  : shmemx_gpu_allgather_team(team, dst, src, count, d, stream);
+    case A2A:
+        return w ? shmemx_gpu_alltoall(dst, src, count, d, stream)
+                 : shmemx_gpu_alltoall_team(team, dst, src, count, d, stream);
     default:
         return w ? shmemx_gpu_broadcast(dst, src, count, d, root, stream)
                  : shmemx_gpu_broadcast_team(team, dst, src, count, d, root, stream);
     }
+}
+
+/* Elements of a case's input and output on this PE (in `team`). */
+static size_t in_elems(int coll, size_t count) { return coll == A2A ? (size_t)npes * count : count; }
+static size_t out_elems(int coll, size_t count) {
+    size_t off, len;
+    block_of(count, me, &off, &len);
+    return coll == AG || coll == A2A ? (size_t)npes * count : coll == RS ? len : count;
 }
 
 /* ---- one case ---- */
@@ -171,7 +183,7 @@ static void describe(const case_t *k, char *buf, size_t len) {
              coll_name[k->coll], dt_name(k->dtype),
              k->coll <= RS ? op_name[k->op] : "-", k->count, k->root,
              shmemx_gpu_algo_name(k->algo), k->sym ? "symmetric" : "private",
-             k->inplace ? "in-place" : "out-of-place");
+             k->inplace && k->coll != A2A ? "in-place" : "out-of-place");
 }
 
 /* Reference for the current case into ref[] / scale[] (elements of the output). */
@@ -215,6 +227,13 @@ static void reference(const case_t *k, size_t *out_n) {
         for (int p = 0; p < npes; p++)
             make_input(h_tmp + (size_t)p * count * es, wpe(p), ncases, count, k->dtype, 0);
         *out_n = (size_t)npes * count;
+    } else if (k->coll == A2A) { /* block p: PE p's input block me */
+        uint8_t *all = h_tmp + (size_t)npes * count * es; /* BUF_BYTES holds both */
+        for (int p = 0; p < npes; p++) {
+            make_input(all, wpe(p), ncases, (size_t)npes * count, k->dtype, 0);
+            memcpy(h_tmp + (size_t)p * count * es, all + (size_t)me * count * es, count * es);
+        }
+        *out_n = (size_t)npes * count;
     } else {
         make_input(h_tmp, wpe(k->root), ncases, count, k->dtype, 0);
         *out_n = count;
@@ -226,13 +245,13 @@ static void check_output(const case_t *k, size_t out_n) {
     char what[256];
     describe(k, what, sizeof what);
     size_t es = esize(k->dtype);
-    if (k->coll == AG || k->coll == BC) {
+    if (k->coll == AG || k->coll == BC || k->coll == A2A) {
         for (size_t i = 0; i < out_n * es; i++)
             if (h_out[i] != h_tmp[i]) {
                 size_t e = i / es;
                 CHECK(0, "%s: element %zu is %g, want %g (PE %zu's block)", what, e,
                       get(h_out, k->dtype, e), get(h_tmp, k->dtype, e),
-                      k->coll == AG ? e / k->count : (size_t)k->root);
+                      k->coll == BC ? (size_t)k->root : e / k->count);
             }
         return;
     }
@@ -271,9 +290,9 @@ static void check_output(const case_t *k, size_t out_n) {
 static void run_case(const case_t *k) {
     use_team(k->kind);
     size_t es = esize(k->dtype), count = k->count;
-    size_t in_bytes = count * es, off = 0, len = count;
+    size_t in_bytes = in_elems(k->coll, count) * es, off = 0, len = count;
     if (k->coll == RS) block_of(count, me, &off, &len);
-    size_t out_n = k->coll == AG ? (size_t)npes * count : k->coll == RS ? len : count;
+    size_t out_n = out_elems(k->coll, count);
     size_t out_bytes = out_n * es;
     CHECK(in_bytes <= BUF_BYTES && out_bytes <= BUF_BYTES, "case too large for the buffers");
     uint8_t *a = k->sym ? sym_a : priv_a, *b = k->sym ? sym_b : priv_b;
@@ -281,9 +300,10 @@ static void run_case(const case_t *k) {
     shmemx_gpu_set_algo(k->algo, 0);
     /* this PE's input */
     int p_in = k->coll == BC ? k->root : me;
-    make_input(h_in, wpe(p_in), ncases, count, k->dtype, k->coll <= RS ? k->op : 0);
+    make_input(h_in, wpe(p_in), ncases, in_elems(k->coll, count), k->dtype,
+               k->coll <= RS ? k->op : 0);
     uint8_t *src, *dst;
-    if (k->inplace) {
+    if (k->inplace && k->coll != A2A) { /* an all-to-all is never in place */
         dst = a;
         CUDA(cudaMemsetAsync(a, 0xff, out_bytes > in_bytes ? out_bytes : in_bytes, stream));
         if (k->coll == AG) {
@@ -326,10 +346,8 @@ typedef struct {
 
 static void enqueue(const case_t *k, const queued_t *q, uint8_t *a, uint8_t *b) {
     use_team(k->kind);
-    size_t es = esize(k->dtype), in_bytes = k->count * es;
-    size_t off, len;
-    block_of(k->count, me, &off, &len);
-    size_t out_bytes = (k->coll == AG ? (size_t)npes * k->count : k->coll == RS ? len : k->count) * es;
+    size_t es = esize(k->dtype), in_bytes = in_elems(k->coll, k->count) * es;
+    size_t out_bytes = out_elems(k->coll, k->count) * es;
     if (k->coll != BC || me == k->root)
         CUDA(cudaMemcpyAsync(a, h_in + q->in_off, in_bytes, cudaMemcpyHostToDevice, stream));
     CUDA(cudaMemsetAsync(b, 0xff, out_bytes, stream));
@@ -370,7 +388,7 @@ static void sequence(const plan_t *plan, int N, int sym, int graph) {
         size_t es = esize(k->dtype);
         q[i].in_off = in_off;
         q[i].out_off = out_off;
-        in_off += (k->count * es + 15) & ~(size_t)15;
+        in_off += (in_elems(k->coll, k->count) * es + 15) & ~(size_t)15;
         out_off += ((size_t)npes * k->count * es + 15) & ~(size_t)15;
         CHECK(in_off <= BUF_BYTES && out_off <= BUF_BYTES, "sequence too large");
     }
@@ -390,7 +408,8 @@ static void sequence(const plan_t *plan, int N, int sym, int graph) {
             ncases = q[i].id + rep * 1000003L;
             use_team(q[i].k.kind);
             int p_in = q[i].k.coll == BC ? q[i].k.root : me;
-            make_input(h_in + q[i].in_off, wpe(p_in), ncases, q[i].k.count, q[i].k.dtype,
+            make_input(h_in + q[i].in_off, wpe(p_in), ncases,
+                       in_elems(q[i].k.coll, q[i].k.count), q[i].k.dtype,
                        q[i].k.coll <= RS ? q[i].k.op : 0);
         }
         shmem_barrier_all();
@@ -425,6 +444,8 @@ static const plan_t world_plan[] = {
     {AR, 123457, SHMEMX_GPU_ALGO_RING, 0},  {BC, 17, SHMEMX_GPU_ALGO_RING, 0},
     {AR, 33, SHMEMX_GPU_ALGO_AUTO, 0},      {AG, 100003, SHMEMX_GPU_ALGO_TWOSHOT, 0},
     {RS, 1001, SHMEMX_GPU_ALGO_ONESHOT, 0}, {AR, 400000, SHMEMX_GPU_ALGO_AUTO, 0},
+    {A2A, 4099, SHMEMX_GPU_ALGO_AUTO, 0},   {A2A, 70001, SHMEMX_GPU_ALGO_RING, 0},
+    {AR, 9, SHMEMX_GPU_ALGO_AUTO, 0},
 };
 
 /* ---- the world: sections A, B, C ---- */
@@ -435,7 +456,7 @@ static void world_main(void) {
     static const size_t countsA_quick[] = {7, 65539};
     const size_t *cA = quick ? countsA_quick : countsA;
     int ncA = quick ? 2 : 5;
-    for (int coll = AR; coll <= BC; coll++)
+    for (int coll = AR; coll < NCOLL; coll++)
         for (int d = 0; d < 3; d++)
             for (int op = 0; op < (coll <= RS ? 5 : 1); op++)
                 for (int c = 0; c < ncA; c++) {
@@ -453,7 +474,7 @@ static void world_main(void) {
     int ncB = quick ? 3 : 8;
     static const shmemx_gpu_algo_t algos[] = {SHMEMX_GPU_ALGO_ONESHOT, SHMEMX_GPU_ALGO_TWOSHOT,
                                               SHMEMX_GPU_ALGO_RING};
-    for (int coll = AR; coll <= BC; coll++)
+    for (int coll = AR; coll < NCOLL; coll++)
         for (int al = 0; al < 3; al++)
             for (int c = 0; c < ncB; c++)
                 for (int pl = 0; pl < (quick ? 2 : 4); pl++) {
@@ -507,6 +528,14 @@ static void team_errors(void) {
                  SHMEMX_ETEAM);
     CHECK_EQ_INT(shmemx_gpu_broadcast_team(SHMEM_TEAM_INVALID, x, x, 1, SHMEMX_FLOAT32, 0,
                                            stream), SHMEMX_ETEAM);
+    CHECK_EQ_INT(shmemx_gpu_alltoall_team(SHMEM_TEAM_INVALID, x, sym_b, 1, SHMEMX_FLOAT32,
+                                          stream), SHMEMX_ETEAM);
+    /* an all-to-all's dest and source overlapping (in place, or one block apart) */
+    CHECK_EQ_INT(shmemx_gpu_alltoall_team(team, x, x, 1, SHMEMX_FLOAT32, stream), SHMEMX_EINVAL);
+    CHECK_EQ_INT(shmemx_gpu_alltoall_team(team, x + 4, x, 1, SHMEMX_FLOAT32, stream),
+                 SHMEMX_EINVAL);
+    CHECK_EQ_INT(shmemx_gpu_alltoall_team(team, x, x, SIZE_MAX / 4 / (size_t)npes + 1,
+                                          SHMEMX_FLOAT32, stream), SHMEMX_EINVAL);
     CHECK_EQ_INT(shmemx_gpu_allreduce_team(team, x, x, SIZE_MAX / 2, SHMEMX_FLOAT32, SHMEMX_SUM,
                                            stream), SHMEMX_EINVAL);
     /* fits for one member, not for the team's npes blocks of dest */
@@ -526,7 +555,7 @@ static void team_cases(int kind) {
     static const shmemx_gpu_algo_t algos[] = {SHMEMX_GPU_ALGO_AUTO, SHMEMX_GPU_ALGO_ONESHOT,
                                               SHMEMX_GPU_ALGO_TWOSHOT, SHMEMX_GPU_ALGO_RING};
     int nc = quick ? 3 : 6;
-    for (int coll = AR; coll <= BC; coll++)
+    for (int coll = AR; coll < NCOLL; coll++)
         for (int d = 0; d < 3; d++)
             for (int op = 0; op < (coll <= RS ? 5 : 1); op++) {
                 use_team(kind);
@@ -556,7 +585,7 @@ static void interleaved(int groups, int sym, int graph, const int *kinds, int nk
             order[j] = t;
         }
         for (int i = 0; i < nk; i++) { /* one draw a statement: a fixed order */
-            plan[n].coll = (int)(test_next(&r) % 4);
+            plan[n].coll = (int)(test_next(&r) % NCOLL);
             plan[n].count = counts[test_next(&r) % 4];
             plan[n].algo = algos[test_next(&r) % 4];
             plan[n++].kind = order[i];
@@ -628,7 +657,7 @@ int main(int argc, char **argv) {
     CUDA(cudaMalloc((void **)&priv_b, BUF_BYTES));
     CUDA(cudaMallocHost((void **)&h_in, BUF_BYTES));
     CUDA(cudaMallocHost((void **)&h_out, BUF_BYTES));
-    h_tmp = malloc(BUF_BYTES);
+    h_tmp = malloc(2 * BUF_BYTES); /* an all-to-all's reference needs a second half */
     ref = malloc(sizeof(double) * (size_t)npes * maxcount);
     scale = malloc(sizeof(double) * (size_t)npes * maxcount);
     CHECK(h_tmp && ref && scale, "malloc");

@@ -30,6 +30,9 @@ int main(void) {
     CHECK_EQ_INT(shmemx_gpu_allgather(&x, &x, 1, SHMEMX_FLOAT32, NULL), SHMEMX_GPU_ENOINIT);
     CHECK_EQ_INT(shmemx_gpu_broadcast_team(SHMEM_TEAM_WORLD, &x, &x, 1, SHMEMX_FLOAT32, 0, NULL),
                  SHMEMX_GPU_ENOINIT);
+    float y = 0.0f;
+    CHECK_EQ_INT(shmemx_gpu_alltoall_team(SHMEM_TEAM_WORLD, &y, &x, 1, SHMEMX_FLOAT32, NULL),
+                 SHMEMX_GPU_ENOINIT);
     CHECK_EQ_INT(shmemx_gpu_finalize(), 0);
 
     shmem_barrier_all();

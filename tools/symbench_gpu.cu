@@ -3,17 +3,19 @@
  * measured in the same run (symbench gpu-* execs this).
  *
  *   symrun -n 2 symbench-gpu gpu-allreduce [options]
- *   symrun -n 2 symbench-gpu gpu-reduce-scatter | gpu-allgather | gpu-broadcast
+ *   symrun -n 2 symbench-gpu gpu-reduce-scatter | gpu-allgather | gpu-broadcast |
+ *                            gpu-alltoall
  *   symrun -n 2 symbench-gpu gpu-put [--mpi-table FILE]
  *
  * Collectives: a nccl-tests-style table, one line per size (8 B to 1 GiB by
  * default): symtrain's collective and NCCL's (ncclAllReduce, ...), on the same
  * buffers, in the same process, each timed on a stream and as a CUDA graph of
  * the same ops, with algbw = size / time, busbw = algbw x the nccl-tests factor
- * (all-reduce 2(n-1)/n; reduce-scatter, all-gather (n-1)/n; broadcast 1) and
- * the ratio NCCL time / our time (> 1: we are faster). `size` follows
- * nccl-tests: all-reduce and broadcast the vector, reduce-scatter the input,
- * all-gather the output. A time is the median of 3 runs of `iters` ops, the
+ * (all-reduce 2(n-1)/n; reduce-scatter, all-gather, all-to-all (n-1)/n;
+ * broadcast 1) and the ratio NCCL time / our time (> 1: we are faster).
+ * `size` follows nccl-tests: all-reduce and broadcast the vector,
+ * reduce-scatter the input, all-gather the output, all-to-all either (NCCL's
+ * is grouped ncclSend/ncclRecv, as nccl-tests'). A time is the median of 3 runs of `iters` ops, the
  * slowest PE's. Before timing each size, one result of ours is checked
  * against NCCL's (column ok).
  *
@@ -67,7 +69,7 @@ static int me, npes;
     } while (0)
 #endif
 
-enum { AR, RS, AG, BC, PUT };
+enum { AR, RS, AG, BC, A2A, PUT };
 
 struct opts {
     int coll;
@@ -166,6 +168,7 @@ static void run_ours(struct bench *b, size_t count) {
     case BC:
         st = shmemx_gpu_broadcast(b->dst, b->src, count, b->o.dtype, b->o.root, b->stream);
         break;
+    case A2A: st = shmemx_gpu_alltoall(b->dst, b->src, count, b->o.dtype, b->stream); break;
     }
     if (st) DIE("collective failed: %s", shmemx_gpu_strerror(st));
 }
@@ -195,6 +198,15 @@ static void run_nccl(struct bench *b, size_t count) {
         break;
     case AG: NCCL(ncclAllGather(b->src, b->dst, count, t, b->comm, b->stream)); break;
     case BC: NCCL(ncclBroadcast(b->src, b->dst, count, t, b->o.root, b->comm, b->stream)); break;
+    case A2A: /* NCCL's all-to-all: grouped sends and receives (as nccl-tests' alltoall) */
+        NCCL(ncclGroupStart());
+        for (int p = 0; p < npes; p++) {
+            size_t off = (size_t)p * count * b->es;
+            NCCL(ncclSend(b->src + off, count, t, p, b->comm, b->stream));
+            NCCL(ncclRecv(b->dst + off, count, t, p, b->comm, b->stream));
+        }
+        NCCL(ncclGroupEnd());
+        break;
     }
 }
 #endif
@@ -289,7 +301,7 @@ static int check_vs_nccl(struct bench *b, size_t count, size_t out_bytes) {
 }
 
 static const char *const coll_names[] = {"gpu-allreduce", "gpu-reduce-scatter", "gpu-allgather",
-                                         "gpu-broadcast", "gpu-put"};
+                                         "gpu-broadcast", "gpu-alltoall", "gpu-put"};
 static const char *const op_names[] = {"sum", "avg", "min", "max", "prod"};
 
 static void bench_coll(struct opts *o) {
@@ -359,10 +371,11 @@ static void bench_coll(struct opts *o) {
     }
     for (size_t size = o->min; size <= o->max;
          size = (size_t)(size * o->factor) > size ? (size_t)(size * o->factor) : size + 1) {
-        size_t count = size / b.es; /* AR, BC: elements; RS: input elements; AG: output */
-        if (o->coll == RS || o->coll == AG) count = count / npes * npes;
+        /* AR, BC: elements; RS: input elements; AG: output; A2A: either (npes blocks) */
+        size_t count = size / b.es;
+        if (o->coll == RS || o->coll == AG || o->coll == A2A) count = count / npes * npes;
         if (count == 0) continue;
-        size_t call_count = o->coll == AG ? count / npes : count; /* what the call takes */
+        size_t call_count = o->coll == AG || o->coll == A2A ? count / npes : count; /* the call's */
         size_t bytes = count * b.es;
         size_t out_bytes = o->coll == RS ? bytes / npes : bytes;
         int iters = o->iters               ? o->iters
@@ -557,7 +570,7 @@ static void usage(void) {
     fprintf(
         stderr,
         "usage: symrun -n N symbench-gpu gpu-allreduce|gpu-reduce-scatter|gpu-allgather|"
-        "gpu-broadcast|gpu-put\n"
+        "gpu-broadcast|gpu-alltoall|gpu-put\n"
         "       [-b MIN] [-e MAX] [-f FACTOR] [-t float|half|bfloat16] [-o sum|avg|min|max|prod]\n"
         "       [-n ITERS] [--algo auto|oneshot|twoshot|ring] [--blocks N] [--private]\n"
         "       [--no-nccl] [--no-graph] [--root R] [--mpi-table FILE]\n");
@@ -583,6 +596,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(sub, "gpu-reduce-scatter")) o.coll = RS;
     else if (!strcmp(sub, "gpu-allgather")) o.coll = AG;
     else if (!strcmp(sub, "gpu-broadcast")) o.coll = BC;
+    else if (!strcmp(sub, "gpu-alltoall")) o.coll = A2A;
     else if (!strcmp(sub, "gpu-put")) {
         o.coll = PUT;
         o.max = (size_t)64 << 20;

@@ -125,6 +125,7 @@ if want colls; then
   bench 40 "$OUT/colls.txt" gpu-reduce-scatter -b 8 -e 1G -f 4
   bench 40 "$OUT/colls.txt" gpu-allgather -b 8 -e 1G -f 4
   bench 40 "$OUT/colls.txt" gpu-broadcast -b 8 -e 1G -f 4
+  bench 40 "$OUT/colls.txt" gpu-alltoall -b 8 -e 1G -f 4
 fi
 want private && bench 30 "$OUT/allreduce.txt" gpu-allreduce -b 1M -e 1G -f 4 --private --no-graph
 if want put; then

@@ -184,6 +184,12 @@ int shmemx_gpu_broadcast_team(shmem_team_t team, void *dest, const void *source,
     return be->broadcast(team, dest, source, count, dtype, root, stream);
 }
 
+int shmemx_gpu_alltoall_team(shmem_team_t team, void *dest, const void *source, size_t count,
+                             shmemx_dtype_t dtype, shmemx_gpu_stream_t stream) {
+    SYM_GPU_REQUIRE_INIT("shmemx_gpu_alltoall_team", SHMEMX_GPU_ENOINIT);
+    return be->alltoall(team, dest, source, count, dtype, stream);
+}
+
 int shmemx_gpu_allreduce(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
                          shmemx_op_t op, shmemx_gpu_stream_t stream) {
     SYM_GPU_REQUIRE_INIT("shmemx_gpu_allreduce", SHMEMX_GPU_ENOINIT);
@@ -207,6 +213,12 @@ int shmemx_gpu_broadcast(void *dest, const void *source, size_t count, shmemx_dt
                          int root, shmemx_gpu_stream_t stream) {
     SYM_GPU_REQUIRE_INIT("shmemx_gpu_broadcast", SHMEMX_GPU_ENOINIT);
     return be->broadcast(SHMEM_TEAM_WORLD, dest, source, count, dtype, root, stream);
+}
+
+int shmemx_gpu_alltoall(void *dest, const void *source, size_t count, shmemx_dtype_t dtype,
+                        shmemx_gpu_stream_t stream) {
+    SYM_GPU_REQUIRE_INIT("shmemx_gpu_alltoall", SHMEMX_GPU_ENOINIT);
+    return be->alltoall(SHMEM_TEAM_WORLD, dest, source, count, dtype, stream);
 }
 
 /* ---- algorithm choice ---- */

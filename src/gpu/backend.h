@@ -13,7 +13,7 @@
 
 #include <shmemx_gpu.h>
 
-#define SYM_GPU_BACKEND_ABI 2
+#define SYM_GPU_BACKEND_ABI 3
 #define SYM_GPU_BACKEND_SYMBOL "sym__gpu_backend"
 #define SYM_GPU_BACKEND_FILE "libsymgpu_nvshmem.so"
 
@@ -40,6 +40,8 @@ struct sym_gpu_backend {
                      shmemx_dtype_t dtype, shmemx_gpu_stream_t stream);
     int (*broadcast)(shmem_team_t team, void *dest, const void *source, size_t count,
                      shmemx_dtype_t dtype, int root, shmemx_gpu_stream_t stream);
+    int (*alltoall)(shmem_team_t team, void *dest, const void *source, size_t count,
+                    shmemx_dtype_t dtype, shmemx_gpu_stream_t stream);
     void (*set_algo)(shmemx_gpu_algo_t algo, int blocks);
     shmemx_gpu_algo_t (*last_algo)(void);
 };

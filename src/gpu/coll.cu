@@ -47,11 +47,11 @@ static const struct tune_row *tune_for(int npes) {
     return &tune_table[sizeof tune_table / sizeof tune_table[0] - 1];
 }
 
-static const char *const coll_names[2][4] = {
+static const char *const coll_names[2][5] = {
     {"shmemx_gpu_allreduce", "shmemx_gpu_reduce_scatter", "shmemx_gpu_allgather",
-     "shmemx_gpu_broadcast"},
+     "shmemx_gpu_broadcast", "shmemx_gpu_alltoall"},
     {"shmemx_gpu_allreduce_team", "shmemx_gpu_reduce_scatter_team", "shmemx_gpu_allgather_team",
-     "shmemx_gpu_broadcast_team"}};
+     "shmemx_gpu_broadcast_team", "shmemx_gpu_alltoall_team"}};
 static const char *const algo_names[] = {"auto", "oneshot", "twoshot", "ring"};
 
 static size_t div_up(size_t a, size_t b) { return (a + b - 1) / b; }
@@ -111,7 +111,7 @@ static int symmetric(const struct sym_gpu_team *t, const void *p, size_t bytes, 
     return c->all;
 }
 
-/* ---- one entry point for the four collectives ---- */
+/* ---- one entry point for the five collectives ---- */
 
 static int run(int coll, shmem_team_t team, void *dest, const void *source, size_t count,
                shmemx_dtype_t dtype, int op, int root, cudaStream_t stream) {
@@ -141,7 +141,9 @@ static int run(int coll, shmem_team_t team, void *dest, const void *source, size
         return SHMEMX_EINVAL;
     }
     size_t es = dtype == SHMEMX_FLOAT32 ? 4 : 2;
-    size_t members = coll == SYM_GPU_ALLGATHER ? (size_t)n : 1; /* count-blocks in dest */
+    const bool a2a = coll == SYM_GPU_ALLTOALL;
+    /* count-blocks in dest (and in an all-to-all's source) */
+    size_t members = coll == SYM_GPU_ALLGATHER || a2a ? (size_t)n : 1;
     if (count > SIZE_MAX / es / members) {
         sym__warn(fn, "count %zu of %zu-byte elements%s is more bytes than a size_t holds", count,
                   es, members > 1 ? " from each member" : "");
@@ -160,11 +162,17 @@ static int run(int coll, shmem_team_t team, void *dest, const void *source, size
     }
     const uint8_t *src = (const uint8_t *)source;
     uint8_t *dst = (uint8_t *)dest;
-    size_t dst_bytes = coll == SYM_GPU_ALLGATHER ? (size_t)n * count * es
+    size_t dst_bytes = coll == SYM_GPU_ALLGATHER || a2a ? (size_t)n * count * es
                        : coll == SYM_GPU_REDUCE_SCATTER ? part_max(coll, count, n, (int)es) * es
                                                         : count * es;
     if (coll == SYM_GPU_ALLGATHER && src == dst) src = dst + (size_t)me * count * es;
     if (coll == SYM_GPU_BROADCAST && me != root) src = dst;
+    if (a2a && (uintptr_t)src < (uintptr_t)dst + dst_bytes &&
+        (uintptr_t)dst < (uintptr_t)src + dst_bytes) {
+        sym__warn(fn, "dest and source overlap (an all-to-all is never in place); pass "
+                  "separate buffers of %zu bytes each", dst_bytes);
+        return SHMEMX_EINVAL;
+    }
 
     /* one member: a copy */
     if (n == 1) {
@@ -187,11 +195,11 @@ static int run(int coll, shmem_team_t team, void *dest, const void *source, size
     a.es = (int)es;
     a.dst_sym = symmetric(t, dst, dst_bytes, a.peer_dst, NULL);
     uint8_t *src_peer[SYM_GPU_MAXP2P];
-    (void)symmetric(t, src, count * es, src_peer, &a.src_sym);
+    (void)symmetric(t, src, (a2a ? (size_t)n : 1) * count * es, src_peer, &a.src_sym);
 
     /* ---- choose ---- */
     const struct tune_row *tune = tune_for(n);
-    size_t bytes = coll == SYM_GPU_ALLGATHER ? (size_t)n * count * es : count * es;
+    size_t bytes = coll == SYM_GPU_ALLGATHER || a2a ? (size_t)n * count * es : count * es;
     size_t oneshot_max = g->oneshot_max ? g->oneshot_max : tune->oneshot_max;
     /* one-shot payload per peer, in lines, and the blocks it needs */
     size_t payload = coll == SYM_GPU_REDUCE_SCATTER ? part_max(coll, count, n, (int)es) * es
@@ -203,6 +211,8 @@ static int run(int coll, shmem_team_t team, void *dest, const void *source, size
         algo = !t->p2p                            ? SHMEMX_GPU_ALGO_RING
                : (bytes <= oneshot_max && ll_fits) ? SHMEMX_GPU_ALGO_ONESHOT
                                                    : SHMEMX_GPU_ALGO_TWOSHOT;
+    if (algo == SHMEMX_GPU_ALGO_ONESHOT && a2a) /* no line form: pushes over NVLink */
+        algo = t->p2p ? SHMEMX_GPU_ALGO_TWOSHOT : SHMEMX_GPU_ALGO_RING;
     if (algo == SHMEMX_GPU_ALGO_ONESHOT && !ll_fits)
         algo = t->p2p ? SHMEMX_GPU_ALGO_TWOSHOT : SHMEMX_GPU_ALGO_RING;
     if (algo == SHMEMX_GPU_ALGO_TWOSHOT && !t->p2p) algo = SHMEMX_GPU_ALGO_RING;
@@ -246,8 +256,8 @@ static int run(int coll, shmem_team_t team, void *dest, const void *source, size
     } else {
         int maxb = g->force_blocks ? clampi((size_t)g->force_blocks, 1, SYM_GPU_MAXB)
                                    : tune->ring_blocks;
-        int R = coll == SYM_GPU_ALLREDUCE ? 2 * n - 2 : coll == SYM_GPU_BROADCAST ? 1 : n - 1;
-        size_t slot_max = (a.region / (2 * (size_t)(R + 1))) / 16 * 16;
+        int S = sym__gpu_ring_slots(coll, n);
+        size_t slot_max = (a.region / (2 * (size_t)S)) / 16 * 16;
         bool reduce = coll == SYM_GPU_ALLREDUCE || coll == SYM_GPU_REDUCE_SCATTER;
         size_t unit = reduce ? es : 1; /* chunk counts elements, or bytes */
         size_t plen = reduce ? part_max(coll, count, n, (int)es) : count * es;
@@ -287,5 +297,11 @@ int sym__gpu_allgather(shmem_team_t team, void *dest, const void *source, size_t
 int sym__gpu_broadcast(shmem_team_t team, void *dest, const void *source, size_t count,
                        shmemx_dtype_t dtype, int root, shmemx_gpu_stream_t stream) {
     return run(SYM_GPU_BROADCAST, team, dest, source, count, dtype, SHMEMX_SUM, root,
+               (cudaStream_t)stream);
+}
+
+int sym__gpu_alltoall(shmem_team_t team, void *dest, const void *source, size_t count,
+                      shmemx_dtype_t dtype, shmemx_gpu_stream_t stream) {
+    return run(SYM_GPU_ALLTOALL, team, dest, source, count, dtype, SHMEMX_SUM, 0,
                (cudaStream_t)stream);
 }

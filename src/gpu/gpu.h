@@ -102,12 +102,20 @@ struct sym_gpu_clock {
     uint64_t step;  /* the last value block b's step flags were raised to */
 };
 
-enum { SYM_GPU_ALLREDUCE = 0, SYM_GPU_REDUCE_SCATTER, SYM_GPU_ALLGATHER, SYM_GPU_BROADCAST };
+enum {
+    SYM_GPU_ALLREDUCE = 0,
+    SYM_GPU_REDUCE_SCATTER,
+    SYM_GPU_ALLGATHER,
+    SYM_GPU_BROADCAST,
+    SYM_GPU_ALLTOALL
+};
 
 /* Everything a collective kernel needs, passed by value. Sizes:
  *   src  AR, BC: count elements; RS: count (the whole vector); AG: count (this
- *        PE's block, in place already resolved to dst + me*count)
- *   dst  AR, BC: count; RS: this PE's block (shmemx_block_range); AG: npes*count */
+ *        PE's block, in place already resolved to dst + me*count); A2A: npes*count
+ *        (block p for member p)
+ *   dst  AR, BC: count; RS: this PE's block (shmemx_block_range); AG: npes*count;
+ *        A2A: npes*count (block p from member p), not overlapping src */
 struct sym_gpu_args {
     const uint8_t *src;
     uint8_t *dst;
@@ -134,6 +142,16 @@ struct sym_gpu_args {
     uint8_t *peer_dst[SYM_GPU_MAXP2P];
     int pes[SYM_GPU_MAXPES]; /* world PE of each member (messages) */
 };
+
+/* The ring's slots per parity in each block's region: one per receive step,
+ * and one to stage a private source (an all-to-all's n-1: it sends n-1
+ * blocks an iteration). */
+static inline __host__ __device__ int sym__gpu_ring_slots(int coll, int n) {
+    return coll == SYM_GPU_ALLREDUCE   ? 2 * n - 1
+           : coll == SYM_GPU_BROADCAST ? 2
+           : coll == SYM_GPU_ALLTOALL  ? 2 * n - 2
+                                       : n;
+}
 
 /* Launchers (one per kernel family); return the launch's cudaError_t. */
 cudaError_t sym__gpu_launch_oneshot(const struct sym_gpu_args *a, int blocks, int threads,
@@ -202,6 +220,8 @@ int sym__gpu_allgather(shmem_team_t team, void *dest, const void *source, size_t
                        shmemx_dtype_t dtype, shmemx_gpu_stream_t stream);
 int sym__gpu_broadcast(shmem_team_t team, void *dest, const void *source, size_t count,
                        shmemx_dtype_t dtype, int root, shmemx_gpu_stream_t stream);
+int sym__gpu_alltoall(shmem_team_t team, void *dest, const void *source, size_t count,
+                      shmemx_dtype_t dtype, shmemx_gpu_stream_t stream);
 
 /* ---- symshmem's util layer (src/util/util.h is C11; these are its C names) ---- */
 extern "C" {

@@ -321,6 +321,7 @@ static const struct sym_gpu_backend backend = {
     sym__gpu_reduce_scatter,
     sym__gpu_allgather,
     sym__gpu_broadcast,
+    sym__gpu_alltoall,
     gpu_set_algo,
     gpu_last_algo,
 };

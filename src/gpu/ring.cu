@@ -8,7 +8,9 @@
  *   step j (< n-1) PE me sends its partial of chunk (me-1-j) to `next`, so
  *   after the last one it holds chunk me complete; all-gather steps forward
  *   what arrives. Reduce-scatter stops after the first half; all-gather is the
- *   second half alone; broadcast is a chain from the root.
+ *   second half alone; broadcast is a chain from the root. All-to-all is no
+ *   ring: at step k (1..n-1) PE me puts its block for member me+k into that
+ *   member's slot k-1, and takes member me-k's block from its own slot k-1.
  *
  * Each step's data lands in its own slot of the receiver's region b (slots
  * alternate by iteration parity), with the slot's signal set to the block's
@@ -18,7 +20,11 @@
  * first when the transport needs registered memory. After iteration i the receiver
  * tells `prev` it may reuse parity i's slots (RDONE); a sender starting
  * iteration i >= 2 waits for that, and before the first two for `next` to
- * have started this collective (its ACK, see gpu.h). next and prev are team
+ * have started this collective (its ACK, see gpu.h). All-to-all: the ACKs
+ * go to every member, and each receiver returns a credit per sender and
+ * parity (slot words n-1 .. 2n-3), the last two waited for before the
+ * kernel ends, so none is still in flight when a later collective uses
+ * those words for data. next and prev are team
  * ranks (flags, messages); the NVSHMEM calls take their world PEs.
  */
 #include <nvshmem.h>
@@ -50,9 +56,11 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
     const uint64_t e = block_epoch(a), s0 = block_step(a);
     const int coll = a.coll;
     const bool reduce = coll == SYM_GPU_ALLREDUCE || coll == SYM_GPU_REDUCE_SCATTER;
-    /* receive steps per iteration, and slots per parity (one more: staging) */
-    const int R = coll == SYM_GPU_ALLREDUCE ? 2 * n - 2 : coll == SYM_GPU_BROADCAST ? 1 : n - 1;
-    const int S = R + 1;
+    const bool a2a = coll == SYM_GPU_ALLTOALL;
+    /* slots per parity; R: the receive steps per iteration, R the staging slot
+     * (all-to-all: receive slots 0 .. n-2, staging n-1 .. 2n-3) */
+    const int S = sym__gpu_ring_slots(coll, n);
+    const int R = S - 1;
     /* chunk: elements for reductions, bytes for all-gather/broadcast */
     const size_t chb = ((reduce ? a.chunk * (size_t)es : a.chunk) + 15) & ~(size_t)15;
     uint8_t *region = a.scr + (size_t)b * a.region;
@@ -64,19 +72,26 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
 #define SLOT(par, s) (region + ((size_t)(par) * S + (size_t)(s)) * chb)
 #define SIG(par, s) (a.flags + FLAG_RING(b, par, s))
 
-    /* "I have reached epoch e" to whoever writes into me (prev; on NVLink, all),
-     * then wait until `next` has started this collective too */
+    /* "I have reached epoch e" to whoever writes into me (prev; on NVLink or
+     * for an all-to-all, all), then wait until those I write into (next;
+     * all) have started this collective too */
+    const int t = threadIdx.x;
     if (a.p2p)
         ack_peers(a, e);
-    else if (threadIdx.x == 0)
+    else if (a2a && t < n && t != me)
+        nvshmemx_signal_op(a.flags + FLAG_ACK(b, me), e, NVSHMEM_SIGNAL_SET, a.pes[t]);
+    else if (!a2a && t == 0)
         nvshmemx_signal_op(a.flags + FLAG_ACK(b, me), e, NVSHMEM_SIGNAL_SET, a.prev_pe);
-    if (threadIdx.x == 0 && sends) wait_ge(a.flags + FLAG_ACK(b, next), e, a, "ring start", next);
+    if (a2a && t < n && t != me)
+        wait_ge(a.flags + FLAG_ACK(b, t), e, a, "all-to-all start", t);
+    else if (!a2a && t == 0 && sends)
+        wait_ge(a.flags + FLAG_ACK(b, next), e, a, "ring start", next);
     __syncthreads();
 
     for (int i = 0; i < a.iters; i++) {
         const uint64_t val = step_val(s0, i);
         const int par = i & 1;
-        if (i >= 2 && sends)
+        if (i >= 2 && sends && !a2a)
             ring_wait(a, FLAG_RDONE(b), step_val(s0, i - 2), "ring slot credit", next);
 
         if (reduce) {
@@ -129,6 +144,31 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
                 }
             }
 #undef PART
+        } else if (a2a) {
+            const size_t x0 = ((size_t)i * G + b) * a.chunk;
+            const size_t w = x0 < glen ? (glen - x0 < a.chunk ? glen - x0 : a.chunk) : 0;
+            if (w) copy1(a.dst + (size_t)me * glen + x0, a.src + (size_t)me * glen + x0, w);
+            for (int k = 1; k < n; k++) { /* member q = me+k: its slot k-1 is mine */
+                const int q = me + k < n ? me + k : me + k - n;
+                if (i >= 2)
+                    ring_wait(a, FLAG_RING(b, par, n - 2 + k), step_val(s0, i - 2),
+                              "all-to-all slot credit", q);
+                const uint8_t *from = a.src + (size_t)q * glen + x0;
+                if (stage && w) {
+                    copy1(SLOT(par, n - 2 + k), from, w);
+                    from = SLOT(par, n - 2 + k);
+                }
+                ring_send(SLOT(par, k - 1), from, w, SIG(par, k - 1), val, a.pes[q]);
+            }
+            for (int k = 1; k < n; k++) { /* member p = me-k's block for me, in slot k-1 */
+                const int p = me - k >= 0 ? me - k : me - k + n;
+                ring_wait(a, FLAG_RING(b, par, k - 1), val, "all-to-all data", p);
+                if (w) copy1(a.dst + (size_t)p * glen + x0, SLOT(par, k - 1), w);
+                __syncthreads();
+                if (threadIdx.x == 0)
+                    nvshmemx_signal_op(a.flags + FLAG_RING(b, par, n - 2 + k), val,
+                                       NVSHMEM_SIGNAL_SET, a.pes[p]);
+            }
         } else {
             const size_t x0 = ((size_t)i * G + b) * a.chunk;
             const size_t w = x0 < glen ? (glen - x0 < a.chunk ? glen - x0 : a.chunk) : 0;
@@ -169,10 +209,15 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_ring(const struct sym_gpu_a
         __syncthreads();
         if (threadIdx.x == 0) {
             nvshmem_quiet();
-            if (!(coll == SYM_GPU_BROADCAST && me == a.root))
+            if (!a2a && !(coll == SYM_GPU_BROADCAST && me == a.root))
                 nvshmemx_signal_op(a.flags + FLAG_RDONE(b), val, NVSHMEM_SIGNAL_SET, a.prev_pe);
         }
     }
+    /* all-to-all: every credit sent to me has landed */
+    for (int i = a.iters >= 2 ? a.iters - 2 : 0; a2a && i < a.iters; i++)
+        for (int k = 1; k < n; k++)
+            ring_wait(a, FLAG_RING(b, i & 1, n - 2 + k), step_val(s0, i), "all-to-all slot credit",
+                      me + k < n ? me + k : me + k - n);
 #undef SLOT
 #undef SIG
     __syncthreads();

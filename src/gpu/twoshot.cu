@@ -9,9 +9,10 @@
  *     symmetric, else into their slot); (3) copy what peers pushed from the
  *     slots to dest. Each byte crosses NVLink twice, the minimum.
  *   reduce-scatter = steps 1 and 2 with no push of the result.
- *   all-gather, broadcast (k_push) = every sender pushes its block to every
- *     receiver, straight into a symmetric dest (after the receiver says it has
- *     reached this collective), else through slots the receiver empties.
+ *   all-gather, broadcast, all-to-all (k_push) = every sender pushes its
+ *     block (all-to-all: the receiver's block) to every receiver, straight
+ *     into a symmetric dest (after the receiver says it has reached this
+ *     collective), else through slots the receiver empties.
  *
  * Persistent grid: block b handles chunk i*G + b of every part in iteration i,
  * always in its own scratch region b. Handshakes are per block and per peer:
@@ -120,14 +121,23 @@ __global__ void __launch_bounds__(twoshot_threads<NP>::value)
     block_end(a, e, s0);
 }
 
-/* ---- all-gather and broadcast ---- */
+/* ---- all-gather, broadcast and all-to-all ---- */
+
+/* PE p's block of an all-to-all's source: `len` bytes, its chunk [x0, x0 + w)
+ * copied to `out` (block-wide). */
+static __device__ __forceinline__ void a2a_copy(uint8_t *out, const struct sym_gpu_args &a,
+                                                int p, size_t len, size_t x0, size_t w) {
+    copy1(out, a.src + (size_t)p * len + x0, w);
+}
 
 /* Bytes: block `len` = count * element size. AG: PE q's block lands at
- * dest + q*len; BC: root's block at dest. chunk = bytes per block per iteration. */
+ * dest + q*len; BC: root's block at dest; A2A: PE q's block for me at dest +
+ * q*len (source: block p for PE p). chunk = bytes per block per iteration. */
 template <int NP>
 __global__ void __launch_bounds__(SYM_GPU_THREADS) k_push(const struct sym_gpu_args a) {
     const int b = blockIdx.x, G = gridDim.x, n = a.npes, me = a.me;
-    const bool ag = a.coll == SYM_GPU_ALLGATHER;
+    const bool a2a = a.coll == SYM_GPU_ALLTOALL;
+    const bool ag = a.coll == SYM_GPU_ALLGATHER || a2a; /* everyone to everyone */
     const bool sender = ag || me == a.root;
     const uint64_t e = block_epoch(a), s0 = block_step(a);
     const size_t len = a.count * (size_t)a.es, chb = a.chunk;
@@ -150,6 +160,14 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_push(const struct sym_gpu_a
             if (x0 >= len) break;
             size_t w = len - x0 < chb ? len - x0 : chb;
             if (!sender) continue;
+            if (a2a) {
+                a2a_copy(mine + x0, a, me, len, x0, w);
+                for (int k = 1; k < n; k++) {
+                    int p = me + k < n ? me + k : me + k - n;
+                    a2a_copy(a.peer_dst[p] + (size_t)me * len + x0, a, p, len, x0, w);
+                }
+                continue;
+            }
             uint8_t *out[NP];
             int nout = 0;
             if (mine != a.src) out[nout++] = mine + x0;
@@ -174,7 +192,14 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_push(const struct sym_gpu_a
         size_t w = x0 < len ? (len - x0 < chb ? len - x0 : chb) : 0;
         if (i >= 2)
             wait_peers(a, FLAG_SIG(b, 1, 0), 1, step_val(s0, i - 2), "push credit", targets);
-        if (sender && w) {
+        if (a2a && w) {
+            a2a_copy(mine + x0, a, me, len, x0, w);
+            for (int k = 1; k < n; k++) {
+                int p = me + k < n ? me + k : me + k - n;
+                a2a_copy(a.peer_scr[p] + reg_off + ((size_t)par * n + me) * chb, a, p, len, x0,
+                         w);
+            }
+        } else if (sender && w) {
             uint8_t *out[NP];
             int nout = 0;
             if (mine != a.src) out[nout++] = mine + x0;

@@ -31,7 +31,7 @@
 #include <symtrain/optim.h>
 #include <symtrain/pipeline.h>
 
-#define SYM_CUDA_BACKEND_ABI 12 /* 11: a stage's chunks (virtual stages); 12: GPU dtensors */
+#define SYM_CUDA_BACKEND_ABI 13 /* 12: GPU dtensors; 13: their all-to-all */
 #define SYM_CUDA_BACKEND_SYMBOL "sym_cuda_backend"
 #define SYM_CUDA_BACKEND_FILE "libsymtrain_cuda.so"
 
@@ -240,6 +240,9 @@ struct sym_cuda_backend {
     int (*dev_sum_scatter)(shmem_team_t team, float *x, size_t n);
     /* all-gather: x holds the team's blocks of `bytes` (a multiple of 16), this PE's in place */
     int (*dev_gather)(shmem_team_t team, void *x, size_t bytes);
+    /* all-to-all: src and dst (not overlapping) hold the team's blocks of `bytes` (a
+     * multiple of 16); dst's block r is member r's block of src for this PE */
+    int (*dev_alltoall)(shmem_team_t team, void *dst, const void *src, size_t bytes);
 };
 
 typedef const struct sym_cuda_backend *(*sym_cuda_backend_fn)(void);

@@ -40,5 +40,6 @@ int sym__cuda_dev_convert(void *dst, sym_dtype_t to, const void *src, sym_dtype_
 int sym__cuda_dev_sum(shmem_team_t team, float *x, size_t n);
 int sym__cuda_dev_sum_scatter(shmem_team_t team, float *x, size_t n);
 int sym__cuda_dev_gather(shmem_team_t team, void *x, size_t bytes);
+int sym__cuda_dev_alltoall(shmem_team_t team, void *dst, const void *src, size_t bytes);
 
 #endif

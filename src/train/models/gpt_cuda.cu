@@ -2680,7 +2680,7 @@ static const struct sym_cuda_backend table = {
     be_stage_peer_open,   be_stage_put, be_stage_update,
     sym__cuda_dev_use,    sym__cuda_dev_alloc, sym__cuda_dev_free, sym__cuda_dev_copy2d,
     sym__cuda_dev_zero,   sym__cuda_dev_convert, sym__cuda_dev_sum, sym__cuda_dev_sum_scatter,
-    sym__cuda_dev_gather};
+    sym__cuda_dev_gather, sym__cuda_dev_alltoall};
 
 extern "C" __attribute__((visibility("default"))) const struct sym_cuda_backend *
 sym_cuda_backend(void) {

@@ -322,9 +322,7 @@ out:
 /* All-to-all over row k: tensor dimension i (sharded in ls) becomes whole, j
  * (whole in ls) becomes sharded. Each PE packs its blocks of j, member r's
  * contiguous. The CPU pulls its block from every member's scratch; the GPU
- * gathers every member's packed blocks (padded to the largest) and keeps its
- * own: p times the bytes of a true all-to-all, over the one GPU collective
- * that moves blocks between any PEs. */
+ * packs them padded to the largest block and runs the GPU all-to-all. */
 static int alltoall(const ctx_t *c, const sym_placement_t *cur, int k, int i, int j,
                     const int64_t *ls, const int64_t *ld, const void *src, void *dst) {
     sym_mesh_t *m = c->m;
@@ -355,7 +353,7 @@ static int alltoall(const ctx_t *c, const sym_placement_t *cur, int k, int i, in
         sym_shard_range(c->global[i], p, 0, &o, &ci);
         sym_shard_range(c->global[j], p, 0, &o, &cj);
         unit = line_up(rest * (size_t)ci * (size_t)cj);
-        bytes = unit * (size_t)p * (size_t)p + 16;
+        bytes = 2 * unit * (size_t)p + 16; /* the packed blocks, the received ones (+16: never 0) */
     } else if ((rc = sym__mesh_scratch(m, max_local(m, c->ndim, c->global, cur) * c->es,
                                        &buf))) {
         goto out;
@@ -364,7 +362,7 @@ static int alltoall(const ctx_t *c, const sym_placement_t *cur, int k, int i, in
         rc = SYM_ENOMEM;
         goto out;
     }
-    pack = c->gpu ? tmp + unit * (size_t)p * (size_t)me : buf;
+    pack = c->gpu ? tmp : buf;
     size_t pos = 0;
     for (int r = 0; r < p && !rc; r++) { /* member r's block of j */
         sym_shard_range(c->global[j], p, r, &o, &cnt);
@@ -374,8 +372,9 @@ static int alltoall(const ctx_t *c, const sym_placement_t *cur, int k, int i, in
     }
     if (rc) goto out;
     if (c->gpu) {
-        if ((rc = gpu_rc(c, c->gpu->dev_gather(m->team[k], tmp, unit * (size_t)p)))) goto out;
-        for (int r = 0; r < p; r++) at[r] = unit * ((size_t)r * (size_t)p + (size_t)me);
+        char *got = tmp + unit * (size_t)p;
+        if ((rc = gpu_rc(c, c->gpu->dev_alltoall(m->team[k], got, pack, unit)))) goto out;
+        for (int r = 0; r < p; r++) at[r] = unit * (size_t)(p + r);
     } else {
         if ((rc = sym__comm_pullv(m->team[k], pack, at, len, tmp))) goto out;
         for (int r = 0; r < p; r++) at[r] = r ? at[r - 1] + len[r - 1] : 0;

@@ -121,3 +121,12 @@ int sym__cuda_dev_gather(shmem_team_t team, void *x, size_t bytes) {
                                                SHMEMX_FLOAT32, NULL),
                      "an all-gather (shmemx_gpu_allgather_team)", n);
 }
+
+int sym__cuda_dev_alltoall(shmem_team_t team, void *dst, const void *src, size_t bytes) {
+    if (!bytes) return SYM_OK;
+    if (bytes % 16)
+        return sym__cuda_fail(SYM_EINVAL, "redistribute: a GPU all-to-all's blocks are "
+                                          "multiples of 16 bytes, not %zu", bytes);
+    return coll_done(shmemx_gpu_alltoall_team(team, dst, src, bytes / 4, SHMEMX_FLOAT32, NULL),
+                     "an all-to-all (shmemx_gpu_alltoall_team)", bytes / 4);
+}
