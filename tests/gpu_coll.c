@@ -25,6 +25,10 @@
  * stream, once as a graph; then a destroyed team's index reused by a team of
  * other members. Inputs are drawn by world PE, so two teams never reduce the
  * same data and a result mixed up between teams shows.
+ *
+ * With SYMTRAIN_TEST_GPU_NO_P2P=1 (tests/gpu.cmake's _noP2P runs) no peer is
+ * reached by stores, and every case must have run the ring: the way between
+ * hosts, checked on one.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -41,6 +45,7 @@ static const char *dt_name(shmemx_dtype_t d) {
 }
 
 static int me, npes, quick;  /* me, npes: in `team`, the team the cases run on */
+static int no_p2p;           /* SYMTRAIN_TEST_GPU_NO_P2P: every collective must be the ring */
 static shmem_team_t team;    /* SHMEM_TEAM_WORLD, or the --teams section's */
 static uint64_t seed;
 static cudaStream_t stream;
@@ -326,6 +331,9 @@ static void run_case(const case_t *k) {
     char what[256];
     describe(k, what, sizeof what);
     CHECK(st == 0, "%s: returned %d (%s)", what, st, shmemx_gpu_strerror(st));
+    CHECK(!no_p2p || npes < 2 || shmemx_gpu_last_algo() == SHMEMX_GPU_ALGO_RING,
+          "%s: ran %s with SYMTRAIN_TEST_GPU_NO_P2P (only the ring reaches no peer by stores)",
+          what, shmemx_gpu_algo_name(shmemx_gpu_last_algo()));
     CUDA(cudaMemcpyAsync(h_out, dst, out_bytes, cudaMemcpyDeviceToHost, stream));
     cudaError_t ce = cudaStreamSynchronize(stream);
     CHECK(ce == cudaSuccess, "%s: %s", what, cudaGetErrorString(ce));
@@ -606,7 +614,7 @@ static void teams_main(void) {
     static const int mix[] = {T_WORLD, T_PARITY, T_ROW, T_COL, T_FULL};
     int seqs = quick ? 2 : 8;
     for (int i = 0; i < seqs; i++) interleaved(5, i & 1, i == seqs - 1, mix, 5);
-    long c2 = ncases;
+    long c2 = ncases; /* past the sequences' case ids (a graph's are offset) */
 
     /* A destroyed team's index given to a team of other members: its flags
      * and clocks must start afresh (PE 0's index of the even team now joins
@@ -625,9 +633,9 @@ static void teams_main(void) {
     shmem_barrier_all();
     if (shmem_my_pe() == 0)
         printf("gpu_coll --teams: ok: %ld cases on 5 sub-team kinds (every dtype x op), %d "
-               "sequences of world and sub-team collectives interleaved (%ld, one as a graph "
-               "replayed 3 times), %ld after a team index was reused\n",
-               c1 - c0, seqs, c2 - c1, c3 - c2);
+               "sequences of world and sub-team collectives interleaved (%d collectives, one "
+               "sequence as a graph replayed 3 times), %ld after a team index was reused\n",
+               c1 - c0, seqs, seqs * 5 * 5, c3 - c2);
 }
 
 int main(int argc, char **argv) {
@@ -638,6 +646,8 @@ int main(int argc, char **argv) {
     int teams_mode = argc > 1 && !strcmp(argv[1], "--teams");
     const char *qs = getenv("SYMTRAIN_TEST_QUICK");
     quick = qs && *qs && strcmp(qs, "0") != 0;
+    const char *np = getenv("SYMTRAIN_TEST_GPU_NO_P2P");
+    no_p2p = np && *np && strcmp(np, "0") != 0;
     int st = shmemx_gpu_init();
     gpu_test_skip_if_no_gpu(st);
     CHECK_EQ_INT(st, 0);

@@ -198,6 +198,7 @@ struct sym_gpu_state {
     int reach_words;
     struct sym_gpu_clock *clocks; /* [SYM_GPU_MAXTEAMS][SYM_GPU_MAXB], this GPU's memory */
     uint64_t epoch0;              /* where every clock starts (a test hook, init.cu) */
+    int no_p2p;                   /* no team uses loads and stores (a test hook, init.cu) */
     unsigned long long timeout_ns;
     struct sym_gpu_team teams[SYM_GPU_MAXTEAMS]; /* by shmemx_team_index */
     /* tuning */

@@ -176,6 +176,11 @@ static int setup_memory(sym_gpu_agree_fn agree, size_t scratch) {
      * every team), so a test crosses a counter boundary (2^32, where 32-bit
      * epochs wrapped) in a few collectives (tests/gpu.cmake). */
     g->epoch0 = (uint64_t)sym__env_int("SYMTRAIN_TEST_GPU_EPOCH_START", 0, 0, LONG_MAX);
+    /* Test hook: SYMTRAIN_TEST_GPU_NO_P2P=1 treats every peer as out of reach
+     * of loads and stores (team.cu), so the ring runs as it does between
+     * hosts (NVSHMEM signals for every handshake, private sources staged) on
+     * one host's GPUs. */
+    g->no_p2p = (int)sym__env_flag("SYMTRAIN_TEST_GPU_NO_P2P", 0);
     struct sym_gpu_clock *start = (struct sym_gpu_clock *)malloc(nclock * sizeof *start);
     if (!start && ce == cudaSuccess) ce = cudaErrorMemoryAllocation;
     for (size_t i = 0; start && i < nclock; i++) start[i].epoch = start[i].step = g->epoch0;

@@ -90,7 +90,7 @@ struct sym_gpu_team *sym__gpu_team(shmem_team_t team) {
     a->flags = (uint64_t *)(g->base + off_flags);
     a->region = g->region;
     /* the NVLink algorithms need every member to reach every other */
-    int p2p = n <= SYM_GPU_MAXP2P;
+    int p2p = n <= SYM_GPU_MAXP2P && !g->no_p2p;
     for (int i = 0; i < n && p2p; i++)
         for (int j = 0; j < n && p2p; j++) p2p = reaches(a->pes[i], a->pes[j]);
     t->p2p = a->p2p = p2p;
