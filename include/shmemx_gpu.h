@@ -46,7 +46,8 @@
  *     ring.
  *   - Bad arguments return SHMEMX_ETEAM (SHMEM_TEAM_INVALID, or this PE not in
  *     the team) or SHMEMX_EINVAL (dtype, op, root, a count whose bytes do not
- *     fit a size_t, NULL buffers) before anything is enqueued.
+ *     fit a size_t, NULL buffers, an all-to-all's overlapping ones) before
+ *     anything is enqueued.
  *   - Buffers may be plain device memory (cudaMalloc, a tensor's storage) or
  *     symmetric (shmemx_gpu_malloc). When `dest` is symmetric on every PE (the
  *     same shmemx_gpu_malloc allocation, same offset) peers write results
