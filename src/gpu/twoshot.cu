@@ -217,6 +217,8 @@ __global__ void __launch_bounds__(SYM_GPU_THREADS) k_push(const struct sym_gpu_a
                 copy1((ag ? a.dst + (size_t)q * len : a.dst) + x0,
                       region + ((size_t)par * n + q) * chb, w);
         __syncthreads();
+        /* the credit: the last two are never waited for, harmless since word
+         * FLAG_SIG(b, 1, me) has one writer (me) in every collective */
         signal_peers(a, FLAG_SIG(b, 1, me), val, sources);
     }
     block_end(a, e, s0);
