@@ -58,7 +58,7 @@ sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 4 SUFFIX _teams_epochwrap ARGS --te
   ENV "${_gpu_env};SYMTRAIN_GPU_SCRATCH=4M;SYMTRAIN_GPU_SHARE=1;CUDA_VISIBLE_DEVICES=0;SYMTRAIN_TEST_QUICK=1;SYMTRAIN_TEST_GPU_EPOCH_START=4294967288;SYMTRAIN_GPU_TIMEOUT=10")
 # the way between hosts on one host: no peer reached by stores (a test hook),
 # so every collective runs the ring on NVSHMEM signals, private sources staged
-sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 2 SUFFIX _noP2P
+sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 2 3 SUFFIX _noP2P
   ENV "${_gpu_env};SYMTRAIN_GPU_SCRATCH=4M;SYMTRAIN_GPU_SHARE=1;CUDA_VISIBLE_DEVICES=0;SYMTRAIN_TEST_QUICK=1;SYMTRAIN_TEST_GPU_NO_P2P=1")
 sym_gpu_test(gpu_coll SOURCE gpu_coll.c NPES 4 SUFFIX _teams_noP2P ARGS --teams TIMEOUT 120
   ENV "${_gpu_env};SYMTRAIN_GPU_SCRATCH=4M;SYMTRAIN_GPU_SHARE=1;CUDA_VISIBLE_DEVICES=0;SYMTRAIN_TEST_QUICK=1;SYMTRAIN_TEST_GPU_NO_P2P=1")
