@@ -147,7 +147,9 @@ static int call(int coll, void *dst, const void *src, size_t count, shmemx_dtype
 }
 
 /* Elements of a case's input and output on this PE (in `team`). */
-static size_t in_elems(int coll, size_t count) { return coll == A2A ? (size_t)npes * count : count; }
+static size_t in_elems(int coll, size_t count) {
+    return coll == A2A ? (size_t)npes * count : count;
+}
 static size_t out_elems(int coll, size_t count) {
     size_t off, len;
     block_of(count, me, &off, &len);

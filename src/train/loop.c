@@ -399,9 +399,10 @@ static int gpu_sync_params(run_t *r);
 static int agree_tp(run_t *r, float *stop);
 
 /* ZeRO on the GPU (--device gpu --zero 1 or 2): the backend shards AdamW's
- * moments (and with 2 the gradients) over the dp team and the host keeps whole arrays (r->opt) as the
- * checkpoint's copy, so bringing them over (gpu_sync_host) is collective
- * over the dp team. r->zero, the CPU's ZeRO, stays NULL. */
+ * moments (and with 2 the gradients) over the dp team and the host keeps
+ * whole arrays (r->opt) as the checkpoint's copy, so bringing them over
+ * (gpu_sync_host) is collective over the dp team. r->zero, the CPU's ZeRO,
+ * stays NULL. */
 static int gpu_zero(const run_t *r) { return r->gpu && r->cfg->zero; }
 
 /* Errors every PE sees alike are printed by PE 0 alone. The other PEs then

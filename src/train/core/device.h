@@ -35,6 +35,13 @@
 #define SYM_CUDA_BACKEND_SYMBOL "sym_cuda_backend"
 #define SYM_CUDA_BACKEND_FILE "libsymtrain_cuda.so"
 
+/* A dp member's block of len floats split over n under the GPU's ZeRO-1 and
+ * ZeRO-2: ceil(len / n) rounded up to 64 floats (aligned, vectorised
+ * kernels). The model allocates by it and the planner counts by it. */
+static inline size_t sym_gpu_zero_block(size_t len, size_t n) {
+    return ((len + n - 1) / n + 63) / 64 * 64;
+}
+
 /* fp32: fp32 weights and activations, exact fp32 products; tf32 the same with
  * the products on TF32 tensor cores (10-bit mantissa inputs, fp32 sums). */
 typedef enum {

@@ -1202,13 +1202,6 @@ static int zero_scatter(sym_gpu_model_t *m) {
     return SYM_OK;
 }
 
-/* y (n) += x (n) */
-__global__ void add_kernel(float *y, const float *x, size_t n) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        y[i] += x[i];
-}
-
 /* ZeRO-2: unit u's gradients (src, n c floats, its padding zero) averaged
  * over the dp team in place, this PE's block of the average added to its
  * stretch of gs, on stream q. */
@@ -1221,7 +1214,7 @@ static int z2_reduce(sym_gpu_model_t *m, const z2unit_t *u, float *src, cudaStre
                              "(shmemx_gpu_reduce_scatter_team over the dp team) failed: %s",
                     shmem_my_pe(), u->lo, u->lo + u->len, shmemx_gpu_strerror(e));
     unsigned grid = (unsigned)((u->c + 255) / 256 < 1024 ? (u->c + 255) / 256 : 1024);
-    add_kernel<<<grid, 256, 0, q>>>(m->gs + u->soff, src + at, u->c);
+    add_kernel<float><<<grid, 256, 0, q>>>(m->gs + u->soff, m->gs + u->soff, src + at, u->c);
     CK(cudaGetLastError());
     return SYM_OK;
 }
@@ -1632,17 +1625,13 @@ static void add_range(uint64_t *r, int *n, size_t off, size_t len) {
     (*n)++;
 }
 
-/* A team member's block of len floats split over n: ceil(len / n) rounded up
- * to 64 floats (aligned, vectorised kernels); ZeRO-1's blocks, ZeRO-2's of a unit. */
-static size_t zero_block(size_t len, size_t n) { return ((len + n - 1) / n + 63) / 64 * 64; }
-
 /* ZeRO-2: unit [lo, lo + len) appended (block: its stage block index, or -1). */
 static void z2_add(sym_gpu_model_t *m, size_t lo, size_t len, int block) {
     size_t n = (size_t)m->npes, r = (size_t)m->zrank;
     z2unit_t *u = &m->u[m->nu];
     u->lo = lo;
     u->len = len;
-    u->c = zero_block(len, n);
+    u->c = sym_gpu_zero_block(len, n);
     u->mine = r * u->c >= len ? 0 : len - r * u->c < u->c ? len - r * u->c : u->c;
     u->soff = m->S;
     m->S += u->c;
@@ -2019,7 +2008,7 @@ static void zero_config(sym_gpu_model_t *m) {
     m->zcur = -1;
     if (m->zero != 1) return; /* ZeRO-2's units: z2_config, once the offsets are known */
     size_t r = (size_t)shmem_team_my_pe(m->opts.dp_team);
-    m->zblock = zero_block(m->P, n);
+    m->zblock = sym_gpu_zero_block(m->P, n);
     m->Pp = n * m->zblock;
     m->nmom = m->zblock;
     m->zlo = r * m->zblock;

@@ -26,9 +26,10 @@
  *    sequence parallelism keeps ceil(N / tp) rows of the LayerNorm and
  *    residual buffers (blocks of the N rows) and adds two buffers.
  *  - Pipeline stages: layers cut as pipeline.c cuts them (sym_pipe_plan:
- *    balanced by FLOPs, the LM head's on the last), the embeddings on the first stage, ln_f and the LM head on
- *    the last (which keeps a copy of the tied wte); 1F1B keeps up to pp
- *    micro-batches in flight on the first stage (min(m, pp - s) on stage s),
+ *    balanced by FLOPs, the LM head's on the last), the embeddings on the
+ *    first stage, ln_f and the LM head on the last (which keeps a copy of
+ *    the tied wte); 1F1B keeps up to pp micro-batches in flight on the
+ *    first stage (min(m, pp - s) on stage s),
  *    each with its blocks' buffers, its input and on the last stage the
  *    head's (gpt_init's slots); the backward's scratch is one set a stage.
  *    With V virtual stages (interleaved, pipeline.c) the layers are cut into
@@ -86,6 +87,7 @@
 #include <symtrain/plan.h>
 #include <symtrain/tensor.h>
 
+#include "core/device.h"
 #include "internal.h"
 #include "models/model.h"
 #include "util/util.h"
@@ -300,9 +302,6 @@ static stage_t stage_of(const sym_model_config_t *m, int pp, int V, int mb, int 
     return st;
 }
 
-/* ZeRO-2 on the GPU: a member's block of x parameters split over n. */
-static size_t zero2_block(size_t x, size_t n) { return ((x + n - 1) / n + 63) / 64 * 64; }
-
 static size_t stage_params(const sym_model_config_t *m, const stage_t *st, int tp, int vp) {
     size_t C = (size_t)m->n_embd, p = (size_t)st->layers * block_params(C, tp);
     if (st->first) p += wte_params(m, tp, vp) + (size_t)m->max_seq * C;
@@ -379,8 +378,8 @@ enum { F_TP = 1, F_PP = 2, F_ZERO = 4, F_ACCUM = 8, F_RECOMPUTE = 16, F_ZERO2 = 
 /* Features each device's training does (tp, pp, ZeRO and accumulation on
  * the CPU, in any combination). The GPU (--device gpu) trains tp, pp,
  * accumulation, ZeRO-1 and 2 and sequence parallelism (inside pipelines too;
- * with --tp-overlap), but not the planner's whole-block recompute: the GPU's --recompute
- * gelu,ln keeps each block's other buffers. Both train virtual pipeline
+ * with --tp-overlap), but not the planner's whole-block recompute: the GPU's
+ * --recompute gelu,ln keeps each block's other buffers. Both train virtual pipeline
  * stages (a GPU stage's activation sets sized for its largest chunk, as
  * stage_of counts them). */
 static const unsigned have[2] = {F_TP | F_PP | F_ZERO | F_ACCUM | F_ZERO2 | F_PP_ZERO | F_PP_SP |
@@ -466,12 +465,12 @@ int sym_plan_evaluate(const sym_plan_request_t *r, const sym_plan_layout_t *l,
              * c = ceil(x / dp) rounded to 64 floats; the shard of all of them,
              * two block-sized slots, the edges' arrays whole */
             size_t C = (size_t)m->n_embd, n = (size_t)l->dp, wte = wte_params(m, l->tp, vp);
-            size_t pb = zero2_block(block_params(C, l->tp), n), S = (size_t)st.layers * pb;
+            size_t pb = sym_gpu_zero_block(block_params(C, l->tp), n), S = (size_t)st.layers * pb;
             size_t edges[3] = {st.first ? wte + (size_t)m->max_seq * C : 0,
                                st.last && !st.first ? wte : 0, st.last ? 2 * C : 0}, e = 0;
             for (int k = 0; k < 3; k++) {
-                S += zero2_block(edges[k], n);
-                e += n * zero2_block(edges[k], n);
+                S += sym_gpu_zero_block(edges[k], n);
+                e += n * sym_gpu_zero_block(edges[k], n);
             }
             mem.params = up256(P * 4) + up256(P * 2);
             mem.grads = up256(S * 4) + 2 * up256(n * pb * 4) + up256(e * 4);
